@@ -1,0 +1,22 @@
+//===- tfm-opt.cpp - the mlir-opt of tfm ----------------------------------===//
+//
+// Parses, verifies, transforms and prints IR with the tfm dialect, the
+// upstream dialects the lowerings use, and every tfm pass registered.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/IR/TfmDialect.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+
+int main(int argc, char **argv) {
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllPasses();
+  registry.insert<mlir::tfm::TfmDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry));
+}

@@ -1,0 +1,55 @@
+//===- TfmEnums.td - kinds carried by tfm ops --------------*- tablegen -*-===//
+
+#ifndef TFM_ENUMS_TD
+#define TFM_ENUMS_TD
+
+include "tfm/IR/TfmDialect.td"
+include "mlir/IR/EnumAttr.td"
+
+def Tfm_ScoreKind : I32EnumAttr<"ScoreKind", "attention score function", [
+    I32EnumAttrCase<"Dot", 0, "dot">,
+    I32EnumAttrCase<"ScaledDot", 1, "scaled_dot">,
+    I32EnumAttrCase<"Bilinear", 2, "bilinear">,
+    I32EnumAttrCase<"Additive", 3, "additive">]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::tfm";
+}
+def Tfm_ScoreKindAttr : EnumAttr<Tfm_Dialect, Tfm_ScoreKind, "score"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Tfm_Activation : I32EnumAttr<"Activation", "feed-forward activation", [
+    I32EnumAttrCase<"Relu", 0, "relu">,
+    I32EnumAttrCase<"Gelu", 1, "gelu">,
+    I32EnumAttrCase<"GeluTanh", 2, "gelu_tanh">]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::tfm";
+}
+def Tfm_ActivationAttr : EnumAttr<Tfm_Dialect, Tfm_Activation, "activation"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Tfm_PositionKind : I32EnumAttr<"PositionKind",
+    "absolute positional encoding added to the embeddings", [
+    I32EnumAttrCase<"Sinusoidal", 0, "sinusoidal">,
+    I32EnumAttrCase<"Learned", 1, "learned">]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::tfm";
+}
+def Tfm_PositionKindAttr : EnumAttr<Tfm_Dialect, Tfm_PositionKind, "position"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Tfm_RopeStyle : I32EnumAttr<"RopeStyle", "pairing of rotary dimensions", [
+    // LLaMA/NeoX: dimension i rotates with i + dk/2.
+    I32EnumAttrCase<"Half", 0, "half">,
+    // RoFormer/GPT-J: dimension 2i rotates with 2i + 1.
+    I32EnumAttrCase<"Interleaved", 1, "interleaved">]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::tfm";
+}
+def Tfm_RopeStyleAttr : EnumAttr<Tfm_Dialect, Tfm_RopeStyle, "rope"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+#endif // TFM_ENUMS_TD

@@ -1,0 +1,351 @@
+//===- TfmOps.td - tfm operations --------------------------*- tablegen -*-===//
+//
+// Shape rules live in the C++ verifiers and inferReturnTypes (TfmOps.cpp);
+// each one has a negative test in test/lit/dialect/invalid.mlir.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_OPS_TD
+#define TFM_OPS_TD
+
+include "tfm/IR/TfmDialect.td"
+include "tfm/IR/TfmEnums.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Tfm_Tensor : RankedTensorOf<[F32]>;
+def Tfm_TokenTensor : RankedTensorOf<[I32, I64]>;
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"ModuleOp">]> {
+  let summary = "declares a model weight by its state_dict name";
+  let description = [{
+    Declares one weight tensor of the model, named exactly as PyTorch's
+    `state_dict()` names it (e.g. `layers.0.self_attn.in_proj_weight`), with
+    its static shape. The weights file must provide a tensor of that name and
+    shape. Functions read it with `tfm.weight`.
+
+    ```mlir
+    tfm.param @"layers.0.linear1.weight" : tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$type);
+  let assemblyFormat = "$sym_name attr-dict `:` $type";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+  }];
+}
+
+def Tfm_WeightOp : Tfm_Op<"weight",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "reads a weight declared by tfm.param";
+  let description = [{
+    The value of the `tfm.param` named by `$param`. The result type must equal
+    the declared type.
+
+    ```mlir
+    %w = tfm.weight @"layers.0.linear1.weight" : tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = "$param attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Embeddings and positions
+//===----------------------------------------------------------------------===//
+
+def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+  let summary = "token embedding lookup";
+  let description = [{
+    Looks up each token id in `table` (`[vocab_size, d_model]`) and multiplies
+    the row by `scale` (1 by default; `sqrt(d_model)` for `embedding_scale`).
+    The result has the shape of `ids` with `d_model` appended. Ids outside
+    `[0, vocab_size)` are a run-time input error, not undefined behaviour.
+
+    ```mlir
+    %e = tfm.embedding %ids, %table {scale = 5.65685415 : f32}
+        : (tensor<?x?xi32>, tensor<100x32xf32>) -> tensor<?x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_TokenTensor:$ids, Tfm_Tensor:$table,
+                       DefaultValuedAttr<F32Attr, "1.0">:$scale);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $ids `,` $table attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "adds absolute positional encodings to embeddings";
+  let description = [{
+    Adds a position vector to each row of `input` (`[..., seq, d_model]`);
+    position `p` is the row's index along `seq`.
+
+    - `sinusoidal`: PE(p, 2i) = sin(p / 10000^(2i/d_model)), PE(p, 2i+1) =
+      cos(the same angle); no table.
+    - `learned`: row `p` of `table` (`[max_seq_len, d_model]`).
+
+    ```mlir
+    %0 = tfm.position_encoding <sinusoidal> %x : tensor<?x?x32xf32>
+    %1 = tfm.position_encoding <learned> %x, %t : tensor<?x?x32xf32>, tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_PositionKindAttr:$kind, Tfm_Tensor:$input,
+                       Optional<Tfm_Tensor>:$table);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $kind $input (`,` $table^)? attr-dict `:` type($input) (`,` type($table)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_RotaryOp : Tfm_Op<"rotary", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotary position embedding of per-head queries or keys";
+  let description = [{
+    Rotates pairs of features of `input` (`[..., seq, head_dim]`) by the angle
+    p * base^(-2i/head_dim), where `p` is the row's index along `seq` and `i`
+    the pair's index. `half` pairs feature `i` with `i + head_dim/2`
+    (LLaMA/NeoX); `interleaved` pairs `2i` with `2i+1` (RoFormer/GPT-J).
+    `head_dim` must be even.
+
+    ```mlir
+    %q2 = tfm.rotary <half> %q {base = 1.0e+04 : f32} : tensor<1x4x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_RopeStyleAttr:$style, Tfm_Tensor:$input,
+                       DefaultValuedAttr<F32Attr, "10000.0">:$base);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = "$style $input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and heads
+//===----------------------------------------------------------------------===//
+
+def Tfm_LinearOp : Tfm_Op<"linear", [Pure, InferTypeOpAdaptor]> {
+  let summary = "y = x Wᵀ + b";
+  let description = [{
+    A fully connected layer as PyTorch's `nn.Linear` computes it: `weight` is
+    `[out_features, in_features]`, the optional `bias` `[out_features]`, and
+    the last dimension of `input` is `in_features`.
+
+    ```mlir
+    %y = tfm.linear %x, %w, %b
+        : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input, Tfm_Tensor:$weight,
+                       Optional<Tfm_Tensor>:$bias);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [Pure, InferTypeOpAdaptor]> {
+  let summary = "[..., seq, heads*dk] -> [..., heads, seq, dk]";
+  let description = [{
+    Splits the feature dimension into `num_heads` heads of `dk` features and
+    moves the head dimension in front of the sequence dimension.
+
+    ```mlir
+    %h = tfm.split_heads %x into 4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input, I64Attr:$num_heads);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $input `into` $num_heads `heads` attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [Pure, InferTypeOpAdaptor]> {
+  let summary = "[..., heads, seq, dk] -> [..., seq, heads*dk]";
+  let description = [{
+    The inverse of `tfm.split_heads`.
+
+    ```mlir
+    %x = tfm.merge_heads %h : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Tfm_AttentionOp : Tfm_Op<"attention",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "attention core: softmax(score(q, k)) v";
+  let description = [{
+    For each query row `i` and key row `j` (the last two dimensions of
+    `query`/`key`, which share their leading dimensions, typically
+    `[batch, heads]`), computes a score, masks `j > i` when `causal`,
+    normalises each row with softmax and returns the weighted sum of `value`
+    rows. The score function:
+
+    - `dot`: q·k
+    - `scaled_dot`: q·k / sqrt(dk)
+    - `bilinear`: qᵀ W_h k, with `score_params` = (W `[heads, dk, dk]`)
+    - `additive`: vᵀ tanh(W_key k + W_query q) (Bahdanau), with
+      `score_params` = (W_key `[heads, A, dk]`, W_query `[heads, A, dk]`,
+      v `[heads, A]`)
+
+    Per-head parameters index the dimension just before the sequence.
+
+    ```mlir
+    %o = tfm.attention <scaled_dot> %q, %k, %v causal
+        : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_ScoreKindAttr:$score, Tfm_Tensor:$query,
+                       Tfm_Tensor:$key, Tfm_Tensor:$value,
+                       Variadic<Tfm_Tensor>:$score_params, UnitAttr:$causal);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $score $query `,` $key `,` $value (`params` `(` $score_params^ `)`)?
+    (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
+    [Pure, AllTypesMatch<["query", "result"]>, AttrSizedOperandSegments]> {
+  let summary = "multi-head self- or cross-attention with Q/K/V projections";
+  let description = [{
+    PyTorch's `nn.MultiheadAttention` (batch first) with a choice of score
+    function. `query` is `[..., seq, d_model]`. Without `memory` this is
+    self-attention: queries, keys and values all come from `query`. With
+    `memory` (`[..., mem_seq, d_model]`) it is cross-attention: keys and
+    values come from `memory`.
+
+    `in_proj_weight` (`[3*d_model, d_model]`) stacks the Q, K and V
+    projections in that order, `in_proj_bias` is `[3*d_model]`;
+    `out_proj_weight`/`out_proj_bias` are `[d_model, d_model]`/`[d_model]`.
+    Heads have `dk = d_model / num_heads` features. `score_params` are those
+    of `tfm.attention` for the chosen score.
+
+    `causal` masks key positions after the query position; `rope` rotates the
+    per-head queries and keys (as `tfm.rotary`) before scoring. Both apply to
+    self-attention only.
+
+    ```mlir
+    %y = tfm.multi_head_attention <scaled_dot> %x heads 4
+        in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>}
+        : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>,
+           tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_ScoreKindAttr:$score, Tfm_Tensor:$query,
+                       Optional<Tfm_Tensor>:$memory, I64Attr:$num_heads,
+                       Tfm_Tensor:$in_proj_weight, Tfm_Tensor:$in_proj_bias,
+                       Tfm_Tensor:$out_proj_weight, Tfm_Tensor:$out_proj_bias,
+                       Variadic<Tfm_Tensor>:$score_params, UnitAttr:$causal,
+                       OptionalAttr<Tfm_RopeStyleAttr>:$rope,
+                       OptionalAttr<F32Attr>:$rope_base);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $score $query (`memory` $memory^)? `heads` $num_heads
+    `in_proj` `(` $in_proj_weight `,` $in_proj_bias `)`
+    `out_proj` `(` $out_proj_weight `,` $out_proj_bias `)`
+    (`params` `(` $score_params^ `)`)? (`causal` $causal^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    bool isSelfAttention() { return !getMemory(); }
+  }];
+}
+
+def Tfm_SoftmaxOp : Tfm_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+  let summary = "softmax along one dimension";
+  let description = [{
+    exp(x - max) / sum(exp(x - max)) along `dim` (negative counts from the
+    end; -1 by default).
+
+    ```mlir
+    %p = tfm.softmax %s {dim = -1 : i64} : tensor<1x4x?x?xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input, DefaultValuedAttr<I64Attr, "-1">:$dim);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Norms, feed-forward, residual
+//===----------------------------------------------------------------------===//
+
+def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "layer normalisation over the last dimension";
+  let description = [{
+    (x - mean) / sqrt(var + eps) * gamma + beta over the last dimension
+    (biased variance, as `nn.LayerNorm`). `gamma` and `beta` are `[d_model]`.
+
+    ```mlir
+    %y = tfm.layer_norm %x, %g, %b {eps = 1.0e-05 : f32}
+        : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input, Tfm_Tensor:$gamma, Tfm_Tensor:$beta,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$eps);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gamma `,` $beta attr-dict `:` type($input) `,` type($gamma) `,` type($beta)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_FeedForwardOp : Tfm_Op<"ffn", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "position-wise feed-forward: linear2(act(linear1(x)))";
+  let description = [{
+    `linear1` (`w1` `[d_ff, d_model]`, `b1` `[d_ff]`), the activation, then
+    `linear2` (`w2` `[d_model, d_ff]`, `b2` `[d_model]`). Activations: `relu`,
+    `gelu` (exact, with erf) and `gelu_tanh` (the tanh approximation).
+
+    ```mlir
+    %y = tfm.ffn <gelu> %x, %w1, %b1, %w2, %b2
+        : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>,
+           tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_ActivationAttr:$activation, Tfm_Tensor:$input,
+                       Tfm_Tensor:$w1, Tfm_Tensor:$b1, Tfm_Tensor:$w2,
+                       Tfm_Tensor:$b2);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $activation $input `,` $w1 `,` $b1 `,` $w2 `,` $b2 attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_AddOp : Tfm_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
+  let summary = "elementwise sum (residual connection)";
+  let description = [{
+    ```mlir
+    %y = tfm.add %x, %attn : tensor<?x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$lhs, Tfm_Tensor:$rhs);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+#endif // TFM_OPS_TD

@@ -1,0 +1,461 @@
+//===- TfmOps.cpp - tfm operations: verifiers and type inference ----------===//
+//
+// Every shape rule of the dialect lives here. Dynamic dimensions (`?`) are
+// accepted wherever a static one is expected; static ones must agree.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/IR/TfmOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <string>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// Reports a shape error as "'tfm.x' op ...". Verifiers have the op;
+/// inferReturnTypes runs inside verification with only a location, and
+/// without one (a C++ builder probing types) stays silent.
+class Diag {
+public:
+  explicit Diag(Operation *op) : op(op) {}
+  Diag(std::optional<Location> loc, StringRef opName)
+      : loc(loc), opName(opName) {}
+
+  template <typename... Args> LogicalResult fail(Args &&...args) {
+    if (op) {
+      InFlightDiagnostic d = op->emitOpError();
+      (d << ... << std::forward<Args>(args));
+    } else if (loc) {
+      InFlightDiagnostic d = emitError(*loc) << "'" << opName << "' op ";
+      (d << ... << std::forward<Args>(args));
+    }
+    return failure();
+  }
+
+private:
+  Operation *op = nullptr;
+  std::optional<Location> loc;
+  StringRef opName;
+};
+
+bool isDynamic(int64_t dim) { return ShapedType::isDynamic(dim); }
+
+bool dimsMatch(int64_t a, int64_t b) {
+  return isDynamic(a) || isDynamic(b) || a == b;
+}
+
+/// The more precise of two matching dimensions.
+int64_t refineDim(int64_t a, int64_t b) { return isDynamic(a) ? b : a; }
+
+std::string formatDim(int64_t dim) {
+  return isDynamic(dim) ? "?" : std::to_string(dim);
+}
+
+/// "[96, 32]", with "?" for dimensions left open.
+std::string formatShape(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, dim] : llvm::enumerate(shape)) {
+    if (i)
+      s += ", ";
+    s += formatDim(dim);
+  }
+  return s + "]";
+}
+
+RankedTensorType tensorType(Value v) {
+  return v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
+}
+
+/// Checks `type` against `expected`, where a dynamic expected dimension
+/// matches anything.
+LogicalResult expectShape(Diag &diag, StringRef what, RankedTensorType type,
+                          ArrayRef<int64_t> expected) {
+  bool ok = type && type.getRank() == static_cast<int64_t>(expected.size());
+  for (size_t i = 0; ok && i < expected.size(); ++i)
+    ok = dimsMatch(type.getDimSize(i), expected[i]);
+  if (ok)
+    return success();
+  return diag.fail(what, " must be ", formatShape(expected), ", got ",
+                   Type(type));
+}
+
+LogicalResult expectRankAtLeast(Diag &diag, StringRef what,
+                                RankedTensorType type, int64_t rank,
+                                StringRef layout) {
+  if (type && type.getRank() >= rank)
+    return success();
+  return diag.fail(what, " must be ", layout, " (rank >= ", rank, "), got ",
+                   Type(type));
+}
+
+/// Checks the score parameters of `tfm.attention` and
+/// `tfm.multi_head_attention` against `heads` heads of `dk` features.
+LogicalResult verifyScoreParams(Diag &diag, ScoreKind kind, ValueRange params,
+                                int64_t heads, int64_t dk) {
+  size_t expected = 0;
+  StringRef layout = "none";
+  if (kind == ScoreKind::Bilinear) {
+    expected = 1;
+    layout = "(weight [heads, dk, dk])";
+  } else if (kind == ScoreKind::Additive) {
+    expected = 3;
+    layout = "(w_key [heads, A, dk], w_query [heads, A, dk], v [heads, A])";
+  }
+  if (params.size() != expected)
+    return diag.fail("score <", stringifyScoreKind(kind), "> takes ", expected,
+                     " parameter(s) ", layout, ", got ", params.size());
+
+  if (kind == ScoreKind::Bilinear)
+    return expectShape(diag, "bilinear score weight", tensorType(params[0]),
+                       {heads, dk, dk});
+  if (kind != ScoreKind::Additive)
+    return success();
+
+  RankedTensorType wKey = tensorType(params[0]);
+  int64_t inner = ShapedType::kDynamic;
+  if (wKey && wKey.getRank() == 3)
+    inner = wKey.getDimSize(1);
+  if (failed(expectShape(diag, "additive score w_key", wKey,
+                         {heads, inner, dk})))
+    return failure();
+  if (inner == 0)
+    return diag.fail("additive score inner size (A) must be positive");
+  if (failed(expectShape(diag, "additive score w_query",
+                         tensorType(params[1]), {heads, inner, dk})))
+    return failure();
+  return expectShape(diag, "additive score v", tensorType(params[2]),
+                     {heads, inner});
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// ParamOp / WeightOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  auto type = dyn_cast<RankedTensorType>(getType());
+  if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+    return emitOpError("type must be a statically shaped f32 tensor, got ")
+           << getType();
+  return success();
+}
+
+LogicalResult
+WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param =
+      symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
+  if (!param)
+    return emitOpError("'") << getParam() << "' does not name a tfm.param";
+  if (param.getType() != getType())
+    return emitOpError("result type ")
+           << getType() << " does not match the type " << param.getType()
+           << " declared by @" << getParam();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Embeddings and positions
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag(loc, getOperationName());
+  RankedTensorType ids = tensorType(adaptor.getIds());
+  RankedTensorType table = tensorType(adaptor.getTable());
+  if (!ids || !table)
+    return diag.fail("operands must be ranked tensors");
+  if (table.getRank() != 2)
+    return diag.fail("table must be [vocab_size, d_model], got ", Type(table));
+  SmallVector<int64_t> shape(ids.getShape());
+  shape.push_back(table.getDimSize(1));
+  inferredReturnTypes.push_back(
+      RankedTensorType::get(shape, table.getElementType()));
+  return success();
+}
+
+LogicalResult PositionEncodingOp::verify() {
+  Diag diag(*this);
+  RankedTensorType input = getInput().getType();
+  if (failed(expectRankAtLeast(diag, "input", input, 2, "[..., seq, d_model]")))
+    return failure();
+  bool learned = getKind() == PositionKind::Learned;
+  if (learned && !getTable())
+    return emitOpError("learned positions need a position table operand");
+  if (!learned && getTable())
+    return emitOpError("sinusoidal positions take no table operand");
+  if (!learned)
+    return success();
+
+  RankedTensorType table = getTable().getType();
+  int64_t dModel = input.getDimSize(input.getRank() - 1);
+  if (failed(expectShape(diag, "position table", table,
+                         {ShapedType::kDynamic, dModel})))
+    return failure();
+  int64_t seq = input.getDimSize(input.getRank() - 2);
+  int64_t rows = table.getDimSize(0);
+  if (!isDynamic(seq) && !isDynamic(rows) && seq > rows)
+    return emitOpError("sequence length ")
+           << seq << " exceeds the " << rows
+           << " rows of the position table";
+  return success();
+}
+
+LogicalResult RotaryOp::verify() {
+  Diag diag(*this);
+  RankedTensorType input = getInput().getType();
+  if (failed(expectRankAtLeast(diag, "input", input, 2, "[..., seq, dk]")))
+    return failure();
+  int64_t dk = input.getDimSize(input.getRank() - 1);
+  if (isDynamic(dk) || dk % 2 != 0)
+    return emitOpError("rotary embedding needs an even, static head size, got ")
+           << formatDim(dk);
+  if (!(getBase().convertToFloat() > 0.0f))
+    return emitOpError("base must be positive, got ")
+           << getBase().convertToFloat();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and heads
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                           Adaptor adaptor,
+                           SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag(loc, getOperationName());
+  RankedTensorType input = tensorType(adaptor.getInput());
+  RankedTensorType weight = tensorType(adaptor.getWeight());
+  if (!input || !weight)
+    return diag.fail("operands must be ranked tensors");
+  if (failed(expectRankAtLeast(diag, "input", input, 1, "[..., in_features]")))
+    return failure();
+  if (weight.getRank() != 2)
+    return diag.fail("weight must be [out_features, in_features], got ",
+                     Type(weight));
+  int64_t in = input.getDimSize(input.getRank() - 1);
+  if (!dimsMatch(in, weight.getDimSize(1)))
+    return diag.fail("input has ", formatDim(in),
+                     " features but the weight expects ",
+                     formatDim(weight.getDimSize(1)));
+  int64_t out = weight.getDimSize(0);
+  if (Value bias = adaptor.getBias()) {
+    if (failed(expectShape(diag, "bias", tensorType(bias), {out})))
+      return failure();
+    out = refineDim(out, tensorType(bias).getDimSize(0));
+  }
+  SmallVector<int64_t> shape(input.getShape());
+  shape.back() = out;
+  inferredReturnTypes.push_back(
+      RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult
+SplitHeadsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                               Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag(loc, getOperationName());
+  RankedTensorType input = tensorType(adaptor.getInput());
+  if (failed(expectRankAtLeast(diag, "input", input, 2, "[..., seq, d_model]")))
+    return failure();
+  int64_t heads = adaptor.getNumHeads();
+  if (heads <= 0)
+    return diag.fail("num_heads must be positive, got ", heads);
+  int64_t dModel = input.getDimSize(input.getRank() - 1);
+  if (isDynamic(dModel))
+    return diag.fail("d_model (the last dimension) must be static");
+  if (dModel % heads != 0)
+    return diag.fail("d_model ", dModel, " is not divisible by ", heads,
+                     " heads");
+  SmallVector<int64_t> shape(input.getShape().drop_back(2));
+  shape.append({heads, input.getDimSize(input.getRank() - 2), dModel / heads});
+  inferredReturnTypes.push_back(
+      RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult
+MergeHeadsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                               Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag(loc, getOperationName());
+  RankedTensorType input = tensorType(adaptor.getInput());
+  if (failed(expectRankAtLeast(diag, "input", input, 3,
+                               "[..., heads, seq, dk]")))
+    return failure();
+  int64_t rank = input.getRank();
+  int64_t heads = input.getDimSize(rank - 3);
+  int64_t dk = input.getDimSize(rank - 1);
+  if (isDynamic(heads) || isDynamic(dk))
+    return diag.fail("heads and dk must be static, got ", Type(input));
+  SmallVector<int64_t> shape(input.getShape().drop_back(3));
+  shape.append({input.getDimSize(rank - 2), heads * dk});
+  inferredReturnTypes.push_back(
+      RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag(loc, getOperationName());
+  RankedTensorType query = tensorType(adaptor.getQuery());
+  RankedTensorType key = tensorType(adaptor.getKey());
+  RankedTensorType value = tensorType(adaptor.getValue());
+  if (failed(expectRankAtLeast(diag, "query", query, 2, "[..., seq, dk]")))
+    return failure();
+  int64_t rank = query.getRank();
+  if (!key || !value || key.getRank() != rank || value.getRank() != rank)
+    return diag.fail("query, key and value must have the same rank, got ",
+                     Type(query), ", ", Type(key), ", ", Type(value));
+
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank - 2; ++i) {
+    int64_t q = query.getDimSize(i), k = key.getDimSize(i),
+            v = value.getDimSize(i);
+    if (!dimsMatch(q, k) || !dimsMatch(q, v) || !dimsMatch(k, v))
+      return diag.fail("leading dimension ", i, " differs: query ",
+                       formatDim(q), ", key ", formatDim(k), ", value ",
+                       formatDim(v));
+    shape.push_back(refineDim(refineDim(q, k), v));
+  }
+  int64_t dk = query.getDimSize(rank - 1);
+  if (!dimsMatch(dk, key.getDimSize(rank - 1)))
+    return diag.fail("query head size ", formatDim(dk),
+                     " does not match key head size ",
+                     formatDim(key.getDimSize(rank - 1)));
+  dk = refineDim(dk, key.getDimSize(rank - 1));
+  if (!dimsMatch(key.getDimSize(rank - 2), value.getDimSize(rank - 2)))
+    return diag.fail("key length ", formatDim(key.getDimSize(rank - 2)),
+                     " does not match value length ",
+                     formatDim(value.getDimSize(rank - 2)));
+
+  ScoreKind kind = adaptor.getScore();
+  ValueRange params = adaptor.getScoreParams();
+  if (!params.empty() && rank < 3)
+    return diag.fail("score <", stringifyScoreKind(kind),
+                     "> has per-head parameters: query must be "
+                     "[..., heads, seq, dk]");
+  int64_t heads = rank >= 3 ? shape[rank - 3] : 1;
+  if (failed(verifyScoreParams(diag, kind, params, heads, dk)))
+    return failure();
+
+  shape.append({query.getDimSize(rank - 2), value.getDimSize(rank - 1)});
+  inferredReturnTypes.push_back(
+      RankedTensorType::get(shape, query.getElementType()));
+  return success();
+}
+
+LogicalResult MultiHeadAttentionOp::verify() {
+  Diag diag(*this);
+  RankedTensorType query = getQuery().getType();
+  if (failed(expectRankAtLeast(diag, "query", query, 2, "[..., seq, d_model]")))
+    return failure();
+  int64_t rank = query.getRank();
+  int64_t heads = getNumHeads();
+  if (heads <= 0)
+    return emitOpError("num_heads must be positive, got ") << heads;
+  int64_t dModel = query.getDimSize(rank - 1);
+  if (isDynamic(dModel))
+    return emitOpError("d_model (the last dimension) must be static");
+  if (dModel % heads != 0)
+    return emitOpError("d_model ")
+           << dModel << " is not divisible by " << heads << " heads";
+  int64_t dk = dModel / heads;
+
+  if (Value memory = getMemory()) {
+    RankedTensorType mem = tensorType(memory);
+    SmallVector<int64_t> expected(query.getShape());
+    expected[rank - 2] = ShapedType::kDynamic;
+    if (failed(expectShape(diag, "memory", mem, expected)))
+      return failure();
+    if (getCausal())
+      return emitOpError("causal masking applies to self-attention only; "
+                         "attention over memory is never causal");
+    if (getRope())
+      return emitOpError("rotary positions apply to self-attention only");
+  }
+
+  if (failed(expectShape(diag, "in_proj_weight",
+                         getInProjWeight().getType(), {3 * dModel, dModel})) ||
+      failed(expectShape(diag, "in_proj_bias", getInProjBias().getType(),
+                         {3 * dModel})) ||
+      failed(expectShape(diag, "out_proj_weight",
+                         getOutProjWeight().getType(), {dModel, dModel})) ||
+      failed(expectShape(diag, "out_proj_bias", getOutProjBias().getType(),
+                         {dModel})) ||
+      failed(verifyScoreParams(diag, getScore(), getScoreParams(), heads, dk)))
+    return failure();
+
+  if (getRope() && dk % 2 != 0)
+    return emitOpError("rotary positions need an even head size, got dk = ")
+           << dk;
+  if (std::optional<APFloat> base = getRopeBase()) {
+    if (!getRope())
+      return emitOpError("rope_base is set but rope is not");
+    if (!(base->convertToFloat() > 0.0f))
+      return emitOpError("rope_base must be positive, got ")
+             << base->convertToFloat();
+  }
+  return success();
+}
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  int64_t dim = getDim();
+  if (dim < -rank || dim >= rank)
+    return emitOpError("dim ") << dim << " is out of range for rank " << rank;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Norms, feed-forward
+//===----------------------------------------------------------------------===//
+
+LogicalResult LayerNormOp::verify() {
+  Diag diag(*this);
+  RankedTensorType input = getInput().getType();
+  if (failed(expectRankAtLeast(diag, "input", input, 1, "[..., d_model]")))
+    return failure();
+  int64_t dModel = input.getDimSize(input.getRank() - 1);
+  if (failed(expectShape(diag, "gamma", getGamma().getType(), {dModel})) ||
+      failed(expectShape(diag, "beta", getBeta().getType(), {dModel})))
+    return failure();
+  if (!(getEps().convertToFloat() > 0.0f))
+    return emitOpError("eps must be positive, got ")
+           << getEps().convertToFloat();
+  return success();
+}
+
+LogicalResult FeedForwardOp::verify() {
+  Diag diag(*this);
+  RankedTensorType input = getInput().getType();
+  if (failed(expectRankAtLeast(diag, "input", input, 1, "[..., d_model]")))
+    return failure();
+  int64_t dModel = input.getDimSize(input.getRank() - 1);
+  RankedTensorType w1 = getW1().getType();
+  int64_t dFF = w1.getRank() == 2 ? w1.getDimSize(0) : ShapedType::kDynamic;
+  if (failed(expectShape(diag, "w1", w1, {dFF, dModel})) ||
+      failed(expectShape(diag, "b1", getB1().getType(), {dFF})) ||
+      failed(expectShape(diag, "w2", getW2().getType(), {dModel, dFF})) ||
+      failed(expectShape(diag, "b2", getB2().getType(), {dModel})))
+    return failure();
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "tfm/IR/TfmOps.cpp.inc"

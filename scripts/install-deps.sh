@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs everything tfm needs to build and test on Debian 12.
+# Idempotent and non-interactive: safe to run on every CI start.
+set -euo pipefail
+
+packages=(
+  # Build
+  cmake ninja-build clang-22 lld llvm-22-dev llvm-22-tools libmlir-22-dev
+  mlir-22-tools clang-format
+  # Libraries
+  libhwy-dev libgtest-dev
+  # Test oracle (PyTorch 1.13 runs under /usr/bin/python3)
+  python3 python3-numpy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

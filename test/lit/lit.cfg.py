@@ -1,0 +1,19 @@
+# lit configuration for tfm: IR tests run tfm-opt (and later tfm-compile)
+# and check their output with FileCheck.
+import os
+
+import lit.formats
+
+config.name = "tfm"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".mlir", ".json", ".test"]
+config.excludes = ["Inputs", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.tfm_obj_root, "test", "lit")
+
+# Our tools first, then LLVM's FileCheck, not, count, split-file.
+path = os.pathsep.join(
+    [config.tfm_tools_dir, config.llvm_tools_dir, config.environment.get("PATH", "")]
+)
+config.environment["PATH"] = path + os.pathsep + os.environ.get("PATH", "")
+config.substitutions.append(("%examples", os.path.join(config.tfm_src_root, "examples")))
