@@ -46,7 +46,7 @@ protected:
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPointToEnd(module->getBody());
     ParamOp::create(builder, loc, builder.getStringAttr(name),
-                    TypeAttr::get(f32(shape)));
+                    TypeAttr::get(f32(shape)), /*alias=*/StringAttr());
     return WeightOp::create(body, loc, f32(shape), name);
   }
 

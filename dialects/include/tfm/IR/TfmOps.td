@@ -30,11 +30,17 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"ModuleOp">]> {
     its static shape. The weights file must provide a tensor of that name and
     shape. Functions read it with `tfm.weight`.
 
+    `alias` names another tensor a weights file may provide instead: an
+    encoder-decoder's `src_embed.weight` and `tgt_embed.weight` both accept a
+    single shared `embed.weight`.
+
     ```mlir
     tfm.param @"layers.0.linear1.weight" : tensor<64x32xf32>
+    tfm.param @"src_embed.weight" {alias = "embed.weight"} : tensor<100x32xf32>
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$type);
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$type,
+                       OptionalAttr<StrAttr>:$alias);
   let assemblyFormat = "$sym_name attr-dict `:` $type";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -1,0 +1,201 @@
+//===- tfm-compile.cpp - model description -> native artifact -------------===//
+//
+// Exit status (contract section 1): 0 on success, 1 on a user error (bad
+// model file, bad option), 2 on an internal error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Frontend/ModelBuilder.h"
+#include "tfm/Frontend/ModelConfig.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace llvm;
+
+namespace {
+
+enum class Emit { Exe, Lib, Obj, Mlir, MlirOpt, Cpp, Llvm };
+enum class Backend { Hwy, Llvm };
+enum class Target { Native, Generic };
+
+cl::OptionCategory category("tfm-compile options");
+
+cl::opt<std::string> inputPath(cl::Positional, cl::desc("MODEL.json"),
+                               cl::Required, cl::cat(category));
+cl::opt<std::string> outputPath("o", cl::desc("Output path ('-' for stdout)"),
+                                cl::value_desc("OUT"), cl::init(""),
+                                cl::cat(category));
+cl::opt<Emit> emit(
+    "emit", cl::desc("What to produce"), cl::init(Emit::Exe),
+    cl::values(clEnumValN(Emit::Exe, "exe", "a native executable (default)"),
+               clEnumValN(Emit::Lib, "lib", "a shared library and C header"),
+               clEnumValN(Emit::Obj, "obj", "an object file and C header"),
+               clEnumValN(Emit::Mlir, "mlir", "the tfm IR from the frontend"),
+               clEnumValN(Emit::MlirOpt, "mlir-opt",
+                          "the IR after the whole pipeline"),
+               clEnumValN(Emit::Cpp, "cpp", "the generated Highway C++"),
+               clEnumValN(Emit::Llvm, "llvm", "the LLVM IR")),
+    cl::cat(category));
+cl::opt<Backend> backend(
+    "backend", cl::desc("Which lowering produces the code"),
+    cl::init(Backend::Hwy),
+    cl::values(clEnumValN(Backend::Hwy, "hwy", "Highway C++ (default)"),
+               clEnumValN(Backend::Llvm, "llvm", "MLIR's LLVM dialect")),
+    cl::cat(category));
+cl::opt<Target> target(
+    "target", cl::desc("Which CPUs the code runs on"), cl::init(Target::Native),
+    cl::values(clEnumValN(Target::Native, "native", "tuned for this CPU"),
+               clEnumValN(Target::Generic, "generic", "any x86-64")),
+    cl::cat(category));
+cl::opt<int64_t> maxSeqLen(
+    "max-seq-len",
+    cl::desc("Longest sequence the artifact accepts (default: max_seq_len)"),
+    cl::value_desc("N"), cl::init(0), cl::cat(category));
+cl::opt<int64_t> maxBatch("max-batch",
+                          cl::desc("Largest batch the artifact accepts"),
+                          cl::value_desc("N"), cl::init(1), cl::cat(category));
+cl::opt<bool> verbose("v", cl::desc("Print each stage and its time"),
+                      cl::cat(category));
+
+constexpr int kUserError = 1;
+constexpr int kInternalError = 2;
+
+int userError(const Twine &message) {
+  WithColor::error(errs(), "tfm-compile") << message << "\n";
+  return kUserError;
+}
+
+/// Times one stage for `-v`.
+class Stage {
+public:
+  explicit Stage(StringRef name)
+      : name(name), start(std::chrono::steady_clock::now()) {}
+  ~Stage() {
+    if (!verbose)
+      return;
+    std::chrono::duration<double, std::milli> ms =
+        std::chrono::steady_clock::now() - start;
+    errs() << format("tfm-compile: %-28s %9.2f ms\n", name.str().c_str(),
+                     ms.count());
+  }
+
+private:
+  StringRef name;
+  std::chrono::steady_clock::time_point start;
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM y(argc, argv);
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerAsmPrinterCLOptions();
+  cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
+  cl::ParseCommandLineOptions(
+      argc, argv, "tfm-compile: compiles a transformer model description\n");
+
+  if (maxBatch <= 0)
+    return userError("--max-batch must be positive, got " + Twine(maxBatch));
+  if (maxSeqLen < 0)
+    return userError("--max-seq-len must be positive, got " + Twine(maxSeqLen));
+
+  std::unique_ptr<MemoryBuffer> buffer;
+  {
+    Stage stage("read model description");
+    ErrorOr<std::unique_ptr<MemoryBuffer>> file =
+        MemoryBuffer::getFileOrSTDIN(inputPath, /*IsText=*/true);
+    if (!file)
+      return userError("cannot read '" + inputPath +
+                       "': " + file.getError().message());
+    buffer = std::move(*file);
+  }
+
+  std::vector<tfm::ConfigDiagnostic> diags;
+  tfm::ConfigPositions positions;
+  std::optional<tfm::ModelConfig> config;
+  {
+    Stage stage("parse and validate");
+    config = tfm::parseModelConfig(inputPath, buffer->getBuffer(), diags,
+                                   &positions);
+  }
+  for (const tfm::ConfigDiagnostic &d : diags) {
+    errs() << inputPath << ":" << d.line << ":" << d.column << ": ";
+    if (d.kind == tfm::ConfigDiagnostic::Kind::Error)
+      WithColor(errs(), HighlightColor::Error) << "error: ";
+    else
+      WithColor(errs(), HighlightColor::Warning) << "warning: ";
+    errs() << d.message << "\n";
+  }
+  if (!config)
+    return kUserError;
+
+  tfm::CompileLimits limits;
+  limits.maxBatch = maxBatch;
+  limits.maxSeqLen = maxSeqLen ? int64_t(maxSeqLen) : config->maxSeqLen;
+  if (config->positional == tfm::Positional::Learned &&
+      limits.maxSeqLen > config->maxSeqLen) {
+    auto [line, column] = positions.of("max_seq_len");
+    errs() << inputPath << ":" << line << ":" << column << ": ";
+    WithColor(errs(), HighlightColor::Error) << "error: ";
+    errs() << "--max-seq-len " << limits.maxSeqLen << " exceeds max_seq_len "
+           << config->maxSeqLen
+           << ": learned positions have no rows beyond it\n";
+    return kUserError;
+  }
+
+  switch (emit) {
+  case Emit::Mlir:
+    break;
+  case Emit::MlirOpt:
+  case Emit::Exe:
+  case Emit::Lib:
+  case Emit::Obj:
+  case Emit::Cpp:
+  case Emit::Llvm:
+    return userError("--emit=" +
+                     cl::getRegisteredOptions()["emit"]->ArgStr +
+                     " is not available yet: this build has the frontend "
+                     "only; use --emit=mlir");
+  }
+
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  {
+    Stage stage("build tfm IR");
+    module = tfm::buildModel(context, *config, limits, inputPath);
+  }
+  {
+    Stage stage("verify tfm IR");
+    if (failed(mlir::verify(*module))) {
+      WithColor::error(errs(), "tfm-compile")
+          << "internal error: the IR built for this model does not verify\n";
+      return kInternalError;
+    }
+  }
+
+  std::string outPath = outputPath.empty() ? "-" : outputPath.getValue();
+  std::error_code ec;
+  ToolOutputFile out(outPath, ec, sys::fs::OF_Text);
+  if (ec)
+    return userError("cannot write '" + outPath + "': " + ec.message());
+  {
+    Stage stage("print IR");
+    module->print(out.os());
+    out.os() << "\n";
+  }
+  out.keep();
+  return 0;
+}

@@ -1,0 +1,374 @@
+//===- ModelBuilder.cpp - ModelConfig -> tfm IR ---------------------------===//
+//
+// Layers of one kind share a private function that takes the layer's
+// weights as arguments; `forward` reads each layer's weights by name and
+// calls it. The IR (and later the generated code) then does not grow with
+// the number of layers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Frontend/ModelBuilder.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace tfm {
+
+namespace {
+
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+/// One weight of a layer: its name below the layer prefix and its shape.
+struct WeightSpec {
+  std::string suffix;
+  SmallVector<int64_t> shape;
+};
+
+/// Which attention blocks a layer has.
+struct LayerKind {
+  StringRef funcName;
+  bool causal;
+  bool crossAttention;
+};
+
+class ModelBuilder {
+public:
+  ModelBuilder(MLIRContext &context, const ModelConfig &config,
+               const CompileLimits &limits, StringRef sourcePath)
+      : c(config), limits(limits), builder(&context),
+        fileLoc(FileLineColLoc::get(&context, sourcePath, 1, 1)) {}
+
+  OwningOpRef<ModuleOp> build();
+
+private:
+  RankedTensorType f32(ArrayRef<int64_t> shape) {
+    return RankedTensorType::get(shape, builder.getF32Type());
+  }
+  RankedTensorType activations() { return f32({kDyn, kDyn, c.dModel}); }
+  Location named(StringRef name) {
+    return NameLoc::get(builder.getStringAttr(name), fileLoc);
+  }
+
+  /// Declares `name` once at module level (with the name a weights file may
+  /// use instead, if any) and reads it into the current function.
+  Value weight(OpBuilder &b, StringRef name, ArrayRef<int64_t> shape,
+               StringRef alias = "");
+
+  std::vector<WeightSpec> attentionWeights(StringRef prefix);
+  std::vector<WeightSpec> layerWeights(const LayerKind &kind);
+  func::FuncOp buildLayerFunc(const LayerKind &kind);
+  Value attention(OpBuilder &b, Location loc, Value x, Value memory,
+                  ValueRange weights, bool causal);
+  Value feedForward(OpBuilder &b, Location loc, Value x, ValueRange weights);
+  Value layerNorm(OpBuilder &b, Location loc, Value x, Value gamma,
+                  Value beta);
+
+  /// Embeds the stack's input and adds absolute positions.
+  Value embed(OpBuilder &b, Value input, StringRef tokenTable,
+              StringRef positionTable);
+  /// Runs `layers` layers of `kind` (weights under `prefix`) and the final
+  /// norm `finalNorm` if the model has one.
+  Value stack(OpBuilder &b, Value x, Value memory, const LayerKind &kind,
+              func::FuncOp layerFunc, StringRef prefix, int64_t layers,
+              StringRef finalNorm);
+
+  const ModelConfig &c;
+  const CompileLimits &limits;
+  OpBuilder builder;
+  Location fileLoc;
+  ModuleOp module;
+  llvm::StringSet<> declared;
+};
+
+Value ModelBuilder::weight(OpBuilder &b, StringRef name,
+                           ArrayRef<int64_t> shape, StringRef alias) {
+  if (declared.insert(name).second) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(module.getBody(), module.getBody()->end());
+    ParamOp::create(builder, fileLoc, builder.getStringAttr(name),
+                    TypeAttr::get(f32(shape)),
+                    alias.empty() ? StringAttr() : builder.getStringAttr(alias));
+  }
+  return WeightOp::create(b, fileLoc, f32(shape), name);
+}
+
+std::vector<WeightSpec> ModelBuilder::attentionWeights(StringRef prefix) {
+  int64_t d = c.dModel, h = c.numHeads, dk = c.headDim();
+  std::string p = prefix.str() + ".";
+  std::vector<WeightSpec> specs = {
+      {p + "in_proj_weight", {3 * d, d}},
+      {p + "in_proj_bias", {3 * d}},
+      {p + "out_proj.weight", {d, d}},
+      {p + "out_proj.bias", {d}},
+  };
+  if (c.score == ScoreKind::Bilinear) {
+    specs.push_back({p + "score.weight", {h, dk, dk}});
+  } else if (c.score == ScoreKind::Additive) {
+    specs.push_back({p + "score.w_key", {h, c.additiveDim, dk}});
+    specs.push_back({p + "score.w_query", {h, c.additiveDim, dk}});
+    specs.push_back({p + "score.v", {h, c.additiveDim}});
+  }
+  return specs;
+}
+
+/// The weights of a layer in the order its function takes them:
+/// self-attention, [cross-attention], feed-forward, then the norms in
+/// PyTorch's numbering.
+std::vector<WeightSpec> ModelBuilder::layerWeights(const LayerKind &kind) {
+  std::vector<WeightSpec> specs = attentionWeights("self_attn");
+  if (kind.crossAttention)
+    llvm::append_range(specs, attentionWeights("multihead_attn"));
+  int64_t d = c.dModel, ff = c.dFF;
+  specs.push_back({"linear1.weight", {ff, d}});
+  specs.push_back({"linear1.bias", {ff}});
+  specs.push_back({"linear2.weight", {d, ff}});
+  specs.push_back({"linear2.bias", {d}});
+  int norms = kind.crossAttention ? 3 : 2;
+  for (int i = 1; i <= norms; ++i) {
+    specs.push_back({"norm" + std::to_string(i) + ".weight", {d}});
+    specs.push_back({"norm" + std::to_string(i) + ".bias", {d}});
+  }
+  return specs;
+}
+
+Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x,
+                              Value memory, ValueRange w, bool causal) {
+  bool self = !memory;
+  RopeStyleAttr rope;
+  FloatAttr ropeBase;
+  if (self && c.positional == Positional::Rope) {
+    rope = RopeStyleAttr::get(b.getContext(), c.ropeStyle);
+    ropeBase = b.getF32FloatAttr(static_cast<float>(c.ropeBase));
+  }
+  return MultiHeadAttentionOp::create(b, loc, activations(), c.score, x,
+                                      memory, c.numHeads, w[0], w[1], w[2],
+                                      w[3], w.drop_front(4), causal && self,
+                                      rope, ropeBase);
+}
+
+Value ModelBuilder::feedForward(OpBuilder &b, Location loc, Value x,
+                                ValueRange w) {
+  return FeedForwardOp::create(b, loc, activations(), c.activation, x, w[0],
+                               w[1], w[2], w[3]);
+}
+
+Value ModelBuilder::layerNorm(OpBuilder &b, Location loc, Value x, Value gamma,
+                              Value beta) {
+  return LayerNormOp::create(b, loc, x, gamma, beta,
+                             b.getF32FloatAttr(static_cast<float>(c.normEps)));
+}
+
+func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
+  std::vector<WeightSpec> specs = layerWeights(kind);
+  SmallVector<Type> argTypes = {activations()};
+  if (kind.crossAttention)
+    argTypes.push_back(activations());
+  size_t firstWeight = argTypes.size();
+  for (const WeightSpec &s : specs)
+    argTypes.push_back(f32(s.shape));
+
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(module.getBody(), module.getBody()->end());
+  auto func = func::FuncOp::create(
+      builder, named(kind.funcName), kind.funcName,
+      builder.getFunctionType(argTypes, {activations()}));
+  func.setPrivate();
+  func.setArgAttr(0, "tfm.input", builder.getStringAttr("x"));
+  if (kind.crossAttention)
+    func.setArgAttr(1, "tfm.input", builder.getStringAttr("memory"));
+  for (auto [i, s] : llvm::enumerate(specs))
+    func.setArgAttr(firstWeight + i, "tfm.weight",
+                    builder.getStringAttr(s.suffix));
+
+  OpBuilder b = OpBuilder::atBlockEnd(func.addEntryBlock());
+  Value x = func.getArgument(0);
+  Value memory = kind.crossAttention ? func.getArgument(1) : Value();
+  ValueRange w = func.getArguments().drop_front(firstWeight);
+  size_t attnWeights = attentionWeights("self_attn").size();
+  ValueRange selfW = w.take_front(attnWeights);
+  w = w.drop_front(attnWeights);
+  ValueRange crossW;
+  if (kind.crossAttention) {
+    crossW = w.take_front(attnWeights);
+    w = w.drop_front(attnWeights);
+  }
+  ValueRange ffW = w.take_front(4);
+  ValueRange normW = w.drop_front(4);
+  auto norm = [&](int i, Value v) {
+    return layerNorm(b, named("norm" + std::to_string(i + 1)), v,
+                     normW[2 * i], normW[2 * i + 1]);
+  };
+
+  // Each sublayer f: post-norm x = LN(x + f(x)); pre-norm x = x + f(LN(x)).
+  int normIndex = 0;
+  auto sublayer = [&](llvm::function_ref<Value(Value)> f) {
+    int i = normIndex++;
+    if (c.norm == NormPlacement::Pre)
+      return Value(AddOp::create(b, x.getLoc(), x, f(norm(i, x))));
+    return norm(i, AddOp::create(b, x.getLoc(), x, f(x)));
+  };
+  x = sublayer([&](Value in) {
+    return attention(b, named("self_attn"), in, Value(), selfW, kind.causal);
+  });
+  if (kind.crossAttention)
+    x = sublayer([&](Value in) {
+      return attention(b, named("multihead_attn"), in, memory, crossW, false);
+    });
+  x = sublayer([&](Value in) { return feedForward(b, named("ffn"), in, ffW); });
+  func::ReturnOp::create(b, fileLoc, x);
+  return func;
+}
+
+Value ModelBuilder::embed(OpBuilder &b, Value input, StringRef tokenTable,
+                          StringRef positionTable) {
+  Value x = input;
+  if (c.vocabSize) {
+    bool shared = c.architecture == Architecture::EncoderDecoder;
+    Value table = weight(b, tokenTable, {*c.vocabSize, c.dModel},
+                         shared ? "embed.weight" : "");
+    float scale = c.embeddingScale == EmbeddingScale::SqrtDModel
+                      ? std::sqrt(static_cast<float>(c.dModel))
+                      : 1.0f;
+    x = EmbeddingOp::create(b, named(tokenTable), input, table,
+                            b.getF32FloatAttr(scale));
+  }
+  if (c.positional == Positional::Sinusoidal)
+    x = PositionEncodingOp::create(b, named("positions"), x.getType(),
+                                   PositionKind::Sinusoidal, x, Value());
+  else if (c.positional == Positional::Learned)
+    x = PositionEncodingOp::create(
+        b, named(positionTable), x.getType(), PositionKind::Learned, x,
+        weight(b, positionTable, {c.maxSeqLen, c.dModel}));
+  return x;
+}
+
+Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
+                          const LayerKind &kind, func::FuncOp layerFunc,
+                          StringRef prefix, int64_t layers,
+                          StringRef finalNorm) {
+  std::vector<WeightSpec> specs = layerWeights(kind);
+  for (int64_t i = 0; i < layers; ++i) {
+    std::string layerPrefix = (prefix + std::to_string(i) + ".").str();
+    SmallVector<Value> args = {x};
+    if (memory)
+      args.push_back(memory);
+    for (const WeightSpec &s : specs)
+      args.push_back(weight(b, layerPrefix + s.suffix, s.shape));
+    x = func::CallOp::create(b, named(layerPrefix + "call"), layerFunc, args)
+            .getResult(0);
+  }
+  if (c.finalNorm) {
+    std::string n = finalNorm.str();
+    x = layerNorm(b, named(n), x, weight(b, n + ".weight", {c.dModel}),
+                  weight(b, n + ".bias", {c.dModel}));
+  }
+  return x;
+}
+
+OwningOpRef<ModuleOp> ModelBuilder::build() {
+  OwningOpRef<ModuleOp> owned = ModuleOp::create(fileLoc, StringRef(c.name));
+  module = *owned;
+  module->setAttr("tfm.architecture",
+                  builder.getStringAttr(stringifyArchitecture(c.architecture)));
+  module->setAttr("tfm.max_batch", builder.getI64IntegerAttr(limits.maxBatch));
+  module->setAttr("tfm.max_seq_len",
+                  builder.getI64IntegerAttr(limits.maxSeqLen));
+
+  Type inputType = c.vocabSize
+                       ? Type(RankedTensorType::get({kDyn, kDyn},
+                                                    builder.getI32Type()))
+                       : Type(activations());
+  Type outputType =
+      c.lmHead ? Type(f32({kDyn, kDyn, *c.vocabSize})) : Type(activations());
+  bool encDec = c.architecture == Architecture::EncoderDecoder;
+  SmallVector<StringRef> inputNames =
+      encDec ? SmallVector<StringRef>{"src", "tgt"}
+             : SmallVector<StringRef>{"input"};
+  SmallVector<Type> inputTypes(inputNames.size(), inputType);
+
+  // Layer functions first, so they read before `forward`, which uses them.
+  LayerKind encoderKind{"encoder_layer", c.causal && !encDec, false};
+  LayerKind decoderKind{"decoder_layer", c.causal, encDec};
+  func::FuncOp encoderLayer, decoderLayer;
+  if (c.numEncoderLayers)
+    encoderLayer = buildLayerFunc(encoderKind);
+  if (c.numDecoderLayers)
+    decoderLayer = buildLayerFunc(decoderKind);
+
+  builder.setInsertionPoint(module.getBody(), module.getBody()->end());
+  auto forward = func::FuncOp::create(
+      builder, named("forward"), "forward",
+      builder.getFunctionType(inputTypes, {outputType}));
+  for (auto [i, name] : llvm::enumerate(inputNames))
+    forward.setArgAttr(i, "tfm.input", builder.getStringAttr(name));
+  forward.setResultAttr(0, "tfm.output",
+                        builder.getStringAttr(c.lmHead ? "logits" : "hidden"));
+  OpBuilder b = OpBuilder::atBlockEnd(forward.addEntryBlock());
+
+  Value out;
+  StringRef targetTable = "embed.weight";
+  switch (c.architecture) {
+  case Architecture::Encoder:
+    out = stack(b,
+                embed(b, forward.getArgument(0), "embed.weight",
+                      "pos_embed.weight"),
+                Value(), encoderKind, encoderLayer, "layers.",
+                c.numEncoderLayers, "norm");
+    break;
+  case Architecture::Decoder:
+    out = stack(b,
+                embed(b, forward.getArgument(0), "embed.weight",
+                      "pos_embed.weight"),
+                Value(), decoderKind, decoderLayer, "layers.",
+                c.numDecoderLayers, "norm");
+    break;
+  case Architecture::EncoderDecoder: {
+    Value memory = stack(b,
+                         embed(b, forward.getArgument(0), "src_embed.weight",
+                               "src_pos_embed.weight"),
+                         Value(), encoderKind, encoderLayer, "encoder.layers.",
+                         c.numEncoderLayers, "encoder.norm");
+    out = stack(b,
+                embed(b, forward.getArgument(1), "tgt_embed.weight",
+                      "tgt_pos_embed.weight"),
+                memory, decoderKind, decoderLayer, "decoder.layers.",
+                c.numDecoderLayers, "decoder.norm");
+    targetTable = "tgt_embed.weight";
+    break;
+  }
+  }
+
+  if (c.lmHead) {
+    Value head = c.tieEmbeddings
+                     ? weight(b, targetTable, {*c.vocabSize, c.dModel})
+                     : weight(b, "lm_head.weight", {*c.vocabSize, c.dModel});
+    out = LinearOp::create(b, named("lm_head"), out, head, Value());
+  }
+  func::ReturnOp::create(b, fileLoc, out);
+
+  // Weights were declared as the functions met them: list them first, so a
+  // reader sees the model's parameters before the code that uses them.
+  Operation *firstFunc = &module.getBody()->front();
+  for (ParamOp param :
+       llvm::make_early_inc_range(module.getBody()->getOps<ParamOp>()))
+    param->moveBefore(firstFunc);
+  return owned;
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> buildModel(MLIRContext &context,
+                                 const ModelConfig &config,
+                                 const CompileLimits &limits,
+                                 StringRef sourcePath) {
+  context.loadDialect<TfmDialect, func::FuncDialect>();
+  return ModelBuilder(context, config, limits, sourcePath).build();
+}
+
+} // namespace tfm

@@ -1,0 +1,498 @@
+//===- ModelConfig.cpp - model description JSON -> ModelConfig ------------===//
+//
+// llvm::json parses the text; it keeps no source positions, so a small scan
+// of the (already valid) top-level object records where each key and value
+// starts, and every diagnostic points there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Frontend/ModelConfig.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
+
+#include <cmath>
+
+using namespace llvm;
+using namespace mlir::tfm;
+
+namespace tfm {
+
+namespace {
+
+constexpr int64_t kMaxDim = int64_t(1) << 24;
+constexpr int64_t kMaxLayers = 4096;
+
+/// Every key of contract section 2, in the order the docs list them.
+const char *const kKnownKeys[] = {
+    "name",          "architecture",       "d_model",
+    "num_heads",     "d_ff",               "num_layers",
+    "num_encoder_layers", "num_decoder_layers", "vocab_size",
+    "max_seq_len",   "positional",         "rope_style",
+    "rope_base",     "embedding_scale",    "norm",
+    "norm_eps",      "final_norm",         "activation",
+    "attention_score", "additive_dim",     "causal",
+    "lm_head",       "tie_embeddings"};
+
+struct Position {
+  unsigned line = 1, column = 1;
+};
+
+Position positionOf(StringRef text, size_t offset) {
+  offset = std::min(offset, text.size());
+  StringRef before = text.take_front(offset);
+  Position pos;
+  pos.line = 1 + before.count('\n');
+  size_t lineStart = before.rfind('\n');
+  pos.column = 1 + (lineStart == StringRef::npos ? offset
+                                                 : offset - lineStart - 1);
+  return pos;
+}
+
+struct KeyLocation {
+  std::string key;
+  size_t keyOffset, valueOffset;
+};
+
+/// Skips a JSON string starting at text[i] == '"'; returns the index after
+/// the closing quote.
+size_t skipString(StringRef text, size_t i) {
+  for (++i; i < text.size(); ++i) {
+    if (text[i] == '\\')
+      ++i;
+    else if (text[i] == '"')
+      return i + 1;
+  }
+  return text.size();
+}
+
+/// Lists the keys of the top-level object of `text`, which json::parse has
+/// already accepted, with where each key and its value start.
+std::vector<KeyLocation> scanTopLevelKeys(StringRef text, size_t &objectOffset) {
+  std::vector<KeyLocation> keys;
+  int depth = 0;
+  bool expectKey = false;
+  objectOffset = 0;
+  for (size_t i = 0; i < text.size();) {
+    char c = text[i];
+    if (c == '"') {
+      size_t end = skipString(text, i);
+      if (depth == 1 && expectKey) {
+        // Decode the key with the same JSON parser (escapes included).
+        std::string key;
+        if (Expected<json::Value> v = json::parse(text.slice(i, end)))
+          key = v->getAsString().value_or("").str();
+        else
+          consumeError(v.takeError());
+        size_t colon = text.find(':', end);
+        size_t value = text.find_first_not_of(" \t\r\n", colon + 1);
+        keys.push_back({key, i, value});
+        expectKey = false;
+      }
+      i = end;
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      if (depth == 0)
+        objectOffset = i;
+      ++depth;
+      expectKey = depth == 1 && c == '{';
+    } else if (c == '}' || c == ']') {
+      --depth;
+    } else if (c == ',' && depth == 1) {
+      expectKey = true;
+    }
+    ++i;
+  }
+  return keys;
+}
+
+/// The closest known key to `key`, if it is close enough to be a typo.
+std::optional<StringRef> closestKey(StringRef key) {
+  std::optional<StringRef> best;
+  unsigned bestDistance = std::max<unsigned>(2, key.size() / 3) + 1;
+  for (StringRef known : kKnownKeys) {
+    unsigned d = key.edit_distance(known, /*AllowReplacements=*/true,
+                                   bestDistance);
+    if (d < bestDistance) {
+      bestDistance = d;
+      best = known;
+    }
+  }
+  return best;
+}
+
+std::string describe(const json::Value &v) {
+  std::string s;
+  raw_string_ostream os(s);
+  os << v;
+  if (s.size() > 40)
+    s = s.substr(0, 37) + "...";
+  return s;
+}
+
+/// Reads the validated top-level object into a ModelConfig, collecting
+/// diagnostics.
+class ConfigReader {
+public:
+  ConfigReader(StringRef text, const json::Object &object,
+               std::vector<KeyLocation> keys, Position objectPos,
+               std::vector<ConfigDiagnostic> &diags)
+      : text(text), object(object), keys(std::move(keys)),
+        objectPos(objectPos), diags(diags) {}
+
+  std::optional<ModelConfig> read(StringRef path);
+
+private:
+  Position valuePos(StringRef key) const {
+    for (const KeyLocation &k : keys)
+      if (k.key == key)
+        return positionOf(text, k.valueOffset);
+    return objectPos;
+  }
+  void error(Position pos, const Twine &message) {
+    diags.push_back({ConfigDiagnostic::Kind::Error, pos.line, pos.column,
+                     message.str()});
+    failed = true;
+  }
+  void error(StringRef key, const Twine &message) {
+    error(valuePos(key), message);
+  }
+  void warning(StringRef key, const Twine &message) {
+    Position pos = valuePos(key);
+    diags.push_back({ConfigDiagnostic::Kind::Warning, pos.line, pos.column,
+                     message.str()});
+  }
+  bool has(StringRef key) const { return object.get(key) != nullptr; }
+
+  void checkKeys();
+  std::optional<int64_t> readInt(StringRef key, bool required, int64_t max);
+  std::optional<double> readPositiveFloat(StringRef key);
+  std::optional<bool> readBool(StringRef key);
+  std::optional<std::string> readString(StringRef key, bool required);
+  /// Reads a string that must be one of `choices`; returns its index.
+  std::optional<size_t> readChoice(StringRef key, ArrayRef<StringRef> choices,
+                                   bool required);
+
+  StringRef text;
+  const json::Object &object;
+  std::vector<KeyLocation> keys;
+  Position objectPos;
+  std::vector<ConfigDiagnostic> &diags;
+  bool failed = false;
+};
+
+void ConfigReader::checkKeys() {
+  for (auto [i, k] : llvm::enumerate(keys)) {
+    Position keyPos = positionOf(text, k.keyOffset);
+    for (size_t j = 0; j < i; ++j) {
+      if (keys[j].key != k.key)
+        continue;
+      Position first = positionOf(text, keys[j].keyOffset);
+      error(keyPos, formatv("duplicate key '{0}' (first given at {1}:{2})",
+                            k.key, first.line, first.column));
+      break;
+    }
+    if (llvm::is_contained(kKnownKeys, StringRef(k.key)))
+      continue;
+    std::string message = formatv("unknown key '{0}'", k.key).str();
+    if (std::optional<StringRef> near = closestKey(k.key))
+      message += formatv("; did you mean '{0}'?", *near).str();
+    error(keyPos, message);
+  }
+}
+
+std::optional<int64_t> ConfigReader::readInt(StringRef key, bool required,
+                                             int64_t max) {
+  const json::Value *v = object.get(key);
+  if (!v) {
+    if (required)
+      error(objectPos, formatv("missing required key '{0}'", key));
+    return std::nullopt;
+  }
+  std::optional<int64_t> n = v->getAsInteger();
+  if (!n || *n <= 0) {
+    error(key, formatv("'{0}' must be a positive integer, got {1}", key,
+                       describe(*v)));
+    return std::nullopt;
+  }
+  if (*n > max) {
+    error(key, formatv("'{0}' is {1}, above the supported maximum {2}", key,
+                       *n, max));
+    return std::nullopt;
+  }
+  return n;
+}
+
+std::optional<double> ConfigReader::readPositiveFloat(StringRef key) {
+  const json::Value *v = object.get(key);
+  if (!v)
+    return std::nullopt;
+  std::optional<double> x = v->getAsNumber();
+  if (!x || !std::isfinite(*x) || *x <= 0) {
+    error(key, formatv("'{0}' must be a positive number, got {1}", key,
+                       describe(*v)));
+    return std::nullopt;
+  }
+  return x;
+}
+
+std::optional<bool> ConfigReader::readBool(StringRef key) {
+  const json::Value *v = object.get(key);
+  if (!v)
+    return std::nullopt;
+  std::optional<bool> b = v->getAsBoolean();
+  if (!b)
+    error(key, formatv("'{0}' must be true or false, got {1}", key,
+                       describe(*v)));
+  return b;
+}
+
+std::optional<std::string> ConfigReader::readString(StringRef key,
+                                                    bool required) {
+  const json::Value *v = object.get(key);
+  if (!v) {
+    if (required)
+      error(objectPos, formatv("missing required key '{0}'", key));
+    return std::nullopt;
+  }
+  std::optional<StringRef> s = v->getAsString();
+  if (!s) {
+    error(key, formatv("'{0}' must be a string, got {1}", key, describe(*v)));
+    return std::nullopt;
+  }
+  return s->str();
+}
+
+std::optional<size_t> ConfigReader::readChoice(StringRef key,
+                                               ArrayRef<StringRef> choices,
+                                               bool required) {
+  std::optional<std::string> s = readString(key, required);
+  if (!s)
+    return std::nullopt;
+  for (auto [i, choice] : llvm::enumerate(choices))
+    if (*s == choice)
+      return i;
+  error(key, formatv("'{0}' must be one of {1}; got '{2}'", key,
+                     llvm::join(choices, ", "), *s));
+  return std::nullopt;
+}
+
+std::optional<ModelConfig> ConfigReader::read(StringRef path) {
+  checkKeys();
+  ModelConfig c;
+
+  c.name = sys::path::stem(path).str();
+  if (std::optional<std::string> name = readString("name", false)) {
+    if (name->empty() || !llvm::all_of(*name, [](char ch) {
+          return isAlnum(ch) || ch == '_' || ch == '-' || ch == '.';
+        }))
+      error("name", formatv("'name' must be non-empty and use only letters, "
+                            "digits, '_', '-' and '.', got '{0}'",
+                            *name));
+    else
+      c.name = *name;
+  }
+
+  std::optional<size_t> arch = readChoice(
+      "architecture", {"encoder", "decoder", "encoder_decoder"}, true);
+  if (arch)
+    c.architecture = static_cast<Architecture>(*arch);
+
+  std::optional<int64_t> dModel = readInt("d_model", true, kMaxDim);
+  std::optional<int64_t> heads = readInt("num_heads", true, kMaxDim);
+  std::optional<int64_t> dFF = readInt("d_ff", true, kMaxDim);
+  std::optional<int64_t> layers = readInt("num_layers", false, kMaxLayers);
+  std::optional<int64_t> encLayers =
+      readInt("num_encoder_layers", false, kMaxLayers);
+  std::optional<int64_t> decLayers =
+      readInt("num_decoder_layers", false, kMaxLayers);
+  std::optional<int64_t> vocab = readInt("vocab_size", false, kMaxDim);
+  std::optional<int64_t> maxSeq = readInt("max_seq_len", true, kMaxDim);
+  std::optional<int64_t> additiveDim = readInt("additive_dim", false, kMaxDim);
+
+  if (std::optional<size_t> p = readChoice(
+          "positional", {"sinusoidal", "learned", "rope", "none"}, false))
+    c.positional = static_cast<Positional>(*p);
+  if (std::optional<size_t> s =
+          readChoice("rope_style", {"half", "interleaved"}, false))
+    c.ropeStyle = static_cast<RopeStyle>(*s);
+  if (std::optional<double> base = readPositiveFloat("rope_base"))
+    c.ropeBase = *base;
+  if (std::optional<size_t> s =
+          readChoice("embedding_scale", {"none", "sqrt_d_model"}, false))
+    c.embeddingScale = static_cast<EmbeddingScale>(*s);
+  if (std::optional<size_t> n = readChoice("norm", {"post", "pre"}, false))
+    c.norm = static_cast<NormPlacement>(*n);
+  if (std::optional<double> eps = readPositiveFloat("norm_eps"))
+    c.normEps = *eps;
+  std::optional<bool> finalNorm = readBool("final_norm");
+  if (std::optional<size_t> a =
+          readChoice("activation", {"relu", "gelu", "gelu_tanh"}, false))
+    c.activation = static_cast<Activation>(*a);
+  if (std::optional<size_t> s = readChoice(
+          "attention_score", {"dot", "scaled_dot", "bilinear", "additive"},
+          false))
+    c.score = static_cast<ScoreKind>(*s);
+  std::optional<bool> causal = readBool("causal");
+  std::optional<bool> lmHead = readBool("lm_head");
+  std::optional<bool> tie = readBool("tie_embeddings");
+
+  // Cross-key rules only make sense once every key read cleanly.
+  if (failed || !arch || !dModel || !heads || !dFF || !maxSeq)
+    return std::nullopt;
+
+  c.dModel = *dModel;
+  c.numHeads = *heads;
+  c.dFF = *dFF;
+  c.maxSeqLen = *maxSeq;
+  c.vocabSize = vocab;
+
+  if (c.dModel % c.numHeads != 0)
+    error("num_heads", formatv("'d_model' {0} is not divisible by "
+                               "'num_heads' {1}",
+                               c.dModel, c.numHeads));
+
+  if (c.architecture == Architecture::EncoderDecoder) {
+    c.numEncoderLayers = encLayers.value_or(layers.value_or(0));
+    c.numDecoderLayers = decLayers.value_or(layers.value_or(0));
+    if (!c.numEncoderLayers || !c.numDecoderLayers)
+      error(objectPos,
+            "encoder_decoder needs 'num_encoder_layers' and "
+            "'num_decoder_layers' (or 'num_layers' for both stacks)");
+  } else {
+    for (StringRef key : {"num_encoder_layers", "num_decoder_layers"})
+      if (has(key))
+        error(key, formatv("'{0}' applies to encoder_decoder only; use "
+                           "'num_layers' for a single stack",
+                           key));
+    if (!layers)
+      error(objectPos, "missing required key 'num_layers'");
+    else if (c.architecture == Architecture::Encoder)
+      c.numEncoderLayers = *layers;
+    else
+      c.numDecoderLayers = *layers;
+  }
+
+  if (c.positional == Positional::Rope) {
+    if (c.dModel % c.numHeads == 0 && c.headDim() % 2 != 0)
+      error("positional",
+            formatv("rope needs an even head size, but d_model {0} / "
+                    "num_heads {1} = {2}",
+                    c.dModel, c.numHeads, c.headDim()));
+  } else {
+    for (StringRef key : {"rope_style", "rope_base"})
+      if (has(key))
+        warning(key, formatv("'{0}' has no effect unless 'positional' is "
+                             "'rope'",
+                             key));
+  }
+
+  if (c.score == ScoreKind::Additive)
+    c.additiveDim = additiveDim.value_or(c.dModel / c.numHeads);
+  else if (additiveDim)
+    warning("additive_dim", "'additive_dim' has no effect unless "
+                            "'attention_score' is 'additive'");
+
+  if (c.embeddingScale != EmbeddingScale::None && !vocab)
+    warning("embedding_scale", "'embedding_scale' scales token embeddings "
+                               "only; without 'vocab_size' inputs are float "
+                               "embeddings, taken as they are");
+
+  c.finalNorm = finalNorm.value_or(c.norm == NormPlacement::Pre);
+  c.causal = causal.value_or(c.architecture != Architecture::Encoder);
+  c.lmHead = lmHead.value_or(vocab.has_value());
+  if (c.lmHead && !vocab)
+    error("lm_head", "'lm_head' needs 'vocab_size' (the logits' width)");
+  c.tieEmbeddings = tie.value_or(true);
+  if (tie && !c.lmHead)
+    warning("tie_embeddings", "'tie_embeddings' has no effect without an LM "
+                              "head");
+
+  if (failed)
+    return std::nullopt;
+  return c;
+}
+
+} // namespace
+
+std::pair<unsigned, unsigned> ConfigPositions::of(StringRef key) const {
+  for (const auto &[name, pos] : values)
+    if (name == key)
+      return pos;
+  return {objectLine, objectColumn};
+}
+
+std::optional<ModelConfig> parseModelConfig(StringRef path, StringRef text,
+                                            std::vector<ConfigDiagnostic> &diags,
+                                            ConfigPositions *positions) {
+  Expected<json::Value> root = json::parse(text);
+  if (!root) {
+    // json::ParseError keeps its position private; its message is
+    // "[LINE:COL, byte=N]: WHAT".
+    std::string message = toString(root.takeError());
+    SmallVector<StringRef, 4> m;
+    Regex located("^\\[([0-9]+):([0-9]+), byte=[0-9]+\\]: (.*)$");
+    unsigned line = 1, column = 1;
+    if (located.match(message, &m)) {
+      m[1].getAsInteger(10, line);
+      m[2].getAsInteger(10, column);
+      message = ("invalid JSON: " + m[3]).str();
+    }
+    diags.push_back({ConfigDiagnostic::Kind::Error, std::max(line, 1u),
+                     std::max(column, 1u), message});
+    return std::nullopt;
+  }
+  const json::Object *object = root->getAsObject();
+  size_t objectOffset = 0;
+  std::vector<KeyLocation> keys = scanTopLevelKeys(text, objectOffset);
+  if (!object) {
+    Position pos = positionOf(text, text.find_first_not_of(" \t\r\n"));
+    diags.push_back({ConfigDiagnostic::Kind::Error, pos.line, pos.column,
+                     "a model description must be a JSON object"});
+    return std::nullopt;
+  }
+  Position objectPos = positionOf(text, objectOffset);
+  if (positions) {
+    positions->objectLine = objectPos.line;
+    positions->objectColumn = objectPos.column;
+    for (const KeyLocation &k : keys) {
+      Position p = positionOf(text, k.valueOffset);
+      positions->values.push_back({k.key, {p.line, p.column}});
+    }
+  }
+  return ConfigReader(text, *object, std::move(keys), objectPos, diags)
+      .read(path);
+}
+
+StringRef stringifyArchitecture(Architecture arch) {
+  switch (arch) {
+  case Architecture::Encoder:
+    return "encoder";
+  case Architecture::Decoder:
+    return "decoder";
+  case Architecture::EncoderDecoder:
+    return "encoder_decoder";
+  }
+  llvm_unreachable("unknown architecture");
+}
+
+StringRef stringifyPositional(Positional positional) {
+  switch (positional) {
+  case Positional::Sinusoidal:
+    return "sinusoidal";
+  case Positional::Learned:
+    return "learned";
+  case Positional::Rope:
+    return "rope";
+  case Positional::None:
+    return "none";
+  }
+  llvm_unreachable("unknown positional kind");
+}
+
+} // namespace tfm

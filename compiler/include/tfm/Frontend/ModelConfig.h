@@ -1,0 +1,82 @@
+//===- ModelConfig.h - a validated model description ------------*- C++ -*-===//
+//
+// The model description of contract section 2, parsed from JSON and checked
+// key by key. Every problem is reported with the line and column of the value
+// (or key) that causes it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_FRONTEND_MODELCONFIG_H
+#define TFM_FRONTEND_MODELCONFIG_H
+
+#include "tfm/IR/TfmOps.h"
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tfm {
+
+enum class Architecture { Encoder, Decoder, EncoderDecoder };
+enum class Positional { Sinusoidal, Learned, Rope, None };
+enum class NormPlacement { Post, Pre };
+enum class EmbeddingScale { None, SqrtDModel };
+
+struct ModelConfig {
+  std::string name;
+  Architecture architecture = Architecture::Encoder;
+  int64_t dModel = 0, numHeads = 0, dFF = 0;
+  /// Layers of the encoder stack (encoder, encoder_decoder) and of the decoder
+  /// stack (decoder, encoder_decoder); zero where the stack does not exist.
+  int64_t numEncoderLayers = 0, numDecoderLayers = 0;
+  std::optional<int64_t> vocabSize;
+  int64_t maxSeqLen = 0;
+  Positional positional = Positional::Sinusoidal;
+  mlir::tfm::RopeStyle ropeStyle = mlir::tfm::RopeStyle::Half;
+  double ropeBase = 10000.0;
+  EmbeddingScale embeddingScale = EmbeddingScale::None;
+  NormPlacement norm = NormPlacement::Post;
+  double normEps = 1e-5;
+  bool finalNorm = false;
+  mlir::tfm::Activation activation = mlir::tfm::Activation::Relu;
+  mlir::tfm::ScoreKind score = mlir::tfm::ScoreKind::ScaledDot;
+  int64_t additiveDim = 0;
+  bool causal = false;
+  bool lmHead = false;
+  bool tieEmbeddings = true;
+
+  int64_t headDim() const { return dModel / numHeads; }
+};
+
+/// A message about the description, at a 1-based line and column.
+struct ConfigDiagnostic {
+  enum class Kind { Error, Warning } kind;
+  unsigned line, column;
+  std::string message;
+};
+
+/// Where the JSON value of each top-level key starts, for the checks that
+/// involve the compile options.
+struct ConfigPositions {
+  unsigned objectLine = 1, objectColumn = 1;
+  std::vector<std::pair<std::string, std::pair<unsigned, unsigned>>> values;
+  /// The position of `key`'s value, or of the object when it is absent.
+  std::pair<unsigned, unsigned> of(llvm::StringRef key) const;
+};
+
+/// Parses and validates `text`, the contents of the file `path`. Appends
+/// every error and warning to `diags`; returns nullopt if there was an error.
+std::optional<ModelConfig> parseModelConfig(llvm::StringRef path,
+                                            llvm::StringRef text,
+                                            std::vector<ConfigDiagnostic> &diags,
+                                            ConfigPositions *positions = nullptr);
+
+llvm::StringRef stringifyArchitecture(Architecture arch);
+llvm::StringRef stringifyPositional(Positional positional);
+
+} // namespace tfm
+
+#endif // TFM_FRONTEND_MODELCONFIG_H

@@ -1,0 +1,969 @@
+// RUN: tfm-opt %s -split-input-file -verify-diagnostics
+
+// One section per diagnostic of the tfm verifiers (TfmOps.cpp), plus a few
+// that ODS and the builtin verifiers emit for tfm ops. Errors reported from
+// inferReturnTypes are always followed by the interface's own
+// "failed to infer returned types".
+
+//===----------------------------------------------------------------------===//
+// tfm.param
+//===----------------------------------------------------------------------===//
+
+// expected-error @+1 {{'tfm.param' op type must be a statically shaped f32 tensor, got 'tensor<?x4xf32>'}}
+tfm.param @p : tensor<?x4xf32>
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op type must be a statically shaped f32 tensor, got 'tensor<4x4xf16>'}}
+tfm.param @p : tensor<4x4xf16>
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op type must be a statically shaped f32 tensor, got 'f32'}}
+tfm.param @p : f32
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op type must be a statically shaped f32 tensor, got 'tensor<*xf32>'}}
+tfm.param @p : tensor<*xf32>
+
+// -----
+
+func.func @param_in_func() {
+  // expected-error @+1 {{'tfm.param' op expects parent op 'builtin.module'}}
+  tfm.param @p : tensor<4xf32>
+  return
+}
+
+// -----
+
+// expected-note @+1 {{see existing symbol definition here}}
+tfm.param @p : tensor<4xf32>
+// expected-error @+1 {{redefinition of symbol named 'p'}}
+tfm.param @p : tensor<8xf32>
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.weight
+//===----------------------------------------------------------------------===//
+
+tfm.param @p : tensor<4xf32>
+func.func @weight_missing() -> tensor<4xf32> {
+  // expected-error @+1 {{'tfm.weight' op 'missing' does not name a tfm.param}}
+  %0 = tfm.weight @missing : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @not_a_param() {
+  return
+}
+func.func @weight_of_func() -> tensor<4xf32> {
+  // expected-error @+1 {{'tfm.weight' op 'not_a_param' does not name a tfm.param}}
+  %0 = tfm.weight @not_a_param : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+tfm.param @"layers.0.linear1.weight" : tensor<64x32xf32>
+func.func @weight_type_mismatch() -> tensor<32x64xf32> {
+  // expected-error @+1 {{'tfm.weight' op result type 'tensor<32x64xf32>' does not match the type 'tensor<64x32xf32>' declared by @layers.0.linear1.weight}}
+  %0 = tfm.weight @"layers.0.linear1.weight" : tensor<32x64xf32>
+  return %0 : tensor<32x64xf32>
+}
+
+// -----
+
+tfm.param @p : tensor<4xf32>
+func.func @weight_f16() -> tensor<4xf16> {
+  // expected-error @+1 {{'tfm.weight' op result #0 must be ranked tensor of 32-bit float values, but got 'tensor<4xf16>'}}
+  %0 = tfm.weight @p : tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.embedding
+//===----------------------------------------------------------------------===//
+
+func.func @embedding_table_rank(%ids: tensor<?x?xi32>, %t: tensor<100xf32>) -> tensor<?x?xf32> {
+  // expected-error @+2 {{'tfm.embedding' op table must be [vocab_size, d_model], got 'tensor<100xf32>'}}
+  // expected-error @+1 {{'tfm.embedding' op failed to infer returned types}}
+  %0 = tfm.embedding %ids, %t : (tensor<?x?xi32>, tensor<100xf32>) -> tensor<?x?xf32>
+  return %0 : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @embedding_table_rank3(%ids: tensor<?x?xi32>, %t: tensor<100x4x8xf32>) -> tensor<?x?x8xf32> {
+  // expected-error @+2 {{'tfm.embedding' op table must be [vocab_size, d_model], got 'tensor<100x4x8xf32>'}}
+  // expected-error @+1 {{'tfm.embedding' op failed to infer returned types}}
+  %0 = tfm.embedding %ids, %t : (tensor<?x?xi32>, tensor<100x4x8xf32>) -> tensor<?x?x8xf32>
+  return %0 : tensor<?x?x8xf32>
+}
+
+// -----
+
+func.func @embedding_float_ids(%ids: tensor<?x?xf32>, %t: tensor<100x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.embedding' op operand #0 must be ranked tensor of 32-bit signless integer or 64-bit signless integer values, but got 'tensor<?x?xf32>'}}
+  %0 = tfm.embedding %ids, %t : (tensor<?x?xf32>, tensor<100x32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @embedding_wrong_result(%ids: tensor<?x?xi32>, %t: tensor<100x32xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+2 {{'tfm.embedding' op inferred type(s) 'tensor<?x?x32xf32>' are incompatible with return type(s) of operation 'tensor<?x?x64xf32>'}}
+  // expected-error @+1 {{'tfm.embedding' op failed to infer returned types}}
+  %0 = tfm.embedding %ids, %t : (tensor<?x?xi32>, tensor<100x32xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.position_encoding
+//===----------------------------------------------------------------------===//
+
+func.func @position_rank(%x: tensor<32xf32>) -> tensor<32xf32> {
+  // expected-error @+1 {{'tfm.position_encoding' op input must be [..., seq, d_model] (rank >= 2), got 'tensor<32xf32>'}}
+  %0 = tfm.position_encoding <sinusoidal> %x : tensor<32xf32>
+  return %0 : tensor<32xf32>
+}
+
+// -----
+
+func.func @learned_without_table(%x: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.position_encoding' op learned positions need a position table operand}}
+  %0 = tfm.position_encoding <learned> %x : tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @sinusoidal_with_table(%x: tensor<?x?x32xf32>, %t: tensor<64x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.position_encoding' op sinusoidal positions take no table operand}}
+  %0 = tfm.position_encoding <sinusoidal> %x, %t : tensor<?x?x32xf32>, tensor<64x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @position_table_width(%x: tensor<?x?x32xf32>, %t: tensor<64x16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.position_encoding' op position table must be [?, 32], got 'tensor<64x16xf32>'}}
+  %0 = tfm.position_encoding <learned> %x, %t : tensor<?x?x32xf32>, tensor<64x16xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @position_table_rank(%x: tensor<?x?x32xf32>, %t: tensor<64x1x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.position_encoding' op position table must be [?, 32], got 'tensor<64x1x32xf32>'}}
+  %0 = tfm.position_encoding <learned> %x, %t : tensor<?x?x32xf32>, tensor<64x1x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @position_seq_too_long(%x: tensor<2x128x32xf32>, %t: tensor<64x32xf32>) -> tensor<2x128x32xf32> {
+  // expected-error @+1 {{'tfm.position_encoding' op sequence length 128 exceeds the 64 rows of the position table}}
+  %0 = tfm.position_encoding <learned> %x, %t : tensor<2x128x32xf32>, tensor<64x32xf32>
+  return %0 : tensor<2x128x32xf32>
+}
+
+// -----
+
+func.func @position_result_type(%x: tensor<?x?x32xf32>) -> tensor<?x?x16xf32> {
+  // expected-error @+1 {{'tfm.position_encoding' op failed to verify that all of {input, result} have same type}}
+  %0 = "tfm.position_encoding"(%x) <{kind = #tfm.position<sinusoidal>}> : (tensor<?x?x32xf32>) -> tensor<?x?x16xf32>
+  return %0 : tensor<?x?x16xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.rotary
+//===----------------------------------------------------------------------===//
+
+func.func @rotary_rank(%x: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'tfm.rotary' op input must be [..., seq, dk] (rank >= 2), got 'tensor<8xf32>'}}
+  %0 = tfm.rotary <half> %x : tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @rotary_odd(%x: tensor<1x4x?x7xf32>) -> tensor<1x4x?x7xf32> {
+  // expected-error @+1 {{'tfm.rotary' op rotary embedding needs an even, static head size, got 7}}
+  %0 = tfm.rotary <interleaved> %x : tensor<1x4x?x7xf32>
+  return %0 : tensor<1x4x?x7xf32>
+}
+
+// -----
+
+func.func @rotary_dynamic(%x: tensor<1x4x?x?xf32>) -> tensor<1x4x?x?xf32> {
+  // expected-error @+1 {{'tfm.rotary' op rotary embedding needs an even, static head size, got ?}}
+  %0 = tfm.rotary <half> %x : tensor<1x4x?x?xf32>
+  return %0 : tensor<1x4x?x?xf32>
+}
+
+// -----
+
+func.func @rotary_base_zero(%x: tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.rotary' op base must be positive, got 0.000000e+00}}
+  %0 = tfm.rotary <half> %x {base = 0.0 : f32} : tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @rotary_base_negative(%x: tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.rotary' op base must be positive, got -1.000000e+04}}
+  %0 = tfm.rotary <half> %x {base = -1.0e+04 : f32} : tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @rotary_bad_style(%x: tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{custom op 'tfm.rotary' expected ::mlir::tfm::RopeStyle to be one of: half, interleaved}}
+  // expected-error @+1 {{custom op 'tfm.rotary' failed to parse Tfm_RopeStyleAttr parameter 'value' which is to be a `::mlir::tfm::RopeStyle`}}
+  %0 = tfm.rotary <diagonal> %x : tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.linear
+//===----------------------------------------------------------------------===//
+
+func.func @linear_scalar_input(%x: tensor<f32>, %w: tensor<64x32xf32>) -> tensor<f32> {
+  // expected-error @+2 {{'tfm.linear' op input must be [..., in_features] (rank >= 1), got 'tensor<f32>'}}
+  // expected-error @+1 {{'tfm.linear' op failed to infer returned types}}
+  %0 = "tfm.linear"(%x, %w) : (tensor<f32>, tensor<64x32xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @linear_weight_rank(%x: tensor<?x?x32xf32>, %w: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.linear' op weight must be [out_features, in_features], got 'tensor<32xf32>'}}
+  // expected-error @+1 {{'tfm.linear' op failed to infer returned types}}
+  %0 = "tfm.linear"(%x, %w) : (tensor<?x?x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @linear_features(%x: tensor<?x?x16xf32>, %w: tensor<64x32xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+2 {{'tfm.linear' op input has 16 features but the weight expects 32}}
+  // expected-error @+1 {{'tfm.linear' op failed to infer returned types}}
+  %0 = tfm.linear %x, %w : (tensor<?x?x16xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @linear_bias(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<32xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+2 {{'tfm.linear' op bias must be [64], got 'tensor<32xf32>'}}
+  // expected-error @+1 {{'tfm.linear' op failed to infer returned types}}
+  %0 = tfm.linear %x, %w, %b : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @linear_bias_rank(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<1x64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+2 {{'tfm.linear' op bias must be [64], got 'tensor<1x64xf32>'}}
+  // expected-error @+1 {{'tfm.linear' op failed to infer returned types}}
+  %0 = tfm.linear %x, %w, %b : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<1x64xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @linear_wrong_result(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.linear' op inferred type(s) 'tensor<?x?x64xf32>' are incompatible with return type(s) of operation 'tensor<?x?x32xf32>'}}
+  // expected-error @+1 {{'tfm.linear' op failed to infer returned types}}
+  %0 = tfm.linear %x, %w : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.split_heads / tfm.merge_heads
+//===----------------------------------------------------------------------===//
+
+func.func @split_heads_rank(%x: tensor<32xf32>) -> tensor<4x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op input must be [..., seq, d_model] (rank >= 2), got 'tensor<32xf32>'}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x into 4 heads : tensor<32xf32> -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @split_heads_zero(%x: tensor<?x?x32xf32>) -> tensor<?x0x?x0xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op num_heads must be positive, got 0}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x into 0 heads : tensor<?x?x32xf32> -> tensor<?x0x?x0xf32>
+  return %0 : tensor<?x0x?x0xf32>
+}
+
+// -----
+
+func.func @split_heads_negative(%x: tensor<?x?x32xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op num_heads must be positive, got -4}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x into -4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @split_heads_dynamic(%x: tensor<?x?x?xf32>) -> tensor<?x4x?x?xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op d_model (the last dimension) must be static}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x into 4 heads : tensor<?x?x?xf32> -> tensor<?x4x?x?xf32>
+  return %0 : tensor<?x4x?x?xf32>
+}
+
+// -----
+
+func.func @split_heads_divisible(%x: tensor<?x?x32xf32>) -> tensor<?x5x?x6xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op d_model 32 is not divisible by 5 heads}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x into 5 heads : tensor<?x?x32xf32> -> tensor<?x5x?x6xf32>
+  return %0 : tensor<?x5x?x6xf32>
+}
+
+// -----
+
+func.func @split_heads_wrong_result(%x: tensor<?x?x32xf32>) -> tensor<?x?x4x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op inferred type(s) 'tensor<?x4x?x8xf32>' are incompatible with return type(s) of operation 'tensor<?x?x4x8xf32>'}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x into 4 heads : tensor<?x?x32xf32> -> tensor<?x?x4x8xf32>
+  return %0 : tensor<?x?x4x8xf32>
+}
+
+// -----
+
+func.func @merge_heads_rank(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  // expected-error @+2 {{'tfm.merge_heads' op input must be [..., heads, seq, dk] (rank >= 3), got 'tensor<?x32xf32>'}}
+  // expected-error @+1 {{'tfm.merge_heads' op failed to infer returned types}}
+  %0 = tfm.merge_heads %x : tensor<?x32xf32> -> tensor<?x32xf32>
+  return %0 : tensor<?x32xf32>
+}
+
+// -----
+
+func.func @merge_heads_dynamic_heads(%x: tensor<1x?x?x8xf32>) -> tensor<1x?x?xf32> {
+  // expected-error @+2 {{'tfm.merge_heads' op heads and dk must be static, got 'tensor<1x?x?x8xf32>'}}
+  // expected-error @+1 {{'tfm.merge_heads' op failed to infer returned types}}
+  %0 = tfm.merge_heads %x : tensor<1x?x?x8xf32> -> tensor<1x?x?xf32>
+  return %0 : tensor<1x?x?xf32>
+}
+
+// -----
+
+func.func @merge_heads_dynamic_dk(%x: tensor<1x4x?x?xf32>) -> tensor<1x?x?xf32> {
+  // expected-error @+2 {{'tfm.merge_heads' op heads and dk must be static, got 'tensor<1x4x?x?xf32>'}}
+  // expected-error @+1 {{'tfm.merge_heads' op failed to infer returned types}}
+  %0 = tfm.merge_heads %x : tensor<1x4x?x?xf32> -> tensor<1x?x?xf32>
+  return %0 : tensor<1x?x?xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.attention
+//===----------------------------------------------------------------------===//
+
+func.func @attention_query_rank(%q: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @+2 {{'tfm.attention' op query must be [..., seq, dk] (rank >= 2), got 'tensor<8xf32>'}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <dot> %q, %q, %q : (tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// -----
+
+func.func @attention_rank_mismatch(%q: tensor<1x4x?x8xf32>, %k: tensor<4x?x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op query, key and value must have the same rank, got 'tensor<1x4x?x8xf32>', 'tensor<4x?x8xf32>', 'tensor<4x?x8xf32>'}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <scaled_dot> %q, %k, %k : (tensor<1x4x?x8xf32>, tensor<4x?x8xf32>, tensor<4x?x8xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_value_rank(%q: tensor<1x4x?x8xf32>, %v: tensor<1x4x?x8x1xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op query, key and value must have the same rank, got 'tensor<1x4x?x8xf32>', 'tensor<1x4x?x8xf32>', 'tensor<1x4x?x8x1xf32>'}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <scaled_dot> %q, %q, %v : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8x1xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_leading_dim(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x?x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op leading dimension 1 differs: query 4, key 2, value 4}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <scaled_dot> %q, %k, %q : (tensor<1x4x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_leading_dim_value(%q: tensor<?x4x?x8xf32>, %k: tensor<2x4x?x8xf32>, %v: tensor<3x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op leading dimension 0 differs: query ?, key 2, value 3}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <scaled_dot> %q, %k, %v : (tensor<?x4x?x8xf32>, tensor<2x4x?x8xf32>, tensor<3x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_head_size(%q: tensor<1x4x?x8xf32>, %k: tensor<1x4x?x16xf32>) -> tensor<1x4x?x16xf32> {
+  // expected-error @+2 {{'tfm.attention' op query head size 8 does not match key head size 16}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <dot> %q, %k, %k : (tensor<1x4x?x8xf32>, tensor<1x4x?x16xf32>, tensor<1x4x?x16xf32>) -> tensor<1x4x?x16xf32>
+  return %0 : tensor<1x4x?x16xf32>
+}
+
+// -----
+
+func.func @attention_kv_length(%q: tensor<1x4x5x8xf32>, %k: tensor<1x4x6x8xf32>, %v: tensor<1x4x7x8xf32>) -> tensor<1x4x5x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op key length 6 does not match value length 7}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <dot> %q, %k, %v : (tensor<1x4x5x8xf32>, tensor<1x4x6x8xf32>, tensor<1x4x7x8xf32>) -> tensor<1x4x5x8xf32>
+  return %0 : tensor<1x4x5x8xf32>
+}
+
+// -----
+
+func.func @attention_params_rank2(%q: tensor<?x8xf32>, %w: tensor<1x8x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op score <bilinear> has per-head parameters: query must be [..., heads, seq, dk]}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <bilinear> %q, %q, %q params(%w) : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<1x8x8xf32>) -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @attention_dot_with_param(%q: tensor<1x4x?x8xf32>, %w: tensor<4x8x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op score <dot> takes 0 parameter(s) none, got 1}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <dot> %q, %q, %q params(%w) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_scaled_dot_with_param(%q: tensor<1x4x?x8xf32>, %w: tensor<4x8x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op score <scaled_dot> takes 0 parameter(s) none, got 2}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <scaled_dot> %q, %q, %q params(%w, %w) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_bilinear_no_param(%q: tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op score <bilinear> takes 1 parameter(s) (weight [heads, dk, dk]), got 0}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <bilinear> %q, %q, %q : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_additive_two_params(%q: tensor<1x4x?x8xf32>, %w: tensor<4x16x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op score <additive> takes 3 parameter(s) (w_key [heads, A, dk], w_query [heads, A, dk], v [heads, A]), got 2}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <additive> %q, %q, %q params(%w, %w) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_bilinear_weight(%q: tensor<1x4x?x8xf32>, %w: tensor<4x8x16xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op bilinear score weight must be [4, 8, 8], got 'tensor<4x8x16xf32>'}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <bilinear> %q, %q, %q params(%w) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x16xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_bilinear_heads(%q: tensor<1x4x?x8xf32>, %w: tensor<2x8x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op bilinear score weight must be [4, 8, 8], got 'tensor<2x8x8xf32>'}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <bilinear> %q, %q, %q params(%w) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<2x8x8xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_additive_w_key(%q: tensor<1x4x?x8xf32>, %wk: tensor<4x16x4xf32>, %wq: tensor<4x16x8xf32>, %v: tensor<4x16xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op additive score w_key must be [4, 16, 8], got 'tensor<4x16x4xf32>'}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wq, %v) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x4xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_additive_w_key_rank(%q: tensor<1x4x?x8xf32>, %wk: tensor<16x8xf32>, %wq: tensor<4x16x8xf32>, %v: tensor<4x16xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op additive score w_key must be [4, ?, 8], got 'tensor<16x8xf32>'}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wq, %v) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_additive_inner_zero(%q: tensor<1x4x?x8xf32>, %wk: tensor<4x0x8xf32>, %v: tensor<4x0xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op additive score inner size (A) must be positive}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wk, %v) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x0x8xf32>, tensor<4x0x8xf32>, tensor<4x0xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_additive_w_query(%q: tensor<1x4x?x8xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x12x8xf32>, %v: tensor<4x16xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op additive score w_query must be [4, 16, 8], got 'tensor<4x12x8xf32>'}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wq, %v) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x12x8xf32>, tensor<4x16xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_additive_v(%q: tensor<1x4x?x8xf32>, %wk: tensor<4x16x8xf32>, %v: tensor<4x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op additive score v must be [4, 16], got 'tensor<4x8xf32>'}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wk, %v) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_wrong_result(%q: tensor<1x4x?x8xf32>, %v: tensor<1x4x?x16xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op inferred type(s) 'tensor<1x4x?x16xf32>' are incompatible with return type(s) of operation 'tensor<1x4x?x8xf32>'}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <dot> %q, %q, %v : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x16xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_bad_score(%q: tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{expected ::mlir::tfm::ScoreKind to be one of: dot, scaled_dot, bilinear, additive}}
+  // expected-error @+1 {{failed to parse Tfm_ScoreKindAttr parameter 'value' which is to be a `::mlir::tfm::ScoreKind`}}
+  %0 = "tfm.attention"(%q, %q, %q) <{score = #tfm.score<cosine>}> : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.multi_head_attention
+//===----------------------------------------------------------------------===//
+
+func.func @mha_query_rank(%x: tensor<32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op query must be [..., seq, d_model] (rank >= 2), got 'tensor<32xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<32xf32>
+  return %0 : tensor<32xf32>
+}
+
+// -----
+
+func.func @mha_zero_heads(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op num_heads must be positive, got 0}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 0 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_negative_heads(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op num_heads must be positive, got -2}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads -2 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_dynamic_d_model(%x: tensor<?x?x?xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x?xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op d_model (the last dimension) must be static}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x?xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x?xf32>
+  return %0 : tensor<?x?x?xf32>
+}
+
+// -----
+
+func.func @mha_not_divisible(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op d_model 32 is not divisible by 3 heads}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 3 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_memory_batch(%x: tensor<2x?x32xf32>, %m: tensor<3x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<2x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op memory must be [2, ?, 32], got 'tensor<3x?x32xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x memory %m heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<2x?x32xf32>, tensor<3x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<2x?x32xf32>
+  return %0 : tensor<2x?x32xf32>
+}
+
+// -----
+
+func.func @mha_memory_d_model(%x: tensor<?x?x32xf32>, %m: tensor<?x?x64xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op memory must be [?, ?, 32], got 'tensor<?x?x64xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x memory %m heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<?x?x64xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_memory_rank(%x: tensor<?x?x32xf32>, %m: tensor<?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op memory must be [?, ?, 32], got 'tensor<?x32xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x memory %m heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_memory_causal(%x: tensor<?x?x32xf32>, %m: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op causal masking applies to self-attention only; attention over memory is never causal}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x memory %m heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_memory_rope(%x: tensor<?x?x32xf32>, %m: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op rotary positions apply to self-attention only}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x memory %m heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_in_proj_weight(%x: tensor<?x?x32xf32>, %wi: tensor<32x96xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op in_proj_weight must be [96, 32], got 'tensor<32x96xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<32x96xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_in_proj_bias(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<32xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op in_proj_bias must be [96], got 'tensor<32xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_out_proj_weight(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x64xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op out_proj_weight must be [32, 32], got 'tensor<32x64xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_out_proj_bias(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<1x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op out_proj_bias must be [32], got 'tensor<1x32xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<1x32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_bilinear_no_param(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op score <bilinear> takes 1 parameter(s) (weight [heads, dk, dk]), got 0}}
+  %0 = tfm.multi_head_attention <bilinear> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_bilinear_weight(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<8x4x4xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op bilinear score weight must be [4, 8, 8], got 'tensor<8x4x4xf32>'}}
+  %0 = tfm.multi_head_attention <bilinear> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<8x4x4xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_additive_one_param(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %wk: tensor<4x16x8xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op score <additive> takes 3 parameter(s) (w_key [heads, A, dk], w_query [heads, A, dk], v [heads, A]), got 1}}
+  %0 = tfm.multi_head_attention <additive> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%wk) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_additive_v(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %wk: tensor<4x16x8xf32>, %v: tensor<16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op additive score v must be [4, 16], got 'tensor<16xf32>'}}
+  %0 = tfm.multi_head_attention <additive> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%wk, %wk, %v) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_dot_with_param(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x8x8xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op score <dot> takes 0 parameter(s) none, got 1}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_rope_odd_dk(%x: tensor<?x?x12xf32>, %wi: tensor<36x12xf32>, %bi: tensor<36xf32>, %wo: tensor<12x12xf32>, %bo: tensor<12xf32>) -> tensor<?x?x12xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op rotary positions need an even head size, got dk = 3}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>} : (tensor<?x?x12xf32>, tensor<36x12xf32>, tensor<36xf32>, tensor<12x12xf32>, tensor<12xf32>) -> tensor<?x?x12xf32>
+  return %0 : tensor<?x?x12xf32>
+}
+
+// -----
+
+func.func @mha_rope_base_without_rope(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op rope_base is set but rope is not}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) {rope_base = 5.0e+05 : f32} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_rope_base_zero(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op rope_base must be positive, got 0.000000e+00}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) {rope = #tfm.rope<interleaved>, rope_base = 0.0 : f32} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_rope_base_negative(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op rope_base must be positive, got -1.000000e+04}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) {rope = #tfm.rope<half>, rope_base = -1.0e+04 : f32} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_result_type(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<2x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op failed to verify that all of {query, result} have same type}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<2x?x32xf32>
+  return %0 : tensor<2x?x32xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.softmax
+//===----------------------------------------------------------------------===//
+
+func.func @softmax_dim_high(%x: tensor<1x4x?xf32>) -> tensor<1x4x?xf32> {
+  // expected-error @+1 {{'tfm.softmax' op dim 3 is out of range for rank 3}}
+  %0 = tfm.softmax %x {dim = 3 : i64} : tensor<1x4x?xf32>
+  return %0 : tensor<1x4x?xf32>
+}
+
+// -----
+
+func.func @softmax_dim_low(%x: tensor<1x4x?xf32>) -> tensor<1x4x?xf32> {
+  // expected-error @+1 {{'tfm.softmax' op dim -4 is out of range for rank 3}}
+  %0 = tfm.softmax %x {dim = -4 : i64} : tensor<1x4x?xf32>
+  return %0 : tensor<1x4x?xf32>
+}
+
+// -----
+
+func.func @softmax_scalar(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{'tfm.softmax' op dim -1 is out of range for rank 0}}
+  %0 = tfm.softmax %x : tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @softmax_result_type(%x: tensor<1x4xf32>) -> tensor<4x1xf32> {
+  // expected-error @+1 {{'tfm.softmax' op requires the same type for all operands and results}}
+  %0 = "tfm.softmax"(%x) <{dim = -1 : i64}> : (tensor<1x4xf32>) -> tensor<4x1xf32>
+  return %0 : tensor<4x1xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.layer_norm
+//===----------------------------------------------------------------------===//
+
+func.func @layer_norm_scalar(%x: tensor<f32>, %g: tensor<1xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tfm.layer_norm' op input must be [..., d_model] (rank >= 1), got 'tensor<f32>'}}
+  %0 = tfm.layer_norm %x, %g, %g : tensor<f32>, tensor<1xf32>, tensor<1xf32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @layer_norm_gamma(%x: tensor<?x?x32xf32>, %g: tensor<16xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.layer_norm' op gamma must be [32], got 'tensor<16xf32>'}}
+  %0 = tfm.layer_norm %x, %g, %b : tensor<?x?x32xf32>, tensor<16xf32>, tensor<32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @layer_norm_beta(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<1x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.layer_norm' op beta must be [32], got 'tensor<1x32xf32>'}}
+  %0 = tfm.layer_norm %x, %g, %b : tensor<?x?x32xf32>, tensor<32xf32>, tensor<1x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @layer_norm_eps_zero(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.layer_norm' op eps must be positive, got 0.000000e+00}}
+  %0 = tfm.layer_norm %x, %g, %g {eps = 0.0 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @layer_norm_eps_negative(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.layer_norm' op eps must be positive, got -1.000000e-05}}
+  %0 = tfm.layer_norm %x, %g, %g {eps = -1.0e-05 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.ffn
+//===----------------------------------------------------------------------===//
+
+func.func @ffn_scalar(%x: tensor<f32>, %w: tensor<1x1xf32>, %b: tensor<1xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tfm.ffn' op input must be [..., d_model] (rank >= 1), got 'tensor<f32>'}}
+  %0 = tfm.ffn <relu> %x, %w, %b, %w, %b : (tensor<f32>, tensor<1x1xf32>, tensor<1xf32>, tensor<1x1xf32>, tensor<1xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @ffn_w1(%x: tensor<?x?x32xf32>, %w1: tensor<64x16xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.ffn' op w1 must be [64, 32], got 'tensor<64x16xf32>'}}
+  %0 = tfm.ffn <relu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x16xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @ffn_w1_rank(%x: tensor<?x?x32xf32>, %w1: tensor<64x32x1xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.ffn' op w1 must be [?, 32], got 'tensor<64x32x1xf32>'}}
+  %0 = tfm.ffn <gelu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32x1xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @ffn_b1(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<32xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.ffn' op b1 must be [64], got 'tensor<32xf32>'}}
+  %0 = tfm.ffn <gelu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @ffn_w2(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<64x32xf32>, %b2: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.ffn' op w2 must be [32, 64], got 'tensor<64x32xf32>'}}
+  %0 = tfm.ffn <gelu_tanh> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @ffn_b2(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.ffn' op b2 must be [32], got 'tensor<64xf32>'}}
+  %0 = tfm.ffn <relu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @ffn_result_type(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'tfm.ffn' op failed to verify that all of {input, result} have same type}}
+  %0 = tfm.ffn <relu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.add and element-type constraints
+//===----------------------------------------------------------------------===//
+
+func.func @add_mismatch(%x: tensor<?x?x32xf32>, %y: tensor<?x?x16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.add' op requires the same type for all operands and results}}
+  %0 = "tfm.add"(%x, %y) : (tensor<?x?x32xf32>, tensor<?x?x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @add_f16(%x: tensor<4xf16>) -> tensor<4xf16> {
+  // expected-error @+1 {{'tfm.add' op operand #0 must be ranked tensor of 32-bit float values, but got 'tensor<4xf16>'}}
+  %0 = tfm.add %x, %x : tensor<4xf16>
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @add_unranked(%x: tensor<*xf32>) -> tensor<*xf32> {
+  // expected-error @+1 {{custom op 'tfm.add' invalid kind of type specified: expected builtin.tensor, but found 'tensor<*xf32>'}}
+  %0 = tfm.add %x, %x : tensor<*xf32>
+  return %0 : tensor<*xf32>
+}
+
+// -----
+
+func.func @add_unranked_generic(%x: tensor<*xf32>) -> tensor<*xf32> {
+  // expected-error @+1 {{'tfm.add' op operand #0 must be ranked tensor of 32-bit float values, but got 'tensor<*xf32>'}}
+  %0 = "tfm.add"(%x, %x) : (tensor<*xf32>, tensor<*xf32>) -> tensor<*xf32>
+  return %0 : tensor<*xf32>
+}
+
+// -----
+
+func.func @linear_f16_weight(%x: tensor<?x32xf32>, %w: tensor<64x32xf16>) -> tensor<?x64xf32> {
+  // expected-error @+1 {{'tfm.linear' op operand #1 must be ranked tensor of 32-bit float values, but got 'tensor<64x32xf16>'}}
+  %0 = tfm.linear %x, %w : (tensor<?x32xf32>, tensor<64x32xf16>) -> tensor<?x64xf32>
+  return %0 : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @layer_norm_memref(%x: memref<4x32xf32>, %g: tensor<32xf32>) -> memref<4x32xf32> {
+  // expected-error @+1 {{'tfm.layer_norm' op operand #0 must be ranked tensor of 32-bit float values, but got 'memref<4x32xf32>'}}
+  %0 = "tfm.layer_norm"(%x, %g, %g) <{eps = 1.0e-05 : f32}> : (memref<4x32xf32>, tensor<32xf32>, tensor<32xf32>) -> memref<4x32xf32>
+  return %0 : memref<4x32xf32>
+}
+
+// -----
+
+func.func @mha_segment_sizes(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op operand count (5) does not match with the total size (6) specified in attribute 'operandSegmentSizes'}}
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 1>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}

@@ -1,0 +1,288 @@
+// RUN: tfm-opt %s -split-input-file | FileCheck %s
+// RUN: tfm-opt %s -split-input-file -mlir-print-op-generic | tfm-opt -split-input-file | FileCheck %s
+// RUN: tfm-opt %s -split-input-file -mlir-print-op-generic | FileCheck %s --check-prefix=GENERIC
+
+// Round trip of every tfm op: the custom form prints back exactly, and the
+// generic form parses back to the same custom form. Default-valued
+// attributes (embedding scale, rotary base, softmax dim, layer_norm eps) are
+// elided when they equal their default; the GENERIC lines check that the
+// generic form spells enum attributes as #tfm.<kind><...> and prints defaults.
+
+// Parameters are module-level symbols named by state_dict names; the dotted
+// name is a valid bare identifier and prints unquoted.
+// CHECK: tfm.param @encoder.layers.0.linear1.weight : tensor<64x32xf32>
+// CHECK: tfm.param @emb : tensor<100x32xf32>
+// CHECK-LABEL: func.func @weight(
+// CHECK-NEXT: %0 = tfm.weight @encoder.layers.0.linear1.weight : tensor<64x32xf32>
+// CHECK-NEXT: %1 = tfm.weight @emb : tensor<100x32xf32>
+// CHECK-NEXT: return %0, %1 : tensor<64x32xf32>, tensor<100x32xf32>
+// GENERIC: "tfm.param"() <{sym_name = "encoder.layers.0.linear1.weight", type = tensor<64x32xf32>}> : () -> ()
+// GENERIC: "tfm.weight"() <{param = @encoder.layers.0.linear1.weight}> : () -> tensor<64x32xf32>
+tfm.param @"encoder.layers.0.linear1.weight" : tensor<64x32xf32>
+tfm.param @emb : tensor<100x32xf32>
+func.func @weight() -> (tensor<64x32xf32>, tensor<100x32xf32>) {
+  %0 = tfm.weight @"encoder.layers.0.linear1.weight" : tensor<64x32xf32>
+  %1 = tfm.weight @emb : tensor<100x32xf32>
+  return %0, %1 : tensor<64x32xf32>, tensor<100x32xf32>
+}
+
+// -----
+
+// i32 and i64 ids, static and dynamic shapes; scale = 1.0 is the default and
+// is elided.
+// CHECK-LABEL: func.func @embedding(
+// CHECK-NEXT: %0 = tfm.embedding %arg0, %arg2 : (tensor<?x?xi32>, tensor<100x32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.embedding %arg1, %arg2 {scale = 5.65685415 : f32} : (tensor<2x7xi64>, tensor<100x32xf32>) -> tensor<2x7x32xf32>
+// CHECK-NEXT: %2 = tfm.embedding %arg0, %arg2 : (tensor<?x?xi32>, tensor<100x32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<2x7x32xf32>, tensor<?x?x32xf32>
+// GENERIC-LABEL: sym_name = "embedding"
+// GENERIC: "tfm.embedding"(%arg0, %arg2) <{scale = 1.000000e+00 : f32}> : (tensor<?x?xi32>, tensor<100x32xf32>) -> tensor<?x?x32xf32>
+func.func @embedding(%ids: tensor<?x?xi32>, %ids64: tensor<2x7xi64>, %t: tensor<100x32xf32>) -> (tensor<?x?x32xf32>, tensor<2x7x32xf32>, tensor<?x?x32xf32>) {
+  %0 = tfm.embedding %ids, %t : (tensor<?x?xi32>, tensor<100x32xf32>) -> tensor<?x?x32xf32>
+  %1 = tfm.embedding %ids64, %t {scale = 5.65685415 : f32} : (tensor<2x7xi64>, tensor<100x32xf32>) -> tensor<2x7x32xf32>
+  %2 = tfm.embedding %ids, %t {scale = 1.0 : f32} : (tensor<?x?xi32>, tensor<100x32xf32>) -> tensor<?x?x32xf32>
+  return %0, %1, %2 : tensor<?x?x32xf32>, tensor<2x7x32xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
+// Sinusoidal (no table) and learned (table with at least seq rows).
+// CHECK-LABEL: func.func @position(
+// CHECK-NEXT: %0 = tfm.position_encoding <sinusoidal> %arg0 : tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.position_encoding <learned> %arg0, %arg1 : tensor<?x?x32xf32>, tensor<64x32xf32>
+// CHECK-NEXT: %2 = tfm.position_encoding <learned> %arg2, %arg1 : tensor<2x16x32xf32>, tensor<64x32xf32>
+// CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<2x16x32xf32>
+// GENERIC-LABEL: sym_name = "position"
+// GENERIC: "tfm.position_encoding"(%arg0) <{kind = #tfm.position<sinusoidal>}> : (tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+// GENERIC: "tfm.position_encoding"(%arg0, %arg1) <{kind = #tfm.position<learned>}> : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x32xf32>
+func.func @position(%x: tensor<?x?x32xf32>, %t: tensor<64x32xf32>, %y: tensor<2x16x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<2x16x32xf32>) {
+  %0 = tfm.position_encoding <sinusoidal> %x : tensor<?x?x32xf32>
+  %1 = tfm.position_encoding <learned> %x, %t : tensor<?x?x32xf32>, tensor<64x32xf32>
+  %2 = tfm.position_encoding <learned> %y, %t : tensor<2x16x32xf32>, tensor<64x32xf32>
+  return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<2x16x32xf32>
+}
+
+// -----
+
+// Both pairings; base 1.0e+04 is the default and is elided. Rank 2 input.
+// CHECK-LABEL: func.func @rotary(
+// CHECK-NEXT: %0 = tfm.rotary <half> %arg0 : tensor<1x4x?x8xf32>
+// CHECK-NEXT: %1 = tfm.rotary <interleaved> %arg0 {base = 5.000000e+05 : f32} : tensor<1x4x?x8xf32>
+// CHECK-NEXT: %2 = tfm.rotary <half> %arg1 : tensor<?x8xf32>
+// CHECK-NEXT: return %0, %1, %2 : tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<?x8xf32>
+// GENERIC-LABEL: sym_name = "rotary"
+// GENERIC: "tfm.rotary"(%arg0) <{base = 1.000000e+04 : f32, style = #tfm.rope<half>}> : (tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32>
+// GENERIC: "tfm.rotary"(%arg0) <{base = 5.000000e+05 : f32, style = #tfm.rope<interleaved>}> : (tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32>
+func.func @rotary(%q: tensor<1x4x?x8xf32>, %k: tensor<?x8xf32>) -> (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<?x8xf32>) {
+  %0 = tfm.rotary <half> %q : tensor<1x4x?x8xf32>
+  %1 = tfm.rotary <interleaved> %q {base = 5.000000e+05 : f32} : tensor<1x4x?x8xf32>
+  %2 = tfm.rotary <half> %k {base = 1.0e+04 : f32} : tensor<?x8xf32>
+  return %0, %1, %2 : tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
+// With and without bias, and a rank-1 input.
+// CHECK-LABEL: func.func @linear(
+// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1, %arg2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: %1 = tfm.linear %arg0, %arg1 : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: %2 = tfm.linear %arg3, %arg1 : (tensor<32xf32>, tensor<64x32xf32>) -> tensor<64xf32>
+// CHECK-NEXT: return %0, %1, %2 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>
+func.func @linear(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>, %v: tensor<32xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>) {
+  %0 = tfm.linear %x, %w, %b : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %1 = tfm.linear %x, %w : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+  %2 = tfm.linear %v, %w : (tensor<32xf32>, tensor<64x32xf32>) -> tensor<64xf32>
+  return %0, %1, %2 : tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64xf32>
+}
+
+// -----
+
+// split_heads/merge_heads with dynamic and static batch/seq.
+// CHECK-LABEL: func.func @heads(
+// CHECK-NEXT: %0 = tfm.split_heads %arg0 into 4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %1 = tfm.merge_heads %0 : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+// CHECK-NEXT: %2 = tfm.split_heads %arg1 into 2 heads : tensor<2x5x32xf32> -> tensor<2x2x5x16xf32>
+// CHECK-NEXT: %3 = tfm.merge_heads %2 : tensor<2x2x5x16xf32> -> tensor<2x5x32xf32>
+// CHECK-NEXT: return %1, %3 : tensor<?x?x32xf32>, tensor<2x5x32xf32>
+func.func @heads(%x: tensor<?x?x32xf32>, %y: tensor<2x5x32xf32>) -> (tensor<?x?x32xf32>, tensor<2x5x32xf32>) {
+  %0 = tfm.split_heads %x into 4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>
+  %1 = tfm.merge_heads %0 : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+  %2 = tfm.split_heads %y into 2 heads : tensor<2x5x32xf32> -> tensor<2x2x5x16xf32>
+  %3 = tfm.merge_heads %2 : tensor<2x2x5x16xf32> -> tensor<2x5x32xf32>
+  return %1, %3 : tensor<?x?x32xf32>, tensor<2x5x32xf32>
+}
+
+// -----
+
+// dot and scaled_dot (causal); value head size may differ from dk.
+// CHECK-LABEL: func.func @attention_dot(
+// CHECK-NEXT: %0 = tfm.attention <dot> %arg0, %arg1, %arg2 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+// CHECK-NEXT: %1 = tfm.attention <scaled_dot> %arg0, %arg1, %arg2 causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+// CHECK-NEXT: return %0, %1 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
+// GENERIC-LABEL: sym_name = "attention_dot"
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{score = #tfm.score<dot>}> :
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{causal, score = #tfm.score<scaled_dot>}> :
+func.func @attention_dot(%q: tensor<?x4x?x8xf32>, %k: tensor<?x4x?x8xf32>, %v: tensor<?x4x?x16xf32>) -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) {
+  %0 = tfm.attention <dot> %q, %k, %v : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %1 = tfm.attention <scaled_dot> %q, %k, %v causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+  return %0, %1 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
+}
+
+// -----
+
+// Bilinear score with its [heads, dk, dk] weight; key length differs from
+// query length.
+// CHECK-LABEL: func.func @attention_bilinear(
+// CHECK-NEXT: %0 = tfm.attention <bilinear> %arg0, %arg1, %arg2 params(%arg3) : (tensor<1x4x6x8xf32>, tensor<1x4x9x8xf32>, tensor<1x4x9x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x6x8xf32>
+// CHECK-NEXT: return %0 : tensor<1x4x6x8xf32>
+// GENERIC-LABEL: sym_name = "attention_bilinear"
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2, %arg3) <{score = #tfm.score<bilinear>}> :
+func.func @attention_bilinear(%q: tensor<1x4x6x8xf32>, %k: tensor<1x4x9x8xf32>, %v: tensor<1x4x9x8xf32>, %w: tensor<4x8x8xf32>) -> tensor<1x4x6x8xf32> {
+  %0 = tfm.attention <bilinear> %q, %k, %v params(%w) : (tensor<1x4x6x8xf32>, tensor<1x4x9x8xf32>, tensor<1x4x9x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x6x8xf32>
+  return %0 : tensor<1x4x6x8xf32>
+}
+
+// -----
+
+// Additive (Bahdanau) score with its three parameters, causal.
+// CHECK-LABEL: func.func @attention_additive(
+// CHECK-NEXT: %0 = tfm.attention <additive> %arg0, %arg0, %arg0 params(%arg1, %arg2, %arg3) causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: return %0 : tensor<?x4x?x8xf32>
+// GENERIC-LABEL: sym_name = "attention_additive"
+// GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg1, %arg2, %arg3) <{causal, score = #tfm.score<additive>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
+func.func @attention_additive(%q: tensor<?x4x?x8xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x4x?x8xf32> {
+  %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wq, %va) causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// Rank-2 attention (no heads dimension), no score parameters.
+// CHECK-LABEL: func.func @attention_rank2(
+// CHECK-NEXT: %0 = tfm.attention <scaled_dot> %arg0, %arg1, %arg1 : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+// CHECK-NEXT: return %0 : tensor<?x8xf32>
+func.func @attention_rank2(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %0 = tfm.attention <scaled_dot> %q, %k, %k : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// Self-attention: plain, causal with rope, and rope with rope_base.
+// CHECK-LABEL: func.func @mha_self(
+// CHECK-NEXT: %0 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) causal {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %2 = tfm.multi_head_attention <dot> %arg0 heads 2 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) causal {rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+// GENERIC-LABEL: sym_name = "mha_self"
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{causal, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{causal, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0>, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}>
+func.func @mha_self(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %2 = tfm.multi_head_attention <dot> %x heads 2 in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
+// Cross-attention over memory with its own (dynamic) length.
+// CHECK-LABEL: func.func @mha_cross(
+// CHECK-NEXT: %0 = tfm.multi_head_attention <scaled_dot> %arg0 memory %arg1 heads 4 in_proj(%arg2, %arg3) out_proj(%arg4, %arg5) : (tensor<2x?x32xf32>, tensor<2x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<2x?x32xf32>
+// CHECK-NEXT: return %0 : tensor<2x?x32xf32>
+func.func @mha_cross(%x: tensor<2x?x32xf32>, %m: tensor<2x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<2x?x32xf32> {
+  %0 = tfm.multi_head_attention <scaled_dot> %x memory %m heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<2x?x32xf32>, tensor<2x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<2x?x32xf32>
+  return %0 : tensor<2x?x32xf32>
+}
+
+// -----
+
+// Cross-attention with a bilinear score, all dimensions static.
+// CHECK-LABEL: func.func @mha_bilinear(
+// CHECK-NEXT: %0 = tfm.multi_head_attention <bilinear> %arg0 memory %arg1 heads 4 in_proj(%arg2, %arg3) out_proj(%arg4, %arg5) params(%arg6) : (tensor<2x5x32xf32>, tensor<2x7x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x8x8xf32>) -> tensor<2x5x32xf32>
+// CHECK-NEXT: return %0 : tensor<2x5x32xf32>
+func.func @mha_bilinear(%x: tensor<2x5x32xf32>, %m: tensor<2x7x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x8x8xf32>) -> tensor<2x5x32xf32> {
+  %0 = tfm.multi_head_attention <bilinear> %x memory %m heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%w) : (tensor<2x5x32xf32>, tensor<2x7x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x8x8xf32>) -> tensor<2x5x32xf32>
+  return %0 : tensor<2x5x32xf32>
+}
+
+// -----
+
+// Causal self-attention with an additive score.
+// CHECK-LABEL: func.func @mha_additive(
+// CHECK-NEXT: %0 = tfm.multi_head_attention <additive> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) params(%arg5, %arg6, %arg7) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %0 : tensor<?x?x32xf32>
+// GENERIC-LABEL: sym_name = "mha_additive"
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{causal, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 3>, score = #tfm.score<additive>}>
+func.func @mha_additive(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
+  %0 = tfm.multi_head_attention <additive> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%wk, %wq, %va) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Default dim, explicit dims at both ends of the range; dim = -1 is elided.
+// CHECK-LABEL: func.func @softmax(
+// CHECK-NEXT: %0 = tfm.softmax %arg0 : tensor<1x4x?x?xf32>
+// CHECK-NEXT: %1 = tfm.softmax %arg0 {dim = 1 : i64} : tensor<1x4x?x?xf32>
+// CHECK-NEXT: %2 = tfm.softmax %arg0 {dim = -4 : i64} : tensor<1x4x?x?xf32>
+// CHECK-NEXT: %3 = tfm.softmax %arg0 : tensor<1x4x?x?xf32>
+// CHECK-NEXT: return %0, %1, %2, %3 : tensor<1x4x?x?xf32>, tensor<1x4x?x?xf32>, tensor<1x4x?x?xf32>, tensor<1x4x?x?xf32>
+// GENERIC-LABEL: sym_name = "softmax"
+// GENERIC: "tfm.softmax"(%arg0) <{dim = -1 : i64}> : (tensor<1x4x?x?xf32>) -> tensor<1x4x?x?xf32>
+func.func @softmax(%s: tensor<1x4x?x?xf32>) -> (tensor<1x4x?x?xf32>, tensor<1x4x?x?xf32>, tensor<1x4x?x?xf32>, tensor<1x4x?x?xf32>) {
+  %0 = tfm.softmax %s : tensor<1x4x?x?xf32>
+  %1 = tfm.softmax %s {dim = 1 : i64} : tensor<1x4x?x?xf32>
+  %2 = tfm.softmax %s {dim = -4 : i64} : tensor<1x4x?x?xf32>
+  %3 = tfm.softmax %s {dim = -1 : i64} : tensor<1x4x?x?xf32>
+  return %0, %1, %2, %3 : tensor<1x4x?x?xf32>, tensor<1x4x?x?xf32>, tensor<1x4x?x?xf32>, tensor<1x4x?x?xf32>
+}
+
+// -----
+
+// Default eps, a non-default eps (printed as the nearest f32), and an
+// explicit eps equal to the default (elided).
+// CHECK-LABEL: func.func @layer_norm(
+// CHECK-NEXT: %0 = tfm.layer_norm %arg0, %arg1, %arg2 : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+// CHECK-NEXT: %1 = tfm.layer_norm %arg0, %arg1, %arg2 {eps = 9.99999997E-7 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+// CHECK-NEXT: %2 = tfm.layer_norm %arg0, %arg1, %arg2 : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+// CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+func.func @layer_norm(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+  %0 = tfm.layer_norm %x, %g, %b : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  %1 = tfm.layer_norm %x, %g, %b {eps = 1.0e-06 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  %2 = tfm.layer_norm %x, %g, %b {eps = 1.0e-05 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
+// All three activations.
+// CHECK-LABEL: func.func @ffn(
+// CHECK-NEXT: %0 = tfm.ffn <relu> %arg0, %arg1, %arg2, %arg3, %arg4 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.ffn <gelu> %arg0, %arg1, %arg2, %arg3, %arg4 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %2 = tfm.ffn <gelu_tanh> %arg0, %arg1, %arg2, %arg3, %arg4 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+// GENERIC-LABEL: sym_name = "ffn"
+// GENERIC: "tfm.ffn"(%arg0, %arg1, %arg2, %arg3, %arg4) <{activation = #tfm.activation<relu>}>
+// GENERIC: "tfm.ffn"(%arg0, %arg1, %arg2, %arg3, %arg4) <{activation = #tfm.activation<gelu>}>
+// GENERIC: "tfm.ffn"(%arg0, %arg1, %arg2, %arg3, %arg4) <{activation = #tfm.activation<gelu_tanh>}>
+func.func @ffn(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+  %0 = tfm.ffn <relu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %1 = tfm.ffn <gelu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %2 = tfm.ffn <gelu_tanh> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
+// Residual add, dynamic and static.
+// CHECK-LABEL: func.func @add(
+// CHECK-NEXT: %0 = tfm.add %arg0, %arg1 : tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.add %arg2, %arg2 : tensor<2x3xf32>
+// CHECK-NEXT: return %0, %1 : tensor<?x?x32xf32>, tensor<2x3xf32>
+func.func @add(%x: tensor<?x?x32xf32>, %y: tensor<?x?x32xf32>, %s: tensor<2x3xf32>) -> (tensor<?x?x32xf32>, tensor<2x3xf32>) {
+  %0 = tfm.add %x, %y : tensor<?x?x32xf32>
+  %1 = tfm.add %s, %s : tensor<2x3xf32>
+  return %0, %1 : tensor<?x?x32xf32>, tensor<2x3xf32>
+}
