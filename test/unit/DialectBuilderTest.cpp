@@ -161,7 +161,7 @@ TEST_F(EncoderBlockTest, WeightMustNameAParam) {
   bool ok = true;
   std::string messages = verifyAndCollect(ok);
   EXPECT_FALSE(ok);
-  EXPECT_NE(messages.find("'nowhere' does not name a tfm.param"),
+  EXPECT_NE(messages.find("@nowhere does not name a tfm.param"),
             std::string::npos)
       << messages;
 }

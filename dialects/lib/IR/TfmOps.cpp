@@ -68,6 +68,21 @@ std::string formatShape(ArrayRef<int64_t> shape) {
   return s + "]";
 }
 
+/// Dimension `i` of `type` if it has the expected `rank`, else dynamic: a
+/// tensor of the wrong rank fixes nothing (its own check reports it).
+int64_t dimOr(RankedTensorType type, int64_t rank, int64_t i) {
+  return type && type.getRank() == rank ? type.getDimSize(i)
+                                        : ShapedType::kDynamic;
+}
+
+/// The first static dimension among several that must all agree.
+int64_t firstStatic(std::initializer_list<int64_t> dims) {
+  for (int64_t d : dims)
+    if (!isDynamic(d))
+      return d;
+  return ShapedType::kDynamic;
+}
+
 RankedTensorType tensorType(Value v) {
   return v ? dyn_cast<RankedTensorType>(v.getType()) : RankedTensorType();
 }
@@ -99,17 +114,21 @@ LogicalResult expectRankAtLeast(Diag &diag, StringRef what,
 LogicalResult verifyScoreParams(Diag &diag, ScoreKind kind, ValueRange params,
                                 int64_t heads, int64_t dk) {
   size_t expected = 0;
-  StringRef layout = "none";
+  StringRef layout;
   if (kind == ScoreKind::Bilinear) {
     expected = 1;
-    layout = "(weight [heads, dk, dk])";
+    layout = " (weight [heads, dk, dk])";
   } else if (kind == ScoreKind::Additive) {
     expected = 3;
-    layout = "(w_key [heads, A, dk], w_query [heads, A, dk], v [heads, A])";
+    layout = " (w_key [heads, A, dk], w_query [heads, A, dk], v [heads, A])";
   }
-  if (params.size() != expected)
+  if (params.size() != expected) {
+    if (expected == 0)
+      return diag.fail("score <", stringifyScoreKind(kind),
+                       "> takes no parameters, got ", params.size());
     return diag.fail("score <", stringifyScoreKind(kind), "> takes ", expected,
-                     " parameter(s) ", layout, ", got ", params.size());
+                     " parameter(s)", layout, ", got ", params.size());
+  }
 
   if (kind == ScoreKind::Bilinear)
     return expectShape(diag, "bilinear score weight", tensorType(params[0]),
@@ -117,20 +136,23 @@ LogicalResult verifyScoreParams(Diag &diag, ScoreKind kind, ValueRange params,
   if (kind != ScoreKind::Additive)
     return success();
 
+  // Heads and the inner size A may be open in one tensor and fixed in
+  // another: take them from whichever fixes them, then check all three.
   RankedTensorType wKey = tensorType(params[0]);
-  int64_t inner = ShapedType::kDynamic;
-  if (wKey && wKey.getRank() == 3)
-    inner = wKey.getDimSize(1);
-  if (failed(expectShape(diag, "additive score w_key", wKey,
-                         {heads, inner, dk})))
-    return failure();
+  RankedTensorType wQuery = tensorType(params[1]);
+  RankedTensorType v = tensorType(params[2]);
+  heads = firstStatic(
+      {heads, dimOr(wKey, 3, 0), dimOr(wQuery, 3, 0), dimOr(v, 2, 0)});
+  int64_t inner =
+      firstStatic({dimOr(wKey, 3, 1), dimOr(wQuery, 3, 1), dimOr(v, 2, 1)});
   if (inner == 0)
     return diag.fail("additive score inner size (A) must be positive");
-  if (failed(expectShape(diag, "additive score w_query",
-                         tensorType(params[1]), {heads, inner, dk})))
+  if (failed(expectShape(diag, "additive score w_key", wKey,
+                         {heads, inner, dk})) ||
+      failed(expectShape(diag, "additive score w_query", wQuery,
+                         {heads, inner, dk})))
     return failure();
-  return expectShape(diag, "additive score v", tensorType(params[2]),
-                     {heads, inner});
+  return expectShape(diag, "additive score v", v, {heads, inner});
 }
 
 } // namespace
@@ -144,6 +166,8 @@ LogicalResult ParamOp::verify() {
   if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
     return emitOpError("type must be a statically shaped f32 tensor, got ")
            << getType();
+  if (std::optional<StringRef> alias = getAlias(); alias && alias->empty())
+    return emitOpError("alias must not be empty");
   return success();
 }
 
@@ -152,7 +176,7 @@ WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto param =
       symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
   if (!param)
-    return emitOpError("'") << getParam() << "' does not name a tfm.param";
+    return emitOpError("@") << getParam() << " does not name a tfm.param";
   if (param.getType() != getType())
     return emitOpError("result type ")
            << getType() << " does not match the type " << param.getType()
@@ -431,7 +455,9 @@ LogicalResult LayerNormOp::verify() {
   RankedTensorType input = getInput().getType();
   if (failed(expectRankAtLeast(diag, "input", input, 1, "[..., d_model]")))
     return failure();
-  int64_t dModel = input.getDimSize(input.getRank() - 1);
+  int64_t dModel = firstStatic({input.getDimSize(input.getRank() - 1),
+                                dimOr(getGamma().getType(), 1, 0),
+                                dimOr(getBeta().getType(), 1, 0)});
   if (failed(expectShape(diag, "gamma", getGamma().getType(), {dModel})) ||
       failed(expectShape(diag, "beta", getBeta().getType(), {dModel})))
     return failure();
@@ -448,7 +474,8 @@ LogicalResult FeedForwardOp::verify() {
     return failure();
   int64_t dModel = input.getDimSize(input.getRank() - 1);
   RankedTensorType w1 = getW1().getType();
-  int64_t dFF = w1.getRank() == 2 ? w1.getDimSize(0) : ShapedType::kDynamic;
+  int64_t dFF = firstStatic({dimOr(w1, 2, 0), dimOr(getB1().getType(), 1, 0),
+                             dimOr(getW2().getType(), 2, 1)});
   if (failed(expectShape(diag, "w1", w1, {dFF, dModel})) ||
       failed(expectShape(diag, "b1", getB1().getType(), {dFF})) ||
       failed(expectShape(diag, "w2", getW2().getType(), {dModel, dFF})) ||

@@ -50,7 +50,7 @@ tfm.param @p : tensor<8xf32>
 
 tfm.param @p : tensor<4xf32>
 func.func @weight_missing() -> tensor<4xf32> {
-  // expected-error @+1 {{'tfm.weight' op 'missing' does not name a tfm.param}}
+  // expected-error @+1 {{'tfm.weight' op @missing does not name a tfm.param}}
   %0 = tfm.weight @missing : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -61,7 +61,7 @@ func.func @not_a_param() {
   return
 }
 func.func @weight_of_func() -> tensor<4xf32> {
-  // expected-error @+1 {{'tfm.weight' op 'not_a_param' does not name a tfm.param}}
+  // expected-error @+1 {{'tfm.weight' op @not_a_param does not name a tfm.param}}
   %0 = tfm.weight @not_a_param : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
@@ -458,7 +458,7 @@ func.func @attention_params_rank2(%q: tensor<?x8xf32>, %w: tensor<1x8x8xf32>) ->
 // -----
 
 func.func @attention_dot_with_param(%q: tensor<1x4x?x8xf32>, %w: tensor<4x8x8xf32>) -> tensor<1x4x?x8xf32> {
-  // expected-error @+2 {{'tfm.attention' op score <dot> takes 0 parameter(s) none, got 1}}
+  // expected-error @+2 {{'tfm.attention' op score <dot> takes no parameters, got 1}}
   // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
   %0 = tfm.attention <dot> %q, %q, %q params(%w) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x?x8xf32>
   return %0 : tensor<1x4x?x8xf32>
@@ -467,7 +467,7 @@ func.func @attention_dot_with_param(%q: tensor<1x4x?x8xf32>, %w: tensor<4x8x8xf3
 // -----
 
 func.func @attention_scaled_dot_with_param(%q: tensor<1x4x?x8xf32>, %w: tensor<4x8x8xf32>) -> tensor<1x4x?x8xf32> {
-  // expected-error @+2 {{'tfm.attention' op score <scaled_dot> takes 0 parameter(s) none, got 2}}
+  // expected-error @+2 {{'tfm.attention' op score <scaled_dot> takes no parameters, got 2}}
   // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
   %0 = tfm.attention <scaled_dot> %q, %q, %q params(%w, %w) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x?x8xf32>
   return %0 : tensor<1x4x?x8xf32>
@@ -521,7 +521,7 @@ func.func @attention_additive_w_key(%q: tensor<1x4x?x8xf32>, %wk: tensor<4x16x4x
 // -----
 
 func.func @attention_additive_w_key_rank(%q: tensor<1x4x?x8xf32>, %wk: tensor<16x8xf32>, %wq: tensor<4x16x8xf32>, %v: tensor<4x16xf32>) -> tensor<1x4x?x8xf32> {
-  // expected-error @+2 {{'tfm.attention' op additive score w_key must be [4, ?, 8], got 'tensor<16x8xf32>'}}
+  // expected-error @+2 {{'tfm.attention' op additive score w_key must be [4, 16, 8], got 'tensor<16x8xf32>'}}
   // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
   %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wq, %v) : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<1x4x?x8xf32>
   return %0 : tensor<1x4x?x8xf32>
@@ -723,7 +723,7 @@ func.func @mha_additive_v(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: t
 // -----
 
 func.func @mha_dot_with_param(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x8x8xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{'tfm.multi_head_attention' op score <dot> takes 0 parameter(s) none, got 1}}
+  // expected-error @+1 {{'tfm.multi_head_attention' op score <dot> takes no parameters, got 1}}
   %0 = tfm.multi_head_attention <dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
@@ -871,7 +871,7 @@ func.func @ffn_w1(%x: tensor<?x?x32xf32>, %w1: tensor<64x16xf32>, %b1: tensor<64
 // -----
 
 func.func @ffn_w1_rank(%x: tensor<?x?x32xf32>, %w1: tensor<64x32x1xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{'tfm.ffn' op w1 must be [?, 32], got 'tensor<64x32x1xf32>'}}
+  // expected-error @+1 {{'tfm.ffn' op w1 must be [64, 32], got 'tensor<64x32x1xf32>'}}
   %0 = tfm.ffn <gelu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32x1xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
@@ -967,3 +967,36 @@ func.func @mha_segment_sizes(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi
   %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 1>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
+
+// -----
+
+// A dynamic d_model is fixed by gamma; beta must then agree.
+func.func @layer_norm_dynamic_d_model(%x: tensor<?x?x?xf32>, %g: tensor<16xf32>, %b: tensor<32xf32>) -> tensor<?x?x?xf32> {
+  // expected-error @+1 {{'tfm.layer_norm' op beta must be [16], got 'tensor<32xf32>'}}
+  %0 = tfm.layer_norm %x, %g, %b : tensor<?x?x?xf32>, tensor<16xf32>, tensor<32xf32>
+  return %0 : tensor<?x?x?xf32>
+}
+
+// -----
+
+// A dynamic d_ff in w1 is fixed by b1; w2 must then agree.
+func.func @ffn_dynamic_d_ff(%x: tensor<?x?x32xf32>, %w1: tensor<?x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x128xf32>, %b2: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.ffn' op w2 must be [32, 64], got 'tensor<32x128xf32>'}}
+  %0 = tfm.ffn <relu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<64xf32>, tensor<32x128xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// With a dynamic head dimension, the additive parameters must still agree on heads.
+func.func @attention_additive_dynamic_heads(%q: tensor<1x?x?x8xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<2x16x8xf32>, %v: tensor<4x16xf32>) -> tensor<1x?x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op additive score w_query must be [4, 16, 8], got 'tensor<2x16x8xf32>'}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wq, %v) : (tensor<1x?x?x8xf32>, tensor<1x?x?x8xf32>, tensor<1x?x?x8xf32>, tensor<4x16x8xf32>, tensor<2x16x8xf32>, tensor<4x16xf32>) -> tensor<1x?x?x8xf32>
+  return %0 : tensor<1x?x?x8xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op alias must not be empty}}
+tfm.param @"src_embed.weight" {alias = ""} : tensor<8x4xf32>

@@ -9,21 +9,26 @@
 // generic form spells enum attributes as #tfm.<kind><...> and prints defaults.
 
 // Parameters are module-level symbols named by state_dict names; the dotted
-// name is a valid bare identifier and prints unquoted.
+// name is a valid bare identifier and prints unquoted. `alias` is optional.
 // CHECK: tfm.param @encoder.layers.0.linear1.weight : tensor<64x32xf32>
 // CHECK: tfm.param @emb : tensor<100x32xf32>
+// CHECK: tfm.param @src_embed.weight {alias = "embed.weight"} : tensor<100x32xf32>
 // CHECK-LABEL: func.func @weight(
 // CHECK-NEXT: %0 = tfm.weight @encoder.layers.0.linear1.weight : tensor<64x32xf32>
 // CHECK-NEXT: %1 = tfm.weight @emb : tensor<100x32xf32>
-// CHECK-NEXT: return %0, %1 : tensor<64x32xf32>, tensor<100x32xf32>
+// CHECK-NEXT: %2 = tfm.weight @src_embed.weight : tensor<100x32xf32>
+// CHECK-NEXT: return %0, %1, %2 : tensor<64x32xf32>, tensor<100x32xf32>, tensor<100x32xf32>
 // GENERIC: "tfm.param"() <{sym_name = "encoder.layers.0.linear1.weight", type = tensor<64x32xf32>}> : () -> ()
+// GENERIC: "tfm.param"() <{alias = "embed.weight", sym_name = "src_embed.weight", type = tensor<100x32xf32>}> : () -> ()
 // GENERIC: "tfm.weight"() <{param = @encoder.layers.0.linear1.weight}> : () -> tensor<64x32xf32>
 tfm.param @"encoder.layers.0.linear1.weight" : tensor<64x32xf32>
 tfm.param @emb : tensor<100x32xf32>
-func.func @weight() -> (tensor<64x32xf32>, tensor<100x32xf32>) {
+tfm.param @"src_embed.weight" {alias = "embed.weight"} : tensor<100x32xf32>
+func.func @weight() -> (tensor<64x32xf32>, tensor<100x32xf32>, tensor<100x32xf32>) {
   %0 = tfm.weight @"encoder.layers.0.linear1.weight" : tensor<64x32xf32>
   %1 = tfm.weight @emb : tensor<100x32xf32>
-  return %0, %1 : tensor<64x32xf32>, tensor<100x32xf32>
+  %2 = tfm.weight @"src_embed.weight" : tensor<100x32xf32>
+  return %0, %1, %2 : tensor<64x32xf32>, tensor<100x32xf32>, tensor<100x32xf32>
 }
 
 // -----
