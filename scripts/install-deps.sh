@@ -10,7 +10,7 @@ packages=(
   # Libraries
   libhwy-dev libgtest-dev
   # Test oracle (PyTorch 1.13 runs under /usr/bin/python3)
-  python3 python3-numpy
+  python3 python3-numpy python3-torch
 )
 
 missing=()

@@ -7,6 +7,9 @@
 
 #include "tfm/Frontend/ModelBuilder.h"
 #include "tfm/Frontend/ModelConfig.h"
+#include "tfm/Lowering/HighwayEmitter.h"
+
+#include "NativeBuild.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
@@ -16,6 +19,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -70,12 +74,9 @@ cl::opt<bool> verbose("v", cl::desc("Print each stage and its time"),
                       cl::cat(category));
 
 constexpr int kUserError = 1;
+constexpr int64_t kMaxSeqLen = int64_t(1) << 24;
+constexpr int64_t kMaxBatch = int64_t(1) << 16;
 constexpr int kInternalError = 2;
-
-int userError(const Twine &message) {
-  WithColor::error(errs(), "tfm-compile") << message << "\n";
-  return kUserError;
-}
 
 /// Times one stage for `-v`.
 class Stage {
@@ -96,6 +97,34 @@ private:
   std::chrono::steady_clock::time_point start;
 };
 
+int userError(const Twine &message) {
+  WithColor::error(errs(), "tfm-compile") << message << "\n";
+  return kUserError;
+}
+
+int internalError(const Twine &message) {
+  WithColor::error(errs(), "tfm-compile") << "internal error: " << message
+                                          << "\n";
+  return kInternalError;
+}
+
+/// The -o path, or `fallback` when none was given.
+std::string defaultOutput(StringRef fallback) {
+  return outputPath.empty() ? fallback.str() : outputPath.getValue();
+}
+
+/// Writes through `print` to `path` ('-' is stdout); exit status.
+int writeOutput(StringRef path, function_ref<void(raw_ostream &)> print) {
+  std::error_code ec;
+  ToolOutputFile out(path, ec, sys::fs::OF_Text);
+  if (ec)
+    return userError("cannot write '" + path + "': " + ec.message());
+  Stage stage("write output");
+  print(out.os());
+  out.keep();
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -109,8 +138,11 @@ int main(int argc, char **argv) {
 
   if (maxBatch <= 0)
     return userError("--max-batch must be positive, got " + Twine(maxBatch));
-  if (maxSeqLen < 0)
+  if (maxSeqLen.getNumOccurrences() && maxSeqLen <= 0)
     return userError("--max-seq-len must be positive, got " + Twine(maxSeqLen));
+  if (maxSeqLen > kMaxSeqLen || maxBatch > kMaxBatch)
+    return userError("--max-seq-len is at most " + Twine(kMaxSeqLen) +
+                     " and --max-batch at most " + Twine(kMaxBatch));
 
   std::unique_ptr<MemoryBuffer> buffer;
   {
@@ -156,20 +188,9 @@ int main(int argc, char **argv) {
     return kUserError;
   }
 
-  switch (emit) {
-  case Emit::Mlir:
-    break;
-  case Emit::MlirOpt:
-  case Emit::Exe:
-  case Emit::Lib:
-  case Emit::Obj:
-  case Emit::Cpp:
-  case Emit::Llvm:
-    return userError("--emit=" +
-                     cl::getRegisteredOptions()["emit"]->ArgStr +
-                     " is not available yet: this build has the frontend "
-                     "only; use --emit=mlir");
-  }
+  if (backend == Backend::Llvm || emit == Emit::Llvm)
+    return userError("the LLVM backend (--backend=llvm, --emit=llvm) is not "
+                     "available yet; use --backend=hwy");
 
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> module;
@@ -179,23 +200,84 @@ int main(int argc, char **argv) {
   }
   {
     Stage stage("verify tfm IR");
-    if (failed(mlir::verify(*module))) {
-      WithColor::error(errs(), "tfm-compile")
-          << "internal error: the IR built for this model does not verify\n";
-      return kInternalError;
-    }
+    if (failed(mlir::verify(*module)))
+      return internalError("the IR built for this model does not verify");
   }
+  if (emit == Emit::Mlir)
+    return writeOutput(defaultOutput("-"), [&](raw_ostream &os) {
+      module->print(os);
+      os << "\n";
+    });
 
-  std::string outPath = outputPath.empty() ? "-" : outputPath.getValue();
-  std::error_code ec;
-  ToolOutputFile out(outPath, ec, sys::fs::OF_Text);
-  if (ec)
-    return userError("cannot write '" + outPath + "': " + ec.message());
+  // The optimisation pipeline: empty until the fusion and tiling passes
+  // land, but already the place where --print-ir-after-all, --mlir-timing
+  // and friends apply.
   {
-    Stage stage("print IR");
-    module->print(out.os());
-    out.os() << "\n";
+    Stage stage("run pass pipeline");
+    mlir::PassManager pm(&context);
+    if (failed(mlir::applyPassManagerCLOptions(pm)) ||
+        failed(pm.run(*module)))
+      return internalError("the pass pipeline failed");
   }
-  out.keep();
+  if (emit == Emit::MlirOpt)
+    return writeOutput(defaultOutput("-"), [&](raw_ostream &os) {
+      module->print(os);
+      os << "\n";
+    });
+
+  std::string cName = tfm::cIdentifier(config->name);
+  std::string cpp;
+  {
+    Stage stage("emit Highway C++");
+    raw_string_ostream os(cpp);
+    tfm::HighwayEmitStats stats;
+    if (failed(tfm::emitHighwayCpp(*module, cName, os, &stats)))
+      return internalError("the Highway backend failed");
+    if (verbose)
+      errs() << "tfm-compile: " << stats.functions << " functions, "
+             << "activation arena " << stats.arenaBytes << " bytes at batch "
+             << limits.maxBatch << ", seq " << limits.maxSeqLen << "\n";
+  }
+  if (emit == Emit::Cpp)
+    return writeOutput(defaultOutput("-"),
+                       [&](raw_ostream &os) { os << cpp; });
+
+  // Native artifacts: the C++ goes to a scratch folder, then the compiler.
+  tfm::ArtifactKind kind = emit == Emit::Exe   ? tfm::ArtifactKind::Executable
+                           : emit == Emit::Lib ? tfm::ArtifactKind::SharedLibrary
+                                               : tfm::ArtifactKind::Object;
+  std::string out = defaultOutput(kind == tfm::ArtifactKind::Executable ? cName
+                                  : kind == tfm::ArtifactKind::SharedLibrary
+                                      ? "lib" + cName + ".so"
+                                      : cName + ".o");
+  SmallString<128> scratchDir;
+  if (std::error_code ec =
+          sys::fs::createUniqueDirectory("tfm-compile", scratchDir))
+    return internalError("cannot create a scratch folder: " + ec.message());
+  SmallString<128> cppPath(scratchDir);
+  sys::path::append(cppPath, cName + ".cpp");
+  {
+    std::error_code ec;
+    raw_fd_ostream os(cppPath, ec);
+    if (ec)
+      return internalError("cannot write " + cppPath + ": " + ec.message());
+    os << cpp;
+  }
+  tfm::NativeBuildOptions options;
+  options.native = target == Target::Native;
+  options.verbose = verbose;
+  Error built = tfm::buildNative(cppPath, kind, out, options);
+  sys::fs::remove_directories(scratchDir);
+  if (built)
+    return internalError(toString(std::move(built)));
+  if (kind != tfm::ArtifactKind::Executable) {
+    SmallString<128> header(sys::path::parent_path(out));
+    sys::path::append(header, cName + ".h");
+    std::error_code ec;
+    raw_fd_ostream os(header, ec);
+    if (ec)
+      return userError("cannot write '" + header + "': " + ec.message());
+    os << tfm::modelHeader(config->name, cName);
+  }
   return 0;
 }

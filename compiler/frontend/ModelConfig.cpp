@@ -10,6 +10,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -148,8 +149,10 @@ public:
   std::optional<ModelConfig> read(StringRef path);
 
 private:
+  /// Where `key`'s value starts; for a duplicated key, the last one, which
+  /// is the value llvm::json keeps.
   Position valuePos(StringRef key) const {
-    for (const KeyLocation &k : keys)
+    for (const KeyLocation &k : llvm::reverse(keys))
       if (k.key == key)
         return positionOf(text, k.valueOffset);
     return objectPos;
@@ -168,6 +171,14 @@ private:
                      message.str()});
   }
   bool has(StringRef key) const { return object.get(key) != nullptr; }
+  /// A required key is absent: an error, unless a misspelt key already
+  /// reported "did you mean" it.
+  void missing(StringRef key) {
+    if (!suggested.contains(key))
+      error(objectPos, formatv("missing required key '{0}'", key));
+    else
+      failed = true;
+  }
 
   void checkKeys();
   std::optional<int64_t> readInt(StringRef key, bool required, int64_t max);
@@ -183,6 +194,7 @@ private:
   std::vector<KeyLocation> keys;
   Position objectPos;
   std::vector<ConfigDiagnostic> &diags;
+  llvm::StringSet<> suggested;
   bool failed = false;
 };
 
@@ -200,8 +212,10 @@ void ConfigReader::checkKeys() {
     if (llvm::is_contained(kKnownKeys, StringRef(k.key)))
       continue;
     std::string message = formatv("unknown key '{0}'", k.key).str();
-    if (std::optional<StringRef> near = closestKey(k.key))
+    if (std::optional<StringRef> near = closestKey(k.key)) {
       message += formatv("; did you mean '{0}'?", *near).str();
+      suggested.insert(*near);
+    }
     error(keyPos, message);
   }
 }
@@ -211,10 +225,17 @@ std::optional<int64_t> ConfigReader::readInt(StringRef key, bool required,
   const json::Value *v = object.get(key);
   if (!v) {
     if (required)
-      error(objectPos, formatv("missing required key '{0}'", key));
+      missing(key);
     return std::nullopt;
   }
   std::optional<int64_t> n = v->getAsInteger();
+  std::optional<double> x = v->getAsNumber();
+  if (!n && x && *x > static_cast<double>(max) && std::floor(*x) == *x) {
+    // Integral but past int64 (or written as 1e20): too big, not malformed.
+    error(key, formatv("'{0}' is {1}, above the supported maximum {2}", key,
+                       describe(*v), max));
+    return std::nullopt;
+  }
   if (!n || *n <= 0) {
     error(key, formatv("'{0}' must be a positive integer, got {1}", key,
                        describe(*v)));
@@ -233,9 +254,16 @@ std::optional<double> ConfigReader::readPositiveFloat(StringRef key) {
   if (!v)
     return std::nullopt;
   std::optional<double> x = v->getAsNumber();
+  // The IR holds f32: the value must stay positive and finite as a float.
   if (!x || !std::isfinite(*x) || *x <= 0) {
     error(key, formatv("'{0}' must be a positive number, got {1}", key,
                        describe(*v)));
+    return std::nullopt;
+  }
+  float f = static_cast<float>(*x);
+  if (!std::isfinite(f) || !(f > 0.0f)) {
+    error(key, formatv("'{0}' is {1}, outside the range of a 32-bit float",
+                       key, describe(*v)));
     return std::nullopt;
   }
   return x;
@@ -257,7 +285,7 @@ std::optional<std::string> ConfigReader::readString(StringRef key,
   const json::Value *v = object.get(key);
   if (!v) {
     if (required)
-      error(objectPos, formatv("missing required key '{0}'", key));
+      missing(key);
     return std::nullopt;
   }
   std::optional<StringRef> s = v->getAsString();
@@ -277,8 +305,8 @@ std::optional<size_t> ConfigReader::readChoice(StringRef key,
   for (auto [i, choice] : llvm::enumerate(choices))
     if (*s == choice)
       return i;
-  error(key, formatv("'{0}' must be one of {1}; got '{2}'", key,
-                     llvm::join(choices, ", "), *s));
+  error(key, formatv("'{0}' must be one of {1}; got {2}", key,
+                     llvm::join(choices, ", "), describe(*object.get(key))));
   return std::nullopt;
 }
 
@@ -286,7 +314,9 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
   checkKeys();
   ModelConfig c;
 
-  c.name = sys::path::stem(path).str();
+  // The default name is the file's stem ("model" for stdin); later stages
+  // derive C identifiers from it.
+  c.name = path == "-" ? "model" : sys::path::stem(path).str();
   if (std::optional<std::string> name = readString("name", false)) {
     if (name->empty() || !llvm::all_of(*name, [](char ch) {
           return isAlnum(ch) || ch == '_' || ch == '-' || ch == '.';
@@ -358,6 +388,10 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
                                c.dModel, c.numHeads));
 
   if (c.architecture == Architecture::EncoderDecoder) {
+    if (layers && encLayers && decLayers)
+      warning("num_layers", "'num_layers' has no effect when "
+                            "'num_encoder_layers' and 'num_decoder_layers' "
+                            "are both given");
     c.numEncoderLayers = encLayers.value_or(layers.value_or(0));
     c.numDecoderLayers = decLayers.value_or(layers.value_or(0));
     if (!c.numEncoderLayers || !c.numDecoderLayers)

@@ -1,0 +1,35 @@
+//===- HighwayEmitter.h - tfm IR -> Highway C++ -----------------*- C++ -*-===//
+
+#ifndef TFM_LOWERING_HIGHWAYEMITTER_H
+#define TFM_LOWERING_HIGHWAYEMITTER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstddef>
+#include <string>
+
+namespace tfm {
+
+/// Facts about the generated code that the driver reports with `-v`.
+struct HighwayEmitStats {
+  size_t arenaBytes = 0;
+  size_t functions = 0;
+};
+
+/// Prints `module` (tfm IR as the frontend builds it) as one C++ file that
+/// uses Highway with dynamic dispatch and defines `tfm::rt::kModel` and the C
+/// API functions `<cName>_create/_forward/_destroy`. The file includes itself
+/// through `__FILE__` for Highway's per-target compilation, so compile it by
+/// an absolute path. Errors are MLIR diagnostics on the offending op.
+mlir::LogicalResult emitHighwayCpp(mlir::ModuleOp module, llvm::StringRef cName,
+                                   llvm::raw_ostream &os,
+                                   HighwayEmitStats *stats = nullptr);
+
+/// `name` made into a C identifier: other characters become '_', and a
+/// leading digit gets a '_' in front.
+std::string cIdentifier(llvm::StringRef name);
+
+} // namespace tfm
+
+#endif // TFM_LOWERING_HIGHWAYEMITTER_H

@@ -1,0 +1,142 @@
+//===- FunctionEmitter.h - one func.func -> Highway C++ ---------*- C++ -*-===//
+//
+// Internal to the Highway backend.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_LOWERING_HWY_FUNCTIONEMITTER_H
+#define TFM_LOWERING_HWY_FUNCTIONEMITTER_H
+
+#include "tfm/IR/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/IndentedOstream.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <string>
+#include <vector>
+
+namespace tfm::hwy {
+
+/// One dimension of a tensor in generated code: a C++ expression of type
+/// int64_t and the largest value it can take (what the arena is sized for).
+struct Dim {
+  std::string expr;
+  int64_t max;
+  bool isStatic;
+};
+using Dims = llvm::SmallVector<Dim, 4>;
+
+/// A tensor in generated code: a pointer expression and its dimensions
+/// (row-major, contiguous).
+struct Buffer {
+  std::string ptr;
+  Dims dims;
+};
+
+/// What the callers of an emitted function need to know about it.
+struct FunctionSummary {
+  std::string name;
+  /// The dynamic dimensions of its tensor arguments, in signature order, as
+  /// (argument, dimension).
+  std::vector<std::pair<unsigned, unsigned>> dynamicArgDims;
+  /// Its results' dimensions, over the names of those parameters.
+  std::vector<Dims> resultDims;
+  /// Arena bytes it takes at the maxima, callees included.
+  size_t peakBytes = 0;
+};
+
+/// Facts shared by every function of a model.
+struct ModelFacts {
+  llvm::StringMap<unsigned> paramIndex;
+  int64_t maxBatch = 1;
+  int64_t maxSeqLen = 1;
+};
+
+/// Emits one function's C++ (into `os`, per Highway target) and its
+/// matmul-FLOP count (into `flopsOs`, target-independent).
+class FunctionEmitter {
+public:
+  FunctionEmitter(mlir::func::FuncOp func, const ModelFacts &facts,
+                  llvm::StringMap<FunctionSummary> &summaries,
+                  mlir::raw_indented_ostream &os,
+                  mlir::raw_indented_ostream &flopsOs)
+      : func(func), facts(facts), summaries(summaries), os(os),
+        flopsOs(flopsOs) {}
+
+  /// `forward` gets the runtime's entry signature; others a private one.
+  mlir::LogicalResult emit(bool isEntry);
+
+private:
+  mlir::LogicalResult emitSignature(bool isEntry);
+  mlir::LogicalResult emitOp(mlir::Operation &op);
+
+  mlir::LogicalResult emitLinear(mlir::tfm::LinearOp op);
+  mlir::LogicalResult emitEmbedding(mlir::tfm::EmbeddingOp op);
+  mlir::LogicalResult emitPositions(mlir::tfm::PositionEncodingOp op);
+  mlir::LogicalResult emitMultiHeadAttention(mlir::tfm::MultiHeadAttentionOp op);
+  mlir::LogicalResult emitLayerNorm(mlir::tfm::LayerNormOp op);
+  mlir::LogicalResult emitFeedForward(mlir::tfm::FeedForwardOp op);
+  mlir::LogicalResult emitAdd(mlir::tfm::AddOp op);
+  mlir::LogicalResult emitCall(mlir::func::CallOp op);
+  mlir::LogicalResult emitReturn(mlir::func::ReturnOp op);
+
+  /// out[r, :] = x[r, :] W^T (+ bias) (then act) for `rows` rows; rows of x
+  /// and out are `xStride`/`outStride` floats apart.
+  void emitMatmul(llvm::StringRef what, const std::string &rows,
+                  const std::string &rowsMax, const std::string &x,
+                  int64_t xStride, const std::string &w, int64_t n, int64_t k,
+                  const std::string &bias, const std::string &out,
+                  int64_t outStride, std::optional<mlir::tfm::Activation> act);
+
+  /// A strided view for attention: element (b, h, i, c) of the tensor is at
+  /// ptr + b*batchStride + h*headStride + i*rowStride + c.
+  struct HeadView {
+    std::string ptr;
+    std::string batchStride;
+    int64_t headStride;
+    int64_t rowStride;
+  };
+  void emitRotary(const HeadView &view, const std::string &batch,
+                  const std::string &seq, int64_t maxSeq, int64_t heads,
+                  int64_t dk, mlir::tfm::RopeStyle style, float base);
+  void emitAttentionCore(mlir::tfm::ScoreKind score, bool causal,
+                         const std::string &batch, int64_t maxBatch,
+                         const std::string &sq, int64_t maxSq,
+                         const std::string &sk, int64_t maxSk, int64_t heads,
+                         int64_t dk, const HeadView &q, const HeadView &k,
+                         const HeadView &v, const HeadView &out,
+                         mlir::ValueRange scoreParams);
+
+  /// A new arena buffer for `value` (or the function's result pointer when
+  /// `value` is what it returns).
+  Buffer allocate(mlir::Value value, Dims dims);
+  /// A scratch arena buffer of `count` floats, `maxCount` at the maxima.
+  std::string scratch(llvm::StringRef hint, const std::string &count,
+                      int64_t maxCount);
+  std::string fresh(llvm::StringRef hint);
+  void addFlops(const std::string &term) { flopTerms.push_back(term); }
+
+  mlir::func::FuncOp func;
+  const ModelFacts &facts;
+  llvm::StringMap<FunctionSummary> &summaries;
+  mlir::raw_indented_ostream &os;
+  mlir::raw_indented_ostream &flopsOs;
+
+  llvm::DenseMap<mlir::Value, Buffer> buffers;
+  llvm::DenseMap<mlir::Value, unsigned> resultIndex;
+  std::vector<std::string> resultPtrs;
+  FunctionSummary summary;
+  size_t ownBytes = 0;
+  unsigned counter = 0;
+  std::vector<std::string> flopTerms;
+};
+
+/// The product of the expressions of `dims`, as C++ (`1` when empty).
+std::string product(llvm::ArrayRef<Dim> dims);
+int64_t maxProduct(llvm::ArrayRef<Dim> dims);
+
+} // namespace tfm::hwy
+
+#endif // TFM_LOWERING_HWY_FUNCTIONEMITTER_H

@@ -1,0 +1,260 @@
+//===- HighwayEmitter.cpp - tfm IR -> one Highway C++ file ----------------===//
+//
+// The generated file has three parts:
+//  - per Highway target (re-included by foreach_target.h): one C++ function
+//    per func.func, loops over the model's shapes around the runtime's
+//    vector micro-kernels;
+//  - once: the dispatch table, the weight table (names, shapes, default
+//    initialisation), the FLOP counts and `tfm::rt::kModel`;
+//  - once: the C API, forwarding to the runtime under the model's name.
+//
+// A printer of our own rather than EmitC: Highway code is templates, lambdas
+// and per-target namespaces that EmitC's opaque types would only spell out
+// as strings anyway, and the loops here carry run-time bounds (batch,
+// sequence) that EmitC's static-shape lowering rejects.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Lowering/HighwayEmitter.h"
+
+#include "FunctionEmitter.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace tfm {
+
+std::string cIdentifier(StringRef name) {
+  std::string id;
+  for (char c : name)
+    id += llvm::isAlnum(c) ? c : '_';
+  if (id.empty() || llvm::isDigit(id[0]))
+    id = "_" + id;
+  return id;
+}
+
+namespace {
+
+/// PyTorch's default initialisation of the module a weight belongs to, by
+/// its state_dict name: what `--weights`-less runs fill it with.
+std::pair<StringRef, float> defaultInit(StringRef name,
+                                        ArrayRef<int64_t> shape) {
+  auto uniform = [](int64_t fanIn) {
+    return 1.0f / std::sqrt(static_cast<float>(fanIn));
+  };
+  if (name.ends_with("in_proj_weight")) // xavier_uniform over [3d, d]
+    return {"Uniform",
+            std::sqrt(6.0f / static_cast<float>(shape[0] + shape[1]))};
+  if (name.ends_with("in_proj_bias") || name.ends_with("out_proj.bias"))
+    return {"Zeros", 0.0f};
+  if (name.contains("norm") && name.ends_with(".weight"))
+    return {"Ones", 0.0f};
+  if (name.contains("norm") && name.ends_with(".bias"))
+    return {"Zeros", 0.0f};
+  if (name.contains("embed"))
+    return {"Normal", 1.0f};
+  if (name.ends_with(".bias")) // nn.Linear bias: fan-in of its weight
+    return {"Uniform", 0.0f};
+  // nn.Linear weights [out, in] and per-head score tensors [h, a, dk]: 1/sqrt
+  // of the last dimension.
+  return {"Uniform", uniform(shape.back())};
+}
+
+class ModuleEmitter {
+public:
+  ModuleEmitter(ModuleOp module, StringRef cName, raw_ostream &out)
+      : module(module), cName(cName), out(out) {}
+
+  LogicalResult emit(HighwayEmitStats *stats);
+
+private:
+  LogicalResult collectFacts();
+  void emitParamTable(raw_ostream &os);
+
+  ModuleOp module;
+  std::string cName;
+  raw_ostream &out;
+  hwy::ModelFacts facts;
+  SmallVector<ParamOp> params;
+  func::FuncOp entry;
+};
+
+LogicalResult ModuleEmitter::collectFacts() {
+  for (ParamOp p : module.getOps<ParamOp>()) {
+    facts.paramIndex[p.getSymName()] = params.size();
+    params.push_back(p);
+  }
+  auto intAttr = [&](StringRef name) -> std::optional<int64_t> {
+    if (auto a = module->getAttrOfType<IntegerAttr>(name))
+      return a.getInt();
+    return std::nullopt;
+  };
+  std::optional<int64_t> maxBatch = intAttr("tfm.max_batch");
+  std::optional<int64_t> maxSeq = intAttr("tfm.max_seq_len");
+  if (!maxBatch || !maxSeq)
+    return module.emitError(
+        "the module needs tfm.max_batch and tfm.max_seq_len attributes");
+  facts.maxBatch = *maxBatch;
+  facts.maxSeqLen = *maxSeq;
+  entry = module.lookupSymbol<func::FuncOp>("forward");
+  if (!entry || entry.isExternal())
+    return module.emitError("the module has no @forward function");
+  return success();
+}
+
+void ModuleEmitter::emitParamTable(raw_ostream &os) {
+  os << "static const tfm::rt::ParamInfo kParams[] = {\n";
+  for (ParamOp p : params) {
+    ArrayRef<int64_t> shape = p.getTensorType().getShape();
+    auto [init, bound] = defaultInit(p.getSymName(), shape);
+    if (init == "Uniform" && bound == 0.0f) {
+      // A Linear bias: its weight is the same name with ".weight".
+      std::string weightName =
+          (p.getSymName().drop_back(strlen("bias")) + "weight").str();
+      auto it = facts.paramIndex.find(weightName);
+      int64_t fanIn =
+          it == facts.paramIndex.end()
+              ? shape.back()
+              : params[it->second].getTensorType().getShape().back();
+      bound = 1.0f / std::sqrt(static_cast<float>(fanIn));
+    }
+    SmallVector<std::string> dims;
+    for (int64_t d : shape)
+      dims.push_back(std::to_string(d));
+    os << llvm::formatv("    {{\"{0}\", {1}, {2}, {{{3}}, "
+                        "tfm::rt::ParamInit::{4}, {5:e9}f},\n",
+                        p.getSymName(),
+                        p.getAlias() ? "\"" + p.getAlias()->str() + "\""
+                                     : std::string("nullptr"),
+                        shape.size(), llvm::join(dims, ", "), init, bound);
+  }
+  os << "};\n\n";
+}
+
+LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
+  if (failed(collectFacts()))
+    return failure();
+
+  std::string body, flops;
+  llvm::raw_string_ostream bodyStream(body), flopsStream(flops);
+  raw_indented_ostream bodyOs(bodyStream), flopsOs(flopsStream);
+  llvm::StringMap<hwy::FunctionSummary> summaries;
+  size_t functions = 0;
+  for (func::FuncOp f : module.getOps<func::FuncOp>()) {
+    if (f.isExternal())
+      return f.emitError("external functions cannot be compiled");
+    hwy::FunctionEmitter fe(f, facts, summaries, bodyOs, flopsOs);
+    if (failed(fe.emit(/*isEntry=*/f == entry)))
+      return failure();
+    ++functions;
+  }
+  size_t arenaBytes = summaries["forward"].peakBytes;
+
+  // Inputs and the output, from the entry point's signature.
+  SmallVector<std::string> inputs;
+  int64_t dModel = 0, vocab = 0;
+  for (auto [i, arg] : llvm::enumerate(entry.getArguments())) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    auto name = entry.getArgAttrOfType<StringAttr>(i, "tfm.input");
+    bool tokens = type.getElementType().isInteger(32);
+    if (!tokens)
+      dModel = type.getShape().back();
+    inputs.push_back(llvm::formatv("{{\"{0}\", tfm::rt::InputKind::{1}}",
+                                   name ? name.getValue() : "input",
+                                   tokens ? "TokenIds" : "Embeddings")
+                         .str());
+  }
+  entry.walk([&](EmbeddingOp e) {
+    vocab = e.getTable().getType().getDimSize(0);
+    dModel = e.getTable().getType().getDimSize(1);
+  });
+  auto resultType = cast<RankedTensorType>(entry.getResultTypes()[0]);
+
+  StringRef name = module.getSymName() ? *module.getSymName() : "model";
+  out << "// Generated by tfm-compile for model '" << name
+      << "'. Do not edit.\n"
+      << "//\n"
+      << "// Compile by absolute path: Highway re-includes this file once per\n"
+      << "// SIMD target through __FILE__.\n\n"
+      << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
+      << "#include <cstring>\n\n"
+      << "#include \"tfm/runtime/Arena.h\"\n"
+      << "#include \"tfm/runtime/CApi.h\"\n"
+      << "#include \"tfm/runtime/Model.h\"\n"
+      << "#include \"tfm/runtime/ThreadPool.h\"\n"
+      << "#include \"tfm/tfm.h\"\n\n"
+      << "#undef HWY_TARGET_INCLUDE\n"
+      << "#define HWY_TARGET_INCLUDE __FILE__\n"
+      << "#include \"hwy/foreach_target.h\" // IWYU pragma: keep\n"
+      << "#include \"hwy/highway.h\"\n"
+      << "#include \"tfm/runtime/kernels/activation-inl.h\"\n"
+      << "#include \"tfm/runtime/kernels/attention-inl.h\"\n"
+      << "#include \"tfm/runtime/kernels/norm-inl.h\"\n"
+      << "#include \"tfm/runtime/kernels/vector-inl.h\"\n\n"
+      << "HWY_BEFORE_NAMESPACE();\n"
+      << "namespace tfm_generated {\n"
+      << "namespace HWY_NAMESPACE {\n"
+      << "namespace k = tfm::rt::kernels::HWY_NAMESPACE;\n\n"
+      << body << "} // namespace HWY_NAMESPACE\n"
+      << "} // namespace tfm_generated\n"
+      << "HWY_AFTER_NAMESPACE();\n\n"
+      << "#if HWY_ONCE\n"
+      << "namespace tfm_generated {\n\n"
+      << "HWY_EXPORT(forward);\n\n"
+      << "static void forwardDispatch(const float *const *w, const "
+         "tfm::rt::InputView *in, float *out, tfm::rt::Arena &arena, "
+         "tfm::rt::ThreadPool &pool) {\n"
+      << "  HWY_DYNAMIC_DISPATCH(forward)(w, in, out, arena, pool);\n"
+      << "}\n\n"
+      << flops;
+  emitParamTable(out);
+  out << "static const tfm::rt::InputInfo kInputs[] = {"
+      << llvm::join(inputs, ", ") << "};\n\n"
+      << "} // namespace tfm_generated\n\n"
+      << "const tfm::rt::ModelInfo tfm::rt::kModel = {\n"
+      << "    \"" << name << "\",\n"
+      << "    tfm_generated::kParams, " << params.size() << ",\n"
+      << "    tfm_generated::kInputs, " << inputs.size() << ",\n"
+      << "    /*dModel=*/" << dModel << ", /*vocabSize=*/" << vocab
+      << ", /*outputWidth=*/" << resultType.getShape().back() << ",\n"
+      << "    /*maxSeqLen=*/" << facts.maxSeqLen
+      << ", /*maxBatch=*/" << facts.maxBatch << ",\n"
+      << "    /*arenaBytes=*/" << arenaBytes << ",\n"
+      << "    tfm_generated::matmulFlops, tfm_generated::forwardDispatch};\n\n"
+      << "// The C API of contract section 5, under the model's name.\n"
+      << "extern \"C\" {\n"
+      << "tfm_model *" << cName
+      << "_create(const char *weights_path, char *err, size_t err_len) {\n"
+      << "  return tfm_rt_create(&tfm::rt::kModel, weights_path, err, "
+         "err_len);\n"
+      << "}\n"
+      << "int " << cName
+      << "_forward(tfm_model *model, const tfm_tensor *inputs, size_t "
+         "n_inputs, tfm_tensor *output) {\n"
+      << "  return tfm_rt_forward(model, inputs, n_inputs, output);\n"
+      << "}\n"
+      << "void " << cName << "_destroy(tfm_model *model) { "
+      << "tfm_rt_destroy(model); }\n"
+      << "}\n"
+      << "#endif // HWY_ONCE\n";
+
+  if (stats) {
+    stats->arenaBytes = arenaBytes;
+    stats->functions = functions;
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult emitHighwayCpp(ModuleOp module, StringRef cName, raw_ostream &os,
+                             HighwayEmitStats *stats) {
+  return ModuleEmitter(module, cName, os).emit(stats);
+}
+
+} // namespace tfm

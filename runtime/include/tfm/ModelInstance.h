@@ -1,0 +1,45 @@
+//===- ModelInstance.h - a model ready to run -------------------*- C++ -*-===//
+
+#ifndef TFM_RUNTIME_MODELINSTANCE_H
+#define TFM_RUNTIME_MODELINSTANCE_H
+
+#include "tfm/runtime/AlignedBuffer.h"
+#include "tfm/runtime/Arena.h"
+#include "tfm/runtime/Model.h"
+#include "tfm/runtime/ThreadPool.h"
+#include "tfm/runtime/Weights.h"
+
+#include <memory>
+#include <string>
+
+namespace tfm::rt {
+
+/// Everything a forward pass needs, allocated once up front (weights,
+/// activation arena, thread pool, an output buffer of the largest shape), so
+/// that forward passes touch no heap.
+class ModelInstance {
+public:
+  /// `weightsPath` null: deterministic random weights.
+  bool init(const ModelInfo &model, const char *weightsPath, int threads,
+            std::string &error);
+
+  /// `inputs` are already checked (prepareInputs); `output` null means the
+  /// instance's own buffer.
+  void forward(const InputView *inputs, float *output);
+
+  const ModelInfo &info() const { return *model; }
+  float *outputBuffer() const { return static_cast<float *>(output.data()); }
+  int threads() const { return pool->size(); }
+  const Arena &arena() const { return *activations; }
+
+private:
+  const ModelInfo *model = nullptr;
+  Weights weights;
+  std::unique_ptr<Arena> activations;
+  std::unique_ptr<ThreadPool> pool;
+  AlignedBuffer output;
+};
+
+} // namespace tfm::rt
+
+#endif // TFM_RUNTIME_MODELINSTANCE_H

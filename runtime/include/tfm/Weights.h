@@ -1,0 +1,41 @@
+//===- Weights.h - a model's parameters, loaded and checked -----*- C++ -*-===//
+
+#ifndef TFM_RUNTIME_WEIGHTS_H
+#define TFM_RUNTIME_WEIGHTS_H
+
+#include "tfm/runtime/AlignedBuffer.h"
+#include "tfm/runtime/Model.h"
+#include "tfm/runtime/Safetensors.h"
+
+#include <string>
+#include <vector>
+
+namespace tfm::rt {
+
+/// The float32 tensors the forward pass reads, in the order of
+/// ModelInfo::params. float32 data of a weights file is used in place (it
+/// is then only as aligned as the file makes it: 4 bytes at least); what is
+/// converted or generated lives in one 64-byte aligned block.
+class Weights {
+public:
+  /// Checks every tensor of the safetensors file `path` against
+  /// `model.params` (names or aliases, shapes, dtypes, extents) before
+  /// converting any. Every problem is one line of `error`, starting with
+  /// "PATH: ".
+  bool load(const ModelInfo &model, const char *path, std::string &error);
+
+  /// Fills each parameter as its ParamInfo says, from a seed derived from
+  /// its name (so it does not depend on the order of parameters).
+  bool initRandom(const ModelInfo &model, std::string &error);
+
+  const float *const *pointers() const { return ptrs.data(); }
+
+private:
+  SafetensorsFile file;
+  AlignedBuffer owned;
+  std::vector<const float *> ptrs;
+};
+
+} // namespace tfm::rt
+
+#endif // TFM_RUNTIME_WEIGHTS_H

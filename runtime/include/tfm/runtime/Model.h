@@ -1,0 +1,87 @@
+//===- Model.h - what generated code tells the runtime ----------*- C++ -*-===//
+//
+// The one interface between a compiled model and the runtime. tfm-compile
+// generates a C++ file that defines `tfm::rt::kModel`; the runtime's main(),
+// C API, weight loader and input reader work from it alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_RUNTIME_MODEL_H
+#define TFM_RUNTIME_MODEL_H
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tfm::rt {
+
+class Arena;
+class ThreadPool;
+
+/// How a weight is filled when no weights file is given: PyTorch's default
+/// initialisation for the module that owns it, from a fixed seed.
+enum class ParamInit : uint8_t {
+  Zeros,   // biases of nn.MultiheadAttention, LayerNorm bias
+  Ones,    // LayerNorm weight
+  Uniform, // U(-bound, bound): nn.Linear (bound 1/sqrt(in)), xavier_uniform
+  Normal,  // N(0, bound^2): nn.Embedding (bound 1)
+};
+
+constexpr int kMaxRank = 4;
+
+struct ParamInfo {
+  const char *name;  // state_dict name, e.g. "layers.0.linear1.weight"
+  const char *alias; // another name a weights file may use instead, or null
+  int rank;
+  int64_t shape[kMaxRank];
+  ParamInit init;
+  float bound;
+};
+
+enum class InputKind : uint8_t {
+  TokenIds,   // int32 [batch, seq] in the forward pass (int32/int64 in files)
+  Embeddings, // float32 [batch, seq, d_model]
+};
+
+struct InputInfo {
+  const char *name; // "input", or "src" and "tgt"
+  InputKind kind;
+};
+
+/// One input as the forward pass reads it. Token ids are int32 and already
+/// checked to be in [0, vocab_size).
+struct InputView {
+  const void *data;
+  int64_t batch, seq;
+};
+
+struct ModelInfo {
+  const char *name;
+  const ParamInfo *params;
+  size_t numParams;
+  const InputInfo *inputs;
+  size_t numInputs;
+  int64_t dModel;
+  int64_t vocabSize;   // 0 when inputs are float embeddings
+  int64_t outputWidth; // vocab_size for logits, d_model for hidden states
+  int64_t maxSeqLen;   // every input's seq must be <= this
+  int64_t maxBatch;    // every input's batch must be <= this (all equal)
+  /// Bytes of activation memory one forward pass needs at the maxima; the
+  /// runtime allocates them once, 64-byte aligned.
+  size_t arenaBytes;
+  /// The matmul FLOPs one forward pass needs for these inputs (for
+  /// --bench's gflops).
+  double (*matmulFlops)(const InputView *inputs);
+  /// Runs the model: `weights[i]` is params[i] (float32, C order);
+  /// `output` is [batch, seq of the last input, outputWidth], float32.
+  /// Allocates nothing on the heap; results do not depend on the number of
+  /// threads in `pool`.
+  void (*forward)(const float *const *weights, const InputView *inputs,
+                  float *output, Arena &arena, ThreadPool &pool);
+};
+
+/// Defined by the generated code of each compiled model.
+extern const ModelInfo kModel;
+
+} // namespace tfm::rt
+
+#endif // TFM_RUNTIME_MODEL_H

@@ -1,0 +1,131 @@
+// Vector micro-kernels over contiguous float rows: dot products, axpy,
+// scaling, sums. The loops around them (rows, heads, positions) and every
+// shape are in the generated code; these are only the innermost loops.
+//
+// Per-target file: include after hwy/highway.h (or from a file that
+// foreach_target.h re-includes).
+
+#if defined(TFM_RUNTIME_KERNELS_VECTOR_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TFM_RUNTIME_KERNELS_VECTOR_INL_H_
+#undef TFM_RUNTIME_KERNELS_VECTOR_INL_H_
+#else
+#define TFM_RUNTIME_KERNELS_VECTOR_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tfm::rt::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// sum_i a[i] * b[i]. The tail is a masked load, so nothing past n is read.
+HWY_INLINE float Dot(const float *HWY_RESTRICT a, const float *HWY_RESTRICT b,
+                     size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  auto acc0 = hn::Zero(d), acc1 = hn::Zero(d);
+  size_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
+    acc1 = hn::MulAdd(hn::LoadU(d, a + i + lanes), hn::LoadU(d, b + i + lanes),
+                      acc1);
+  }
+  for (; i + lanes <= n; i += lanes)
+    acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
+  if (i < n) {
+    const auto m = hn::FirstN(d, n - i);
+    acc1 = hn::MulAdd(hn::MaskedLoad(m, d, a + i), hn::MaskedLoad(m, d, b + i),
+                      acc1);
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0, acc1)));
+}
+
+/// out[r] = sum_i x_r[i] * w[i] for four rows x_r = x + r * xStride: the
+/// weight row is loaded once for all four.
+HWY_INLINE void Dot4(const float *HWY_RESTRICT x, size_t xStride,
+                     const float *HWY_RESTRICT w, size_t n,
+                     float *HWY_RESTRICT out) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const float *x0 = x, *x1 = x + xStride, *x2 = x + 2 * xStride,
+              *x3 = x + 3 * xStride;
+  auto a0 = hn::Zero(d), a1 = hn::Zero(d), a2 = hn::Zero(d), a3 = hn::Zero(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto wv = hn::LoadU(d, w + i);
+    a0 = hn::MulAdd(hn::LoadU(d, x0 + i), wv, a0);
+    a1 = hn::MulAdd(hn::LoadU(d, x1 + i), wv, a1);
+    a2 = hn::MulAdd(hn::LoadU(d, x2 + i), wv, a2);
+    a3 = hn::MulAdd(hn::LoadU(d, x3 + i), wv, a3);
+  }
+  if (i < n) {
+    const auto m = hn::FirstN(d, n - i);
+    const auto wv = hn::MaskedLoad(m, d, w + i);
+    a0 = hn::MulAdd(hn::MaskedLoad(m, d, x0 + i), wv, a0);
+    a1 = hn::MulAdd(hn::MaskedLoad(m, d, x1 + i), wv, a1);
+    a2 = hn::MulAdd(hn::MaskedLoad(m, d, x2 + i), wv, a2);
+    a3 = hn::MulAdd(hn::MaskedLoad(m, d, x3 + i), wv, a3);
+  }
+  out[0] = hn::GetLane(hn::SumOfLanes(d, a0));
+  out[1] = hn::GetLane(hn::SumOfLanes(d, a1));
+  out[2] = hn::GetLane(hn::SumOfLanes(d, a2));
+  out[3] = hn::GetLane(hn::SumOfLanes(d, a3));
+}
+
+/// y[i] += a * x[i]
+HWY_INLINE void Axpy(float a, const float *HWY_RESTRICT x,
+                     float *HWY_RESTRICT y, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const auto av = hn::Set(d, a);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(hn::MulAdd(av, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d,
+               y + i);
+  for (; i < n; ++i)
+    y[i] += a * x[i];
+}
+
+/// y[i] = a * x[i] (x may equal y)
+HWY_INLINE void Scale(float a, const float *x, float *y, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const auto av = hn::Set(d, a);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(hn::Mul(av, hn::LoadU(d, x + i)), d, y + i);
+  for (; i < n; ++i)
+    y[i] = a * x[i];
+}
+
+/// y[i] = a[i] + b[i] (y may equal a or b)
+HWY_INLINE void Add(const float *a, const float *b, float *y, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(hn::Add(hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, y + i);
+  for (; i < n; ++i)
+    y[i] = a[i] + b[i];
+}
+
+/// y[i] = 0
+HWY_INLINE void Zero(float *y, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(hn::Zero(d), d, y + i);
+  for (; i < n; ++i)
+    y[i] = 0.0f;
+}
+
+} // namespace HWY_NAMESPACE
+} // namespace tfm::rt::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif // TFM_RUNTIME_KERNELS_VECTOR_INL_H_

@@ -1,0 +1,173 @@
+//===- CApi.cpp - what a generated NAME_* C API forwards to ---------------===//
+//
+// Everything a forward pass needs (views, narrowed ids, the message buffer)
+// is sized in tfm_rt_create, so tfm_rt_forward allocates nothing. The
+// runtime is built without exceptions, so none can cross this boundary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/runtime/CApi.h"
+#include "tfm/runtime/AlignedBuffer.h"
+#include "tfm/runtime/Inputs.h"
+#include "tfm/runtime/ModelInstance.h"
+
+#include <array>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+using namespace tfm::rt;
+
+struct tfm_model {
+  ModelInstance instance;
+  AlignedBuffer idBuffer;
+  std::vector<int32_t *> idScratch;
+  std::vector<TensorRef> tensors;
+  std::vector<InputView> views;
+  std::vector<std::array<char, 96>> sourceNames;
+  std::vector<const char *> sources;
+  char error[1024] = "";
+};
+
+namespace {
+
+__attribute__((format(printf, 3, 4))) void
+writeMessage(char *buffer, size_t length, const char *format, ...) {
+  if (!buffer || length == 0)
+    return;
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buffer, length, format, args);
+  va_end(args);
+}
+
+/// $TFM_NUM_THREADS, 1 when unset; false when set to something else than a
+/// thread count.
+bool threadsFromEnvironment(int &threads, char *err, size_t errLength) {
+  threads = 1;
+  const char *text = std::getenv("TFM_NUM_THREADS");
+  if (!text || !*text)
+    return true;
+  char *end = nullptr;
+  long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 1 || value > 1024) {
+    writeMessage(err, errLength,
+                 "TFM_NUM_THREADS='%s' is not a thread count (1 to 1024)",
+                 text);
+    return false;
+  }
+  threads = int(value);
+  return true;
+}
+
+} // namespace
+
+extern "C" {
+
+tfm_model *tfm_rt_create(const ModelInfo *info, const char *weights_path,
+                         char *err, size_t err_len) {
+  writeMessage(err, err_len, "%s", "");
+  if (!info) {
+    writeMessage(err, err_len, "tfm_rt_create: no model");
+    return nullptr;
+  }
+  int threads;
+  if (!threadsFromEnvironment(threads, err, err_len))
+    return nullptr;
+  auto *model = new (std::nothrow) tfm_model;
+  if (!model) {
+    writeMessage(err, err_len, "out of memory creating model '%s'",
+                 info->name);
+    return nullptr;
+  }
+  std::string error;
+  if (!model->instance.init(*info, weights_path, threads, error)) {
+    writeMessage(err, err_len, "%s", error.c_str());
+    delete model;
+    return nullptr;
+  }
+
+  size_t inputs = info->numInputs;
+  size_t idsPerInput = size_t(info->maxBatch * info->maxSeqLen);
+  // int64 ids are narrowed to int32 here; one block, one slice per input.
+  if (!model->idBuffer.allocate(inputs * idsPerInput * sizeof(int32_t))) {
+    writeMessage(err, err_len, "out of memory creating model '%s'",
+                 info->name);
+    delete model;
+    return nullptr;
+  }
+  model->idScratch.resize(inputs);
+  model->tensors.resize(inputs);
+  model->views.resize(inputs);
+  model->sourceNames.resize(inputs);
+  model->sources.resize(inputs);
+  for (size_t i = 0; i < inputs; ++i) {
+    model->idScratch[i] =
+        static_cast<int32_t *>(model->idBuffer.data()) + i * idsPerInput;
+    std::snprintf(model->sourceNames[i].data(), model->sourceNames[i].size(),
+                  "input '%s'", info->inputs[i].name);
+    model->sources[i] = model->sourceNames[i].data();
+  }
+  return model;
+}
+
+int tfm_rt_forward(tfm_model *model, const tfm_tensor *inputs,
+                   size_t n_inputs, tfm_tensor *output) {
+  if (!model)
+    return 1;
+  model->error[0] = '\0';
+  const ModelInfo &info = model->instance.info();
+  char *error = model->error;
+  size_t length = sizeof(model->error);
+  if (n_inputs != info.numInputs || (!inputs && n_inputs)) {
+    writeMessage(error, length, "%s: expected %zu input(s), got %zu",
+                 info.name, info.numInputs, inputs ? n_inputs : size_t(0));
+    return 1;
+  }
+  if (!output) {
+    writeMessage(error, length, "%s: output tensor is null", info.name);
+    return 1;
+  }
+  for (size_t i = 0; i < n_inputs; ++i) {
+    const tfm_tensor &tensor = inputs[i];
+    if (tensor.dtype != TFM_F32 && tensor.dtype != TFM_I32 &&
+        tensor.dtype != TFM_I64) {
+      writeMessage(error, length, "%s: unknown dtype %d", model->sources[i],
+                   int(tensor.dtype));
+      return 1;
+    }
+    if (tensor.rank < 1 || tensor.rank > TFM_MAX_RANK) {
+      writeMessage(error, length, "%s: rank %d is outside 1 to %d",
+                   model->sources[i], int(tensor.rank), TFM_MAX_RANK);
+      return 1;
+    }
+    model->tensors[i] = {DType(tensor.dtype), int(tensor.rank), tensor.shape,
+                         tensor.data};
+  }
+  OutputShape shape;
+  if (!prepareInputs(info, model->tensors.data(), model->sources.data(),
+                     model->idScratch.data(), model->views.data(), shape,
+                     error, length))
+    return 1;
+
+  output->dtype = TFM_F32;
+  output->rank = shape.rank;
+  for (int d = 0; d < TFM_MAX_RANK; ++d)
+    output->shape[d] = d < shape.rank ? shape.shape[d] : 0;
+  if (!output->data)
+    output->data = model->instance.outputBuffer();
+  model->instance.forward(model->views.data(),
+                          static_cast<float *>(output->data));
+  return 0;
+}
+
+const char *tfm_rt_last_error(const tfm_model *model) {
+  return model ? model->error : "tfm_rt_last_error: no model";
+}
+
+void tfm_rt_destroy(tfm_model *model) { delete model; }
+
+} // extern "C"

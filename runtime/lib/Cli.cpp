@@ -1,0 +1,352 @@
+//===- Cli.cpp - the compiled executable's command line -------------------===//
+//
+// Everything the program allocates (inputs, weights, arena, threads, output)
+// is allocated before the first forward pass; the timed loop calls only
+// the model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/runtime/Cli.h"
+#include "tfm/runtime/Inputs.h"
+#include "tfm/runtime/ModelInstance.h"
+#include "tfm/runtime/Npy.h"
+#include "tfm/runtime/Shape.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tfm::rt {
+
+namespace {
+
+constexpr int kMaxThreads = 1024;
+constexpr int64_t kMaxRuns = 1'000'000;
+
+struct Options {
+  const char *weights = nullptr;
+  std::vector<const char *> inputFiles; // per model input; null: not given
+  const char *output = nullptr;
+  int threads = 1;
+  int64_t bench = 0;
+  int64_t warmup = -1; // -1: 2 with --bench, else 0
+  bool help = false;
+};
+
+/// Prints each line of `message` as "PROG: error: LINE".
+void reportError(const char *program, const std::string &message) {
+  size_t start = 0;
+  while (start <= message.size()) {
+    size_t end = message.find('\n', start);
+    if (end == std::string::npos)
+      end = message.size();
+    std::fprintf(stderr, "%s: error: %.*s\n", program, int(end - start),
+                 message.data() + start);
+    start = end + 1;
+  }
+}
+
+std::string inputNames(const ModelInfo &model) {
+  std::string names;
+  for (size_t i = 0; i < model.numInputs; ++i) {
+    if (i)
+      names += i + 1 == model.numInputs ? " and " : ", ";
+    names += model.inputs[i].name;
+  }
+  return names;
+}
+
+bool parseCount(std::string_view flag, const char *text, int64_t min,
+                int64_t max, int64_t &value, std::string &error) {
+  char *end = nullptr;
+  errno = 0;
+  long long parsed = std::strtoll(text, &end, 10);
+  if (!*text || *end != '\0' || errno == ERANGE || parsed < min ||
+      parsed > max) {
+    error = std::string(flag) + " expects an integer from " +
+            std::to_string(min) + " to " + std::to_string(max) + ", not '" +
+            text + "'";
+    return false;
+  }
+  value = parsed;
+  return true;
+}
+
+/// False with `error` set on bad flags.
+bool parseOptions(const ModelInfo &model, int argc, char **argv,
+                  Options &options, std::string &error) {
+  options.inputFiles.assign(model.numInputs, nullptr);
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    std::string_view flag = arg;
+    const char *inlineValue = nullptr;
+    size_t equals = arg.find('=');
+    if (arg.substr(0, 2) == "--" && equals != std::string_view::npos) {
+      flag = arg.substr(0, equals);
+      inlineValue = argv[i] + equals + 1;
+    }
+    auto value = [&]() -> const char * {
+      if (inlineValue)
+        return inlineValue;
+      if (i + 1 < argc)
+        return argv[++i];
+      error = std::string(flag) + " expects a value (see --help)";
+      return nullptr;
+    };
+    int64_t number;
+    if (flag == "--help" || flag == "-h") {
+      options.help = true;
+    } else if (flag == "--weights") {
+      if (!(options.weights = value()))
+        return false;
+    } else if (flag == "--output") {
+      if (!(options.output = value()))
+        return false;
+    } else if (flag == "--input") {
+      const char *spec = value();
+      if (!spec)
+        return false;
+      const char *split = std::strchr(spec, '=');
+      if (!split) {
+        error = std::string("--input expects NAME=FILE, not '") + spec +
+                "' (this model's inputs: " + inputNames(model) + ")";
+        return false;
+      }
+      std::string_view name(spec, size_t(split - spec));
+      size_t index = 0;
+      while (index < model.numInputs && name != model.inputs[index].name)
+        ++index;
+      if (index == model.numInputs) {
+        error = "--input " + std::string(spec) + ": unknown input '" +
+                std::string(name) + "' (this model's inputs: " +
+                inputNames(model) + ")";
+        return false;
+      }
+      if (options.inputFiles[index]) {
+        error = "--input " + std::string(name) + " is given twice";
+        return false;
+      }
+      options.inputFiles[index] = split + 1;
+    } else if (flag == "--threads") {
+      const char *text = value();
+      if (!text || !parseCount(flag, text, 1, kMaxThreads, number, error))
+        return false;
+      options.threads = int(number);
+    } else if (flag == "--bench") {
+      const char *text = value();
+      if (!text || !parseCount(flag, text, 1, kMaxRuns, options.bench, error))
+        return false;
+    } else if (flag == "--warmup") {
+      const char *text = value();
+      if (!text || !parseCount(flag, text, 0, kMaxRuns, options.warmup, error))
+        return false;
+    } else if (flag == "--generate") {
+      error = "--generate is not supported by this model yet";
+      return false;
+    } else if (flag == "--temperature" || flag == "--top-k" ||
+               flag == "--seed") {
+      error = std::string(flag) +
+              " goes with --generate, which is not supported by this model "
+              "yet";
+      return false;
+    } else if (arg.substr(0, 1) == "-") {
+      error = "unknown option '" + std::string(flag) + "' (see --help)";
+      return false;
+    } else {
+      error = "unexpected argument '" + std::string(arg) + "' (see --help)";
+      return false;
+    }
+  }
+  bool anyInput = std::any_of(options.inputFiles.begin(),
+                              options.inputFiles.end(),
+                              [](const char *f) { return f != nullptr; });
+  for (size_t i = 0; anyInput && i < model.numInputs; ++i)
+    if (!options.inputFiles[i]) {
+      error = std::string("missing --input ") + model.inputs[i].name +
+              "=FILE (this model's inputs: " + inputNames(model) +
+              "; give all of them, or none for a random input)";
+      return false;
+    }
+  return true;
+}
+
+void printHelp(const char *program, const ModelInfo &model) {
+  std::printf(
+      "usage: %s [--weights W.safetensors] [--input NAME=FILE.npy ...]\n"
+      "       %*s [--output OUT.npy] [--threads N] [--bench N] [--warmup N]\n"
+      "\n"
+      "Runs the compiled model '%s': one forward pass, or --bench N timed "
+      "ones.\n"
+      "\n"
+      "  --weights FILE     safetensors weights (F32, F16 or BF16); default: "
+      "deterministic random\n"
+      "  --input NAME=FILE  a .npy input (v1.0-3.0, little-endian, C order); "
+      "default: a\n"
+      "                     deterministic random input of the largest shape\n"
+      "  --output FILE      write the float32 output as .npy instead of "
+      "printing a summary\n"
+      "  --threads N        worker threads, including the main one "
+      "(default 1)\n"
+      "  --bench N          time N forward passes; the last line is\n"
+      "                     bench: median_ms=... min_ms=... gflops=... "
+      "runs=N threads=T\n"
+      "  --warmup N         untimed passes before timing (default 2 with "
+      "--bench)\n"
+      "  --help             print this text\n"
+      "\n"
+      "Inputs:\n",
+      program, int(std::strlen(program)), "", model.name);
+  for (size_t i = 0; i < model.numInputs; ++i) {
+    if (model.inputs[i].kind == InputKind::TokenIds)
+      std::printf("  %-18s token ids, int32 or int64, [seq] or [batch, seq], "
+                  "each in [0, %" PRId64 ")\n",
+                  model.inputs[i].name, model.vocabSize);
+    else
+      std::printf("  %-18s embeddings, float32, [seq, %" PRId64
+                  "] or [batch, seq, %" PRId64 "]\n",
+                  model.inputs[i].name, model.dModel, model.dModel);
+  }
+  std::printf("Limits: seq <= %" PRId64 ", batch <= %" PRId64
+              " (tfm-compile --max-seq-len, --max-batch)\n"
+              "Output: float32 [batch, seq, %" PRId64
+              "], without batch if the input has none\n",
+              model.maxSeqLen, model.maxBatch, model.outputWidth);
+}
+
+/// Shape, first values and checksums: enough to compare runs by eye.
+void printSummary(const float *data, const OutputShape &shape) {
+  size_t count = shape.elements();
+  std::printf("output: float32 %s\n",
+              ShapeText(shape.shape, size_t(shape.rank)).c_str());
+  std::printf("first:");
+  for (size_t i = 0; i < std::min<size_t>(count, 8); ++i)
+    std::printf(" %.6g", double(data[i]));
+  std::printf("\n");
+  double sum = 0, absSum = 0;
+  uint64_t hash = 0xcbf29ce484222325ull;
+  const auto *bytes = reinterpret_cast<const unsigned char *>(data);
+  for (size_t i = 0; i < count; ++i) {
+    sum += double(data[i]);
+    absSum += std::fabs(double(data[i]));
+  }
+  for (size_t i = 0; i < count * sizeof(float); ++i)
+    hash = (hash ^ bytes[i]) * 0x100000001b3ull;
+  std::printf("checksum: sum=%.9g abs_sum=%.9g fnv1a=%016" PRIx64 "\n", sum,
+              absSum, hash);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+} // namespace
+
+int runModelMain(const ModelInfo &model, int argc, char **argv) {
+  const char *program = argc > 0 && argv[0] ? argv[0] : "model";
+  if (const char *slash = std::strrchr(program, '/'))
+    program = slash + 1;
+
+  Options options;
+  std::string error;
+  if (!parseOptions(model, argc, argv, options, error)) {
+    reportError(program, error);
+    return 1;
+  }
+  if (options.help) {
+    printHelp(program, model);
+    return 0;
+  }
+
+  // Inputs first: they are cheap to check, weights may be gigabytes.
+  size_t numInputs = model.numInputs;
+  std::vector<NpyArray> files(numInputs);
+  std::vector<DefaultInput> defaults(numInputs);
+  std::vector<TensorRef> tensors(numInputs);
+  std::vector<const char *> sources(numInputs);
+  std::vector<std::vector<int32_t>> narrowed(numInputs);
+  std::vector<int32_t *> scratch(numInputs);
+  for (size_t i = 0; i < numInputs; ++i) {
+    if (const char *file = options.inputFiles[i]) {
+      if (!readNpy(file, files[i], error)) {
+        reportError(program, error);
+        return 1;
+      }
+      tensors[i] = files[i].ref();
+      sources[i] = file;
+    } else {
+      defaults[i] = makeDefaultInput(model, i);
+      tensors[i] = defaults[i].ref();
+      sources[i] = model.inputs[i].name;
+    }
+    narrowed[i].resize(size_t(model.maxBatch * model.maxSeqLen));
+    scratch[i] = narrowed[i].data();
+  }
+  std::vector<InputView> views(numInputs);
+  OutputShape outputShape;
+  char message[1024];
+  if (!prepareInputs(model, tensors.data(), sources.data(), scratch.data(),
+                     views.data(), outputShape, message, sizeof(message))) {
+    reportError(program, message);
+    return 1;
+  }
+
+  ModelInstance instance;
+  if (!instance.init(model, options.weights, options.threads, error)) {
+    reportError(program, error);
+    return 1;
+  }
+  if (instance.threads() != options.threads)
+    std::fprintf(stderr,
+                 "%s: warning: the system gave %d of the %d threads asked "
+                 "for\n",
+                 program, instance.threads(), options.threads);
+
+  int64_t warmup = options.warmup >= 0 ? options.warmup
+                                       : (options.bench > 0 ? 2 : 0);
+  for (int64_t i = 0; i < warmup; ++i)
+    instance.forward(views.data(), nullptr);
+  std::vector<double> times;
+  times.reserve(size_t(std::max<int64_t>(options.bench, 1)));
+  for (int64_t i = 0; i < std::max<int64_t>(options.bench, 1); ++i) {
+    auto start = std::chrono::steady_clock::now();
+    instance.forward(views.data(), nullptr);
+    auto stop = std::chrono::steady_clock::now();
+    times.push_back(std::chrono::duration<double>(stop - start).count());
+  }
+
+  TensorRef output = {DType::F32, outputShape.rank, outputShape.shape,
+                       instance.outputBuffer()};
+  if (options.output) {
+    if (!writeNpy(options.output, output, error)) {
+      reportError(program, error);
+      return 1;
+    }
+  } else {
+    printSummary(instance.outputBuffer(), outputShape);
+  }
+
+  if (options.bench > 0) {
+    double medianSeconds = median(times);
+    double fastest = *std::min_element(times.begin(), times.end());
+    double flops = model.matmulFlops ? model.matmulFlops(views.data()) : 0.0;
+    double gflops = medianSeconds > 0 ? flops / medianSeconds * 1e-9 : 0.0;
+    std::printf("bench: median_ms=%.2f min_ms=%.2f gflops=%.1f runs=%" PRId64
+                " threads=%d\n",
+                medianSeconds * 1e3, fastest * 1e3, gflops, options.bench,
+                instance.threads());
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+} // namespace tfm::rt

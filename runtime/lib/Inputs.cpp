@@ -1,0 +1,201 @@
+//===- Inputs.cpp - checking a forward pass's inputs ----------------------===//
+
+#include "tfm/runtime/Inputs.h"
+#include "tfm/runtime/Random.h"
+#include "tfm/runtime/Shape.h"
+
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+
+namespace tfm::rt {
+
+namespace {
+
+/// Formats into the caller's fixed buffer: reporting must not allocate.
+__attribute__((format(printf, 3, 4))) bool
+fail(char *error, size_t length, const char *format, ...) {
+  if (error && length) {
+    va_list args;
+    va_start(args, format);
+    std::vsnprintf(error, length, format, args);
+    va_end(args);
+  }
+  return false;
+}
+
+/// Checks ids against the vocabulary, narrowing int64 ones into `narrowed`.
+template <typename Id>
+bool checkIds(const Id *ids, int64_t batch, int64_t seq, bool hasBatch,
+              int64_t vocabSize, int32_t *narrowed, const char *source,
+              char *error, size_t length) {
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t s = 0; s < seq; ++s) {
+      Id id = ids[b * seq + s];
+      if (id < 0 || int64_t(id) >= vocabSize) {
+        if (hasBatch)
+          return fail(error, length,
+                      "%s: token id %" PRId64 " at position [%" PRId64
+                      ", %" PRId64 "] is out of range [0, %" PRId64 ")",
+                      source, int64_t(id), b, s, vocabSize);
+        return fail(error, length,
+                    "%s: token id %" PRId64 " at position [%" PRId64
+                    "] is out of range [0, %" PRId64 ")",
+                    source, int64_t(id), s, vocabSize);
+      }
+      if (narrowed)
+        narrowed[b * seq + s] = int32_t(id);
+    }
+  return true;
+}
+
+bool prepareOne(const ModelInfo &model, const InputInfo &info,
+                const TensorRef &tensor, const char *source, int32_t *scratch,
+                InputView &view, bool &hasBatch, char *error, size_t length) {
+  ShapeText shape(tensor.shape, tensor.rank < 0 ? 0 : size_t(tensor.rank));
+  bool ids = info.kind == InputKind::TokenIds;
+  if (ids) {
+    if (tensor.dtype != DType::I32 && tensor.dtype != DType::I64)
+      return fail(error, length,
+                  "%s: token ids must be int32 or int64, not %s", source,
+                  dtypeName(tensor.dtype));
+    if (tensor.rank != 1 && tensor.rank != 2)
+      return fail(error, length,
+                  "%s: token ids must have shape [seq] or [batch, seq], not "
+                  "%s",
+                  source, shape.c_str());
+  } else {
+    if (tensor.dtype != DType::F32)
+      return fail(error, length,
+                  "%s: embeddings must be float32, not %s", source,
+                  dtypeName(tensor.dtype));
+    if (tensor.rank != 2 && tensor.rank != 3)
+      return fail(error, length,
+                  "%s: embeddings must have shape [seq, %" PRId64
+                  "] or [batch, seq, %" PRId64 "], not %s",
+                  source, model.dModel, model.dModel, shape.c_str());
+    int64_t width = tensor.shape[tensor.rank - 1];
+    if (width != model.dModel)
+      return fail(error, length,
+                  "%s: embeddings of shape %s have last dimension %" PRId64
+                  ", expected d_model %" PRId64,
+                  source, shape.c_str(), width, model.dModel);
+  }
+  int dims = ids ? tensor.rank : tensor.rank - 1;
+  hasBatch = dims == 2;
+  int64_t batch = hasBatch ? tensor.shape[0] : 1;
+  int64_t seq = tensor.shape[dims - 1];
+  if (seq < 1)
+    return fail(error, length,
+                "%s: sequence length %" PRId64 " is not allowed (at least 1)",
+                source, seq);
+  if (seq > model.maxSeqLen)
+    return fail(error, length,
+                "%s: sequence length %" PRId64
+                " exceeds the compiled maximum %" PRId64
+                " (tfm-compile --max-seq-len)",
+                source, seq, model.maxSeqLen);
+  if (batch < 1)
+    return fail(error, length,
+                "%s: batch %" PRId64 " is not allowed (at least 1)", source,
+                batch);
+  if (batch > model.maxBatch)
+    return fail(error, length,
+                "%s: batch %" PRId64 " exceeds the compiled maximum %" PRId64
+                " (tfm-compile --max-batch)",
+                source, batch, model.maxBatch);
+  if (!tensor.data)
+    return fail(error, length, "%s: data pointer is null", source);
+
+  view.batch = batch;
+  view.seq = seq;
+  view.data = tensor.data;
+  if (!ids)
+    return true;
+  if (tensor.dtype == DType::I32)
+    return checkIds(static_cast<const int32_t *>(tensor.data), batch, seq,
+                    hasBatch, model.vocabSize, nullptr, source, error,
+                    length);
+  if (!scratch)
+    return fail(error, length,
+                "%s: internal error: no buffer to narrow int64 ids into",
+                source);
+  view.data = scratch;
+  return checkIds(static_cast<const int64_t *>(tensor.data), batch, seq,
+                  hasBatch, model.vocabSize, scratch, source, error, length);
+}
+
+} // namespace
+
+size_t OutputShape::elements() const {
+  size_t count = 1;
+  for (int i = 0; i < rank; ++i)
+    count *= size_t(shape[i]);
+  return count;
+}
+
+bool prepareInputs(const ModelInfo &model, const TensorRef *tensors,
+                   const char *const *sources, int32_t *const *idScratch,
+                   InputView *views, OutputShape &output, char *error,
+                   size_t errorLength) {
+  if (model.numInputs == 0)
+    return fail(error, errorLength,
+                "internal error: the compiled model has no inputs");
+  bool hasBatch = false;
+  for (size_t i = 0; i < model.numInputs; ++i) {
+    if (!prepareOne(model, model.inputs[i], tensors[i], sources[i],
+                    idScratch ? idScratch[i] : nullptr, views[i], hasBatch,
+                    error, errorLength))
+      return false;
+    if (i > 0 && views[i].batch != views[0].batch)
+      return fail(error, errorLength,
+                  "%s: batch %" PRId64 " does not match batch %" PRId64
+                  " of %s",
+                  sources[i], views[i].batch, views[0].batch, sources[0]);
+  }
+  const InputView &last = views[model.numInputs - 1];
+  if (hasBatch) {
+    output.rank = 3;
+    output.shape[0] = last.batch;
+    output.shape[1] = last.seq;
+    output.shape[2] = model.outputWidth;
+  } else {
+    output.rank = 2;
+    output.shape[0] = last.seq;
+    output.shape[1] = model.outputWidth;
+    output.shape[2] = 0;
+  }
+  return true;
+}
+
+TensorRef DefaultInput::ref() const {
+  const void *data = dtype == DType::F32 ? static_cast<const void *>(
+                                               floats.data())
+                                         : ids.data();
+  return {dtype, rank, shape, data};
+}
+
+DefaultInput makeDefaultInput(const ModelInfo &model, size_t index) {
+  const InputInfo &info = model.inputs[index];
+  DefaultInput input;
+  input.shape[0] = model.maxBatch;
+  input.shape[1] = model.maxSeqLen;
+  input.shape[2] = model.dModel;
+  size_t count = size_t(model.maxBatch * model.maxSeqLen);
+  uint64_t seed = seedForName(info.name);
+  if (info.kind == InputKind::TokenIds) {
+    input.dtype = DType::I32;
+    input.rank = 2;
+    input.ids.resize(count);
+    fillTokenIds(input.ids.data(), count, model.vocabSize, seed);
+  } else {
+    input.dtype = DType::F32;
+    input.rank = 3;
+    count *= size_t(model.dModel);
+    input.floats.resize(count);
+    fillNormal(input.floats.data(), count, 1.0f, seed);
+  }
+  return input;
+}
+
+} // namespace tfm::rt

@@ -1,0 +1,325 @@
+"""The table of end-to-end cases: a model description (contract section 2)
+plus the inputs to run it on and how to compile it.
+
+Every model is tiny (compile + run in a few seconds).  Sizes are chosen to
+stay off the 16-lane vector width: odd sequence lengths (1, 5, 7, 13), head
+sizes 7, 8, 24, 32, 80, d_model 21/48/96/160, d_ff 50.
+
+`check_coverage()` asserts that every option of the contract is exercised.
+"""
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Dict, Optional
+
+
+@dataclass(frozen=True)
+class Input:
+    seq: int
+    batch: Optional[int] = 1      # None: no batch dimension in the .npy file
+    dtype: str = "int64"          # int32 / int64 for token ids, float32 for embeddings
+
+    def shape(self, d_model):
+        s = () if self.batch is None else (self.batch,)
+        s += (self.seq,)
+        if self.dtype == "float32":
+            s += (d_model,)
+        return s
+
+
+@dataclass
+class Case:
+    name: str
+    model: Dict
+    inputs: Dict[str, Input]
+    max_batch: Optional[int] = None     # --max-batch (default: the largest input batch, if > 1)
+    max_seq_len: Optional[int] = None   # --max-seq-len (default: none passed, the model's max_seq_len)
+    weight_dtype: str = "F32"           # dtype of every tensor in the weights file
+    shared_embeddings: bool = False     # encoder_decoder: one `embed.weight` instead of src_/tgt_embed
+    note: str = ""
+
+    def compile_args(self):
+        args = []
+        mb = self.effective_max_batch()
+        if mb != 1:
+            args += ["--max-batch", str(mb)]
+        if self.max_seq_len is not None:
+            args += ["--max-seq-len", str(self.max_seq_len)]
+        return args
+
+    def effective_max_batch(self):
+        if self.max_batch is not None:
+            return self.max_batch
+        return max([i.batch or 1 for i in self.inputs.values()] + [1])
+
+    def effective_max_seq_len(self):
+        return self.max_seq_len if self.max_seq_len is not None else self.model["max_seq_len"]
+
+
+def _model(name, arch, **kw):
+    m = dict(name=name, architecture=arch, d_model=32, num_heads=4, d_ff=64, max_seq_len=16)
+    if arch == "encoder_decoder":
+        if not ({"num_layers", "num_encoder_layers", "num_decoder_layers"} & set(kw)):
+            m["num_layers"] = 2
+    else:
+        m["num_layers"] = 2
+    m.update(kw)
+    return m
+
+
+def enc(name, inputs, model=None, **case_kw):
+    return Case(name, _model(name, "encoder", **(model or {})), inputs, **case_kw)
+
+
+def dec(name, inputs, model=None, **case_kw):
+    return Case(name, _model(name, "decoder", **(model or {})), inputs, **case_kw)
+
+
+def encdec(name, inputs, model=None, **case_kw):
+    return Case(name, _model(name, "encoder_decoder", **(model or {})), inputs, **case_kw)
+
+
+def ids(seq, batch=1, dtype="int64"):
+    return {"input": Input(seq, batch, dtype)}
+
+
+def floats(seq, batch=1):
+    return {"input": Input(seq, batch, "float32")}
+
+
+def src_tgt(src, tgt, batch=1, dtype="int64", tgt_dtype=None):
+    return {"src": Input(src, batch, dtype), "tgt": Input(tgt, batch, tgt_dtype or dtype)}
+
+
+CASES = [
+    # ---- encoder (BERT-like) ------------------------------------------------
+    enc("enc_defaults_float", floats(7),
+        note="all defaults: post, sinusoidal, relu, scaled_dot, no final norm, float inputs"),
+    enc("enc_pre_learned_gelu_ids64", ids(13, dtype="int64"),
+        dict(vocab_size=50, positional="learned", norm="pre", activation="gelu"),
+        note="pre-norm (final norm by default), learned positions, tied LM head"),
+    enc("enc_post_final_norm_unbatched", floats(7, batch=None),
+        dict(final_norm=True, activation="gelu_tanh")),
+    enc("enc_pre_no_final_norm_eps", floats(13, batch=2),
+        dict(norm="pre", final_norm=False, norm_eps=1e-6, activation="gelu"),
+        note="final_norm override for pre, non-default norm_eps, batch 2"),
+    enc("enc_causal_hidden_ids32", ids(7, dtype="int32"),
+        dict(vocab_size=40, causal=True, lm_head=False),
+        note="explicitly causal encoder; vocab without LM head gives hidden states"),
+    enc("enc_score_dot", floats(13), dict(attention_score="dot", num_heads=2),
+        note="dk 16, unscaled scores"),
+    enc("enc_score_bilinear_ids", ids(7), dict(vocab_size=50, attention_score="bilinear")),
+    enc("enc_score_additive", floats(7), dict(attention_score="additive", norm="pre"),
+        note="additive_dim defaults to dk = 8"),
+    enc("enc_score_additive_dim12", ids(13, batch=None), dict(
+        vocab_size=33, attention_score="additive", additive_dim=12, activation="gelu")),
+    enc("enc_positional_none", floats(7), dict(positional="none", norm="pre")),
+    enc("enc_embedding_scale_ids_unbatched", ids(13, batch=None), dict(
+        vocab_size=50, embedding_scale="sqrt_d_model")),
+    enc("enc_dk24_dff50", floats(13), dict(d_model=48, num_heads=2, d_ff=50)),
+    enc("enc_d96_h3", ids(7), dict(d_model=96, num_heads=3, d_ff=50, vocab_size=70,
+                                   norm="pre", activation="gelu")),
+    enc("enc_dk80", floats(5), dict(d_model=160, num_heads=2, d_ff=50, num_layers=1)),
+    enc("enc_odd_d_model21", floats(7), dict(d_model=21, num_heads=3, d_ff=50),
+        note="odd d_model (sinusoidal table's last column is a sin) and dk 7"),
+    enc("enc_seq1", floats(1), dict(norm="pre")),
+    enc("enc_max_seq_len_flag", floats(13), dict(max_seq_len=8), max_seq_len=16,
+        note="--max-seq-len above the model's max_seq_len (sinusoidal positions allow it)"),
+
+    # ---- decoder (GPT-like) ----------------------------------------------------
+    dec("dec_pre_rope_half_gelu_tanh", ids(13, dtype="int32"), dict(
+        vocab_size=64, positional="rope", norm="pre", activation="gelu_tanh")),
+    dec("dec_rope_interleaved_base500", ids(7), dict(
+        vocab_size=64, positional="rope", rope_style="interleaved", rope_base=500.0)),
+    dec("dec_rope_half_bilinear_dk24", ids(13), dict(
+        d_model=48, num_heads=2, d_ff=50, vocab_size=64, positional="rope",
+        rope_base=1000000.0, attention_score="bilinear", norm="pre")),
+    dec("dec_rope_interleaved_additive", floats(7), dict(
+        positional="rope", rope_style="interleaved", attention_score="additive",
+        additive_dim=20)),
+    dec("dec_rope_dot_dk80", ids(7), dict(
+        d_model=80, num_heads=1, d_ff=50, num_layers=1, vocab_size=40,
+        positional="rope", attention_score="dot")),
+    dec("dec_not_causal_learned", ids(7), dict(vocab_size=64, positional="learned", causal=False)),
+    dec("dec_untied_head", ids(13), dict(
+        vocab_size=64, positional="learned", norm="pre", tie_embeddings=False)),
+    dec("dec_no_lm_head", ids(7), dict(vocab_size=64, norm="pre", lm_head=False)),
+    dec("dec_batch2", ids(7, batch=2, dtype="int32"), dict(vocab_size=64, norm="pre", positional="rope")),
+    dec("dec_batch3_of_max4", ids(5, batch=3), dict(vocab_size=64, activation="gelu"), max_batch=4,
+        note="run-time batch below the compiled maximum"),
+    dec("dec_seq1_unbatched", ids(1, batch=None), dict(vocab_size=64, norm="pre", positional="rope")),
+    dec("dec_post_final_norm_float", floats(13), dict(final_norm=True, activation="gelu")),
+    dec("dec_weights_f16", ids(13), dict(vocab_size=64, norm="pre", positional="rope"),
+        weight_dtype="F16"),
+    dec("dec_weights_bf16", ids(7), dict(vocab_size=64, positional="learned",
+                                         tie_embeddings=False), weight_dtype="BF16"),
+
+    # ---- encoder_decoder (nn.Transformer-like) --------------------------------
+    encdec("encdec_defaults", src_tgt(7, 5), dict(
+        vocab_size=64, num_encoder_layers=2, num_decoder_layers=1),
+        note="post, sinusoidal, causal decoder, separate src/tgt embeddings, head tied to tgt"),
+    encdec("encdec_shared_embed_scale", src_tgt(13, 7, dtype="int32"), dict(
+        vocab_size=64, embedding_scale="sqrt_d_model", activation="gelu"),
+        shared_embeddings=True, note="one embed.weight for src, tgt and the tied head"),
+    encdec("encdec_pre_learned_untied", src_tgt(7, 13, tgt_dtype="int32"), dict(
+        vocab_size=64, positional="learned", norm="pre", tie_embeddings=False,
+        activation="gelu_tanh")),
+    encdec("encdec_float_batch2_final_norm", src_tgt(7, 5, batch=2, dtype="float32"), dict(
+        final_norm=True), note="like nn.Transformer's defaults: final norm on both stacks"),
+    encdec("encdec_not_causal_unbatched_hidden", src_tgt(7, 13, batch=None), dict(
+        vocab_size=64, causal=False, lm_head=False)),
+    encdec("encdec_rope_additive", src_tgt(13, 7), dict(
+        vocab_size=64, positional="rope", attention_score="additive", additive_dim=16,
+        num_encoder_layers=2, num_decoder_layers=1),
+        note="rope on both self-attentions, never on cross-attention"),
+    encdec("encdec_bilinear_pre_no_final_norm", src_tgt(5, 7, dtype="float32"), dict(
+        attention_score="bilinear", norm="pre", final_norm=False, positional="none")),
+    encdec("encdec_dot_rope_interleaved_dk24", src_tgt(13, 5), dict(
+        d_model=48, num_heads=2, d_ff=50, vocab_size=50, attention_score="dot",
+        positional="rope", rope_style="interleaved", rope_base=2000.0)),
+    encdec("encdec_tgt_seq1", src_tgt(13, 1), dict(vocab_size=64, norm="pre")),
+    encdec("encdec_d96_h3_weights_bf16", src_tgt(7, 5), dict(
+        d_model=96, num_heads=3, d_ff=50, num_layers=1, vocab_size=70),
+        weight_dtype="BF16", shared_embeddings=True),
+    encdec("encdec_weights_f16_batch3", src_tgt(5, 7, batch=3), dict(
+        vocab_size=64, positional="learned", norm="pre"), max_batch=3, weight_dtype="F16"),
+]
+
+
+def by_name():
+    return {c.name: c for c in CASES}
+
+
+def validate():
+    """Structural checks of the table; returns a list of problems."""
+    import reference
+    problems = []
+    seen = set()
+    for c in CASES:
+        if c.name in seen:
+            problems.append("%s: duplicate name" % c.name)
+        seen.add(c.name)
+        if c.model.get("name") != c.name:
+            problems.append("%s: model name %r" % (c.name, c.model.get("name")))
+        try:
+            cfg = reference.Config(c.model)
+        except reference.ConfigError as e:
+            problems.append("%s: %s" % (c.name, e))
+            continue
+        if tuple(sorted(c.inputs)) != tuple(sorted(cfg.input_names)):
+            problems.append("%s: inputs %s, model takes %s" % (c.name, sorted(c.inputs), cfg.input_names))
+        batches = {i.batch for i in c.inputs.values()}
+        if len(batches) != 1:
+            problems.append("%s: inputs disagree on the batch dimension" % c.name)
+        for n, i in c.inputs.items():
+            want = ("int32", "int64") if cfg.tokens else ("float32",)
+            if i.dtype not in want:
+                problems.append("%s: input %s dtype %s, model wants %s" % (c.name, n, i.dtype, want))
+            if i.seq > c.effective_max_seq_len():
+                problems.append("%s: input %s seq %d > max %d" % (c.name, n, i.seq, c.effective_max_seq_len()))
+            if cfg.positional == "learned" and i.seq > cfg.max_seq_len:
+                problems.append("%s: learned positions and seq %d > max_seq_len" % (c.name, i.seq))
+            if (i.batch or 1) > c.effective_max_batch():
+                problems.append("%s: batch %d > --max-batch %d" % (c.name, i.batch, c.effective_max_batch()))
+        if cfg.positional == "learned" and c.max_seq_len and c.max_seq_len > cfg.max_seq_len:
+            problems.append("%s: --max-seq-len above max_seq_len with learned positions" % c.name)
+        if c.shared_embeddings and not (cfg.is_encdec and cfg.tokens):
+            problems.append("%s: shared embeddings need encoder_decoder with vocab_size" % c.name)
+        if c.weight_dtype not in ("F32", "F16", "BF16"):
+            problems.append("%s: weight dtype %s" % (c.name, c.weight_dtype))
+    return problems
+
+
+def coverage():
+    """feature -> list of case names exercising it."""
+    import reference
+    feats = {}
+
+    def add(f, n):
+        feats.setdefault(f, []).append(n)
+    for c in CASES:
+        cfg = reference.Config(c.model)
+        n = c.name
+        add("architecture=" + cfg.architecture, n)
+        add("positional=" + cfg.positional, n)
+        if cfg.positional == "rope":
+            add("rope_style=" + cfg.rope_style, n)
+            if cfg.rope_base != 10000.0:
+                add("rope_base!=default", n)
+            add("rope+score=" + cfg.attention_score, n)
+        add("score=" + cfg.attention_score, n)
+        if cfg.attention_score == "additive":
+            add("additive_dim=" + ("explicit" if "additive_dim" in c.model else "default"), n)
+        add("norm=" + cfg.norm, n)
+        add("final_norm=%s(%s)" % (cfg.final_norm, cfg.norm), n)
+        if "final_norm" in c.model:
+            add("final_norm override", n)
+        if "norm_eps" in c.model:
+            add("norm_eps!=default", n)
+        add("activation=" + cfg.activation, n)
+        add("causal=%s(%s%s)" % (cfg.causal, cfg.architecture, ",explicit" if "causal" in c.model else ""), n)
+        add("inputs=" + "/".join(sorted({i.dtype for i in c.inputs.values()})), n)
+        b = next(iter(c.inputs.values())).batch
+        add("batch=" + ("none" if b is None else str(b)), n)
+        if c.effective_max_batch() > 1:
+            add("--max-batch", n)
+        if c.max_seq_len:
+            add("--max-seq-len", n)
+        if cfg.lm_head:
+            add("lm_head tied" if cfg.tie_embeddings else "lm_head untied", n)
+        elif cfg.tokens:
+            add("vocab without lm_head", n)
+        if cfg.is_encdec and cfg.tokens:
+            add("encdec embeddings " + ("shared" if c.shared_embeddings else "separate"), n)
+        if cfg.embedding_scale != "none":
+            add("embedding_scale", n)
+        add("weights " + c.weight_dtype, n)
+        for i in c.inputs.values():
+            add("seq=%d" % i.seq, n)
+        add("dk=%d" % cfg.head_dim, n)
+        add("d_model=%d,heads=%d" % (cfg.d_model, cfg.num_heads), n)
+        add("d_ff=%d" % cfg.d_ff, n)
+    return feats
+
+
+REQUIRED = (
+    ["architecture=" + a for a in ("encoder", "decoder", "encoder_decoder")]
+    + ["positional=" + p for p in ("sinusoidal", "learned", "rope", "none")]
+    + ["rope_style=half", "rope_style=interleaved", "rope_base!=default"]
+    + ["score=" + s for s in ("scaled_dot", "dot", "bilinear", "additive")]
+    + ["rope+score=" + s for s in ("scaled_dot", "dot", "bilinear", "additive")]
+    + ["additive_dim=explicit", "additive_dim=default"]
+    + ["norm=post", "norm=pre", "final_norm override", "norm_eps!=default"]
+    + ["final_norm=%s(%s)" % x for x in itertools.product((True, False), ("post", "pre"))]
+    + ["activation=" + a for a in ("relu", "gelu", "gelu_tanh")]
+    + ["causal=True(decoder)", "causal=False(decoder,explicit)", "causal=False(encoder)",
+       "causal=True(encoder,explicit)", "causal=True(encoder_decoder)",
+       "causal=False(encoder_decoder,explicit)"]
+    + ["inputs=int32", "inputs=int64", "inputs=float32"]
+    + ["batch=none", "batch=1", "batch=2", "--max-batch", "--max-seq-len"]
+    + ["lm_head tied", "lm_head untied", "vocab without lm_head"]
+    + ["encdec embeddings shared", "encdec embeddings separate", "embedding_scale"]
+    + ["weights F32", "weights F16", "weights BF16"]
+    + ["seq=1", "seq=7", "seq=13"]
+    + ["dk=8", "dk=24", "dk=80", "d_model=96,heads=3", "d_ff=50"]
+)
+
+
+def check_coverage():
+    feats = coverage()
+    return [f for f in REQUIRED if f not in feats]
+
+
+if __name__ == "__main__":
+    import sys
+    probs = validate()
+    missing = check_coverage()
+    for p in probs:
+        print("problem:", p)
+    for m in missing:
+        print("not covered:", m)
+    if "-v" in sys.argv:
+        for f, names in sorted(coverage().items()):
+            print("%-40s %d  %s" % (f, len(names), ", ".join(names[:4]) + (" ..." if len(names) > 4 else "")))
+    print("%d cases, %d problems, %d features not covered" % (len(CASES), len(probs), len(missing)))
+    sys.exit(1 if probs or missing else 0)

@@ -1,0 +1,1263 @@
+#!/usr/bin/python3
+"""PyTorch reference models for tfm model descriptions (contract sections 2
+and 3, numerics of section 6: fp32, eval mode, batch_first).
+
+Two independent implementations:
+
+  (a) TorchSingleStack / TorchEncoderDecoder: built on PyTorch's own modules
+      (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer,
+      nn.TransformerEncoder, nn.Transformer), for the configurations they
+      support: attention_score == "scaled_dot" and no rotary positions.
+      This is literally "PyTorch 1.13 running the same weights".
+
+  (b) FormulaModel: every option of the contract written out from the
+      formulas in plain tensor ops (matmul, exp, tanh, erf, ...), no
+      nn.MultiheadAttention / F.layer_norm / F.softmax / F.gelu.
+
+Both expose state_dict() with exactly the contract's section 3 names, so
+one set of weights loads into either (strict=True), and a weights file
+written from that state_dict is what the compiled executable reads.
+
+`/usr/bin/python3 reference.py --self-test` checks (b) against (a) on every
+configuration (a) supports, (b)'s dot and bilinear scores against (a) with
+equivalently transformed weights, the attention function against a naive
+per-element loop for every score kind/rope style/mask, rotary positions
+against the complex-number (RoFormer/LLaMA) and rotate_half (NeoX/HF)
+formulations, and the weight names against a listing written from the
+contract's tables.
+"""
+
+import argparse
+import functools
+import itertools
+import math
+import sys
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# ---------------------------------------------------------------------------
+# The model description (contract section 2), normalised with its defaults.
+# ---------------------------------------------------------------------------
+
+KNOWN_KEYS = (
+    "name", "architecture", "d_model", "num_heads", "d_ff", "num_layers",
+    "num_encoder_layers", "num_decoder_layers", "vocab_size", "max_seq_len",
+    "positional", "rope_style", "rope_base", "embedding_scale", "norm",
+    "norm_eps", "final_norm", "activation", "attention_score", "additive_dim",
+    "causal", "lm_head", "tie_embeddings",
+)
+
+_CHOICES = {
+    "architecture": ("encoder", "decoder", "encoder_decoder"),
+    "positional": ("sinusoidal", "learned", "rope", "none"),
+    "rope_style": ("half", "interleaved"),
+    "embedding_scale": ("none", "sqrt_d_model"),
+    "norm": ("post", "pre"),
+    "activation": ("relu", "gelu", "gelu_tanh"),
+    "attention_score": ("scaled_dot", "dot", "bilinear", "additive"),
+}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+class Config:
+    """A model description with the contract's defaults applied."""
+
+    def __init__(self, desc):
+        if not isinstance(desc, dict):
+            raise ConfigError("a model description is a JSON object")
+        unknown = sorted(set(desc) - set(KNOWN_KEYS))
+        if unknown:
+            raise ConfigError("unknown keys: %s" % unknown)
+        self.desc = dict(desc)
+
+        def req(k):
+            if k not in desc:
+                raise ConfigError("missing required key %r" % k)
+            return desc[k]
+
+        def pos_int(k, v):
+            if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
+                raise ConfigError("%r must be a positive integer, got %r" % (k, v))
+            return v
+
+        def choice(k, default):
+            v = desc.get(k, default)
+            if v not in _CHOICES[k]:
+                raise ConfigError("%r must be one of %s, got %r" % (k, _CHOICES[k], v))
+            return v
+
+        def boolean(k, default):
+            v = desc.get(k, default)
+            if not isinstance(v, bool):
+                raise ConfigError("%r must be a bool, got %r" % (k, v))
+            return v
+
+        self.name = desc.get("name", "model")
+        self.architecture = choice("architecture", req("architecture"))
+        self.d_model = pos_int("d_model", req("d_model"))
+        self.num_heads = pos_int("num_heads", req("num_heads"))
+        self.d_ff = pos_int("d_ff", req("d_ff"))
+        if self.d_model % self.num_heads:
+            raise ConfigError("d_model %d is not a multiple of num_heads %d"
+                              % (self.d_model, self.num_heads))
+        self.head_dim = self.d_model // self.num_heads
+        self.max_seq_len = pos_int("max_seq_len", req("max_seq_len"))
+
+        if self.architecture == "encoder_decoder":
+            n = desc.get("num_layers")
+            ne = desc.get("num_encoder_layers", n)
+            nd = desc.get("num_decoder_layers", n)
+            if ne is None or nd is None:
+                raise ConfigError("encoder_decoder needs num_layers or "
+                                  "num_encoder_layers and num_decoder_layers")
+            self.num_encoder_layers = pos_int("num_encoder_layers", ne)
+            self.num_decoder_layers = pos_int("num_decoder_layers", nd)
+            self.num_layers = None
+        else:
+            for k in ("num_encoder_layers", "num_decoder_layers"):
+                if k in desc:
+                    raise ConfigError("%r is for encoder_decoder only" % k)
+            self.num_layers = pos_int("num_layers", req("num_layers"))
+
+        self.vocab_size = desc.get("vocab_size")
+        if self.vocab_size is not None:
+            pos_int("vocab_size", self.vocab_size)
+
+        self.positional = choice("positional", "sinusoidal")
+        self.rope_style = choice("rope_style", "half")
+        self.rope_base = float(desc.get("rope_base", 10000.0))
+        if not self.rope_base > 0:
+            raise ConfigError("rope_base must be positive")
+        if self.positional == "rope" and self.head_dim % 2:
+            raise ConfigError("rope needs an even head size, got %d" % self.head_dim)
+        self.embedding_scale = choice("embedding_scale", "none")
+        self.norm = choice("norm", "post")
+        self.norm_eps = float(desc.get("norm_eps", 1e-5))
+        self.final_norm = boolean("final_norm", self.norm == "pre")
+        self.activation = choice("activation", "relu")
+        self.attention_score = choice("attention_score", "scaled_dot")
+        self.additive_dim = pos_int("additive_dim", desc.get("additive_dim", self.head_dim))
+        self.causal = boolean("causal", self.architecture in ("decoder", "encoder_decoder"))
+        self.lm_head = boolean("lm_head", self.vocab_size is not None)
+        if self.lm_head and self.vocab_size is None:
+            raise ConfigError("lm_head needs vocab_size")
+        self.tie_embeddings = boolean("tie_embeddings", True)
+
+    # Derived facts -------------------------------------------------------
+    @property
+    def is_encdec(self):
+        return self.architecture == "encoder_decoder"
+
+    @property
+    def tokens(self):
+        return self.vocab_size is not None
+
+    @property
+    def untied_head(self):
+        return self.lm_head and not self.tie_embeddings
+
+    @property
+    def input_names(self):
+        return ("src", "tgt") if self.is_encdec else ("input",)
+
+    @property
+    def out_dim(self):
+        return self.vocab_size if self.lm_head else self.d_model
+
+    def torch_supported(self):
+        """Whether implementation (a), PyTorch's own modules, can express it."""
+        return self.attention_score == "scaled_dot" and self.positional != "rope"
+
+
+def as_config(c):
+    return c if isinstance(c, Config) else Config(c)
+
+
+# ---------------------------------------------------------------------------
+# Contract section 3, written out from its tables: name -> shape.
+# ---------------------------------------------------------------------------
+
+def expected_weights(cfg, shared_embeddings=False):
+    cfg = as_config(cfg)
+    d, f, h, dk, a = cfg.d_model, cfg.d_ff, cfg.num_heads, cfg.head_dim, cfg.additive_dim
+    out = {}
+
+    def attn(prefix):
+        out[prefix + "in_proj_weight"] = (3 * d, d)
+        out[prefix + "in_proj_bias"] = (3 * d,)
+        out[prefix + "out_proj.weight"] = (d, d)
+        out[prefix + "out_proj.bias"] = (d,)
+        if cfg.attention_score == "bilinear":
+            out[prefix + "score.weight"] = (h, dk, dk)
+        elif cfg.attention_score == "additive":
+            out[prefix + "score.w_key"] = (h, a, dk)
+            out[prefix + "score.w_query"] = (h, a, dk)
+            out[prefix + "score.v"] = (h, a)
+
+    def layer(prefix, cross):
+        attn(prefix + "self_attn.")
+        if cross:
+            attn(prefix + "multihead_attn.")
+        out[prefix + "linear1.weight"] = (f, d)
+        out[prefix + "linear1.bias"] = (f,)
+        out[prefix + "linear2.weight"] = (d, f)
+        out[prefix + "linear2.bias"] = (d,)
+        for i in range(1, 4 if cross else 3):
+            out[prefix + "norm%d.weight" % i] = (d,)
+            out[prefix + "norm%d.bias" % i] = (d,)
+
+    if cfg.is_encdec:
+        if cfg.tokens:
+            if shared_embeddings:
+                out["embed.weight"] = (cfg.vocab_size, d)
+            else:
+                out["src_embed.weight"] = (cfg.vocab_size, d)
+                out["tgt_embed.weight"] = (cfg.vocab_size, d)
+        if cfg.positional == "learned":
+            out["src_pos_embed.weight"] = (cfg.max_seq_len, d)
+            out["tgt_pos_embed.weight"] = (cfg.max_seq_len, d)
+        for i in range(cfg.num_encoder_layers):
+            layer("encoder.layers.%d." % i, cross=False)
+        if cfg.final_norm:
+            out["encoder.norm.weight"] = (d,)
+            out["encoder.norm.bias"] = (d,)
+        for i in range(cfg.num_decoder_layers):
+            layer("decoder.layers.%d." % i, cross=True)
+        if cfg.final_norm:
+            out["decoder.norm.weight"] = (d,)
+            out["decoder.norm.bias"] = (d,)
+    else:
+        if cfg.tokens:
+            out["embed.weight"] = (cfg.vocab_size, d)
+        if cfg.positional == "learned":
+            out["pos_embed.weight"] = (cfg.max_seq_len, d)
+        for i in range(cfg.num_layers):
+            layer("layers.%d." % i, cross=False)
+        if cfg.final_norm:
+            out["norm.weight"] = (d,)
+            out["norm.bias"] = (d,)
+    if cfg.untied_head:
+        out["lm_head.weight"] = (cfg.vocab_size, d)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Shared numeric helpers (the formulas).
+# ---------------------------------------------------------------------------
+
+def sinusoidal_table(seq_len, d_model):
+    """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(same),
+    computed in float64 (cast by the caller)."""
+    pos = torch.arange(seq_len, dtype=torch.float64)[:, None]
+    col = torch.arange(d_model, dtype=torch.float64)[None, :]
+    two_i = 2.0 * torch.floor(col / 2.0)
+    angle = pos / torch.pow(torch.tensor(10000.0, dtype=torch.float64), two_i / d_model)
+    even = (torch.arange(d_model) % 2 == 0)[None, :]
+    return torch.where(even, torch.sin(angle), torch.cos(angle))
+
+
+def rope_cos_sin(seq_len, head_dim, base):
+    """cos/sin of angle[pos, i] = pos * base^(-2i/dk), i < dk/2, in float64."""
+    i = torch.arange(head_dim // 2, dtype=torch.float64)
+    inv_freq = 1.0 / torch.pow(torch.tensor(float(base), dtype=torch.float64), 2.0 * i / head_dim)
+    pos = torch.arange(seq_len, dtype=torch.float64)
+    angle = pos[:, None] * inv_freq[None, :]
+    return torch.cos(angle), torch.sin(angle)
+
+
+def apply_rope(x, cos, sin, style):
+    """Rotates x [..., S, dk] by position.  half: pairs (i, i + dk/2);
+    interleaved: pairs (2i, 2i + 1).  cos/sin: [S, dk/2] in x's dtype."""
+    half = x.shape[-1] // 2
+    if style == "half":
+        x1, x2 = x[..., :half], x[..., half:]
+        return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+    if style == "interleaved":
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+    raise ValueError(style)
+
+
+def layer_norm(x, weight, bias, eps):
+    mean = x.mean(dim=-1, keepdim=True)
+    var = ((x - mean) ** 2).mean(dim=-1, keepdim=True)  # biased, as nn.LayerNorm
+    return (x - mean) / torch.sqrt(var + eps) * weight + bias
+
+
+def activation_fn(name, x):
+    if name == "relu":
+        return torch.clamp(x, min=0.0)
+    if name == "gelu":
+        return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
+    if name == "gelu_tanh":
+        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    raise ValueError(name)
+
+
+def softmax_last(s):
+    m = s.amax(dim=-1, keepdim=True)
+    e = torch.exp(s - m)
+    return e / e.sum(dim=-1, keepdim=True)
+
+
+def linear(x, weight, bias=None):
+    y = torch.matmul(x, weight.transpose(0, 1))
+    return y if bias is None else y + bias
+
+
+# ---------------------------------------------------------------------------
+# (b) The from-the-formulas implementation.
+# ---------------------------------------------------------------------------
+
+class _Linear(nn.Module):
+    def __init__(self, n_in, n_out, bias=True):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(n_out, n_in))
+        self.bias = nn.Parameter(torch.empty(n_out)) if bias else None
+
+    def forward(self, x):
+        return linear(x, self.weight, self.bias)
+
+
+class _LayerNorm(nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.empty(d))
+        self.bias = nn.Parameter(torch.empty(d))
+
+    def forward(self, x):
+        return layer_norm(x, self.weight, self.bias, self.eps)
+
+
+class _Embedding(nn.Module):
+    def __init__(self, n, d):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(n, d))
+
+    def forward(self, ids):
+        return self.weight[ids]
+
+
+class _BilinearScore(nn.Module):
+    def __init__(self, h, dk):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(h, dk, dk))
+
+    def forward(self, q, k):
+        # q [B,H,Sq,dk], k [B,H,Sk,dk]: s[b,h,i,j] = sum_de q[i,d] W_h[d,e] k[j,e]
+        return torch.matmul(torch.matmul(q, self.weight.unsqueeze(0)), k.transpose(-1, -2))
+
+
+class _AdditiveScore(nn.Module):
+    def __init__(self, h, a, dk):
+        super().__init__()
+        self.w_key = nn.Parameter(torch.empty(h, a, dk))
+        self.w_query = nn.Parameter(torch.empty(h, a, dk))
+        self.v = nn.Parameter(torch.empty(h, a))
+
+    def forward(self, q, k):
+        # s[b,h,i,j] = v_h . tanh(w_key_h k_j + w_query_h q_i)
+        kp = torch.matmul(k, self.w_key.transpose(-1, -2).unsqueeze(0))    # [B,H,Sk,A]
+        qp = torch.matmul(q, self.w_query.transpose(-1, -2).unsqueeze(0))  # [B,H,Sq,A]
+        t = torch.tanh(qp.unsqueeze(3) + kp.unsqueeze(2))                  # [B,H,Sq,Sk,A]
+        return torch.matmul(t, self.v[None, :, None, :, None]).squeeze(-1)
+
+
+class FormulaAttention(nn.Module):
+    """Multi-head attention with nn.MultiheadAttention's parameter layout."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        d = cfg.d_model
+        self.num_heads = cfg.num_heads
+        self.head_dim = cfg.head_dim
+        self.score_kind = cfg.attention_score
+        self.in_proj_weight = nn.Parameter(torch.empty(3 * d, d))
+        self.in_proj_bias = nn.Parameter(torch.empty(3 * d))
+        self.out_proj = _Linear(d, d)
+        if self.score_kind == "bilinear":
+            self.score = _BilinearScore(cfg.num_heads, cfg.head_dim)
+        elif self.score_kind == "additive":
+            self.score = _AdditiveScore(cfg.num_heads, cfg.additive_dim, cfg.head_dim)
+
+    def forward(self, x, mem=None, causal=False, rope=None):
+        """x [B,Sq,D]; mem [B,Sk,D] (cross-attention) or None (self);
+        rope: None or (cos, sin, style) for self-attention."""
+        kv = x if mem is None else mem
+        b, sq, d = x.shape
+        sk = kv.shape[1]
+        h, dk = self.num_heads, self.head_dim
+        w, bias = self.in_proj_weight, self.in_proj_bias
+        q = linear(x, w[:d], bias[:d])
+        k = linear(kv, w[d:2 * d], bias[d:2 * d])
+        v = linear(kv, w[2 * d:], bias[2 * d:])
+        q = q.reshape(b, sq, h, dk).transpose(1, 2)  # [B,H,Sq,dk]; head h = features h*dk..
+        k = k.reshape(b, sk, h, dk).transpose(1, 2)
+        v = v.reshape(b, sk, h, dk).transpose(1, 2)
+        if rope is not None:
+            cos, sin, style = rope
+            q = apply_rope(q, cos[:sq], sin[:sq], style)
+            k = apply_rope(k, cos[:sk], sin[:sk], style)
+        if self.score_kind == "scaled_dot":
+            s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dk)
+        elif self.score_kind == "dot":
+            s = torch.matmul(q, k.transpose(-1, -2))
+        else:
+            s = self.score(q, k)
+        if causal:
+            i = torch.arange(sq)[:, None]
+            j = torch.arange(sk)[None, :]
+            s = s.masked_fill(j > i, float("-inf"))
+        p = softmax_last(s)
+        o = torch.matmul(p, v).transpose(1, 2).reshape(b, sq, d)
+        return self.out_proj(o)
+
+
+class FormulaEncoderLayer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.pre = cfg.norm == "pre"
+        self.act = cfg.activation
+        self.self_attn = FormulaAttention(cfg)
+        self.linear1 = _Linear(cfg.d_model, cfg.d_ff)
+        self.linear2 = _Linear(cfg.d_ff, cfg.d_model)
+        self.norm1 = _LayerNorm(cfg.d_model, cfg.norm_eps)
+        self.norm2 = _LayerNorm(cfg.d_model, cfg.norm_eps)
+
+    def ff(self, x):
+        return self.linear2(activation_fn(self.act, self.linear1(x)))
+
+    def forward(self, x, causal, rope):
+        if self.pre:
+            x = x + self.self_attn(self.norm1(x), causal=causal, rope=rope)
+            x = x + self.ff(self.norm2(x))
+        else:
+            x = self.norm1(x + self.self_attn(x, causal=causal, rope=rope))
+            x = self.norm2(x + self.ff(x))
+        return x
+
+
+class FormulaDecoderLayer(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.pre = cfg.norm == "pre"
+        self.act = cfg.activation
+        self.self_attn = FormulaAttention(cfg)
+        self.multihead_attn = FormulaAttention(cfg)
+        self.linear1 = _Linear(cfg.d_model, cfg.d_ff)
+        self.linear2 = _Linear(cfg.d_ff, cfg.d_model)
+        self.norm1 = _LayerNorm(cfg.d_model, cfg.norm_eps)
+        self.norm2 = _LayerNorm(cfg.d_model, cfg.norm_eps)
+        self.norm3 = _LayerNorm(cfg.d_model, cfg.norm_eps)
+
+    def ff(self, x):
+        return self.linear2(activation_fn(self.act, self.linear1(x)))
+
+    def forward(self, x, mem, causal, rope):
+        # Cross-attention: never causal, never rotated.
+        if self.pre:
+            x = x + self.self_attn(self.norm1(x), causal=causal, rope=rope)
+            x = x + self.multihead_attn(self.norm2(x), mem=mem)
+            x = x + self.ff(self.norm3(x))
+        else:
+            x = self.norm1(x + self.self_attn(x, causal=causal, rope=rope))
+            x = self.norm2(x + self.multihead_attn(x, mem=mem))
+            x = self.norm3(x + self.ff(x))
+        return x
+
+
+class _Stack(nn.Module):
+    def __init__(self, cfg, n, cross):
+        super().__init__()
+        make = FormulaDecoderLayer if cross else FormulaEncoderLayer
+        self.layers = nn.ModuleList([make(cfg) for _ in range(n)])
+        self.norm = _LayerNorm(cfg.d_model, cfg.norm_eps) if cfg.final_norm else None
+
+
+class FormulaModel(nn.Module):
+    """(b): every option, from the formulas.  forward(**inputs) takes
+    `input` (encoder/decoder) or `src`, `tgt` (encoder_decoder): int64 ids
+    [S] / [B,S], or float [S,D] / [B,S,D]."""
+
+    def __init__(self, cfg, shared_embeddings=False):
+        super().__init__()
+        cfg = as_config(cfg)
+        self.cfg = cfg
+        d = cfg.d_model
+        if shared_embeddings and not (cfg.is_encdec and cfg.tokens):
+            raise ConfigError("shared embeddings are for encoder_decoder with vocab_size")
+        self.shared_embeddings = shared_embeddings
+        if cfg.is_encdec:
+            if cfg.tokens:
+                if shared_embeddings:
+                    self.embed = _Embedding(cfg.vocab_size, d)
+                else:
+                    self.src_embed = _Embedding(cfg.vocab_size, d)
+                    self.tgt_embed = _Embedding(cfg.vocab_size, d)
+            if cfg.positional == "learned":
+                self.src_pos_embed = _Embedding(cfg.max_seq_len, d)
+                self.tgt_pos_embed = _Embedding(cfg.max_seq_len, d)
+            self.encoder = _Stack(cfg, cfg.num_encoder_layers, cross=False)
+            self.decoder = _Stack(cfg, cfg.num_decoder_layers, cross=True)
+        else:
+            if cfg.tokens:
+                self.embed = _Embedding(cfg.vocab_size, d)
+            if cfg.positional == "learned":
+                self.pos_embed = _Embedding(cfg.max_seq_len, d)
+            self.layers = nn.ModuleList([FormulaEncoderLayer(cfg) for _ in range(cfg.num_layers)])
+            self.norm = _LayerNorm(d, cfg.norm_eps) if cfg.final_norm else None
+        if cfg.untied_head:
+            self.lm_head = _Linear(d, cfg.vocab_size, bias=False)
+
+    # -- pieces ------------------------------------------------------------
+    def _dtype(self):
+        return next(self.parameters()).dtype
+
+    def _tok_embed(self, which):
+        if self.cfg.is_encdec and not self.shared_embeddings:
+            return self.src_embed if which == "src" else self.tgt_embed
+        return self.embed
+
+    def _pos_embed(self, which):
+        if self.cfg.is_encdec:
+            return self.src_pos_embed if which == "src" else self.tgt_pos_embed
+        return self.pos_embed
+
+    def _embed(self, x, which):
+        cfg = self.cfg
+        dt = self._dtype()
+        if cfg.tokens:
+            x = self._tok_embed(which)(x.long())
+            if cfg.embedding_scale == "sqrt_d_model":
+                x = x * math.sqrt(cfg.d_model)
+        else:
+            x = x.to(dt)
+        s = x.shape[1]
+        if cfg.positional == "sinusoidal":
+            x = x + sinusoidal_table(s, cfg.d_model).to(dt)
+        elif cfg.positional == "learned":
+            if s > cfg.max_seq_len:
+                raise ValueError("sequence %d longer than max_seq_len %d with learned positions"
+                                 % (s, cfg.max_seq_len))
+            x = x + self._pos_embed(which).weight[:s]
+        return x
+
+    def _rope(self, s):
+        cfg = self.cfg
+        if cfg.positional != "rope":
+            return None
+        cos, sin = rope_cos_sin(s, cfg.head_dim, cfg.rope_base)
+        dt = self._dtype()
+        return cos.to(dt), sin.to(dt), cfg.rope_style
+
+    def _head(self, h):
+        cfg = self.cfg
+        if not cfg.lm_head:
+            return h
+        if cfg.untied_head:
+            return self.lm_head(h)
+        w = self.embed.weight if (not cfg.is_encdec or self.shared_embeddings) else self.tgt_embed.weight
+        return linear(h, w)
+
+    def forward(self, **inputs):
+        cfg = self.cfg
+        if set(inputs) != set(cfg.input_names):
+            raise ValueError("inputs %s, expected %s" % (sorted(inputs), cfg.input_names))
+        batched = inputs[cfg.input_names[0]].dim() == (2 if cfg.tokens else 3)
+        if not batched:
+            inputs = {k: v.unsqueeze(0) for k, v in inputs.items()}
+        if cfg.is_encdec:
+            src = self._embed(inputs["src"], "src")
+            rope = self._rope(src.shape[1])
+            for layer in self.encoder.layers:
+                src = layer(src, causal=False, rope=rope)  # the encoder stack is never causal
+            if self.encoder.norm is not None:
+                src = self.encoder.norm(src)
+            x = self._embed(inputs["tgt"], "tgt")
+            rope = self._rope(x.shape[1])
+            for layer in self.decoder.layers:
+                x = layer(x, src, causal=cfg.causal, rope=rope)
+            if self.decoder.norm is not None:
+                x = self.decoder.norm(x)
+        else:
+            x = self._embed(inputs["input"], "input")
+            rope = self._rope(x.shape[1])
+            for layer in self.layers:
+                x = layer(x, causal=cfg.causal, rope=rope)
+            if self.norm is not None:
+                x = self.norm(x)
+        out = self._head(x)
+        return out if batched else out.squeeze(0)
+
+
+# ---------------------------------------------------------------------------
+# (a) PyTorch's own modules.
+# ---------------------------------------------------------------------------
+
+def _torch_activation(name):
+    if name == "relu":
+        return "relu"
+    if name == "gelu":
+        return "gelu"  # exact (erf)
+    if name == "gelu_tanh":
+        return functools.partial(F.gelu, approximate="tanh")
+    raise ValueError(name)
+
+
+def _tutorial_positional_encoding(seq_len, d_model):
+    """The PyTorch tutorial's PositionalEncoding (an independent formulation
+    of the same table), in float64, for odd d_model too."""
+    position = torch.arange(seq_len, dtype=torch.float64).unsqueeze(1)
+    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(seq_len, d_model, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
+    return pe
+
+
+class _TorchEmbedMixin:
+    def _init_embeddings(self, cfg, shared_embeddings):
+        d = cfg.d_model
+        if cfg.is_encdec:
+            if cfg.tokens:
+                if shared_embeddings:
+                    self.embed = nn.Embedding(cfg.vocab_size, d)
+                else:
+                    self.src_embed = nn.Embedding(cfg.vocab_size, d)
+                    self.tgt_embed = nn.Embedding(cfg.vocab_size, d)
+            if cfg.positional == "learned":
+                self.src_pos_embed = nn.Embedding(cfg.max_seq_len, d)
+                self.tgt_pos_embed = nn.Embedding(cfg.max_seq_len, d)
+        else:
+            if cfg.tokens:
+                self.embed = nn.Embedding(cfg.vocab_size, d)
+            if cfg.positional == "learned":
+                self.pos_embed = nn.Embedding(cfg.max_seq_len, d)
+        if cfg.untied_head:
+            self.lm_head = nn.Linear(d, cfg.vocab_size, bias=False)
+
+    def _embed_input(self, x, tok, pos):
+        cfg = self.cfg
+        if cfg.tokens:
+            x = tok(x.long())
+            if cfg.embedding_scale == "sqrt_d_model":
+                x = x * math.sqrt(cfg.d_model)
+        s = x.shape[-2]
+        if cfg.positional == "sinusoidal":
+            x = x + _tutorial_positional_encoding(s, cfg.d_model).to(x.dtype)
+        elif cfg.positional == "learned":
+            x = x + pos(torch.arange(s))
+        return x
+
+    def _lm_head(self, h, tied_weight):
+        if not self.cfg.lm_head:
+            return h
+        if self.cfg.untied_head:
+            return self.lm_head(h)
+        return F.linear(h, tied_weight)
+
+
+def _encoder_layer(cfg):
+    return nn.TransformerEncoderLayer(
+        cfg.d_model, cfg.num_heads, dim_feedforward=cfg.d_ff, dropout=0.0,
+        activation=_torch_activation(cfg.activation), layer_norm_eps=cfg.norm_eps,
+        batch_first=True, norm_first=(cfg.norm == "pre"))
+
+
+def _decoder_layer(cfg):
+    return nn.TransformerDecoderLayer(
+        cfg.d_model, cfg.num_heads, dim_feedforward=cfg.d_ff, dropout=0.0,
+        activation=_torch_activation(cfg.activation), layer_norm_eps=cfg.norm_eps,
+        batch_first=True, norm_first=(cfg.norm == "pre"))
+
+
+class TorchSingleStack(nn.TransformerEncoder, _TorchEmbedMixin):
+    """(a) for `encoder` and `decoder`: nn.TransformerEncoder of
+    nn.TransformerEncoderLayer (a GPT-style decoder is the same layers with
+    a causal attn_mask).  Its own names are layers.{i}.*, norm.*."""
+
+    def __init__(self, cfg):
+        cfg = as_config(cfg)
+        norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.final_norm else None
+        super().__init__(_encoder_layer(cfg), cfg.num_layers, norm=norm, enable_nested_tensor=False)
+        self.cfg = cfg
+        self._init_embeddings(cfg, False)
+
+    def forward(self, input):  # noqa: A002 - the contract's input name
+        cfg = self.cfg
+        x = self._embed_input(input, getattr(self, "embed", None), getattr(self, "pos_embed", None))
+        mask = None
+        if cfg.causal:
+            mask = nn.Transformer.generate_square_subsequent_mask(x.shape[-2])
+        h = super().forward(x, mask=mask)
+        return self._lm_head(h, self.embed.weight if cfg.tokens else None)
+
+
+class TorchEncoderDecoder(nn.Transformer, _TorchEmbedMixin):
+    """(a) for `encoder_decoder`: nn.Transformer (its encoder/decoder
+    stacks given explicitly so that final_norm=false leaves them out)."""
+
+    def __init__(self, cfg, shared_embeddings=False):
+        cfg = as_config(cfg)
+        enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.final_norm else None
+        dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.final_norm else None
+        encoder = nn.TransformerEncoder(_encoder_layer(cfg), cfg.num_encoder_layers, norm=enc_norm,
+                                        enable_nested_tensor=False)
+        decoder = nn.TransformerDecoder(_decoder_layer(cfg), cfg.num_decoder_layers, norm=dec_norm)
+        super().__init__(d_model=cfg.d_model, nhead=cfg.num_heads,
+                         num_encoder_layers=cfg.num_encoder_layers,
+                         num_decoder_layers=cfg.num_decoder_layers,
+                         dim_feedforward=cfg.d_ff, dropout=0.0,
+                         activation=_torch_activation(cfg.activation),
+                         custom_encoder=encoder, custom_decoder=decoder,
+                         layer_norm_eps=cfg.norm_eps, batch_first=True,
+                         norm_first=(cfg.norm == "pre"))
+        self.cfg = cfg
+        self.shared_embeddings = shared_embeddings
+        self._init_embeddings(cfg, shared_embeddings)
+
+    def forward(self, src, tgt):
+        cfg = self.cfg
+        if cfg.tokens:
+            se = self.embed if self.shared_embeddings else self.src_embed
+            te = self.embed if self.shared_embeddings else self.tgt_embed
+        else:
+            se = te = None
+        s = self._embed_input(src, se, getattr(self, "src_pos_embed", None))
+        t = self._embed_input(tgt, te, getattr(self, "tgt_pos_embed", None))
+        tgt_mask = None
+        if cfg.causal:
+            tgt_mask = self.generate_square_subsequent_mask(t.shape[-2])
+        h = super().forward(s, t, tgt_mask=tgt_mask)
+        return self._lm_head(h, te.weight if cfg.tokens else None)
+
+
+# ---------------------------------------------------------------------------
+# Building, initialising and running.
+# ---------------------------------------------------------------------------
+
+def build_formula_model(cfg, shared_embeddings=False):
+    return FormulaModel(as_config(cfg), shared_embeddings).eval()
+
+
+def build_torch_model(cfg, shared_embeddings=False):
+    """(a), or None where PyTorch's modules cannot express the model."""
+    cfg = as_config(cfg)
+    if not cfg.torch_supported():
+        return None
+    if cfg.is_encdec:
+        m = TorchEncoderDecoder(cfg, shared_embeddings)
+    else:
+        m = TorchSingleStack(cfg)
+    return m.eval()
+
+
+def make_weights(cfg, seed, shared_embeddings=False, perturb=True):
+    """Deterministic weights, name -> float32 tensor, in the contract's names.
+
+    Scaled like PyTorch's default init (xavier_uniform in_proj, Linear's
+    U(+-1/sqrt(fan_in)), N(0,1) embeddings, LayerNorm 1/0, MHA biases 0),
+    then, with `perturb`, LayerNorm weights/biases and the zero-initialised
+    biases get small random values so that every tensor matters.  Score
+    parameters: U(+-1/sqrt(dk)) for bilinear W and additive w_key/w_query,
+    U(+-2/sqrt(additive_dim)) for additive v.
+    """
+    cfg = as_config(cfg)
+    g = torch.Generator().manual_seed(int(seed))
+
+    def uniform(shape, bound):
+        return (torch.rand(shape, generator=g, dtype=torch.float64) * 2.0 - 1.0) * bound
+
+    def normal(shape, std=1.0):
+        return torch.randn(shape, generator=g, dtype=torch.float64) * std
+
+    out = {}
+    for name, shape in expected_weights(cfg, shared_embeddings).items():
+        leaf = name.rsplit(".", 1)[-1]
+        if leaf == "in_proj_weight":
+            bound = math.sqrt(6.0 / (shape[0] + shape[1]))  # xavier_uniform_
+            t = uniform(shape, bound)
+        elif leaf == "in_proj_bias" or name.endswith("out_proj.bias"):
+            t = normal(shape, 0.1) if perturb else torch.zeros(shape, dtype=torch.float64)
+        elif "norm" in name.split(".")[-2] and leaf == "weight":
+            t = 1.0 + normal(shape, 0.1) if perturb else torch.ones(shape, dtype=torch.float64)
+        elif "norm" in name.split(".")[-2] and leaf == "bias":
+            t = normal(shape, 0.1) if perturb else torch.zeros(shape, dtype=torch.float64)
+        elif "embed" in name:
+            t = normal(shape)
+        elif ".score." in name:
+            if leaf == "v":
+                t = uniform(shape, 2.0 / math.sqrt(shape[-1]))
+            else:
+                t = uniform(shape, 1.0 / math.sqrt(shape[-1]))
+        elif leaf == "weight":  # Linear: kaiming_uniform(a=sqrt(5)) = U(+-1/sqrt(fan_in))
+            t = uniform(shape, 1.0 / math.sqrt(shape[1]))
+        elif leaf == "bias":  # Linear bias: U(+-1/sqrt(fan_in)); fan_in from the weight
+            w_shape = expected_weights(cfg, shared_embeddings)[name[:-len("bias")] + "weight"]
+            t = uniform(shape, 1.0 / math.sqrt(w_shape[1]))
+        else:
+            raise AssertionError("no init rule for " + name)
+        out[name] = t.to(torch.float32).contiguous()
+    return out
+
+
+def load_weights(model, weights):
+    """Loads name -> tensor/ndarray into `model` (strict: same names/shapes),
+    converting to the model's dtype."""
+    dtype = next(model.parameters()).dtype
+    sd = {}
+    for k, v in weights.items():
+        t = torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else torch.as_tensor(v)
+        sd[k] = t.to(dtype)
+    missing, unexpected = model.load_state_dict(sd, strict=False)
+    if missing or unexpected:
+        raise KeyError("weights do not match the model: missing %s, unexpected %s"
+                       % (missing, unexpected))
+    return model
+
+
+def to_torch_inputs(cfg, inputs, dtype=torch.float32):
+    """name -> np.ndarray (ids int32/int64, or float32) to torch tensors:
+    ids as int64, floats as `dtype`."""
+    out = {}
+    for k, v in inputs.items():
+        t = torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else torch.as_tensor(v)
+        out[k] = t.long() if cfg.tokens else t.to(dtype)
+    return out
+
+
+@torch.no_grad()
+def run_model(model, cfg, inputs):
+    """Runs `model` on numpy inputs in the model's own dtype; returns a tensor."""
+    cfg = as_config(cfg)
+    dtype = next(model.parameters()).dtype
+    return model(**to_torch_inputs(cfg, inputs, dtype))
+
+
+# ---------------------------------------------------------------------------
+# Self-test.
+# ---------------------------------------------------------------------------
+
+def _max_diff(a, b):
+    assert a.shape == b.shape, (a.shape, b.shape)
+    return (a.double() - b.double()).abs().max().item() if a.numel() else 0.0
+
+
+def _random_inputs(cfg, gen, batch, seqs):
+    out = {}
+    for name, s in zip(cfg.input_names, seqs):
+        shape = ((batch,) if batch else ()) + (s,)
+        if cfg.tokens:
+            out[name] = torch.randint(0, cfg.vocab_size, shape, generator=gen)
+        else:
+            out[name] = torch.randn(shape + (cfg.d_model,), generator=gen)
+    return out
+
+
+def _naive_attention(attn, x, mem, causal, rope):
+    """Per-element loops over batch, head, i, j in float64: a third
+    formulation of FormulaAttention for the self-test."""
+    kv = x if mem is None else mem
+    b, sq, d = x.shape
+    sk = kv.shape[1]
+    h, dk = attn.num_heads, attn.head_dim
+    W = attn.in_proj_weight.double()
+    Bi = attn.in_proj_bias.double()
+    x = x.double()
+    kv = kv.double()
+    out = torch.zeros(b, sq, d, dtype=torch.float64)
+    if rope is not None:
+        cos64, sin64 = rope_cos_sin(max(sq, sk), dk, rope[3])
+    for bb in range(b):
+        for hh in range(h):
+            rows = slice(hh * dk, (hh + 1) * dk)
+            Wq, Wk, Wv = W[0:d][rows], W[d:2 * d][rows], W[2 * d:][rows]
+            bq, bk, bv = Bi[0:d][rows], Bi[d:2 * d][rows], Bi[2 * d:][rows]
+            qs = [Wq @ x[bb, i] + bq for i in range(sq)]
+            ks = [Wk @ kv[bb, j] + bk for j in range(sk)]
+            vs = [Wv @ kv[bb, j] + bv for j in range(sk)]
+            if rope is not None:
+                style = rope[2]
+
+                def rot(vec, pos):
+                    r = vec.clone()
+                    for i in range(dk // 2):
+                        a, c = (i, i + dk // 2) if style == "half" else (2 * i, 2 * i + 1)
+                        co, si = cos64[pos, i], sin64[pos, i]
+                        r[a] = vec[a] * co - vec[c] * si
+                        r[c] = vec[a] * si + vec[c] * co
+                    return r
+                qs = [rot(q, i) for i, q in enumerate(qs)]
+                ks = [rot(k, j) for j, k in enumerate(ks)]
+            for i in range(sq):
+                scores = []
+                for j in range(sk):
+                    q, k = qs[i], ks[j]
+                    if attn.score_kind == "scaled_dot":
+                        s = float(q @ k) / math.sqrt(dk)
+                    elif attn.score_kind == "dot":
+                        s = float(q @ k)
+                    elif attn.score_kind == "bilinear":
+                        Wb = attn.score.weight[hh].double()
+                        s = float(sum(q[p] * Wb[p, r] * k[r] for p in range(dk) for r in range(dk)))
+                    else:
+                        wk = attn.score.w_key[hh].double()
+                        wq = attn.score.w_query[hh].double()
+                        vv = attn.score.v[hh].double()
+                        s = float(vv @ torch.tanh(wk @ k + wq @ q))
+                    if causal and j > i:
+                        s = -math.inf
+                    scores.append(s)
+                m = max(scores)
+                e = [math.exp(s - m) for s in scores]
+                z = sum(e)
+                o = sum((e[j] / z) * vs[j] for j in range(sk))
+                out[bb, i, rows] = o
+    Wo = attn.out_proj.weight.double()
+    bo = attn.out_proj.bias.double()
+    return out @ Wo.T + bo
+
+
+def _transform_for_torch(cfg, weights):
+    """Weights of an equivalent scaled_dot model for a dot/bilinear model:
+    dot:      q.k = (sqrt(dk) q).k / sqrt(dk): Q rows (and bias) * sqrt(dk);
+    bilinear: q^T W_h k = q.(sqrt(dk) W_h k) / sqrt(dk): K rows of head h
+              -> sqrt(dk) W_h @ K_h, K bias -> sqrt(dk) W_h @ b_h.
+    Computed in float64 and rounded once."""
+    d, h, dk = cfg.d_model, cfg.num_heads, cfg.head_dim
+    out = {}
+    for name, t in weights.items():
+        if ".score." in name:
+            continue
+        out[name] = t.double().clone()
+    for name in list(out):
+        if not name.endswith("in_proj_weight"):
+            continue
+        prefix = name[: -len("in_proj_weight")]
+        w, b = out[name], out[prefix + "in_proj_bias"]
+        if cfg.attention_score == "dot":
+            w[:d] *= math.sqrt(dk)
+            b[:d] *= math.sqrt(dk)
+        elif cfg.attention_score == "bilinear":
+            Wb = weights[prefix + "score.weight"].double()
+            for hh in range(h):
+                rows = slice(d + hh * dk, d + (hh + 1) * dk)
+                w[rows] = math.sqrt(dk) * (Wb[hh] @ w[rows])
+                b[rows] = math.sqrt(dk) * (Wb[hh] @ b[rows])
+    return {k: v.float() for k, v in out.items()}
+
+
+def _desc_variants():
+    """A deterministic sample of configurations (a) supports, plus a few it
+    doesn't (for the transformed-weight and naive checks)."""
+    base = dict(d_model=32, num_heads=4, d_ff=48, max_seq_len=16)
+    combos = itertools.product(
+        ("encoder", "decoder", "encoder_decoder"),
+        ("post", "pre"),
+        ("relu", "gelu", "gelu_tanh"),
+        ("sinusoidal", "learned", "none"),
+        (None, 37),          # vocab
+    )
+    out = []
+    for n, (arch, norm, act, pos, vocab) in enumerate(combos):
+        d = dict(base, architecture=arch, norm=norm, activation=act, positional=pos)
+        if arch == "encoder_decoder":
+            d["num_encoder_layers"] = 1 + n % 2
+            d["num_decoder_layers"] = 2 - n % 2
+        else:
+            d["num_layers"] = 2
+        if vocab:
+            d["vocab_size"] = vocab
+            if n % 3 == 0:
+                d["tie_embeddings"] = False
+            if n % 4 == 1:
+                d["embedding_scale"] = "sqrt_d_model"
+            if n % 7 == 2:
+                d["lm_head"] = False
+        if n % 5 == 0:
+            d["final_norm"] = norm == "post"   # the non-default value
+        if n % 6 == 3:
+            d["causal"] = arch == "encoder"    # the non-default value
+        if n % 8 == 5:
+            d["norm_eps"] = 1e-6
+        if n % 9 == 4:
+            d.update(d_model=30, num_heads=3, d_ff=50)  # odd sizes, odd heads (no fast path)
+        out.append(d)
+    # dot and bilinear scores, checked against (a) with transformed weights.
+    for n, (arch, score, norm) in enumerate(itertools.product(
+            ("encoder", "decoder", "encoder_decoder"), ("dot", "bilinear"), ("post", "pre"))):
+        d = dict(base, architecture=arch, attention_score=score, norm=norm,
+                 positional=("sinusoidal", "learned", "none")[n % 3])
+        if arch == "encoder_decoder":
+            d.update(num_encoder_layers=2, num_decoder_layers=2)
+        else:
+            d["num_layers"] = 2
+        if n % 2:
+            d["vocab_size"] = 29
+        if n % 4 == 3:
+            d.update(d_model=48, num_heads=2)   # dk 24
+        out.append(d)
+    return out
+
+
+def _negative_controls(check_differs):
+    """The comparison is not vacuous: deliberate mistakes in the weights
+    handed to (a) must show up as large differences."""
+    desc = dict(architecture="encoder_decoder", d_model=32, num_heads=4, d_ff=48, num_layers=2,
+                max_seq_len=16, vocab_size=31, norm="post", final_norm=True)
+    cfg = Config(desc)
+    w = make_weights(cfg, seed=99)
+    fm = load_weights(build_formula_model(cfg), w)
+    gen = torch.Generator().manual_seed(5)
+    inputs = _random_inputs(cfg, gen, 2, (7, 6))
+    with torch.no_grad():
+        want = fm(**inputs)
+
+    def mutated(what, fn, desc_override=None):
+        w2 = {k: v.clone() for k, v in w.items()}
+        fn(w2)
+        tm = load_weights(build_torch_model(dict(desc, **(desc_override or {}))), w2)
+        with torch.no_grad():
+            check_differs(what, _max_diff(tm(**inputs), want))
+
+    d = cfg.d_model
+
+    def swap_qk(w2):
+        for k in [k for k in w2 if k.endswith("self_attn.in_proj_weight")]:
+            q = w2[k][:d].clone()
+            w2[k][:d] = w2[k][d:2 * d]
+            w2[k][d:2 * d] = q
+
+    def swap_norms(w2):
+        for p in ("weight", "bias"):
+            k1, k2 = "decoder.layers.0.norm1." + p, "decoder.layers.0.norm3." + p
+            w2[k1], w2[k2] = w2[k2].clone(), w2[k1].clone()
+
+    def swap_embeds(w2):
+        w2["src_embed.weight"], w2["tgt_embed.weight"] = w2["tgt_embed.weight"], w2["src_embed.weight"]
+
+    def transpose_out(w2):
+        k = "encoder.layers.1.self_attn.out_proj.weight"
+        w2[k] = w2[k].T.contiguous()
+
+    mutated("Q/K blocks of in_proj swapped", swap_qk)
+    mutated("norm1/norm3 swapped", swap_norms)
+    mutated("src/tgt embeddings swapped", swap_embeds)
+    mutated("out_proj transposed", transpose_out)
+    mutated("decoder not causal", lambda w2: None, {"causal": False})
+    mutated("pre instead of post", lambda w2: None, {"norm": "pre"})
+    mutated("gelu instead of relu", lambda w2: None, {"activation": "gelu"})
+
+
+def self_test(verbose=False, extra_descs=()):
+    torch.set_num_threads(1)
+    failures = []
+    worst = 0.0
+    n_checks = 0
+
+    def check(what, diff, tol=1e-5, scale=1.0):
+        """diff < tol * max(1, scale): an absolute bound for outputs of
+        magnitude <= 1, relative to max|output| above (fp32 itself rounds
+        at ~6e-8 relative, so logits of magnitude 100+ cannot agree to an
+        absolute 1e-5)."""
+        nonlocal worst, n_checks
+        n_checks += 1
+        norm = diff / max(1.0, scale)
+        worst = max(worst, norm)
+        ok = norm < tol
+        if verbose or not ok:
+            print("%s %s: max abs diff %.3g (max|out| %.3g, normalised %.3g)"
+                  % ("ok  " if ok else "FAIL", what, diff, scale, norm))
+        if not ok:
+            failures.append(what)
+
+    gen = torch.Generator().manual_seed(1234)
+
+    # 1. Building blocks against PyTorch's functional forms.
+    x = torch.randn(5, 7, 33, generator=gen) * 3
+    w = torch.randn(33, generator=gen)
+    b = torch.randn(33, generator=gen)
+    check("layer_norm", _max_diff(layer_norm(x, w, b, 1e-5), F.layer_norm(x, (33,), w, b, 1e-5)))
+    check("gelu", _max_diff(activation_fn("gelu", x), F.gelu(x)))
+    check("gelu_tanh", _max_diff(activation_fn("gelu_tanh", x), F.gelu(x, approximate="tanh")))
+    check("relu", _max_diff(activation_fn("relu", x), F.relu(x)))
+    check("softmax", _max_diff(softmax_last(x), torch.softmax(x, -1)))
+    for d in (32, 21, 2, 1):
+        check("sinusoidal table d=%d" % d,
+              _max_diff(sinusoidal_table(20, d), _tutorial_positional_encoding(20, d)), 1e-12)
+    # Spot values of the interleaved table: PE(pos,2i)=sin(pos/10000^(2i/d)).
+    pe = sinusoidal_table(9, 10)
+    check("sinusoidal spot values", max(
+        abs(pe[7, 4].item() - math.sin(7 / 10000 ** (4 / 10))),
+        abs(pe[7, 5].item() - math.cos(7 / 10000 ** (4 / 10))),
+        abs(pe[3, 0].item() - math.sin(3)), abs(pe[3, 1].item() - math.cos(3))), 1e-12)
+
+    # 2. Rotary positions against the usual formulations.
+    for dk, base in ((8, 10000.0), (24, 500.0), (80, 1e6)):
+        S = 13
+        q = torch.randn(2, 3, S, dk, generator=gen, dtype=torch.float64)
+        cos, sin = rope_cos_sin(S, dk, base)
+        # interleaved == RoFormer/LLaMA complex form: (x0 + i x1) * e^{i pos theta}
+        inv = 1.0 / base ** (torch.arange(0, dk, 2, dtype=torch.float64) / dk)
+        freqs = torch.polar(torch.ones(S, dk // 2, dtype=torch.float64),
+                            torch.outer(torch.arange(S, dtype=torch.float64), inv))
+        qc = torch.view_as_complex(q.reshape(2, 3, S, dk // 2, 2).contiguous())
+        ref_int = torch.view_as_real(qc * freqs).flatten(-2)
+        check("rope interleaved vs complex dk=%d" % dk,
+              _max_diff(apply_rope(q, cos, sin, "interleaved"), ref_int), 1e-12)
+        # half == GPT-NeoX / HF rotate_half form
+        emb = torch.cat((torch.outer(torch.arange(S, dtype=torch.float64), inv),) * 2, -1)
+
+        def rotate_half(t):
+            return torch.cat((-t[..., dk // 2:], t[..., : dk // 2]), -1)
+        ref_half = q * emb.cos() + rotate_half(q) * emb.sin()
+        check("rope half vs rotate_half dk=%d" % dk,
+              _max_diff(apply_rope(q, cos, sin, "half"), ref_half), 1e-12)
+        # half on a permuted vector == permuted interleaved
+        perm = torch.cat((torch.arange(0, dk, 2), torch.arange(1, dk, 2)))
+        check("rope half/interleaved permutation dk=%d" % dk,
+              _max_diff(apply_rope(q[..., perm], cos, sin, "half"),
+                        apply_rope(q, cos, sin, "interleaved")[..., perm]), 1e-12)
+        # scores depend on relative position only
+        for style in ("half", "interleaved"):
+            a = torch.randn(dk, generator=gen, dtype=torch.float64).expand(S, dk)
+            c = torch.randn(dk, generator=gen, dtype=torch.float64).expand(S, dk)
+            ra, rc = apply_rope(a, cos, sin, style), apply_rope(c, cos, sin, style)
+            s = ra @ rc.T
+            rel = max(abs(s[i, j].item() - s[i + 1, j + 1].item())
+                      for i in range(S - 1) for j in range(S - 1))
+            check("rope %s relative-position invariance dk=%d" % (style, dk), rel, 1e-9)
+            check("rope %s position 0 is identity dk=%d" % (style, dk),
+                  _max_diff(ra[0], a[0]), 1e-15)
+
+    # 3. The attention function against per-element loops (all score kinds).
+    for score, rope_style, causal, cross, dims in itertools.product(
+            ("scaled_dot", "dot", "bilinear", "additive"), (None, "half", "interleaved"),
+            (False, True), (False, True), ((12, 3, None), (16, 2, 5))):
+        if cross and (causal or rope_style):
+            continue  # cross-attention is never causal nor rotated
+        d, h, adim = dims
+        desc = dict(architecture="encoder", d_model=d, num_heads=h, d_ff=8, num_layers=1,
+                    max_seq_len=8, attention_score=score)
+        if adim:
+            desc["additive_dim"] = adim
+        cfg = Config(desc)
+        attn = FormulaAttention(cfg).double()
+        with torch.no_grad():
+            for p in attn.parameters():
+                p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 0.5)
+        xq = torch.randn(2, 5, d, generator=gen, dtype=torch.float64)
+        mem = torch.randn(2, 3, d, generator=gen, dtype=torch.float64) if cross else None
+        rope = None
+        if rope_style:
+            base = 777.0
+            cos, sin = rope_cos_sin(8, d // h, base)
+            rope = (cos, sin, rope_style, base)
+        with torch.no_grad():
+            got = attn(xq, mem=mem, causal=causal, rope=rope[:3] if rope else None)
+        want = _naive_attention(attn, xq, mem, causal, rope)
+        check("attention %s rope=%s causal=%s cross=%s dims=%s" % (score, rope_style, causal, cross, dims),
+              _max_diff(got, want), 1e-10)
+
+    # 4. Negative controls: mistakes must be visible.
+    def check_differs(what, diff):
+        nonlocal n_checks
+        n_checks += 1
+        ok = diff > 1e-3
+        if verbose or not ok:
+            print("%s negative control (%s): max abs diff %.3g (must be > 1e-3)"
+                  % ("ok  " if ok else "FAIL", what, diff))
+        if not ok:
+            failures.append("negative control: " + what)
+    _negative_controls(check_differs)
+
+    # 5. Whole models: (b) vs (a), names against the contract's tables.
+    descs = list(_desc_variants()) + list(extra_descs)
+    for idx, desc in enumerate(descs):
+        shared_opts = (False, True) if (desc["architecture"] == "encoder_decoder" and "vocab_size" in desc) else (False,)
+        for shared in shared_opts:
+            cfg = Config(desc)
+            label = "model %d %s%s" % (idx, _short(desc), " shared" if shared else "")
+            fm = build_formula_model(cfg, shared)
+            exp = expected_weights(cfg, shared)
+            fnames = {k: tuple(v.shape) for k, v in fm.state_dict().items()}
+            if fnames != exp:
+                failures.append(label + ": formula names differ from the contract: %s"
+                                % sorted(set(fnames.items()) ^ set(exp.items())))
+                print("FAIL", failures[-1])
+                continue
+            weights = make_weights(cfg, seed=idx + 1, shared_embeddings=shared)
+            load_weights(fm, weights)
+            tm = build_torch_model(cfg, shared)
+            alt = None
+            if tm is None and cfg.positional != "rope" and cfg.attention_score in ("dot", "bilinear"):
+                scaled = dict(desc, attention_score="scaled_dot")
+                tm = build_torch_model(scaled, shared)
+                alt = _transform_for_torch(cfg, weights)
+            if tm is None:
+                continue
+            tnames = {k: tuple(v.shape) for k, v in tm.state_dict().items()}
+            exp_t = expected_weights(Config(dict(desc, attention_score="scaled_dot")), shared) if alt else exp
+            if tnames != exp_t:
+                failures.append(label + ": torch names differ from the contract: %s"
+                                % sorted(set(tnames.items()) ^ set(exp_t.items())))
+                print("FAIL", failures[-1])
+                continue
+            load_weights(tm, alt if alt is not None else weights)
+            for batch in (2, 0):
+                seqs = (7, 5) if cfg.is_encdec else (7,)
+                if batch == 0:
+                    seqs = (1, 3) if cfg.is_encdec else (13,)
+                inputs = _random_inputs(cfg, gen, batch, seqs)
+                with torch.no_grad():
+                    yb = fm(**inputs)
+                    ya = tm(**inputs)
+                want_shape = ((batch,) if batch else ()) + (seqs[-1], cfg.out_dim)
+                if tuple(yb.shape) != want_shape or tuple(ya.shape) != want_shape:
+                    failures.append("%s: shapes %s / %s, expected %s" % (label, tuple(yb.shape), tuple(ya.shape), want_shape))
+                    print("FAIL", failures[-1])
+                    continue
+                check("%s batch=%d%s" % (label, batch, " (transformed weights)" if alt else ""),
+                      _max_diff(ya, yb), scale=ya.abs().max().item())
+
+    print("reference self-test: %d checks, worst normalised diff %.3g (bound 1e-5), %d failed"
+          % (n_checks, worst, len(failures)))
+    return not failures
+
+
+def _short(desc):
+    keys = ("architecture", "norm", "activation", "positional", "attention_score",
+            "vocab_size", "tie_embeddings", "lm_head", "final_norm", "causal", "embedding_scale", "d_model")
+    return ",".join("%s=%s" % (k, desc[k]) for k in keys if k in desc)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--self-test", action="store_true", help="run the self-test")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--with-cases", action="store_true", default=True,
+                   help="also cross-check every case of cases.py (default)")
+    p.add_argument("--no-cases", dest="with_cases", action="store_false")
+    args = p.parse_args(argv)
+    if not args.self_test:
+        p.print_help()
+        return 0
+    extra = []
+    if args.with_cases:
+        try:
+            import cases
+            extra = [c.model for c in cases.CASES]
+        except ImportError:
+            pass
+    return 0 if self_test(args.verbose, extra) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

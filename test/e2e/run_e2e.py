@@ -1,0 +1,462 @@
+#!/usr/bin/python3
+"""End-to-end tests: tfm-compile'd executables against the PyTorch reference.
+
+For each case of cases.py:
+  1. write CASE.json, make weights with a fixed seed (PyTorch-like init,
+     LayerNorm and zero biases perturbed), save them as safetensors (F32 or
+     the case's F16/BF16) and read the file back to check it;
+  2. make the inputs (.npy) and check they read back;
+  3. compute the reference: PyTorch's own modules (reference.py (a)) where
+     they can express the model, else the from-the-formulas model (b); where
+     both apply they must agree (max abs diff < 1e-5, relative above
+     magnitude 1), and the fp32 reference must be within a tenth of the
+     tolerance of a float64 run of (b) (the case is well-conditioned);
+  4. tfm-compile CASE.json -o CASE.exe [--max-batch N] [--max-seq-len N];
+  5. run it with --threads 1 and --threads 2; the outputs must have the
+     reference's shape and dtype (float32), satisfy contract section 6,
+     max|out - ref| <= 1e-4 * (1 + max|ref|), and be bit-identical.
+
+One line per case (PASS/FAIL), the last line `N passed, M failed`; the exit
+status is 1 if any case failed.
+
+--reference-only does steps 1-3 only (and, given --tfm-compile, checks with
+`--emit=mlir` that the frontend accepts each case without warnings and that
+its tfm.param symbols are exactly the weights file's tensors and shapes).
+
+Run with Debian's /usr/bin/python3 (it has python3-torch 1.13).
+"""
+
+import argparse
+import concurrent.futures
+import fnmatch
+import json
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+import time
+import traceback
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+
+import cases as cases_mod  # noqa: E402
+import safetensors as st  # noqa: E402  (our own, test/e2e/safetensors.py)
+
+AB_BOUND = 1e-5            # (a) vs (b), normalised by max(1, max|ref|)
+CONDITIONING_FRACTION = 0.1  # |ref32 - ref64| must stay below this share of the tolerance
+
+
+class CaseFailure(Exception):
+    pass
+
+
+def tolerance(ref):
+    return 1e-4 * (1.0 + float(np.max(np.abs(ref)))) if ref.size else 1e-4
+
+
+def case_seed(name):
+    return zlib.crc32(name.encode("utf-8")) & 0x7FFFFFFF
+
+
+def _tail(text, lines=4, chars=400):
+    ls = [l.strip() for l in text.strip().splitlines() if l.strip()]
+    t = " | ".join(ls[-lines:])
+    return t if len(t) <= chars else "..." + t[-chars:]
+
+
+# ---------------------------------------------------------------------------
+# Reference side.
+# ---------------------------------------------------------------------------
+
+def make_inputs(case, cfg, seed):
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name in cfg.input_names:
+        spec = case.inputs[name]
+        shape = spec.shape(cfg.d_model)
+        if spec.dtype == "float32":
+            out[name] = rng.standard_normal(shape).astype(np.float32)
+        else:
+            out[name] = rng.integers(0, cfg.vocab_size, size=shape).astype(spec.dtype)
+    return out
+
+
+def prepare_reference(case, case_dir):
+    """Steps 1-3.  Returns a dict of paths and facts; raises CaseFailure."""
+    import torch
+    import reference as R
+    torch.set_num_threads(1)
+    os.makedirs(case_dir, exist_ok=True)
+    cfg = R.Config(case.model)
+    seed = case_seed(case.name)
+    info = {"cfg": cfg}
+
+    model_path = os.path.join(case_dir, case.name + ".json")
+    with open(model_path, "w") as f:
+        json.dump(case.model, f, indent=2)
+        f.write("\n")
+    info["model"] = model_path
+
+    # Weights: make, round to the file's dtype, write, read back, compare.
+    weights = R.make_weights(cfg, seed, case.shared_embeddings)
+    expected = R.expected_weights(cfg, case.shared_embeddings)
+    if {k: tuple(v.shape) for k, v in weights.items()} != expected:
+        raise CaseFailure("internal: generated weights do not match the contract listing")
+    arrays = {k: v.numpy() for k, v in weights.items()}
+    wpath = os.path.join(case_dir, "weights.safetensors")
+    st.save_file(arrays, wpath, dtype=case.weight_dtype, metadata={"format": "pt", "case": case.name})
+    back, dtypes = st.load_file(wpath, with_dtypes=True)
+    if list(back) != list(arrays):
+        raise CaseFailure("safetensors read-back: names/order differ")
+    for k, a in arrays.items():
+        if dtypes[k] != case.weight_dtype:
+            raise CaseFailure("safetensors read-back: %s stored as %s" % (k, dtypes[k]))
+        want = st.round_to_dtype(a, case.weight_dtype)
+        if back[k].shape != a.shape or not np.array_equal(back[k], want):
+            raise CaseFailure("safetensors read-back: %s differs" % k)
+    info["weights"] = wpath
+    info["weight_names"] = {k: tuple(v.shape) for k, v in back.items()}
+
+    # Inputs.
+    inputs = make_inputs(case, cfg, seed)
+    info["inputs"] = {}
+    for name, a in inputs.items():
+        p = os.path.join(case_dir, "input_%s.npy" % name)
+        np.save(p, a)
+        b = np.load(p)
+        if b.dtype != a.dtype or b.shape != a.shape or not np.array_equal(a, b):
+            raise CaseFailure("npy read-back of %s differs" % name)
+        info["inputs"][name] = p
+
+    # Reference outputs, from the weights as read back from the file.
+    fm = R.load_weights(R.build_formula_model(cfg, case.shared_embeddings), back)
+    ref_b = R.run_model(fm, cfg, inputs)
+    tm = R.build_torch_model(cfg, case.shared_embeddings)
+    ab = None
+    if tm is not None:
+        R.load_weights(tm, back)
+        ref_a = R.run_model(tm, cfg, inputs)
+        if tuple(ref_a.shape) != tuple(ref_b.shape):
+            raise CaseFailure("reference (a) shape %s vs (b) %s" % (tuple(ref_a.shape), tuple(ref_b.shape)))
+        ab = (ref_a.double() - ref_b.double()).abs().max().item()
+        scale = max(1.0, ref_a.abs().max().item())
+        if ab / scale >= AB_BOUND:
+            raise CaseFailure("reference (a) torch modules vs (b) formulas differ: max abs diff %.3g "
+                              "(max|ref| %.3g)" % (ab, scale))
+        ref = ref_a
+    else:
+        ref = ref_b
+    fm64 = R.load_weights(R.build_formula_model(cfg, case.shared_embeddings).double(), back)
+    ref64 = R.run_model(fm64, cfg, inputs)
+    ref = ref.numpy().astype(np.float32)
+    ref64 = ref64.numpy()
+
+    want_shape = []
+    first = case.inputs[cfg.input_names[0]]
+    if first.batch is not None:
+        want_shape.append(first.batch)
+    want_shape += [case.inputs[cfg.input_names[-1]].seq, cfg.out_dim]
+    if list(ref.shape) != want_shape:
+        raise CaseFailure("reference shape %s, expected %s" % (list(ref.shape), want_shape))
+    if not np.all(np.isfinite(ref)):
+        raise CaseFailure("reference has non-finite values")
+    tol = tolerance(ref)
+    cond = float(np.max(np.abs(ref.astype(np.float64) - ref64)))
+    if cond > CONDITIONING_FRACTION * tol:
+        raise CaseFailure("ill-conditioned case: fp32 reference is %.3g from float64 (tolerance %.3g)"
+                          % (cond, tol))
+    rpath = os.path.join(case_dir, "reference.npy")
+    np.save(rpath, ref)
+    np.save(os.path.join(case_dir, "reference_f64.npy"), ref64)
+    info.update(ref=ref, ref64=ref64, ref_path=rpath, tol=tol, ab=ab, cond=cond)
+    return info
+
+
+# ---------------------------------------------------------------------------
+# Frontend (IR) check, for --reference-only.
+# ---------------------------------------------------------------------------
+
+_PARAM_RE = re.compile(r'^\s*tfm\.param\s+@"?([^\s"{:]+)"?\s*(\{[^}]*\})?\s*:\s*tensor<([^>]*)>')
+_ALIAS_RE = re.compile(r'alias\s*=\s*"([^"]+)"')
+_ATTR_RE = re.compile(r'tfm\.(max_batch|max_seq_len)\s*=\s*(\d+)')
+
+
+def parse_ir_params(text):
+    params = []
+    for line in text.splitlines():
+        m = _PARAM_RE.match(line)
+        if not m:
+            continue
+        name, attrs, ty = m.group(1), m.group(2) or "", m.group(3)
+        alias = _ALIAS_RE.search(attrs)
+        dims = ty.split("x")
+        elem = dims.pop()
+        shape = tuple(int(d) for d in dims)
+        params.append((name, alias.group(1) if alias else None, shape, elem))
+    attrs = {k: int(v) for k, v in _ATTR_RE.findall(text)}
+    return params, attrs
+
+
+def check_ir(case, info, tfm_compile, case_dir, timeout):
+    mlir = os.path.join(case_dir, case.name + ".mlir")
+    cmd = [tfm_compile, info["model"], "--emit=mlir", "-o", mlir] + case.compile_args()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise CaseFailure("tfm-compile --emit=mlir timed out after %ds" % timeout)
+    if p.returncode != 0:
+        raise CaseFailure("tfm-compile --emit=mlir exited %d: %s" % (p.returncode, _tail(p.stderr)))
+    if p.stderr.strip():
+        raise CaseFailure("tfm-compile --emit=mlir warned: %s" % _tail(p.stderr))
+    with open(mlir) as f:
+        text = f.read()
+    params, attrs = parse_ir_params(text)
+    if not params:
+        raise CaseFailure("no tfm.param in the IR")
+    names = info["weight_names"]
+    used = set()
+    for name, alias, shape, elem in params:
+        key = name if name in names else alias if alias in names else None
+        if key is None:
+            raise CaseFailure("IR param %s%s is not in the weights file"
+                              % (name, " (alias %s)" % alias if alias else ""))
+        if names[key] != shape:
+            raise CaseFailure("IR param %s is %s, weights file %s is %s" % (name, shape, key, names[key]))
+        if elem != "f32":
+            raise CaseFailure("IR param %s has element type %s" % (name, elem))
+        used.add(key)
+    unused = sorted(set(names) - used)
+    if unused:
+        raise CaseFailure("weights file tensors the IR does not use: %s" % unused)
+    want = {"max_batch": case.effective_max_batch(), "max_seq_len": case.effective_max_seq_len()}
+    for k, v in want.items():
+        if attrs.get(k) != v:
+            raise CaseFailure("IR tfm.%s = %s, expected %d" % (k, attrs.get(k), v))
+    return len(params)
+
+
+# ---------------------------------------------------------------------------
+# Compile and run.
+# ---------------------------------------------------------------------------
+
+def compile_and_run(case, info, tfm_compile, case_dir, timeouts):
+    exe = os.path.join(case_dir, case.name + ".exe")
+    if os.path.exists(exe):
+        os.remove(exe)
+    cmd = [tfm_compile, info["model"], "-o", exe] + case.compile_args()
+    _write(case_dir, "compile.cmd", " ".join(cmd) + "\n")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeouts[0], cwd=case_dir)
+    except subprocess.TimeoutExpired:
+        raise CaseFailure("tfm-compile timed out after %ds" % timeouts[0])
+    except OSError as e:
+        raise CaseFailure("cannot run tfm-compile: %s" % e)
+    _write(case_dir, "compile.stderr", p.stderr)
+    if p.returncode != 0:
+        raise CaseFailure("tfm-compile exited %d: %s" % (p.returncode, _tail(p.stderr)))
+    if not os.path.isfile(exe) or not os.access(exe, os.X_OK):
+        raise CaseFailure("tfm-compile succeeded but wrote no executable %s" % exe)
+
+    outs = {}
+    for threads in (1, 2):
+        out = os.path.join(case_dir, "out_t%d.npy" % threads)
+        if os.path.exists(out):
+            os.remove(out)
+        cmd = [exe, "--weights", info["weights"]]
+        for name, path in info["inputs"].items():
+            cmd += ["--input", "%s=%s" % (name, path)]
+        cmd += ["--output", out, "--threads", str(threads)]
+        _write(case_dir, "run_t%d.cmd" % threads, " ".join(cmd) + "\n")
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeouts[1], cwd=case_dir)
+        except subprocess.TimeoutExpired:
+            raise CaseFailure("executable (--threads %d) timed out after %ds" % (threads, timeouts[1]))
+        except OSError as e:
+            raise CaseFailure("cannot run the executable: %s" % e)
+        _write(case_dir, "run_t%d.stderr" % threads, p.stderr)
+        if p.returncode != 0:
+            what = ("killed by signal %d" % -p.returncode) if p.returncode < 0 else ("exited %d" % p.returncode)
+            raise CaseFailure("executable (--threads %d) %s: %s" % (threads, what, _tail(p.stderr)))
+        try:
+            outs[threads] = np.load(out, allow_pickle=False)
+        except Exception as e:  # noqa: BLE001 - any unreadable output is a failure
+            raise CaseFailure("output of --threads %d unreadable: %s" % (threads, e))
+
+    ref, tol = info["ref"], info["tol"]
+    o = outs[1]
+    if o.dtype != np.float32:
+        raise CaseFailure("output dtype %s, expected float32" % o.dtype)
+    if o.shape != ref.shape:
+        raise CaseFailure("output shape %s, expected %s" % (list(o.shape), list(ref.shape)))
+    if not np.all(np.isfinite(o)):
+        raise CaseFailure("output has %d non-finite values" % int(np.sum(~np.isfinite(o))))
+    err_arr = np.abs(o.astype(np.float64) - ref.astype(np.float64))
+    err = float(np.max(err_arr)) if err_arr.size else 0.0
+    if not err <= tol:
+        idx = np.unravel_index(int(np.argmax(err_arr)), err_arr.shape)
+        raise CaseFailure("max_err=%.3g > tol=%.3g at %s (got %.6g, ref %.6g)"
+                          % (err, tol, list(idx), o[idx], ref[idx]))
+    o2 = outs[2]
+    if o2.dtype != o.dtype or o2.shape != o.shape:
+        raise CaseFailure("--threads 2 output is %s %s, --threads 1 %s %s"
+                          % (o2.dtype, list(o2.shape), o.dtype, list(o.shape)))
+    if o2.tobytes() != o.tobytes():
+        n = int(np.sum(o2.view(np.uint32) != o.view(np.uint32)))
+        d = float(np.max(np.abs(o2.astype(np.float64) - o.astype(np.float64))))
+        raise CaseFailure("--threads 1 and 2 differ in %d elements (max %.3g): not bit-identical" % (n, d))
+    return err
+
+
+def _write(case_dir, name, text):
+    with open(os.path.join(case_dir, name), "w") as f:
+        f.write(text)
+
+
+# ---------------------------------------------------------------------------
+# Driver.
+# ---------------------------------------------------------------------------
+
+def run_one(case_name, opts):
+    """In a worker: returns (passed, line)."""
+    case = cases_mod.by_name()[case_name]
+    case_dir = os.path.join(opts["work_dir"], case.name)
+    t0 = time.time()
+    try:
+        info = prepare_reference(case, case_dir)
+        ab = "n/a" if info["ab"] is None else "%.3g" % info["ab"]
+        if opts["reference_only"]:
+            extra = ""
+            if opts["tfm_compile"] and opts["check_ir"]:
+                n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"])
+                extra = ", ir_params=%d" % n
+            return True, "PASS %s (max_err=%.3g, tol=%.3g, torch_vs_formula=%s%s; reference only: "\
+                "max_err is fp32 vs float64)" % (case.name, info["cond"], info["tol"], ab, extra)
+        if opts["check_ir"]:
+            check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"])
+        err = compile_and_run(case, info, opts["tfm_compile"], case_dir,
+                              (opts["compile_timeout"], opts["run_timeout"]))
+        return True, "PASS %s (max_err=%.3g, tol=%.3g)" % (case.name, err, info["tol"])
+    except CaseFailure as e:
+        return False, "FAIL %s: %s" % (case.name, e)
+    except Exception as e:  # noqa: BLE001 - report, never crash the harness
+        tb = traceback.format_exc()
+        try:
+            os.makedirs(case_dir, exist_ok=True)
+            _write(case_dir, "harness.traceback", tb)
+        except OSError:
+            pass
+        return False, "FAIL %s: harness error %s: %s" % (case.name, type(e).__name__, _tail(str(e), 2))
+    finally:
+        if opts["verbose"]:
+            sys.stderr.write("[%s: %.1fs]\n" % (case.name, time.time() - t0))
+
+
+def _init_worker():
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        import torch
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
+
+
+def select(filters):
+    names = [c.name for c in cases_mod.CASES]
+    if not filters:
+        return names
+
+    def match(n, f):
+        return fnmatch.fnmatchcase(n, f) if any(ch in f for ch in "*?[") else f in n
+    return [n for n in names if any(match(n, f) for f in filters)]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--tfm-compile", help="path to tfm-compile (required unless --reference-only)")
+    ap.add_argument("--work-dir", required=False, default=None,
+                    help="where each case's files go (default: ./e2e-work)")
+    ap.add_argument("-k", dest="filters", action="append", default=[],
+                    help="run cases whose name contains FILTER (or matches it as a glob); repeatable")
+    ap.add_argument("-j", dest="jobs", type=int, default=2, help="cases in parallel (default 2)")
+    ap.add_argument("--reference-only", action="store_true",
+                    help="reference side only (weights, inputs, (a)-vs-(b), fp64 check; "
+                         "with --tfm-compile, also the --emit=mlir parameter check)")
+    ap.add_argument("--check-ir", dest="check_ir", action="store_true", default=None,
+                    help="check the --emit=mlir parameters against the weights file "
+                         "(default: on with --reference-only, off otherwise)")
+    ap.add_argument("--no-check-ir", dest="check_ir", action="store_false")
+    ap.add_argument("--compile-timeout", type=int, default=300)
+    ap.add_argument("--run-timeout", type=int, default=120)
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    args = ap.parse_args(argv)
+
+    if args.list:
+        for c in cases_mod.CASES:
+            print("%-40s %s" % (c.name, c.note))
+        return 0
+    problems = cases_mod.validate() + ["not covered: " + m for m in cases_mod.check_coverage()]
+    if problems:
+        for p in problems:
+            print("cases.py: " + p, file=sys.stderr)
+        return 2
+    if not args.reference_only and not args.tfm_compile:
+        ap.error("--tfm-compile is required (or use --reference-only)")
+    tfm_compile = os.path.abspath(args.tfm_compile) if args.tfm_compile else None
+    if tfm_compile and not (os.path.isfile(tfm_compile) and os.access(tfm_compile, os.X_OK)):
+        ap.error("--tfm-compile %s is not an executable file" % args.tfm_compile)
+    check_ir = args.check_ir if args.check_ir is not None else args.reference_only
+    if check_ir and not tfm_compile:
+        check_ir = False
+    work_dir = os.path.abspath(args.work_dir or "e2e-work")
+    os.makedirs(work_dir, exist_ok=True)
+
+    names = select(args.filters)
+    if not names:
+        print("no case matches %s" % args.filters, file=sys.stderr)
+        print("0 passed, 0 failed")
+        return 2
+    opts = dict(work_dir=work_dir, tfm_compile=tfm_compile, reference_only=args.reference_only,
+                check_ir=check_ir, compile_timeout=args.compile_timeout,
+                run_timeout=args.run_timeout, verbose=args.verbose)
+
+    passed = failed = 0
+    jobs = max(1, args.jobs)
+    if jobs == 1:
+        _init_worker()
+        results = (run_one(n, opts) for n in names)
+    else:
+        # spawn, not fork: forking after torch/OpenMP initialised can hang.
+        ctx = multiprocessing.get_context("spawn")
+        pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                                                      initializer=_init_worker)
+        futures = [pool.submit(run_one, n, opts) for n in names]
+
+        def gen():
+            for n, f in zip(names, futures):
+                try:
+                    yield f.result()
+                except Exception as e:  # noqa: BLE001 - a dead worker is a failed case
+                    yield False, "FAIL %s: harness worker died: %s" % (n, e)
+        results = gen()
+    try:
+        for ok, line in results:
+            passed += ok
+            failed += not ok
+            print(line, flush=True)
+    finally:
+        if jobs != 1:
+            pool.shutdown(wait=True, cancel_futures=True)
+    print("%d passed, %d failed" % (passed, failed), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,256 @@
+//===- WeightsTest.cpp - loading weights against a model's parameters -----===//
+
+#include "RuntimeTestUtil.h"
+#include "tfm/runtime/Weights.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <cstdint>
+
+using namespace tfm::rt;
+using namespace tfm::test;
+
+namespace {
+
+void noForward(const float *const *, const InputView *, float *, Arena &,
+               ThreadPool &) {}
+
+ModelInfo modelWith(const ParamInfo *params, size_t count) {
+  static const InputInfo inputs[] = {{"input", InputKind::TokenIds}};
+  return {"test", params, count, inputs, 1,      4,
+          16,     4,      8,     1,      0,      nullptr,
+          noForward};
+}
+
+const ParamInfo kLayerParams[] = {
+    {"layers.0.linear1.weight", nullptr, 2, {64, 32}, ParamInit::Uniform,
+     0.1f},
+    {"norm.weight", nullptr, 1, {32}, ParamInit::Ones, 0.0f},
+};
+
+std::string zeros(size_t floats) { return std::string(floats * 4, '\0'); }
+
+std::string loadError(const ModelInfo &model, const std::string &image,
+                      std::string *path = nullptr) {
+  std::string file = tempPath("w.safetensors");
+  if (path)
+    *path = file;
+  writeFile(file, image);
+  Weights weights;
+  std::string error;
+  EXPECT_FALSE(weights.load(model, file.c_str(), error));
+  return error;
+}
+
+TEST(Weights, LoadsFloat32InPlaceAndWidensHalfFloats) {
+  const ParamInfo params[] = {
+      {"a", nullptr, 1, {2}, ParamInit::Zeros, 0.0f},
+      {"b", nullptr, 2, {2, 3}, ParamInit::Zeros, 0.0f},
+      {"c", nullptr, 1, {2}, ParamInit::Zeros, 0.0f},
+  };
+  ModelInfo model = modelWith(params, 3);
+  std::string path = tempPath("mixed.safetensors");
+  // F16: 1, -2, 65504 (max), 2^-24 (smallest subnormal), -0, +inf.
+  // BF16: 3.140625, -1.
+  writeFile(path, safetensorsImage(
+                      {{"a", "F32", {2}, f32Bytes({0.25f, -7.0f})},
+                       {"b", "F16", {2, 3},
+                        f16Bytes({0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000,
+                                  0x7c00})},
+                       {"c", "BF16", {2}, f16Bytes({0x4049, 0xbf80})}}));
+  Weights weights;
+  std::string error;
+  ASSERT_TRUE(weights.load(model, path.c_str(), error)) << error;
+  const float *const *w = weights.pointers();
+  EXPECT_EQ(w[0][0], 0.25f);
+  EXPECT_EQ(w[0][1], -7.0f);
+  EXPECT_EQ(w[1][0], 1.0f);
+  EXPECT_EQ(w[1][1], -2.0f);
+  EXPECT_EQ(w[1][2], 65504.0f);
+  EXPECT_EQ(w[1][3], std::ldexp(1.0f, -24));
+  EXPECT_EQ(w[1][4], 0.0f);
+  EXPECT_TRUE(std::signbit(w[1][4]));
+  EXPECT_TRUE(std::isinf(w[1][5]));
+  EXPECT_EQ(w[2][0], 3.140625f);
+  EXPECT_EQ(w[2][1], -1.0f);
+  // Converted tensors live in the aligned block.
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(w[1]) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(w[2]) % 64, 0u);
+}
+
+TEST(Weights, CopiesMisalignedFloat32) {
+  const ParamInfo params[] = {{"a", nullptr, 1, {3}, ParamInit::Zeros, 0.0f}};
+  ModelInfo model = modelWith(params, 1);
+  std::string path = tempPath("odd.safetensors");
+  // A header length of 4k+1 puts the data at an odd address.
+  std::string header =
+      "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]}}";
+  while ((8 + header.size()) % 4 != 1)
+    header += ' ';
+  writeFile(path, safetensorsRaw(header, f32Bytes({1.0f, 2.0f, 3.0f})));
+  Weights weights;
+  std::string error;
+  ASSERT_TRUE(weights.load(model, path.c_str(), error)) << error;
+  const float *a = weights.pointers()[0];
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 4, 0u);
+  EXPECT_EQ(a[0], 1.0f);
+  EXPECT_EQ(a[2], 3.0f);
+}
+
+TEST(Weights, MisshapenTensorNamesBothShapes) {
+  ModelInfo model = modelWith(kLayerParams, 2);
+  std::string path;
+  std::string error = loadError(
+      model,
+      safetensorsImage({{"layers.0.linear1.weight", "F32", {64, 31},
+                         zeros(64 * 31)},
+                        {"norm.weight", "F32", {32}, zeros(32)}}),
+      &path);
+  EXPECT_EQ(error, path + ": tensor 'layers.0.linear1.weight' has shape [64, "
+                          "31], expected [64, 32]");
+}
+
+TEST(Weights, MissingAndUnexpectedTensorsAreAllReported) {
+  ModelInfo model = modelWith(kLayerParams, 2);
+  std::string path;
+  std::string error = loadError(
+      model,
+      safetensorsImage({{"layers.0.linear1.weight", "F32", {64, 32},
+                         zeros(64 * 32)},
+                        {"foo", "F32", {3}, zeros(3)}}),
+      &path);
+  EXPECT_EQ(error, path + ": missing tensor 'norm.weight' [32]\n" + path +
+                       ": unexpected tensor 'foo' [3] (not a parameter of "
+                       "model 'test')");
+}
+
+TEST(Weights, UnsupportedDTypeFailsTheLoad) {
+  ModelInfo model = modelWith(kLayerParams, 2);
+  std::string error = loadError(
+      model, safetensorsImage({{"layers.0.linear1.weight", "F64", {64, 32},
+                                zeros(2 * 64 * 32)},
+                               {"norm.weight", "F32", {32}, zeros(32)}}));
+  EXPECT_NE(error.find("tensor 'layers.0.linear1.weight' has dtype F64"),
+            std::string::npos)
+      << error;
+}
+
+const ParamInfo kSharedEmbedding[] = {
+    {"src_embed.weight", "embed.weight", 2, {4, 2}, ParamInit::Normal, 1.0f},
+    {"tgt_embed.weight", "embed.weight", 2, {4, 2}, ParamInit::Normal, 1.0f},
+};
+
+TEST(Weights, AliasFeedsEveryParameterThatNamesIt) {
+  ModelInfo model = modelWith(kSharedEmbedding, 2);
+  std::string path = tempPath("shared.safetensors");
+  writeFile(path, safetensorsImage({{"embed.weight", "F32", {4, 2},
+                                     f32Bytes({0, 1, 2, 3, 4, 5, 6, 7})}}));
+  Weights weights;
+  std::string error;
+  ASSERT_TRUE(weights.load(model, path.c_str(), error)) << error;
+  EXPECT_EQ(weights.pointers()[0][5], 5.0f);
+  EXPECT_EQ(weights.pointers()[1][7], 7.0f);
+}
+
+TEST(Weights, OwnNameWinsOverAlias) {
+  ModelInfo model = modelWith(kSharedEmbedding, 2);
+  std::string path = tempPath("own.safetensors");
+  writeFile(path, safetensorsImage(
+                      {{"embed.weight", "F32", {4, 2}, zeros(8)},
+                       {"src_embed.weight", "F32", {4, 2},
+                        f32Bytes({9, 9, 9, 9, 9, 9, 9, 9})}}));
+  Weights weights;
+  std::string error;
+  ASSERT_TRUE(weights.load(model, path.c_str(), error)) << error;
+  EXPECT_EQ(weights.pointers()[0][0], 9.0f);
+  EXPECT_EQ(weights.pointers()[1][0], 0.0f);
+}
+
+TEST(Weights, UnusedAliasIsUnexpected) {
+  ModelInfo model = modelWith(kSharedEmbedding, 2);
+  std::string error = loadError(
+      model, safetensorsImage({{"embed.weight", "F32", {4, 2}, zeros(8)},
+                               {"src_embed.weight", "F32", {4, 2}, zeros(8)},
+                               {"tgt_embed.weight", "F32", {4, 2}, zeros(8)}}));
+  EXPECT_NE(error.find("unexpected tensor 'embed.weight' [4, 2]"),
+            std::string::npos)
+      << error;
+}
+
+TEST(Weights, MisshapenAliasNamesTheParameter) {
+  ModelInfo model = modelWith(kSharedEmbedding, 2);
+  std::string error = loadError(
+      model, safetensorsImage({{"embed.weight", "F32", {4, 3}, zeros(12)}}));
+  EXPECT_NE(error.find("tensor 'embed.weight' (for 'src_embed.weight') has "
+                       "shape [4, 3], expected [4, 2]"),
+            std::string::npos)
+      << error;
+}
+
+TEST(Weights, MissingWithAliasMentionsBoth) {
+  ModelInfo model = modelWith(kSharedEmbedding, 2);
+  std::string error = loadError(
+      model, safetensorsImage({{"tgt_embed.weight", "F32", {4, 2}, zeros(8)}}));
+  EXPECT_NE(error.find("missing tensor 'src_embed.weight' [4, 2] (or its "
+                       "alias 'embed.weight')"),
+            std::string::npos)
+      << error;
+}
+
+TEST(Weights, RandomInitFollowsParamInit) {
+  const ParamInfo params[] = {
+      {"z", nullptr, 1, {5}, ParamInit::Zeros, 0.0f},
+      {"o", nullptr, 1, {5}, ParamInit::Ones, 0.0f},
+      {"u", nullptr, 2, {100, 100}, ParamInit::Uniform, 0.25f},
+      {"n", nullptr, 2, {100, 100}, ParamInit::Normal, 2.0f},
+  };
+  ModelInfo model = modelWith(params, 4);
+  Weights weights;
+  std::string error;
+  ASSERT_TRUE(weights.initRandom(model, error)) << error;
+  const float *const *w = weights.pointers();
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(w[0][i], 0.0f);
+    EXPECT_EQ(w[1][i], 1.0f);
+  }
+  double uMin = 1, uMax = -1, nSum = 0, nSquares = 0;
+  for (int i = 0; i < 10000; ++i) {
+    uMin = std::min(uMin, double(w[2][i]));
+    uMax = std::max(uMax, double(w[2][i]));
+    nSum += w[3][i];
+    nSquares += double(w[3][i]) * w[3][i];
+  }
+  EXPECT_GE(uMin, -0.25);
+  EXPECT_LE(uMax, 0.25);
+  EXPECT_LT(uMin, -0.24); // spans the whole range
+  EXPECT_GT(uMax, 0.24);
+  double mean = nSum / 10000, stddev = std::sqrt(nSquares / 10000 - mean * mean);
+  EXPECT_NEAR(mean, 0.0, 0.06);
+  EXPECT_NEAR(stddev, 2.0, 0.06);
+  for (int p = 0; p < 4; ++p)
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(w[p]) % 64, 0u);
+}
+
+TEST(Weights, RandomInitDependsOnNamesNotOrder) {
+  const ParamInfo forward[] = {
+      {"a", nullptr, 1, {64}, ParamInit::Normal, 1.0f},
+      {"b", nullptr, 1, {64}, ParamInit::Normal, 1.0f},
+  };
+  const ParamInfo backward[] = {forward[1], forward[0]};
+  ModelInfo first = modelWith(forward, 2), second = modelWith(backward, 2);
+  Weights one, two, again;
+  std::string error;
+  ASSERT_TRUE(one.initRandom(first, error));
+  ASSERT_TRUE(two.initRandom(second, error));
+  ASSERT_TRUE(again.initRandom(first, error));
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(one.pointers()[0][i], two.pointers()[1][i]);
+    EXPECT_EQ(one.pointers()[1][i], two.pointers()[0][i]);
+    EXPECT_EQ(one.pointers()[0][i], again.pointers()[0][i]);
+  }
+  // Different names, different streams.
+  EXPECT_NE(one.pointers()[0][0], one.pointers()[1][0]);
+}
+
+} // namespace
