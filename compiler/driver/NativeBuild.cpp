@@ -89,7 +89,8 @@ Error buildNative(StringRef cppPath, ArtifactKind kind, StringRef outPath,
                             : (cppPath.drop_back(4) + ".o").str();
   std::vector<std::string> compile = {*cxx, "-std=c++17", "-O3", "-fPIC",
                                       "-fno-exceptions",
-                                      "-I" TFM_RUNTIME_INCLUDE_DIR};
+                                      "-I" TFM_RUNTIME_INCLUDE_DIR,
+                                      "-I" + sys::path::parent_path(cppPath).str()};
   if (options.native) {
     compile.push_back("-march=native");
     compile.push_back("-DHWY_COMPILE_ONLY_STATIC=1");

@@ -231,7 +231,13 @@ int main(int argc, char **argv) {
     Stage stage("emit Highway C++");
     raw_string_ostream os(cpp);
     tfm::HighwayEmitStats stats;
-    if (failed(tfm::emitHighwayCpp(*module, cName, os, &stats)))
+    // Saved as <cName>.cpp for native builds; with --emit=cpp, under the
+    // name -o gives it.
+    std::string fileName = emit == Emit::Cpp && !outputPath.empty() &&
+                                   outputPath != "-"
+                               ? sys::path::filename(outputPath).str()
+                               : cName + ".cpp";
+    if (failed(tfm::emitHighwayCpp(*module, cName, fileName, os, &stats)))
       return internalError("the Highway backend failed");
     if (verbose)
       errs() << "tfm-compile: " << stats.functions << " functions, "

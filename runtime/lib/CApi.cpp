@@ -79,8 +79,7 @@ tfm_model *tfm_rt_create(const ModelInfo *info, const char *weights_path,
     return nullptr;
   auto *model = new (std::nothrow) tfm_model;
   if (!model) {
-    writeMessage(err, err_len, "out of memory creating model '%s'",
-                 info->name);
+    writeMessage(err, err_len, "out of memory creating model '%s'", info->name);
     return nullptr;
   }
   std::string error;
@@ -94,8 +93,7 @@ tfm_model *tfm_rt_create(const ModelInfo *info, const char *weights_path,
   size_t idsPerInput = size_t(info->maxBatch * info->maxSeqLen);
   // int64 ids are narrowed to int32 here; one block, one slice per input.
   if (!model->idBuffer.allocate(inputs * idsPerInput * sizeof(int32_t))) {
-    writeMessage(err, err_len, "out of memory creating model '%s'",
-                 info->name);
+    writeMessage(err, err_len, "out of memory creating model '%s'", info->name);
     delete model;
     return nullptr;
   }
@@ -114,8 +112,8 @@ tfm_model *tfm_rt_create(const ModelInfo *info, const char *weights_path,
   return model;
 }
 
-int tfm_rt_forward(tfm_model *model, const tfm_tensor *inputs,
-                   size_t n_inputs, tfm_tensor *output) {
+int tfm_rt_forward(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
+                   tfm_tensor *output) {
   if (!model)
     return 1;
   model->error[0] = '\0';
@@ -123,8 +121,8 @@ int tfm_rt_forward(tfm_model *model, const tfm_tensor *inputs,
   char *error = model->error;
   size_t length = sizeof(model->error);
   if (n_inputs != info.numInputs || (!inputs && n_inputs)) {
-    writeMessage(error, length, "%s: expected %zu input(s), got %zu",
-                 info.name, info.numInputs, inputs ? n_inputs : size_t(0));
+    writeMessage(error, length, "%s: expected %zu input(s), got %zu", info.name,
+                 info.numInputs, inputs ? n_inputs : size_t(0));
     return 1;
   }
   if (!output) {
@@ -149,8 +147,8 @@ int tfm_rt_forward(tfm_model *model, const tfm_tensor *inputs,
   }
   OutputShape shape;
   if (!prepareInputs(info, model->tensors.data(), model->sources.data(),
-                     model->idScratch.data(), model->views.data(), shape,
-                     error, length))
+                     model->idScratch.data(), model->views.data(), shape, error,
+                     length))
     return 1;
 
   output->dtype = TFM_F32;

@@ -126,8 +126,8 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
         ++index;
       if (index == model.numInputs) {
         error = "--input " + std::string(spec) + ": unknown input '" +
-                std::string(name) + "' (this model's inputs: " +
-                inputNames(model) + ")";
+                std::string(name) +
+                "' (this model's inputs: " + inputNames(model) + ")";
         return false;
       }
       if (options.inputFiles[index]) {
@@ -165,9 +165,9 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
       return false;
     }
   }
-  bool anyInput = std::any_of(options.inputFiles.begin(),
-                              options.inputFiles.end(),
-                              [](const char *f) { return f != nullptr; });
+  bool anyInput =
+      std::any_of(options.inputFiles.begin(), options.inputFiles.end(),
+                  [](const char *f) { return f != nullptr; });
   for (size_t i = 0; anyInput && i < model.numInputs; ++i)
     if (!options.inputFiles[i]) {
       error = std::string("missing --input ") + model.inputs[i].name +
@@ -311,8 +311,8 @@ int runModelMain(const ModelInfo &model, int argc, char **argv) {
                  "for\n",
                  program, instance.threads(), options.threads);
 
-  int64_t warmup = options.warmup >= 0 ? options.warmup
-                                       : (options.bench > 0 ? 2 : 0);
+  int64_t warmup =
+      options.warmup >= 0 ? options.warmup : (options.bench > 0 ? 2 : 0);
   for (int64_t i = 0; i < warmup; ++i)
     instance.forward(views.data(), nullptr);
   std::vector<double> times;
@@ -325,7 +325,7 @@ int runModelMain(const ModelInfo &model, int argc, char **argv) {
   }
 
   TensorRef output = {DType::F32, outputShape.rank, outputShape.shape,
-                       instance.outputBuffer()};
+                      instance.outputBuffer()};
   if (options.output) {
     if (!writeNpy(options.output, output, error)) {
       reportError(program, error);

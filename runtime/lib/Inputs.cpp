@@ -13,8 +13,8 @@ namespace tfm::rt {
 namespace {
 
 /// Formats into the caller's fixed buffer: reporting must not allocate.
-__attribute__((format(printf, 3, 4))) bool
-fail(char *error, size_t length, const char *format, ...) {
+__attribute__((format(printf, 3, 4))) bool fail(char *error, size_t length,
+                                                const char *format, ...) {
   if (error && length) {
     va_list args;
     va_start(args, format);
@@ -56,9 +56,8 @@ bool prepareOne(const ModelInfo &model, const InputInfo &info,
   bool ids = info.kind == InputKind::TokenIds;
   if (ids) {
     if (tensor.dtype != DType::I32 && tensor.dtype != DType::I64)
-      return fail(error, length,
-                  "%s: token ids must be int32 or int64, not %s", source,
-                  dtypeName(tensor.dtype));
+      return fail(error, length, "%s: token ids must be int32 or int64, not %s",
+                  source, dtypeName(tensor.dtype));
     if (tensor.rank != 1 && tensor.rank != 2)
       return fail(error, length,
                   "%s: token ids must have shape [seq] or [batch, seq], not "
@@ -66,9 +65,8 @@ bool prepareOne(const ModelInfo &model, const InputInfo &info,
                   source, shape.c_str());
   } else {
     if (tensor.dtype != DType::F32)
-      return fail(error, length,
-                  "%s: embeddings must be float32, not %s", source,
-                  dtypeName(tensor.dtype));
+      return fail(error, length, "%s: embeddings must be float32, not %s",
+                  source, dtypeName(tensor.dtype));
     if (tensor.rank != 2 && tensor.rank != 3)
       return fail(error, length,
                   "%s: embeddings must have shape [seq, %" PRId64
@@ -114,8 +112,7 @@ bool prepareOne(const ModelInfo &model, const InputInfo &info,
     return true;
   if (tensor.dtype == DType::I32)
     return checkIds(static_cast<const int32_t *>(tensor.data), batch, seq,
-                    hasBatch, model.vocabSize, nullptr, source, error,
-                    length);
+                    hasBatch, model.vocabSize, nullptr, source, error, length);
   if (!scratch)
     return fail(error, length,
                 "%s: internal error: no buffer to narrow int64 ids into",
@@ -169,9 +166,9 @@ bool prepareInputs(const ModelInfo &model, const TensorRef *tensors,
 }
 
 TensorRef DefaultInput::ref() const {
-  const void *data = dtype == DType::F32 ? static_cast<const void *>(
-                                               floats.data())
-                                         : ids.data();
+  const void *data = dtype == DType::F32
+                         ? static_cast<const void *>(floats.data())
+                         : ids.data();
   return {dtype, rank, shape, data};
 }
 

@@ -39,9 +39,8 @@ bool MappedFile::open(const char *path, std::string &error) {
   }
   if (!S_ISREG(info.st_mode)) {
     ::close(fd);
-    return fail(S_ISDIR(info.st_mode) ? "is a directory"
-                                      : "is not a regular file",
-                0);
+    return fail(
+        S_ISDIR(info.st_mode) ? "is a directory" : "is not a regular file", 0);
   }
   // An empty file cannot be mapped; it is simply zero bytes long.
   if (info.st_size == 0) {

@@ -78,9 +78,8 @@ public:
 
 private:
   void skipSpace() {
-    while (pos < text.size() &&
-           (text[pos] == ' ' || text[pos] == '\t' || text[pos] == '\n' ||
-            text[pos] == '\r'))
+    while (pos < text.size() && (text[pos] == ' ' || text[pos] == '\t' ||
+                                 text[pos] == '\n' || text[pos] == '\r'))
       ++pos;
   }
   bool consume(char c) {
@@ -94,8 +93,8 @@ private:
   bool expect(char c, std::string &problem) {
     if (consume(c))
       return true;
-    problem = std::string("expected '") + c + "' at offset " +
-              std::to_string(pos);
+    problem =
+        std::string("expected '") + c + "' at offset " + std::to_string(pos);
     return false;
   }
   bool parseString(std::string &out, std::string &problem) {
@@ -157,8 +156,8 @@ private:
       if (pos < text.size() && text[pos] == 'L')
         ++pos;
       if (shape.size() == kMaxRank) {
-        problem = "shape has more than " + std::to_string(kMaxRank) +
-                  " dimensions";
+        problem =
+            "shape has more than " + std::to_string(kMaxRank) + " dimensions";
         return false;
       }
       shape.push_back(value);
@@ -255,8 +254,8 @@ bool parseNpy(const unsigned char *bytes, size_t size, const char *path,
   uint64_t needed = elements * dtypeSize(out.dtype);
   if (needed != dataBytes)
     return fail(std::string(needed > dataBytes ? "truncated: " : "") +
-                "shape " + shapeText.c_str() + " of " +
-                dtypeName(out.dtype) + " needs " + std::to_string(needed) +
+                "shape " + shapeText.c_str() + " of " + dtypeName(out.dtype) +
+                " needs " + std::to_string(needed) +
                 " bytes of data, the file has " + std::to_string(dataBytes));
   if (!out.data.allocate(size_t(needed)))
     return fail("out of memory reading " + std::to_string(needed) + " bytes");
@@ -308,15 +307,21 @@ bool writeNpy(const char *path, const TensorRef &tensor, std::string &error) {
   std::FILE *file = std::fopen(path, "wb");
   if (!file)
     return fail(errno);
-  unsigned char preamble[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  unsigned char preamble[10] = {0x93,
+                                'N',
+                                'U',
+                                'M',
+                                'P',
+                                'Y',
+                                1,
+                                0,
                                 uint8_t(header.size() & 0xff),
                                 uint8_t(header.size() >> 8)};
-  bool ok = std::fwrite(preamble, 1, sizeof(preamble), file) ==
-                sizeof(preamble) &&
-            std::fwrite(header.data(), 1, header.size(), file) ==
-                header.size() &&
-            (dataBytes == 0 ||
-             std::fwrite(tensor.data, 1, dataBytes, file) == dataBytes);
+  bool ok =
+      std::fwrite(preamble, 1, sizeof(preamble), file) == sizeof(preamble) &&
+      std::fwrite(header.data(), 1, header.size(), file) == header.size() &&
+      (dataBytes == 0 ||
+       std::fwrite(tensor.data, 1, dataBytes, file) == dataBytes);
   int err = errno;
   if (std::fclose(file) != 0 && ok) {
     ok = false;

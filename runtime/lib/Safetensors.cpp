@@ -48,9 +48,7 @@ private:
   std::string text;
 };
 
-std::string quoted(llvm::StringRef name) {
-  return "'" + name.str() + "'";
-}
+std::string quoted(llvm::StringRef name) { return "'" + name.str() + "'"; }
 
 /// Checks one header entry; returns false after recording a problem.
 bool parseEntry(llvm::StringRef name, const llvm::json::Value &value,
@@ -81,8 +79,7 @@ bool parseEntry(llvm::StringRef name, const llvm::json::Value &value,
   for (const llvm::json::Value &dim : *shape) {
     std::optional<int64_t> size = dim.getAsInteger();
     if (!size || *size < 0) {
-      problems.add(tensor +
-                   ": 'shape' must hold non-negative integers only");
+      problems.add(tensor + ": 'shape' must hold non-negative integers only");
       return false;
     }
     out.shape.push_back(*size);
@@ -98,8 +95,8 @@ bool parseEntry(llvm::StringRef name, const llvm::json::Value &value,
                           "end) with 0 <= begin <= end");
     return false;
   }
-  std::string range = "data [" + std::to_string(*begin) + ", " +
-                      std::to_string(*end) + ")";
+  std::string range =
+      "data [" + std::to_string(*begin) + ", " + std::to_string(*end) + ")";
   if (uint64_t(*end) > dataBytes) {
     problems.add(tensor + " " + range + " exceeds the file's data (" +
                  std::to_string(dataBytes) + " bytes)");
@@ -206,8 +203,7 @@ bool SafetensorsFile::open(const char *path, std::string &error) {
   entries.reserve(names.size());
   for (llvm::StringRef name : names) {
     SafetensorsTensor entry;
-    if (parseEntry(name, *tensors->get(name), data, dataBytes, entry,
-                   problems))
+    if (parseEntry(name, *tensors->get(name), data, dataBytes, entry, problems))
       entries.push_back(std::move(entry));
   }
   if (!problems.empty()) {
@@ -219,9 +215,9 @@ bool SafetensorsFile::open(const char *path, std::string &error) {
 }
 
 const SafetensorsTensor *SafetensorsFile::find(std::string_view name) const {
-  auto it = std::lower_bound(
-      entries.begin(), entries.end(), name,
-      [](const SafetensorsTensor &t, std::string_view n) { return t.name < n; });
+  auto it = std::lower_bound(entries.begin(), entries.end(), name,
+                             [](const SafetensorsTensor &t,
+                                std::string_view n) { return t.name < n; });
   if (it == entries.end() || it->name != name)
     return nullptr;
   return &*it;

@@ -31,10 +31,27 @@ inline void cpuRelax() {
 #endif
 }
 
-// About 50-100 microseconds of pause instructions: longer than the gap
-// between two loops of a forward pass, short enough not to burn a core
-// between passes.
-constexpr int kSpinIterations = 20000;
+// Waiting spins on `pause` first (the next loop of a forward pass usually
+// starts within microseconds), then yields the core (so that with more
+// threads than cores the thread being waited for gets to run), and workers
+// finally sleep (so an idle pool costs nothing between forward passes).
+constexpr int kPauseSpins = 2000;
+constexpr int kYieldSpins = 2000;
+
+/// Waits until `done()` is true, or returns false once the spinning budget
+/// is spent when `mayGiveUp`.
+template <typename Done> bool spinUntil(const Done &done, bool mayGiveUp) {
+  for (int64_t spin = 0;; ++spin) {
+    if (done())
+      return true;
+    if (spin < kPauseSpins)
+      cpuRelax();
+    else if (!mayGiveUp || spin < kPauseSpins + kYieldSpins)
+      sched_yield();
+    else
+      return false;
+  }
+}
 
 // A loop body that itself calls run() executes its loop inline: the
 // workers are busy with the outer loop, and waiting for them would
@@ -78,16 +95,17 @@ struct ThreadPool::State {
   void workerLoop(int index) {
     uint64_t seen = 0;
     for (;;) {
-      uint64_t current = generation.load(std::memory_order_acquire);
-      for (int spin = 0; current == seen && spin < kSpinIterations; ++spin) {
-        cpuRelax();
-        current = generation.load(std::memory_order_acquire);
-      }
-      if (current == seen) {
+      uint64_t current = seen;
+      bool started = spinUntil(
+          [&] {
+            current = generation.load(std::memory_order_acquire);
+            return current != seen;
+          },
+          /*mayGiveUp=*/true);
+      if (!started) {
         std::unique_lock<std::mutex> lock(mutex);
         wake.wait(lock, [&] {
-          return stopping ||
-                 generation.load(std::memory_order_acquire) != seen;
+          return stopping || generation.load(std::memory_order_acquire) != seen;
         });
         if (stopping)
           return;
@@ -137,8 +155,7 @@ ThreadPool::~ThreadPool() {
 
 int ThreadPool::size() const { return state->threads; }
 
-void ThreadPool::run(int64_t n, void (*body)(void *ctx, int64_t i),
-                     void *ctx) {
+void ThreadPool::run(int64_t n, void (*body)(void *ctx, int64_t i), void *ctx) {
   if (n <= 0)
     return;
   if (state->threads == 1 || n == 1 || insideLoop) {
@@ -158,13 +175,8 @@ void ThreadPool::run(int64_t n, void (*body)(void *ctx, int64_t i),
   }
   state->wake.notify_all();
   state->runChunk(0);
-  for (int spin = 0; state->pending.load(std::memory_order_acquire) != 0;
-       ++spin) {
-    if (spin < kSpinIterations)
-      cpuRelax();
-    else
-      sched_yield();
-  }
+  spinUntil([&] { return state->pending.load(std::memory_order_acquire) == 0; },
+            /*mayGiveUp=*/false);
 }
 
 } // namespace tfm::rt

@@ -66,8 +66,8 @@ bool Weights::load(const ModelInfo &model, const char *path,
     if (!tensor && param.alias)
       tensor = file.find(param.alias);
     if (!tensor) {
-      std::string what = std::string("missing tensor '") + param.name +
-                         "' " + shapeOf(param);
+      std::string what =
+          std::string("missing tensor '") + param.name + "' " + shapeOf(param);
       if (param.alias)
         what += std::string(" (or its alias '") + param.alias + "')";
       problem(what);
@@ -85,18 +85,18 @@ bool Weights::load(const ModelInfo &model, const char *path,
     }
     source[i] = tensor;
     // float32 data is used where it lies unless misaligned for a float.
-    bool inPlace = tensor->dtype == TensorDType::F32 &&
-                   reinterpret_cast<uintptr_t>(tensor->data) % alignof(float) ==
-                       0;
+    bool inPlace =
+        tensor->dtype == TensorDType::F32 &&
+        reinterpret_cast<uintptr_t>(tensor->data) % alignof(float) == 0;
     if (!inPlace)
       ownedBytes += alignedFloatBytes(elements);
   }
   for (size_t t = 0; t < tensors.size(); ++t)
     if (!used[t])
-      problem("unexpected tensor '" + tensors[t].name + "' " +
-              ShapeText(tensors[t].shape.data(), tensors[t].shape.size())
-                  .c_str() +
-              " (not a parameter of model '" + model.name + "')");
+      problem(
+          "unexpected tensor '" + tensors[t].name + "' " +
+          ShapeText(tensors[t].shape.data(), tensors[t].shape.size()).c_str() +
+          " (not a parameter of model '" + model.name + "')");
   if (!problems.empty()) {
     error = std::move(problems);
     return false;

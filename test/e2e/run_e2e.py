@@ -64,10 +64,23 @@ def case_seed(name):
     return zlib.crc32(name.encode("utf-8")) & 0x7FFFFFFF
 
 
-def _tail(text, lines=4, chars=400):
+def _clip(line, n):
+    return line if len(line) <= n else line[: n - 3] + "..."
+
+
+def _tail(text, lines=3, width=160):
+    """One line for a report: the first line mentioning an error (where the
+    cause usually is) and the last `lines` lines, each clipped; the full
+    text is in the case directory."""
     ls = [l.strip() for l in text.strip().splitlines() if l.strip()]
-    t = " | ".join(ls[-lines:])
-    return t if len(t) <= chars else "..." + t[-chars:]
+    if not ls:
+        return "(no stderr)"
+    tail = ls[-lines:]
+    first = next((l for l in ls if "error" in l.lower()), None)
+    parts = []
+    if first is not None and first not in tail:
+        parts = [_clip(first, width), "..."]
+    return " | ".join(parts + [_clip(l, width) for l in tail])
 
 
 # ---------------------------------------------------------------------------

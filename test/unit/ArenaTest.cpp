@@ -10,9 +10,7 @@ using namespace tfm::rt;
 
 namespace {
 
-bool aligned(const void *p) {
-  return reinterpret_cast<uintptr_t>(p) % 64 == 0;
-}
+bool aligned(const void *p) { return reinterpret_cast<uintptr_t>(p) % 64 == 0; }
 
 TEST(Arena, BuffersAreCacheLineAlignedAndDisjoint) {
   Arena arena(1024);

@@ -20,6 +20,9 @@ namespace {
 
 constexpr int64_t kVocab = 16, kWidth = 8, kMaxSeq = 32, kMaxBatch = 2;
 
+// The arena of generated code is sized by the compiler; here, by hand.
+constexpr size_t kArenaBytes = kMaxBatch * kMaxSeq * kWidth * sizeof(float);
+
 const ParamInfo kParams[] = {
     {"embed.weight", nullptr, 2, {kVocab, kWidth}, ParamInit::Uniform, 1.0f},
     {"bias", nullptr, 1, {kWidth}, ParamInit::Zeros, 0.0f},
@@ -57,10 +60,19 @@ void forward(const float *const *weights, const InputView *inputs,
 } // namespace
 
 extern const ModelInfo kModel = {
-    "fake",    kParams, 2,      kInputs, 1,
-    kWidth,    kVocab,  kWidth, kMaxSeq, kMaxBatch,
-    size_t(kMaxBatch * kMaxSeq * kWidth * sizeof(float)),
-    matmulFlops, forward,
+    /*name=*/"fake",
+    /*params=*/kParams,
+    /*numParams=*/2,
+    /*inputs=*/kInputs,
+    /*numInputs=*/1,
+    /*dModel=*/kWidth,
+    /*vocabSize=*/kVocab,
+    /*outputWidth=*/kWidth,
+    /*maxSeqLen=*/kMaxSeq,
+    /*maxBatch=*/kMaxBatch,
+    /*arenaBytes=*/kArenaBytes,
+    /*matmulFlops=*/matmulFlops,
+    /*forward=*/forward,
 };
 
 } // namespace tfm::rt

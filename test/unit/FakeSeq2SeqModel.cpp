@@ -16,11 +16,22 @@ namespace {
 
 constexpr int64_t kVocab = 16, kWidth = 8, kMaxSeq = 16, kMaxBatch = 2;
 
+// The arena of generated code is sized by the compiler; here, by hand.
+constexpr size_t kArenaBytes = kMaxBatch * kWidth * sizeof(float);
+
 const ParamInfo kParams[] = {
-    {"src_embed.weight", "embed.weight", 2, {kVocab, kWidth},
-     ParamInit::Normal, 1.0f},
-    {"tgt_embed.weight", "embed.weight", 2, {kVocab, kWidth},
-     ParamInit::Normal, 1.0f},
+    {"src_embed.weight",
+     "embed.weight",
+     2,
+     {kVocab, kWidth},
+     ParamInit::Normal,
+     1.0f},
+    {"tgt_embed.weight",
+     "embed.weight",
+     2,
+     {kVocab, kWidth},
+     ParamInit::Normal,
+     1.0f},
 };
 
 const InputInfo kInputs[] = {{"src", InputKind::TokenIds},
@@ -58,10 +69,19 @@ void forward(const float *const *weights, const InputView *inputs,
 } // namespace
 
 extern const ModelInfo kModel = {
-    "fake_seq2seq", kParams, 2,      kInputs, 2,
-    kWidth,         kVocab,  kWidth, kMaxSeq, kMaxBatch,
-    size_t(kMaxBatch * kWidth * sizeof(float)),
-    matmulFlops,    forward,
+    /*name=*/"fake_seq2seq",
+    /*params=*/kParams,
+    /*numParams=*/2,
+    /*inputs=*/kInputs,
+    /*numInputs=*/2,
+    /*dModel=*/kWidth,
+    /*vocabSize=*/kVocab,
+    /*outputWidth=*/kWidth,
+    /*maxSeqLen=*/kMaxSeq,
+    /*maxBatch=*/kMaxBatch,
+    /*arenaBytes=*/kArenaBytes,
+    /*matmulFlops=*/matmulFlops,
+    /*forward=*/forward,
 };
 
 } // namespace tfm::rt

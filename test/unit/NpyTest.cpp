@@ -1,7 +1,7 @@
 //===- NpyTest.cpp - the .npy reader and writer ---------------------------===//
 
-#include "RuntimeTestUtil.h"
 #include "tfm/runtime/Npy.h"
+#include "RuntimeTestUtil.h"
 
 #include "gtest/gtest.h"
 
@@ -29,9 +29,9 @@ TEST(Npy, ReadsEachDTypeInEachVersion) {
   for (int major : {1, 2, 3}) {
     NpyArray array;
     std::string error;
-    ASSERT_TRUE(parse(npyImage("<f4", {2, 3}, f32Bytes({1, 2, 3, 4, 5, 6.5f}),
-                               major),
-                      array, error))
+    ASSERT_TRUE(
+        parse(npyImage("<f4", {2, 3}, f32Bytes({1, 2, 3, 4, 5, 6.5f}), major),
+              array, error))
         << error;
     EXPECT_EQ(array.dtype, DType::F32);
     EXPECT_EQ(array.shape, std::vector<int64_t>({2, 3}));
@@ -60,8 +60,7 @@ TEST(Npy, AcceptsNotApplicableByteOrderAndEmptyArrays) {
   EXPECT_EQ(array.dtype, DType::I32);
   ASSERT_TRUE(parse(npyImage("<f4", {0, 3}, ""), array, error)) << error;
   EXPECT_EQ(array.shape, std::vector<int64_t>({0, 3}));
-  ASSERT_TRUE(parse(npyImage("<f4", {}, f32Bytes({2})), array, error))
-      << error;
+  ASSERT_TRUE(parse(npyImage("<f4", {}, f32Bytes({2})), array, error)) << error;
   EXPECT_TRUE(array.shape.empty());
 }
 
@@ -171,9 +170,9 @@ TEST(Npy, RejectsMalformedHeader) {
   image = std::string("\x93NUMPY\x01\x00", 8);
   image += char(header.size());
   image += char(0);
-  EXPECT_NE(parseError(image + header + f32Bytes({1}))
-                .find("expected True or False"),
-            std::string::npos);
+  EXPECT_NE(
+      parseError(image + header + f32Bytes({1})).find("expected True or False"),
+      std::string::npos);
 }
 
 TEST(Npy, MissingFileNamesTheFile) {
@@ -191,8 +190,8 @@ TEST(Npy, WriterRoundTripsWithAlignedData) {
   for (int s = 0; s < 2; ++s) {
     std::string path = tempPath("out.npy");
     std::string error;
-    ASSERT_TRUE(
-        writeNpy(path.c_str(), {DType::F32, ranks[s], shapes[s], values}, error))
+    ASSERT_TRUE(writeNpy(path.c_str(),
+                         {DType::F32, ranks[s], shapes[s], values}, error))
         << error;
     std::string bytes = readFile(path);
     size_t headerLength = uint8_t(bytes[8]) | (uint8_t(bytes[9]) << 8);

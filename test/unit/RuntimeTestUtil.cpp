@@ -93,14 +93,13 @@ std::string safetensorsImage(const std::vector<StTensor> &tensors,
   return safetensorsRaw(header, data);
 }
 
-std::string safetensorsRaw(const std::string &header,
-                           const std::string &data) {
+std::string safetensorsRaw(const std::string &header, const std::string &data) {
   return littleEndian(header.size(), 8) + header + data;
 }
 
 std::string npyImage(const std::string &descr,
-                     const std::vector<int64_t> &shape,
-                     const std::string &data, int major, bool fortranOrder) {
+                     const std::vector<int64_t> &shape, const std::string &data,
+                     int major, bool fortranOrder) {
   std::string header = "{'descr': '" + descr + "', 'fortran_order': " +
                        (fortranOrder ? "True" : "False") + ", 'shape': (";
   for (size_t i = 0; i < shape.size(); ++i)

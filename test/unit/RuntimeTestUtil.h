@@ -1,4 +1,4 @@
-//===- RuntimeTestUtil.h - files and processes for runtime tests -*- C++ -*-===//
+//===- RuntimeTestUtil.h - files and processes for tests --------*- C++ -*-===//
 //
 // Builds safetensors and .npy images byte by byte (so tests can damage
 // them on purpose) and runs the fake model executables.
@@ -41,9 +41,8 @@ std::string safetensorsRaw(const std::string &header, const std::string &data);
 
 /// A .npy image: `descr` as written into the header ("<f4"), any version.
 std::string npyImage(const std::string &descr,
-                     const std::vector<int64_t> &shape,
-                     const std::string &data, int major = 1,
-                     bool fortranOrder = false);
+                     const std::vector<int64_t> &shape, const std::string &data,
+                     int major = 1, bool fortranOrder = false);
 
 struct RunResult {
   int exitCode; // -SIGNAL when killed by a signal

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RuntimeTestUtil.h"
 #include "tfm/runtime/Safetensors.h"
+#include "RuntimeTestUtil.h"
 
 #include "gtest/gtest.h"
 
@@ -74,14 +74,13 @@ TEST(Safetensors, MissingFile) {
   SafetensorsFile file;
   std::string error;
   EXPECT_FALSE(file.open("/nonexistent/w.safetensors", error));
-  EXPECT_EQ(error,
-            "/nonexistent/w.safetensors: cannot open: No such file or "
-            "directory");
+  EXPECT_EQ(error, "/nonexistent/w.safetensors: cannot open: No such file or "
+                   "directory");
 }
 
 TEST(Safetensors, FileShorterThanTheLengthField) {
-  EXPECT_NE(openError("\x10\x00\x00").find(
-                "file of 3 bytes is too short for a safetensors file"),
+  EXPECT_NE(openError(std::string("\x10\x00\x00", 3))
+                .find("file of 3 bytes is too short for a safetensors file"),
             std::string::npos);
 }
 
@@ -104,16 +103,15 @@ TEST(Safetensors, HugeHeaderLengthFailsBeforeAllocating) {
 
 TEST(Safetensors, HeaderIsNotJson) {
   std::string error = openError(safetensorsRaw("{\"x\": [", ""));
-  EXPECT_NE(error.find("header is not valid JSON"), std::string::npos)
-      << error;
+  EXPECT_NE(error.find("header is not valid JSON"), std::string::npos) << error;
   error = openError(safetensorsRaw("[1, 2]", ""));
   EXPECT_NE(error.find("header is not a JSON object"), std::string::npos)
       << error;
 }
 
 TEST(Safetensors, UnsupportedDTypeNamesTensorAndDType) {
-  std::string error = openError(safetensorsImage(
-      {{"layers.0.ids", "I64", {2}, i64Bytes({1, 2})}}));
+  std::string error = openError(
+      safetensorsImage({{"layers.0.ids", "I64", {2}, i64Bytes({1, 2})}}));
   EXPECT_NE(error.find("tensor 'layers.0.ids' has dtype I64, which tfm does "
                        "not load (supported: F32, F16, BF16)"),
             std::string::npos)
@@ -121,8 +119,9 @@ TEST(Safetensors, UnsupportedDTypeNamesTensorAndDType) {
 }
 
 TEST(Safetensors, DataPastTheEndOfFile) {
-  std::string image = safetensorsImage(
-      {{"a", "F32", {2}, f32Bytes({1, 2})}, {"w", "F32", {4}, f32Bytes({1, 2, 3, 4})}});
+  std::string image =
+      safetensorsImage({{"a", "F32", {2}, f32Bytes({1, 2})},
+                        {"w", "F32", {4}, f32Bytes({1, 2, 3, 4})}});
   std::string error = openError(image.substr(0, image.size() - 4));
   EXPECT_NE(error.find("tensor 'w' data [8, 24) exceeds the file's data (20 "
                        "bytes)"),

@@ -30,9 +30,8 @@ TEST(ThreadPool, EveryIndexExactlyOnce) {
 TEST(ThreadPool, ChunksAreContiguousAndSpread) {
   ThreadPool pool(4);
   std::vector<std::thread::id> owner(8);
-  pool.parallelFor(8, [&](int64_t i) {
-    owner[size_t(i)] = std::this_thread::get_id();
-  });
+  pool.parallelFor(
+      8, [&](int64_t i) { owner[size_t(i)] = std::this_thread::get_id(); });
   // Pairs of neighbours share a thread; the caller takes the first chunk.
   for (int i = 0; i < 8; i += 2)
     EXPECT_EQ(owner[size_t(i)], owner[size_t(i) + 1]);
@@ -60,7 +59,8 @@ TEST(ThreadPool, NestedLoopRunsInline) {
   ThreadPool pool(2);
   std::vector<std::atomic<int>> hits(16);
   pool.parallelFor(4, [&](int64_t outer) {
-    pool.parallelFor(4, [&](int64_t inner) { hits[size_t(outer * 4 + inner)]++; });
+    pool.parallelFor(4,
+                     [&](int64_t inner) { hits[size_t(outer * 4 + inner)]++; });
   });
   for (auto &hit : hits)
     EXPECT_EQ(hit.load(), 1);

@@ -1,7 +1,7 @@
 //===- WeightsTest.cpp - loading weights against a model's parameters -----===//
 
-#include "RuntimeTestUtil.h"
 #include "tfm/runtime/Weights.h"
+#include "RuntimeTestUtil.h"
 
 #include "gtest/gtest.h"
 
@@ -18,14 +18,12 @@ void noForward(const float *const *, const InputView *, float *, Arena &,
 
 ModelInfo modelWith(const ParamInfo *params, size_t count) {
   static const InputInfo inputs[] = {{"input", InputKind::TokenIds}};
-  return {"test", params, count, inputs, 1,      4,
-          16,     4,      8,     1,      0,      nullptr,
-          noForward};
+  return {"test", params, count, inputs, 1,       4,        16,
+          4,      8,      1,     0,      nullptr, noForward};
 }
 
 const ParamInfo kLayerParams[] = {
-    {"layers.0.linear1.weight", nullptr, 2, {64, 32}, ParamInit::Uniform,
-     0.1f},
+    {"layers.0.linear1.weight", nullptr, 2, {64, 32}, ParamInit::Uniform, 0.1f},
     {"norm.weight", nullptr, 1, {32}, ParamInit::Ones, 0.0f},
 };
 
@@ -53,12 +51,14 @@ TEST(Weights, LoadsFloat32InPlaceAndWidensHalfFloats) {
   std::string path = tempPath("mixed.safetensors");
   // F16: 1, -2, 65504 (max), 2^-24 (smallest subnormal), -0, +inf.
   // BF16: 3.140625, -1.
-  writeFile(path, safetensorsImage(
-                      {{"a", "F32", {2}, f32Bytes({0.25f, -7.0f})},
-                       {"b", "F16", {2, 3},
-                        f16Bytes({0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000,
-                                  0x7c00})},
-                       {"c", "BF16", {2}, f16Bytes({0x4049, 0xbf80})}}));
+  writeFile(path,
+            safetensorsImage(
+                {{"a", "F32", {2}, f32Bytes({0.25f, -7.0f})},
+                 {"b",
+                  "F16",
+                  {2, 3},
+                  f16Bytes({0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000, 0x7c00})},
+                 {"c", "BF16", {2}, f16Bytes({0x4049, 0xbf80})}}));
   Weights weights;
   std::string error;
   ASSERT_TRUE(weights.load(model, path.c_str(), error)) << error;
@@ -103,9 +103,9 @@ TEST(Weights, MisshapenTensorNamesBothShapes) {
   std::string path;
   std::string error = loadError(
       model,
-      safetensorsImage({{"layers.0.linear1.weight", "F32", {64, 31},
-                         zeros(64 * 31)},
-                        {"norm.weight", "F32", {32}, zeros(32)}}),
+      safetensorsImage(
+          {{"layers.0.linear1.weight", "F32", {64, 31}, zeros(64 * 31)},
+           {"norm.weight", "F32", {32}, zeros(32)}}),
       &path);
   EXPECT_EQ(error, path + ": tensor 'layers.0.linear1.weight' has shape [64, "
                           "31], expected [64, 32]");
@@ -116,9 +116,9 @@ TEST(Weights, MissingAndUnexpectedTensorsAreAllReported) {
   std::string path;
   std::string error = loadError(
       model,
-      safetensorsImage({{"layers.0.linear1.weight", "F32", {64, 32},
-                         zeros(64 * 32)},
-                        {"foo", "F32", {3}, zeros(3)}}),
+      safetensorsImage(
+          {{"layers.0.linear1.weight", "F32", {64, 32}, zeros(64 * 32)},
+           {"foo", "F32", {3}, zeros(3)}}),
       &path);
   EXPECT_EQ(error, path + ": missing tensor 'norm.weight' [32]\n" + path +
                        ": unexpected tensor 'foo' [3] (not a parameter of "
@@ -128,9 +128,10 @@ TEST(Weights, MissingAndUnexpectedTensorsAreAllReported) {
 TEST(Weights, UnsupportedDTypeFailsTheLoad) {
   ModelInfo model = modelWith(kLayerParams, 2);
   std::string error = loadError(
-      model, safetensorsImage({{"layers.0.linear1.weight", "F64", {64, 32},
-                                zeros(2 * 64 * 32)},
-                               {"norm.weight", "F32", {32}, zeros(32)}}));
+      model,
+      safetensorsImage(
+          {{"layers.0.linear1.weight", "F64", {64, 32}, zeros(2 * 64 * 32)},
+           {"norm.weight", "F32", {32}, zeros(32)}}));
   EXPECT_NE(error.find("tensor 'layers.0.linear1.weight' has dtype F64"),
             std::string::npos)
       << error;
@@ -144,7 +145,9 @@ const ParamInfo kSharedEmbedding[] = {
 TEST(Weights, AliasFeedsEveryParameterThatNamesIt) {
   ModelInfo model = modelWith(kSharedEmbedding, 2);
   std::string path = tempPath("shared.safetensors");
-  writeFile(path, safetensorsImage({{"embed.weight", "F32", {4, 2},
+  writeFile(path, safetensorsImage({{"embed.weight",
+                                     "F32",
+                                     {4, 2},
                                      f32Bytes({0, 1, 2, 3, 4, 5, 6, 7})}}));
   Weights weights;
   std::string error;
@@ -156,10 +159,11 @@ TEST(Weights, AliasFeedsEveryParameterThatNamesIt) {
 TEST(Weights, OwnNameWinsOverAlias) {
   ModelInfo model = modelWith(kSharedEmbedding, 2);
   std::string path = tempPath("own.safetensors");
-  writeFile(path, safetensorsImage(
-                      {{"embed.weight", "F32", {4, 2}, zeros(8)},
-                       {"src_embed.weight", "F32", {4, 2},
-                        f32Bytes({9, 9, 9, 9, 9, 9, 9, 9})}}));
+  writeFile(path, safetensorsImage({{"embed.weight", "F32", {4, 2}, zeros(8)},
+                                    {"src_embed.weight",
+                                     "F32",
+                                     {4, 2},
+                                     f32Bytes({9, 9, 9, 9, 9, 9, 9, 9})}}));
   Weights weights;
   std::string error;
   ASSERT_TRUE(weights.load(model, path.c_str(), error)) << error;
@@ -225,7 +229,8 @@ TEST(Weights, RandomInitFollowsParamInit) {
   EXPECT_LE(uMax, 0.25);
   EXPECT_LT(uMin, -0.24); // spans the whole range
   EXPECT_GT(uMax, 0.24);
-  double mean = nSum / 10000, stddev = std::sqrt(nSquares / 10000 - mean * mean);
+  double mean = nSum / 10000,
+         stddev = std::sqrt(nSquares / 10000 - mean * mean);
   EXPECT_NEAR(mean, 0.0, 0.06);
   EXPECT_NEAR(stddev, 2.0, 0.06);
   for (int p = 0; p < 4; ++p)

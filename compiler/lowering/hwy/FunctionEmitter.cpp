@@ -108,7 +108,8 @@ LogicalResult FunctionEmitter::emitSignature(bool isEntry) {
   if (isEntry && type.getNumResults() != 1)
     return func.emitError("the entry point must return one tensor");
 
-  SmallVector<std::string> params, flopParams, prologue;
+  // Dynamic sizes first, then pointers: the order emitCall passes them in.
+  SmallVector<std::string> params, pointerParams, flopParams, prologue;
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     auto tensor = dyn_cast<RankedTensorType>(arg.getType());
     if (!tensor)
@@ -152,10 +153,11 @@ LogicalResult FunctionEmitter::emitSignature(bool isEntry) {
       if (isTokens)
         return func.emitError("token ids are only supported as inputs of the "
                               "entry point");
-      params.push_back("const float *" + ptr);
+      pointerParams.push_back("const float *" + ptr);
     }
     buffers[arg] = {ptr, dims};
   }
+  llvm::append_range(params, pointerParams);
   for (unsigned i = 0; !isEntry && i < type.getNumResults(); ++i)
     params.push_back("float *result" + num(i));
 
@@ -247,7 +249,11 @@ void FunctionEmitter::emitMatmul(StringRef what, const std::string &rows,
                                  const std::string &out, int64_t outStride,
                                  std::optional<Activation> act) {
   (void)rowsMax;
-  std::string plusBias = bias.empty() ? "" : " + " + bias + "[n]";
+  // Pointer expressions may be sums ("w + 1024"): index them parenthesised.
+  auto paren = [](const std::string &e) {
+    return e.find(' ') == std::string::npos ? e : "(" + e + ")";
+  };
+  std::string plusBias = bias.empty() ? "" : " + " + paren(bias) + "[n]";
   os << "{ // " << what << ": [" << rows << ", " << k << "] x [" << n << ", "
      << k << "]^T -> [" << rows << ", " << n << "]\n";
   os.indent();
@@ -265,7 +271,7 @@ void FunctionEmitter::emitMatmul(StringRef what, const std::string &rows,
   os << "k::Dot4(" << x << " + r0 * " << xStride << ", " << xStride << ", "
      << w << " + n * " << k << ", " << k << ", acc);\n";
   os << "for (int64_t r = 0; r < 4; ++r)\n";
-  os << "  " << out << "[(r0 + r) * " << outStride << " + n] = acc[r]"
+  os << "  " << paren(out) << "[(r0 + r) * " << outStride << " + n] = acc[r]"
      << plusBias << ";\n";
   os.unindent();
   os << "}\n";
@@ -274,7 +280,7 @@ void FunctionEmitter::emitMatmul(StringRef what, const std::string &rows,
   os.indent();
   os << "for (int64_t r = r0; r < rEnd; ++r)\n";
   os << "  for (int64_t n = 0; n < " << n << "; ++n)\n";
-  os << "    " << out << "[r * " << outStride << " + n] = k::Dot(" << x
+  os << "    " << paren(out) << "[r * " << outStride << " + n] = k::Dot(" << x
      << " + r * " << xStride << ", " << w << " + n * " << k << ", " << k
      << ")" << plusBias << ";\n";
   os.unindent();

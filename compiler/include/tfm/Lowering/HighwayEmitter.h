@@ -19,10 +19,12 @@ struct HighwayEmitStats {
 
 /// Prints `module` (tfm IR as the frontend builds it) as one C++ file that
 /// uses Highway with dynamic dispatch and defines `tfm::rt::kModel` and the C
-/// API functions `<cName>_create/_forward/_destroy`. The file includes itself
-/// through `__FILE__` for Highway's per-target compilation, so compile it by
-/// an absolute path. Errors are MLIR diagnostics on the offending op.
+/// API functions `<cName>_create/_forward/_destroy`. Highway compiles the
+/// file once per SIMD target by including itself as "<fileName>", so it must
+/// be saved under that name and compiled with its folder on the include
+/// path. Errors are MLIR diagnostics on the offending op.
 mlir::LogicalResult emitHighwayCpp(mlir::ModuleOp module, llvm::StringRef cName,
+                                   llvm::StringRef fileName,
                                    llvm::raw_ostream &os,
                                    HighwayEmitStats *stats = nullptr);
 

@@ -1,4 +1,4 @@
-//===- Random.h - deterministic pseudo-random weights and inputs -*- C++ -*-===//
+//===- Random.h - pseudo-random weights and inputs --------------*- C++ -*-===//
 //
 // Runs without files must give the same numbers on every run and for every
 // thread count, and one tensor's numbers must not change when another
@@ -35,8 +35,7 @@ void fillUniform(float *out, size_t count, float bound, uint64_t seed);
 /// N(0, stddev^2), by Box-Muller.
 void fillNormal(float *out, size_t count, float stddev, uint64_t seed);
 /// Uniform in [0, vocabSize).
-void fillTokenIds(int32_t *out, size_t count, int64_t vocabSize,
-                  uint64_t seed);
+void fillTokenIds(int32_t *out, size_t count, int64_t vocabSize, uint64_t seed);
 
 } // namespace tfm::rt
 

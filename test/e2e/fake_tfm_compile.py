@@ -1,0 +1,145 @@
+#!/usr/bin/python3
+"""A stand-in for tfm-compile, to test run_e2e.py itself (not the compiler).
+
+`fake_tfm_compile.py MODEL.json -o EXE [--max-batch N] [--max-seq-len N]`
+writes EXE, a Python script that behaves like the contract's section 4
+executable: --weights W.safetensors --input NAME=X.npy --output OUT.npy
+--threads N.  It reads the weights with test/e2e/safetensors.py (checking
+names and shapes like the real loader), infers shared enc-dec embeddings
+from the file (`embed.weight` alone), checks input dtypes and the compiled
+limits, and computes with reference.py's formula model (b).
+
+TFM_FAKE_MODE (read when compiling) selects a behaviour:
+  exact         correct output (default)
+  unavailable   compile exits 1 with "--emit=exe is not available yet"
+  noisy         adds 1e-3 * (1 + max|out|) to one element (must FAIL: tolerance)
+  threads       --threads 2 perturbs the last bit of one element (must FAIL: bit-identity)
+  float64       writes a float64 output (must FAIL: dtype)
+  nobatch       drops the batch dimension (must FAIL: shape)
+  crash         the executable aborts with a message on stderr (must FAIL: exit status)
+  hang          the executable sleeps past the run timeout (must FAIL: timeout)
+  noexe         compile exits 0 but writes nothing (must FAIL)
+"""
+
+import argparse
+import json
+import os
+import stat
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe")
+
+
+def compile_main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("-o", dest="out", required=True)
+    ap.add_argument("--max-batch", type=int, default=1)
+    ap.add_argument("--max-seq-len", type=int, default=0)
+    ap.add_argument("--emit", default="exe")
+    args = ap.parse_args(argv)
+    mode = os.environ.get("TFM_FAKE_MODE", "exact")
+    if mode not in MODES:
+        print("fake tfm-compile: unknown TFM_FAKE_MODE %r" % mode, file=sys.stderr)
+        return 2
+    if mode == "unavailable" or args.emit != "exe":
+        print("tfm-compile: error: --emit=%s is not available yet: this build has the frontend "
+              "only; use --emit=mlir" % args.emit, file=sys.stderr)
+        return 1
+    sys.path.insert(0, HERE)
+    import reference
+    with open(args.model) as f:
+        desc = json.load(f)
+    try:
+        cfg = reference.Config(desc)
+    except reference.ConfigError as e:
+        print("%s: error: %s" % (args.model, e), file=sys.stderr)
+        return 1
+    max_seq = args.max_seq_len or cfg.max_seq_len
+    if cfg.positional == "learned" and max_seq > cfg.max_seq_len:
+        print("%s: error: --max-seq-len %d exceeds max_seq_len" % (args.model, max_seq), file=sys.stderr)
+        return 1
+    if mode == "noexe":
+        return 0
+    script = "#!%s\nimport sys\nsys.path.insert(0, %r)\nimport fake_tfm_compile\n" \
+             "sys.exit(fake_tfm_compile.exe_main(%r, %d, %d, %r, sys.argv[1:]))\n" % (
+                 sys.executable, HERE, json.dumps(desc), args.max_batch, max_seq, mode)
+    with open(args.out, "w") as f:
+        f.write(script)
+    os.chmod(args.out, os.stat(args.out).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return 0
+
+
+def exe_main(desc_json, max_batch, max_seq, mode, argv):
+    import numpy as np
+    import reference
+    import safetensors as st
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--weights", required=True)
+    ap.add_argument("--input", action="append", default=[])
+    ap.add_argument("--output", required=True)
+    ap.add_argument("--threads", type=int, default=1)
+    args = ap.parse_args(argv)
+    if mode == "crash":
+        print("model: fatal: simulated crash", file=sys.stderr)
+        os.abort()
+    if mode == "hang":
+        import time
+        time.sleep(3600)
+    cfg = reference.Config(json.loads(desc_json))
+    weights = st.load_file(args.weights)
+    shared = cfg.is_encdec and "embed.weight" in weights
+    expected = reference.expected_weights(cfg, shared)
+    for name, shape in expected.items():
+        if name not in weights:
+            print("model: error: %s: missing tensor %s" % (args.weights, name), file=sys.stderr)
+            return 1
+        if tuple(weights[name].shape) != shape:
+            print("model: error: %s: tensor %s is %s, expected %s"
+                  % (args.weights, name, list(weights[name].shape), list(shape)), file=sys.stderr)
+            return 1
+    extra = sorted(set(weights) - set(expected))
+    if extra:
+        print("model: error: %s: unexpected tensors %s" % (args.weights, extra), file=sys.stderr)
+        return 1
+    inputs = {}
+    for spec in args.input:
+        name, _, path = spec.partition("=")
+        a = np.load(path)
+        if cfg.tokens and a.dtype not in (np.int32, np.int64):
+            print("model: error: %s: dtype %s, expected int32 or int64" % (path, a.dtype), file=sys.stderr)
+            return 1
+        if not cfg.tokens and a.dtype != np.float32:
+            print("model: error: %s: dtype %s, expected float32" % (path, a.dtype), file=sys.stderr)
+            return 1
+        batched = a.ndim == (2 if cfg.tokens else 3)
+        if (a.shape[0] if batched else 1) > max_batch or a.shape[-2 if not cfg.tokens else -1] > max_seq:
+            print("model: error: %s: shape %s exceeds the compiled limits (batch %d, seq %d)"
+                  % (path, list(a.shape), max_batch, max_seq), file=sys.stderr)
+            return 1
+        if cfg.tokens and (a.min() < 0 or a.max() >= cfg.vocab_size):
+            print("model: error: %s: token id out of range" % path, file=sys.stderr)
+            return 1
+        inputs[name] = a
+    if sorted(inputs) != sorted(cfg.input_names):
+        print("model: error: inputs %s, expected %s" % (sorted(inputs), list(cfg.input_names)), file=sys.stderr)
+        return 1
+    model = reference.load_weights(reference.build_formula_model(cfg, shared), weights)
+    out = reference.run_model(model, cfg, inputs).numpy().astype(np.float32)
+    flat = out.reshape(-1)
+    if mode == "noisy" and flat.size:
+        flat[flat.size // 2] += 1e-3 * (1.0 + float(np.max(np.abs(out))))
+    if mode == "threads" and args.threads == 2 and flat.size:
+        flat.view(np.uint32)[0] ^= 1
+    if mode == "float64":
+        out = out.astype(np.float64)
+    if mode == "nobatch":
+        out = out.reshape((-1,) + out.shape[-1:])
+    np.save(args.output, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(compile_main(sys.argv[1:]))
