@@ -256,6 +256,11 @@ int main(int argc, char **argv) {
                                   : kind == tfm::ArtifactKind::SharedLibrary
                                       ? "lib" + cName + ".so"
                                       : cName + ".o");
+  // A missing folder is the user's to fix, before minutes of compiling.
+  StringRef outDir = sys::path::parent_path(out);
+  if (!outDir.empty() && !sys::fs::is_directory(outDir))
+    return userError("cannot write '" + out + "': folder '" + outDir +
+                     "' does not exist");
   SmallString<128> scratchDir;
   if (std::error_code ec =
           sys::fs::createUniqueDirectory("tfm-compile", scratchDir))

@@ -9,7 +9,7 @@ sizes 7, 8, 24, 32, 80, d_model 21/48/96/160, d_ff 50.
 """
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, Optional
 
 

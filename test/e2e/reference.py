@@ -1242,9 +1242,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--self-test", action="store_true", help="run the self-test")
     p.add_argument("-v", "--verbose", action="store_true")
-    p.add_argument("--with-cases", action="store_true", default=True,
-                   help="also cross-check every case of cases.py (default)")
-    p.add_argument("--no-cases", dest="with_cases", action="store_false")
+    p.add_argument("--no-cases", dest="with_cases", action="store_false",
+                   help="skip the models of cases.py (checked by default)")
     args = p.parse_args(argv)
     if not args.self_test:
         p.print_help()
