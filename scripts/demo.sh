@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# The main job: installs, builds, then compiles an example model description
-# into tfm IR and prints it. (Native code generation comes with the Highway
-# backend; until then the IR is what tfm-compile produces.)
+# The main job: installs, builds, compiles an example model to a native
+# executable and runs it (random weights and input: no files needed),
+# printing its output summary and the bench line.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 ./scripts/build.sh >/dev/null
-bin="${TFM_BUILD_DIR:-build}/bin"
-"$bin/tfm-compile" "${1:-examples/tiny-encoder.json}" --emit=mlir -v
+build_dir="${TFM_BUILD_DIR:-build}"
+model="${1:-examples/tiny-decoder.json}"
+exe="$build_dir/demo/$(basename "$model" .json)"
+mkdir -p "$build_dir/demo"
+"$build_dir/bin/tfm-compile" "$model" -o "$exe" -v
+"$exe"
+"$exe" --bench 20
