@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything tfm needs to build and test on Debian 12.
 # Idempotent and non-interactive: safe to run on every CI start.
+# --bench also installs what bench/run.sh needs: oneDNN, gnuplot, and OpenBLAS
+# (libtorch recommends it; without it torch runs on the reference libblas3).
 set -euo pipefail
 
 packages=(
@@ -12,6 +14,12 @@ packages=(
   # Test oracle (PyTorch 1.13 runs under /usr/bin/python3)
   python3 python3-numpy python3-torch
 )
+if [ "${1:-}" = "--bench" ]; then
+  packages+=(libdnnl-dev gnuplot-nox libopenblas0-pthread)
+elif [ $# -gt 0 ]; then
+  echo "usage: $0 [--bench]" >&2
+  exit 1
+fi
 
 missing=()
 for p in "${packages[@]}"; do

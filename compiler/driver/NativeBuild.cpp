@@ -69,11 +69,10 @@ Error run(ArrayRef<std::string> args, bool verbose, StringRef stage) {
     return Error::success();
   if (output.size() > 4000)
     output = "...\n" + output.substr(output.size() - 4000);
-  return createStringError(inconvertibleErrorCode(), "%s failed (%s):\n%s",
-                           stage.str().c_str(),
-                           rc < 0 ? message.c_str()
-                                  : ("exit " + std::to_string(rc)).c_str(),
-                           output.c_str());
+  return createStringError(
+      inconvertibleErrorCode(), "%s failed (%s):\n%s", stage.str().c_str(),
+      rc < 0 ? message.c_str() : ("exit " + std::to_string(rc)).c_str(),
+      output.c_str());
 }
 
 } // namespace
@@ -87,10 +86,14 @@ Error buildNative(StringRef cppPath, ArtifactKind kind, StringRef outPath,
   std::string objPath = kind == ArtifactKind::Object
                             ? outPath.str()
                             : (cppPath.drop_back(4) + ".o").str();
-  std::vector<std::string> compile = {*cxx, "-std=c++17", "-O3", "-fPIC",
-                                      "-fno-exceptions",
-                                      "-I" TFM_RUNTIME_INCLUDE_DIR,
-                                      "-I" + sys::path::parent_path(cppPath).str()};
+  std::vector<std::string> compile = {
+      *cxx,
+      "-std=c++17",
+      "-O3",
+      "-fPIC",
+      "-fno-exceptions",
+      "-I" TFM_RUNTIME_INCLUDE_DIR,
+      "-I" + sys::path::parent_path(cppPath).str()};
   if (options.native) {
     compile.push_back("-march=native");
     compile.push_back("-DHWY_COMPILE_ONLY_STATIC=1");
@@ -101,9 +104,22 @@ Error buildNative(StringRef cppPath, ArtifactKind kind, StringRef outPath,
   if (kind == ArtifactKind::Object)
     return Error::success();
 
-  std::vector<std::string> link = {*cxx};
-  if (kind == ArtifactKind::SharedLibrary)
-    link.push_back("-shared");
+  std::vector<std::string> link = {*cxx, "-Wl,--gc-sections"};
+  if (kind == ArtifactKind::SharedLibrary) {
+    // Export the model's C API only: the runtime (and the LLVM Support code
+    // in it) stays private, so it cannot clash with another LLVM in the
+    // process that loads the library.
+    SmallString<128> script(sys::path::parent_path(cppPath));
+    sys::path::append(script, "exports.map");
+    std::error_code ec;
+    raw_fd_ostream os(script, ec);
+    if (ec)
+      return errorCodeToError(ec);
+    os << "{ global: " << options.cName << "_*; local: *; };\n";
+    os.close();
+    link.insert(link.end(), {"-shared", "-Wl,--exclude-libs,ALL",
+                             "-Wl,--version-script=" + script.str().str()});
+  }
   link.push_back(objPath);
   if (kind == ArtifactKind::Executable)
     link.push_back(TFM_RUNTIME_MAIN_LIB);
@@ -134,9 +150,14 @@ extern "C" {{
 /* Loads the weights (NULL: deterministic random weights) and prepares every
    buffer; returns NULL and a message in err on failure. */
 tfm_model *{1}_create(const char *weights_path, char *err, size_t err_len);
-/* Runs one forward pass; 0 on success. Allocates nothing. */
+/* Runs one forward pass; 0 on success, else {1}_last_error says why.
+   Inputs in the order of the model's inputs (input; or src, tgt). If
+   output->data is NULL it is pointed at the model's own buffer. Allocates
+   nothing. */
 int {1}_forward(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
                 tfm_tensor *output);
+/* The message of the last failed call on model ("" after a success). */
+const char *{1}_last_error(const tfm_model *model);
 void {1}_destroy(tfm_model *model);
 
 #ifdef __cplusplus

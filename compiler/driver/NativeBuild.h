@@ -18,6 +18,8 @@ struct NativeBuildOptions {
   bool native = true;
   /// Print each command and its time.
   bool verbose = false;
+  /// The model's C identifier: a shared library exports `<cName>_*` only.
+  std::string cName;
 };
 
 /// Compiles the generated C++ at `cppPath` (absolute) and produces `kind` at

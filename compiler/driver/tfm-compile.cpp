@@ -103,8 +103,8 @@ int userError(const Twine &message) {
 }
 
 int internalError(const Twine &message) {
-  WithColor::error(errs(), "tfm-compile") << "internal error: " << message
-                                          << "\n";
+  WithColor::error(errs(), "tfm-compile")
+      << "internal error: " << message << "\n";
   return kInternalError;
 }
 
@@ -215,8 +215,7 @@ int main(int argc, char **argv) {
   {
     Stage stage("run pass pipeline");
     mlir::PassManager pm(&context);
-    if (failed(mlir::applyPassManagerCLOptions(pm)) ||
-        failed(pm.run(*module)))
+    if (failed(mlir::applyPassManagerCLOptions(pm)) || failed(pm.run(*module)))
       return internalError("the pass pipeline failed");
   }
   if (emit == Emit::MlirOpt)
@@ -233,10 +232,10 @@ int main(int argc, char **argv) {
     tfm::HighwayEmitStats stats;
     // Saved as <cName>.cpp for native builds; with --emit=cpp, under the
     // name -o gives it.
-    std::string fileName = emit == Emit::Cpp && !outputPath.empty() &&
-                                   outputPath != "-"
-                               ? sys::path::filename(outputPath).str()
-                               : cName + ".cpp";
+    std::string fileName =
+        emit == Emit::Cpp && !outputPath.empty() && outputPath != "-"
+            ? sys::path::filename(outputPath).str()
+            : cName + ".cpp";
     if (failed(tfm::emitHighwayCpp(*module, cName, fileName, os, &stats)))
       return internalError("the Highway backend failed");
     if (verbose)
@@ -245,13 +244,13 @@ int main(int argc, char **argv) {
              << limits.maxBatch << ", seq " << limits.maxSeqLen << "\n";
   }
   if (emit == Emit::Cpp)
-    return writeOutput(defaultOutput("-"),
-                       [&](raw_ostream &os) { os << cpp; });
+    return writeOutput(defaultOutput("-"), [&](raw_ostream &os) { os << cpp; });
 
   // Native artifacts: the C++ goes to a scratch folder, then the compiler.
-  tfm::ArtifactKind kind = emit == Emit::Exe   ? tfm::ArtifactKind::Executable
-                           : emit == Emit::Lib ? tfm::ArtifactKind::SharedLibrary
-                                               : tfm::ArtifactKind::Object;
+  tfm::ArtifactKind kind = emit == Emit::Exe ? tfm::ArtifactKind::Executable
+                           : emit == Emit::Lib
+                               ? tfm::ArtifactKind::SharedLibrary
+                               : tfm::ArtifactKind::Object;
   std::string out = defaultOutput(kind == tfm::ArtifactKind::Executable ? cName
                                   : kind == tfm::ArtifactKind::SharedLibrary
                                       ? "lib" + cName + ".so"
@@ -277,6 +276,7 @@ int main(int argc, char **argv) {
   tfm::NativeBuildOptions options;
   options.native = target == Target::Native;
   options.verbose = verbose;
+  options.cName = cName;
   Error built = tfm::buildNative(cppPath, kind, out, options);
   sys::fs::remove_directories(scratchDir);
   if (built)

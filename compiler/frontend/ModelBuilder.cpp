@@ -66,8 +66,7 @@ private:
   Value attention(OpBuilder &b, Location loc, Value x, Value memory,
                   ValueRange weights, bool causal);
   Value feedForward(OpBuilder &b, Location loc, Value x, ValueRange weights);
-  Value layerNorm(OpBuilder &b, Location loc, Value x, Value gamma,
-                  Value beta);
+  Value layerNorm(OpBuilder &b, Location loc, Value x, Value gamma, Value beta);
 
   /// Embeds the stack's input and adds absolute positions.
   Value embed(OpBuilder &b, Value input, StringRef tokenTable,
@@ -93,7 +92,8 @@ Value ModelBuilder::weight(OpBuilder &b, StringRef name,
     builder.setInsertionPoint(module.getBody(), module.getBody()->end());
     ParamOp::create(builder, fileLoc, builder.getStringAttr(name),
                     TypeAttr::get(f32(shape)),
-                    alias.empty() ? StringAttr() : builder.getStringAttr(alias));
+                    alias.empty() ? StringAttr()
+                                  : builder.getStringAttr(alias));
   }
   return WeightOp::create(b, fileLoc, f32(shape), name);
 }
@@ -137,8 +137,8 @@ std::vector<WeightSpec> ModelBuilder::layerWeights(const LayerKind &kind) {
   return specs;
 }
 
-Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x,
-                              Value memory, ValueRange w, bool causal) {
+Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
+                              ValueRange w, bool causal) {
   bool self = !memory;
   RopeStyleAttr rope;
   FloatAttr ropeBase;
@@ -146,10 +146,9 @@ Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x,
     rope = RopeStyleAttr::get(b.getContext(), c.ropeStyle);
     ropeBase = b.getF32FloatAttr(static_cast<float>(c.ropeBase));
   }
-  return MultiHeadAttentionOp::create(b, loc, activations(), c.score, x,
-                                      memory, c.numHeads, w[0], w[1], w[2],
-                                      w[3], w.drop_front(4), causal && self,
-                                      rope, ropeBase);
+  return MultiHeadAttentionOp::create(
+      b, loc, activations(), c.score, x, memory, c.numHeads, w[0], w[1], w[2],
+      w[3], w.drop_front(4), causal && self, rope, ropeBase);
 }
 
 Value ModelBuilder::feedForward(OpBuilder &b, Location loc, Value x,
@@ -175,9 +174,9 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
 
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(module.getBody(), module.getBody()->end());
-  auto func = func::FuncOp::create(
-      builder, named(kind.funcName), kind.funcName,
-      builder.getFunctionType(argTypes, {activations()}));
+  auto func =
+      func::FuncOp::create(builder, named(kind.funcName), kind.funcName,
+                           builder.getFunctionType(argTypes, {activations()}));
   func.setPrivate();
   func.setArgAttr(0, "tfm.input", builder.getStringAttr("x"));
   if (kind.crossAttention)
@@ -201,8 +200,8 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   ValueRange ffW = w.take_front(4);
   ValueRange normW = w.drop_front(4);
   auto norm = [&](int i, Value v) {
-    return layerNorm(b, named("norm" + std::to_string(i + 1)), v,
-                     normW[2 * i], normW[2 * i + 1]);
+    return layerNorm(b, named("norm" + std::to_string(i + 1)), v, normW[2 * i],
+                     normW[2 * i + 1]);
   };
 
   // Each sublayer f: post-norm x = LN(x + f(x)); pre-norm x = x + f(LN(x)).
@@ -280,16 +279,16 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   module->setAttr("tfm.max_seq_len",
                   builder.getI64IntegerAttr(limits.maxSeqLen));
 
-  Type inputType = c.vocabSize
-                       ? Type(RankedTensorType::get({kDyn, kDyn},
-                                                    builder.getI32Type()))
-                       : Type(activations());
+  Type inputType =
+      c.vocabSize
+          ? Type(RankedTensorType::get({kDyn, kDyn}, builder.getI32Type()))
+          : Type(activations());
   Type outputType =
       c.lmHead ? Type(f32({kDyn, kDyn, *c.vocabSize})) : Type(activations());
   bool encDec = c.architecture == Architecture::EncoderDecoder;
-  SmallVector<StringRef> inputNames =
-      encDec ? SmallVector<StringRef>{"src", "tgt"}
-             : SmallVector<StringRef>{"input"};
+  SmallVector<StringRef> inputNames = encDec
+                                          ? SmallVector<StringRef>{"src", "tgt"}
+                                          : SmallVector<StringRef>{"input"};
   SmallVector<Type> inputTypes(inputNames.size(), inputType);
 
   // Layer functions first, so they read before `forward`, which uses them.
@@ -302,9 +301,9 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
     decoderLayer = buildLayerFunc(decoderKind);
 
   builder.setInsertionPoint(module.getBody(), module.getBody()->end());
-  auto forward = func::FuncOp::create(
-      builder, named("forward"), "forward",
-      builder.getFunctionType(inputTypes, {outputType}));
+  auto forward =
+      func::FuncOp::create(builder, named("forward"), "forward",
+                           builder.getFunctionType(inputTypes, {outputType}));
   for (auto [i, name] : llvm::enumerate(inputNames))
     forward.setArgAttr(i, "tfm.input", builder.getStringAttr(name));
   forward.setResultAttr(0, "tfm.output",
@@ -315,18 +314,16 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   StringRef targetTable = "embed.weight";
   switch (c.architecture) {
   case Architecture::Encoder:
-    out = stack(b,
-                embed(b, forward.getArgument(0), "embed.weight",
-                      "pos_embed.weight"),
-                Value(), encoderKind, encoderLayer, "layers.",
-                c.numEncoderLayers, "norm");
+    out = stack(
+        b, embed(b, forward.getArgument(0), "embed.weight", "pos_embed.weight"),
+        Value(), encoderKind, encoderLayer, "layers.", c.numEncoderLayers,
+        "norm");
     break;
   case Architecture::Decoder:
-    out = stack(b,
-                embed(b, forward.getArgument(0), "embed.weight",
-                      "pos_embed.weight"),
-                Value(), decoderKind, decoderLayer, "layers.",
-                c.numDecoderLayers, "norm");
+    out = stack(
+        b, embed(b, forward.getArgument(0), "embed.weight", "pos_embed.weight"),
+        Value(), decoderKind, decoderLayer, "layers.", c.numDecoderLayers,
+        "norm");
     break;
   case Architecture::EncoderDecoder: {
     Value memory = stack(b,

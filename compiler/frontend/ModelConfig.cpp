@@ -29,15 +29,29 @@ constexpr int64_t kMaxDim = int64_t(1) << 24;
 constexpr int64_t kMaxLayers = 4096;
 
 /// Every key of contract section 2, in the order the docs list them.
-const char *const kKnownKeys[] = {
-    "name",          "architecture",       "d_model",
-    "num_heads",     "d_ff",               "num_layers",
-    "num_encoder_layers", "num_decoder_layers", "vocab_size",
-    "max_seq_len",   "positional",         "rope_style",
-    "rope_base",     "embedding_scale",    "norm",
-    "norm_eps",      "final_norm",         "activation",
-    "attention_score", "additive_dim",     "causal",
-    "lm_head",       "tie_embeddings"};
+const char *const kKnownKeys[] = {"name",
+                                  "architecture",
+                                  "d_model",
+                                  "num_heads",
+                                  "d_ff",
+                                  "num_layers",
+                                  "num_encoder_layers",
+                                  "num_decoder_layers",
+                                  "vocab_size",
+                                  "max_seq_len",
+                                  "positional",
+                                  "rope_style",
+                                  "rope_base",
+                                  "embedding_scale",
+                                  "norm",
+                                  "norm_eps",
+                                  "final_norm",
+                                  "activation",
+                                  "attention_score",
+                                  "additive_dim",
+                                  "causal",
+                                  "lm_head",
+                                  "tie_embeddings"};
 
 struct Position {
   unsigned line = 1, column = 1;
@@ -49,8 +63,8 @@ Position positionOf(StringRef text, size_t offset) {
   Position pos;
   pos.line = 1 + before.count('\n');
   size_t lineStart = before.rfind('\n');
-  pos.column = 1 + (lineStart == StringRef::npos ? offset
-                                                 : offset - lineStart - 1);
+  pos.column =
+      1 + (lineStart == StringRef::npos ? offset : offset - lineStart - 1);
   return pos;
 }
 
@@ -73,7 +87,8 @@ size_t skipString(StringRef text, size_t i) {
 
 /// Lists the keys of the top-level object of `text`, which json::parse has
 /// already accepted, with where each key and its value start.
-std::vector<KeyLocation> scanTopLevelKeys(StringRef text, size_t &objectOffset) {
+std::vector<KeyLocation> scanTopLevelKeys(StringRef text,
+                                          size_t &objectOffset) {
   std::vector<KeyLocation> keys;
   int depth = 0;
   bool expectKey = false;
@@ -117,8 +132,8 @@ std::optional<StringRef> closestKey(StringRef key) {
   std::optional<StringRef> best;
   unsigned bestDistance = std::max<unsigned>(2, key.size() / 3) + 1;
   for (StringRef known : kKnownKeys) {
-    unsigned d = key.edit_distance(known, /*AllowReplacements=*/true,
-                                   bestDistance);
+    unsigned d =
+        key.edit_distance(known, /*AllowReplacements=*/true, bestDistance);
     if (d < bestDistance) {
       bestDistance = d;
       best = known;
@@ -143,8 +158,8 @@ public:
   ConfigReader(StringRef text, const json::Object &object,
                std::vector<KeyLocation> keys, Position objectPos,
                std::vector<ConfigDiagnostic> &diags)
-      : text(text), object(object), keys(std::move(keys)),
-        objectPos(objectPos), diags(diags) {}
+      : text(text), object(object), keys(std::move(keys)), objectPos(objectPos),
+        diags(diags) {}
 
   std::optional<ModelConfig> read(StringRef path);
 
@@ -158,8 +173,8 @@ private:
     return objectPos;
   }
   void error(Position pos, const Twine &message) {
-    diags.push_back({ConfigDiagnostic::Kind::Error, pos.line, pos.column,
-                     message.str()});
+    diags.push_back(
+        {ConfigDiagnostic::Kind::Error, pos.line, pos.column, message.str()});
     failed = true;
   }
   void error(StringRef key, const Twine &message) {
@@ -167,8 +182,8 @@ private:
   }
   void warning(StringRef key, const Twine &message) {
     Position pos = valuePos(key);
-    diags.push_back({ConfigDiagnostic::Kind::Warning, pos.line, pos.column,
-                     message.str()});
+    diags.push_back(
+        {ConfigDiagnostic::Kind::Warning, pos.line, pos.column, message.str()});
   }
   bool has(StringRef key) const { return object.get(key) != nullptr; }
   /// A required key is absent: an error, unless a misspelt key already
@@ -242,8 +257,8 @@ std::optional<int64_t> ConfigReader::readInt(StringRef key, bool required,
     return std::nullopt;
   }
   if (*n > max) {
-    error(key, formatv("'{0}' is {1}, above the supported maximum {2}", key,
-                       *n, max));
+    error(key, formatv("'{0}' is {1}, above the supported maximum {2}", key, *n,
+                       max));
     return std::nullopt;
   }
   return n;
@@ -262,8 +277,8 @@ std::optional<double> ConfigReader::readPositiveFloat(StringRef key) {
   }
   float f = static_cast<float>(*x);
   if (!std::isfinite(f) || !(f > 0.0f)) {
-    error(key, formatv("'{0}' is {1}, outside the range of a 32-bit float",
-                       key, describe(*v)));
+    error(key, formatv("'{0}' is {1}, outside the range of a 32-bit float", key,
+                       describe(*v)));
     return std::nullopt;
   }
   return x;
@@ -275,8 +290,8 @@ std::optional<bool> ConfigReader::readBool(StringRef key) {
     return std::nullopt;
   std::optional<bool> b = v->getAsBoolean();
   if (!b)
-    error(key, formatv("'{0}' must be true or false, got {1}", key,
-                       describe(*v)));
+    error(key,
+          formatv("'{0}' must be true or false, got {1}", key, describe(*v)));
   return b;
 }
 
@@ -364,9 +379,9 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
   if (std::optional<size_t> a =
           readChoice("activation", {"relu", "gelu", "gelu_tanh"}, false))
     c.activation = static_cast<Activation>(*a);
-  if (std::optional<size_t> s = readChoice(
-          "attention_score", {"dot", "scaled_dot", "bilinear", "additive"},
-          false))
+  if (std::optional<size_t> s =
+          readChoice("attention_score",
+                     {"dot", "scaled_dot", "bilinear", "additive"}, false))
     c.score = static_cast<ScoreKind>(*s);
   std::optional<bool> causal = readBool("causal");
   std::optional<bool> lmHead = readBool("lm_head");
@@ -461,9 +476,10 @@ std::pair<unsigned, unsigned> ConfigPositions::of(StringRef key) const {
   return {objectLine, objectColumn};
 }
 
-std::optional<ModelConfig> parseModelConfig(StringRef path, StringRef text,
-                                            std::vector<ConfigDiagnostic> &diags,
-                                            ConfigPositions *positions) {
+std::optional<ModelConfig>
+parseModelConfig(StringRef path, StringRef text,
+                 std::vector<ConfigDiagnostic> &diags,
+                 ConfigPositions *positions) {
   Expected<json::Value> root = json::parse(text);
   if (!root) {
     // json::ParseError keeps its position private; its message is

@@ -133,9 +133,9 @@ TEST_F(EncoderBlockTest, LinearInfersItsResultType) {
   auto func = func::FuncOp::create(
       builder, loc, "proj", builder.getFunctionType({f32({dyn, 7, 32})}, {}));
   OpBuilder body = OpBuilder::atBlockEnd(func.addEntryBlock());
-  auto linear = LinearOp::create(body, loc, func.getArgument(0),
-                                 weight(body, "w", {48, 32}),
-                                 weight(body, "b", {48}));
+  auto linear =
+      LinearOp::create(body, loc, func.getArgument(0),
+                       weight(body, "w", {48, 32}), weight(body, "b", {48}));
   EXPECT_EQ(linear.getType(), f32({dyn, 7, 48}));
 
   auto heads = SplitHeadsOp::create(body, loc, linear.getResult(), 3);

@@ -132,10 +132,9 @@ LogicalResult FunctionEmitter::emitSignature(bool isEntry) {
       std::string name;
       if (isEntry) {
         name = llvm::formatv("in{0}_{1}", i, d == 0 ? "batch" : "seq").str();
-        prologue.push_back(
-            llvm::formatv("const int64_t {0} = in[{1}].{2};", name, i,
-                          d == 0 ? "batch" : "seq")
-                .str());
+        prologue.push_back(llvm::formatv("const int64_t {0} = in[{1}].{2};",
+                                         name, i, d == 0 ? "batch" : "seq")
+                               .str());
       } else {
         name = llvm::formatv("a{0}_d{1}", i, d).str();
         params.push_back("int64_t " + name);
@@ -268,8 +267,8 @@ void FunctionEmitter::emitMatmul(StringRef what, const std::string &rows,
   os << "for (int64_t n = 0; n < " << n << "; ++n) {\n";
   os.indent();
   os << "float acc[4];\n";
-  os << "k::Dot4(" << x << " + r0 * " << xStride << ", " << xStride << ", "
-     << w << " + n * " << k << ", " << k << ", acc);\n";
+  os << "k::Dot4(" << x << " + r0 * " << xStride << ", " << xStride << ", " << w
+     << " + n * " << k << ", " << k << ", acc);\n";
   os << "for (int64_t r = 0; r < 4; ++r)\n";
   os << "  " << paren(out) << "[(r0 + r) * " << outStride << " + n] = acc[r]"
      << plusBias << ";\n";
@@ -281,8 +280,8 @@ void FunctionEmitter::emitMatmul(StringRef what, const std::string &rows,
   os << "for (int64_t r = r0; r < rEnd; ++r)\n";
   os << "  for (int64_t n = 0; n < " << n << "; ++n)\n";
   os << "    " << paren(out) << "[r * " << outStride << " + n] = k::Dot(" << x
-     << " + r * " << xStride << ", " << w << " + n * " << k << ", " << k
-     << ")" << plusBias << ";\n";
+     << " + r * " << xStride << ", " << w << " + n * " << k << ", " << k << ")"
+     << plusBias << ";\n";
   os.unindent();
   os << "}\n";
   if (act) {
@@ -290,8 +289,8 @@ void FunctionEmitter::emitMatmul(StringRef what, const std::string &rows,
                        : *act == Activation::Gelu ? "GeluInPlace"
                                                   : "GeluTanhInPlace";
     os << "for (int64_t r = r0; r < rEnd; ++r)\n";
-    os << "  k::" << kernel << "(" << out << " + r * " << outStride << ", "
-       << n << ");\n";
+    os << "  k::" << kernel << "(" << out << " + r * " << outStride << ", " << n
+       << ");\n";
   }
   os.unindent();
   os << "});\n";
@@ -310,8 +309,8 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
   outDims.push_back(staticDim(n));
   std::string bias = op.getBias() ? buffers[op.getBias()].ptr : "";
   Buffer out = allocate(op.getResult(), outDims);
-  emitMatmul("linear", product(lead), num(maxProduct(lead)), x.ptr, k, w.ptr,
-             n, k, bias, out.ptr, n, std::nullopt);
+  emitMatmul("linear", product(lead), num(maxProduct(lead)), x.ptr, k, w.ptr, n,
+             k, bias, out.ptr, n, std::nullopt);
   return success();
 }
 
@@ -346,9 +345,9 @@ LogicalResult FunctionEmitter::emitPositions(PositionEncodingOp op) {
   os << "pool.parallelFor(" << product(rows) << ", [&](int64_t r) {\n";
   os.indent();
   if (op.getKind() == PositionKind::Learned) {
-    os << "k::Add(" << x.ptr << " + r * " << d << ", " << buffers[op.getTable()].ptr
-       << " + (r % seq) * " << d << ", " << out.ptr << " + r * " << d << ", "
-       << d << ");\n";
+    os << "k::Add(" << x.ptr << " + r * " << d << ", "
+       << buffers[op.getTable()].ptr << " + (r % seq) * " << d << ", "
+       << out.ptr << " + r * " << d << ", " << d << ");\n";
   } else {
     // PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(same), in double.
     os << "const double pos = double(r % seq);\n";
@@ -357,8 +356,8 @@ LogicalResult FunctionEmitter::emitPositions(PositionEncodingOp op) {
        << d << ".0);\n";
     os << "  const float pe = float(c % 2 == 0 ? std::sin(angle) : "
           "std::cos(angle));\n";
-    os << "  " << out.ptr << "[r * " << d << " + c] = " << x.ptr << "[r * "
-       << d << " + c] + pe;\n";
+    os << "  " << out.ptr << "[r * " << d << " + c] = " << x.ptr << "[r * " << d
+       << " + c] + pe;\n";
     os << "}\n";
   }
   os.unindent();
@@ -389,16 +388,18 @@ void FunctionEmitter::emitRotary(const HeadView &view, const std::string &batch,
   os << "  for (int64_t i = 0; i < " << half << "; ++i) {\n";
   os << "    const double angle = double(s) * std::pow(double("
      << floatLiteral(base) << "), -2.0 * double(i) / " << dk << ".0);\n";
-  os << "    " << cosT << "[s * " << half << " + i] = float(std::cos(angle));\n";
-  os << "    " << sinT << "[s * " << half << " + i] = float(std::sin(angle));\n";
+  os << "    " << cosT << "[s * " << half
+     << " + i] = float(std::cos(angle));\n";
+  os << "    " << sinT << "[s * " << half
+     << " + i] = float(std::sin(angle));\n";
   os << "  }\n";
   os << "pool.parallelFor(" << batch << " * seq, [&](int64_t t) {\n";
   os.indent();
   os << "const int64_t b = t / seq, s = t % seq;\n";
   os << "for (int64_t h = 0; h < " << heads << "; ++h) {\n";
   os.indent();
-  os << "float *x = " << view.ptr << " + b * " << view.batchStride
-     << " + h * " << view.headStride << " + s * " << view.rowStride << ";\n";
+  os << "float *x = " << view.ptr << " + b * " << view.batchStride << " + h * "
+     << view.headStride << " + s * " << view.rowStride << ";\n";
   os << "for (int64_t i = 0; i < " << half << "; ++i) {\n";
   os.indent();
   os << "const float c = " << cosT << "[s * " << half << " + i], sn = " << sinT
@@ -440,13 +441,14 @@ void FunctionEmitter::emitAttentionCore(
   // FLOP terms are evaluated outside this block, over the dims themselves.
   std::string fb = "double(" + batch + ")", fq = "double(" + sq + ")",
               fk = "double(" + sk + ")";
-  std::string pairs =
-      causal ? "(" + fq + " * (" + fq + " + 1) / 2)" : "(" + fq + " * " + fk + ")";
+  std::string pairs = causal ? "(" + fq + " * (" + fq + " + 1) / 2)"
+                             : "(" + fq + " * " + fk + ")";
   if (score == ScoreKind::Bilinear) {
     // q_hᵀ W_h k = (W_hᵀ q_h)·k: fold W into each query row once.
     std::string wPtr = buffers[scoreParams[0]].ptr;
-    std::string qb = scratch("qW", "batch * " + num(heads) + " * sq * " + num(dk),
-                             maxBatch * heads * maxSq * dk);
+    std::string qb =
+        scratch("qW", "batch * " + num(heads) + " * sq * " + num(dk),
+                maxBatch * heads * maxSq * dk);
     os << "pool.parallelFor(batch * " << heads << " * sq, [&](int64_t t) {\n";
     os.indent();
     os << "const int64_t b = t / (" << heads << " * sq), h = (t / sq) % "
@@ -461,32 +463,33 @@ void FunctionEmitter::emitAttentionCore(
     os << "});\n";
     queryRow = qb + " + t * " + num(dk);
     scoreExpr = "k::Dot(q, " + at(k, "j") + ", " + num(dk) + ")";
-    addFlops(llvm::formatv("2.0 * {0} * {1} * {2} * {3} * {3}", fb, heads, fq,
-                           dk)
-                 .str());
+    addFlops(
+        llvm::formatv("2.0 * {0} * {1} * {2} * {3} * {3}", fb, heads, fq, dk)
+            .str());
   } else if (score == ScoreKind::Additive) {
     // v_hᵀ tanh(W_key k + W_query q): project every key and query once.
     std::string wKey = buffers[scoreParams[0]].ptr;
     std::string wQuery = buffers[scoreParams[1]].ptr;
     std::string vPtr = buffers[scoreParams[2]].ptr;
     int64_t a = cast<RankedTensorType>(scoreParams[0].getType()).getDimSize(1);
-    std::string kp = scratch("keyProj", "batch * " + num(heads) + " * sk * " + num(a),
-                             maxBatch * heads * maxSk * a);
-    std::string qp = scratch("queryProj", "batch * " + num(heads) + " * sq * " + num(a),
-                             maxBatch * heads * maxSq * a);
+    std::string kp =
+        scratch("keyProj", "batch * " + num(heads) + " * sk * " + num(a),
+                maxBatch * heads * maxSk * a);
+    std::string qp =
+        scratch("queryProj", "batch * " + num(heads) + " * sq * " + num(a),
+                maxBatch * heads * maxSq * a);
     for (auto [proj, len, w, view] :
          {std::make_tuple(kp, std::string("sk"), wKey, k),
           std::make_tuple(qp, std::string("sq"), wQuery, q)}) {
       os << "pool.parallelFor(batch * " << heads << " * " << len
          << ", [&](int64_t t) {\n";
       os.indent();
-      os << "const int64_t b = t / (" << heads << " * " << len
-         << "), h = (t / " << len << ") % " << heads << ", j = t % " << len
-         << ";\n";
+      os << "const int64_t b = t / (" << heads << " * " << len << "), h = (t / "
+         << len << ") % " << heads << ", j = t % " << len << ";\n";
       os << "const float *row = " << at(view, "j") << ";\n";
       os << "for (int64_t a = 0; a < " << a << "; ++a)\n";
-      os << "  " << proj << "[t * " << a << " + a] = k::Dot(" << w
-         << " + (h * " << a << " + a) * " << dk << ", row, " << dk << ");\n";
+      os << "  " << proj << "[t * " << a << " + a] = k::Dot(" << w << " + (h * "
+         << a << " + a) * " << dk << ", row, " << dk << ");\n";
       os.unindent();
       os << "});\n";
     }
@@ -549,16 +552,17 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
   HeadView q, k, v;
   Dim keySeq = seq;
   if (!op.getMemory()) {
-    std::string qkv = scratch("qkv", rows + " * " + num(3 * d), maxRows * 3 * d);
-    emitMatmul("in_proj (Q, K, V)", rows, num(maxRows), x.ptr, d, wIn, 3 * d,
-               d, bIn, qkv, 3 * d, std::nullopt);
+    std::string qkv =
+        scratch("qkv", rows + " * " + num(3 * d), maxRows * 3 * d);
+    emitMatmul("in_proj (Q, K, V)", rows, num(maxRows), x.ptr, d, wIn, 3 * d, d,
+               bIn, qkv, 3 * d, std::nullopt);
     std::string stride = seq.expr + " * " + num(3 * d);
     q = {qkv, stride, dk, 3 * d};
     k = {qkv + " + " + num(d), stride, dk, 3 * d};
     v = {qkv + " + " + num(2 * d), stride, dk, 3 * d};
     if (std::optional<RopeStyle> rope = op.getRope()) {
-      float base = op.getRopeBase() ? op.getRopeBase()->convertToFloat()
-                                    : 10000.0f;
+      float base =
+          op.getRopeBase() ? op.getRopeBase()->convertToFloat() : 10000.0f;
       emitRotary(q, batch.expr, seq.expr, seq.max, heads, dk, *rope, base);
       emitRotary(k, batch.expr, seq.expr, seq.max, heads, dk, *rope, base);
     }
@@ -572,8 +576,8 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
                d, std::nullopt);
     std::string kv =
         scratch("kv", memRows + " * " + num(2 * d), maxMemRows * 2 * d);
-    emitMatmul("in_proj (K, V) of memory", memRows, num(maxMemRows), mem.ptr,
-               d, wIn + " + " + num(d * d), 2 * d, d, bIn + " + " + num(d), kv,
+    emitMatmul("in_proj (K, V) of memory", memRows, num(maxMemRows), mem.ptr, d,
+               wIn + " + " + num(d * d), 2 * d, d, bIn + " + " + num(d), kv,
                2 * d, std::nullopt);
     q = {qp, seq.expr + " * " + num(d), dk, d};
     std::string stride = keySeq.expr + " * " + num(2 * d);
@@ -622,9 +626,8 @@ LogicalResult FunctionEmitter::emitFeedForward(FeedForwardOp op) {
              buffers[op.getW1()].ptr, ff, d, buffers[op.getB1()].ptr, hidden,
              ff, op.getActivation());
   Buffer out = allocate(op.getResult(), x.dims);
-  emitMatmul("linear2", rows, num(maxRows), hidden, ff,
-             buffers[op.getW2()].ptr, d, ff, buffers[op.getB2()].ptr, out.ptr,
-             d, std::nullopt);
+  emitMatmul("linear2", rows, num(maxRows), hidden, ff, buffers[op.getW2()].ptr,
+             d, ff, buffers[op.getB2()].ptr, out.ptr, d, std::nullopt);
   return success();
 }
 
@@ -636,9 +639,9 @@ LogicalResult FunctionEmitter::emitAdd(AddOp op) {
   int64_t width = op.getType().getShape().back();
   os << "pool.parallelFor(" << product(ArrayRef<Dim>(dims).drop_back())
      << ", [&](int64_t r) {\n";
-  os << "  k::Add(" << a.ptr << " + r * " << width << ", " << b.ptr
-     << " + r * " << width << ", " << out.ptr << " + r * " << width << ", "
-     << width << ");\n";
+  os << "  k::Add(" << a.ptr << " + r * " << width << ", " << b.ptr << " + r * "
+     << width << ", " << out.ptr << " + r * " << width << ", " << width
+     << ");\n";
   os << "});\n";
   return success();
 }
@@ -683,8 +686,8 @@ LogicalResult FunctionEmitter::emitReturn(func::ReturnOp op) {
     // A returned argument (or a value returned twice) is not computed in
     // place: copy it.
     if (b.ptr != resultPtrs[i])
-      os << "std::memcpy(" << resultPtrs[i] << ", " << b.ptr << ", sizeof(float) * "
-         << product(b.dims) << ");\n";
+      os << "std::memcpy(" << resultPtrs[i] << ", " << b.ptr
+         << ", sizeof(float) * " << product(b.dims) << ");\n";
   }
   return success();
 }

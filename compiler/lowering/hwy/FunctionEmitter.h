@@ -75,7 +75,8 @@ private:
   mlir::LogicalResult emitLinear(mlir::tfm::LinearOp op);
   mlir::LogicalResult emitEmbedding(mlir::tfm::EmbeddingOp op);
   mlir::LogicalResult emitPositions(mlir::tfm::PositionEncodingOp op);
-  mlir::LogicalResult emitMultiHeadAttention(mlir::tfm::MultiHeadAttentionOp op);
+  mlir::LogicalResult
+  emitMultiHeadAttention(mlir::tfm::MultiHeadAttentionOp op);
   mlir::LogicalResult emitLayerNorm(mlir::tfm::LayerNormOp op);
   mlir::LogicalResult emitFeedForward(mlir::tfm::FeedForwardOp op);
   mlir::LogicalResult emitAdd(mlir::tfm::AddOp op);

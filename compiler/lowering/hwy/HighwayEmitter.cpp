@@ -233,8 +233,8 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "    tfm_generated::kInputs, " << inputs.size() << ",\n"
       << "    /*dModel=*/" << dModel << ", /*vocabSize=*/" << vocab
       << ", /*outputWidth=*/" << resultType.getShape().back() << ",\n"
-      << "    /*maxSeqLen=*/" << facts.maxSeqLen
-      << ", /*maxBatch=*/" << facts.maxBatch << ",\n"
+      << "    /*maxSeqLen=*/" << facts.maxSeqLen << ", /*maxBatch=*/"
+      << facts.maxBatch << ",\n"
       << "    /*arenaBytes=*/" << arenaBytes << ",\n"
       << "    tfm_generated::matmulFlops, tfm_generated::forwardDispatch};\n\n"
       << "// The C API of contract section 5, under the model's name.\n"
@@ -248,6 +248,9 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "_forward(tfm_model *model, const tfm_tensor *inputs, size_t "
          "n_inputs, tfm_tensor *output) {\n"
       << "  return tfm_rt_forward(model, inputs, n_inputs, output);\n"
+      << "}\n"
+      << "const char *" << cName << "_last_error(const tfm_model *model) {\n"
+      << "  return tfm_rt_last_error(model);\n"
       << "}\n"
       << "void " << cName << "_destroy(tfm_model *model) { "
       << "tfm_rt_destroy(model); }\n"

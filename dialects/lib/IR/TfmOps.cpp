@@ -171,8 +171,7 @@ LogicalResult ParamOp::verify() {
   return success();
 }
 
-LogicalResult
-WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto param =
       symbolTable.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
   if (!param)
@@ -188,9 +187,10 @@ WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 // Embeddings and positions
 //===----------------------------------------------------------------------===//
 
-LogicalResult EmbeddingOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
-    SmallVectorImpl<Type> &inferredReturnTypes) {
+LogicalResult
+EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
   Diag diag(loc, getOperationName());
   RankedTensorType ids = tensorType(adaptor.getIds());
   RankedTensorType table = tensorType(adaptor.getTable());
@@ -227,8 +227,7 @@ LogicalResult PositionEncodingOp::verify() {
   int64_t rows = table.getDimSize(0);
   if (!isDynamic(seq) && !isDynamic(rows) && seq > rows)
     return emitOpError("sequence length ")
-           << seq << " exceeds the " << rows
-           << " rows of the position table";
+           << seq << " exceeds the " << rows << " rows of the position table";
   return success();
 }
 
@@ -313,8 +312,8 @@ MergeHeadsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                SmallVectorImpl<Type> &inferredReturnTypes) {
   Diag diag(loc, getOperationName());
   RankedTensorType input = tensorType(adaptor.getInput());
-  if (failed(expectRankAtLeast(diag, "input", input, 3,
-                               "[..., heads, seq, dk]")))
+  if (failed(
+          expectRankAtLeast(diag, "input", input, 3, "[..., heads, seq, dk]")))
     return failure();
   int64_t rank = input.getRank();
   int64_t heads = input.getDimSize(rank - 3);
@@ -414,12 +413,12 @@ LogicalResult MultiHeadAttentionOp::verify() {
       return emitOpError("rotary positions apply to self-attention only");
   }
 
-  if (failed(expectShape(diag, "in_proj_weight",
-                         getInProjWeight().getType(), {3 * dModel, dModel})) ||
+  if (failed(expectShape(diag, "in_proj_weight", getInProjWeight().getType(),
+                         {3 * dModel, dModel})) ||
       failed(expectShape(diag, "in_proj_bias", getInProjBias().getType(),
                          {3 * dModel})) ||
-      failed(expectShape(diag, "out_proj_weight",
-                         getOutProjWeight().getType(), {dModel, dModel})) ||
+      failed(expectShape(diag, "out_proj_weight", getOutProjWeight().getType(),
+                         {dModel, dModel})) ||
       failed(expectShape(diag, "out_proj_bias", getOutProjBias().getType(),
                          {dModel})) ||
       failed(verifyScoreParams(diag, getScore(), getScoreParams(), heads, dk)))

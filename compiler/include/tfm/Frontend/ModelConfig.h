@@ -69,10 +69,10 @@ struct ConfigPositions {
 
 /// Parses and validates `text`, the contents of the file `path`. Appends
 /// every error and warning to `diags`; returns nullopt if there was an error.
-std::optional<ModelConfig> parseModelConfig(llvm::StringRef path,
-                                            llvm::StringRef text,
-                                            std::vector<ConfigDiagnostic> &diags,
-                                            ConfigPositions *positions = nullptr);
+std::optional<ModelConfig>
+parseModelConfig(llvm::StringRef path, llvm::StringRef text,
+                 std::vector<ConfigDiagnostic> &diags,
+                 ConfigPositions *positions = nullptr);
 
 llvm::StringRef stringifyArchitecture(Architecture arch);
 llvm::StringRef stringifyPositional(Positional positional);

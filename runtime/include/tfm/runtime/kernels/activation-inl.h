@@ -45,8 +45,8 @@ HWY_INLINE void ReluInPlace(float *x, size_t n) {
 /// Highway 1.0.3 has no Erf.
 template <class D, class V> HWY_INLINE V Erf(D d, V x) {
   const auto ax = hn::Abs(x);
-  const auto t = hn::Div(hn::Set(d, 1.0f),
-                         hn::MulAdd(hn::Set(d, 0.3275911f), ax, hn::Set(d, 1.0f)));
+  const auto t = hn::Div(hn::Set(d, 1.0f), hn::MulAdd(hn::Set(d, 0.3275911f),
+                                                      ax, hn::Set(d, 1.0f)));
   auto poly = hn::Set(d, 1.061405429f);
   poly = hn::MulAdd(poly, t, hn::Set(d, -1.453152027f));
   poly = hn::MulAdd(poly, t, hn::Set(d, 1.421413741f));

@@ -44,8 +44,7 @@ HWY_INLINE void LayerNormRow(const float *x, const float *HWY_RESTRICT gamma,
   float squares = hn::GetLane(hn::SumOfLanes(d, sq));
   for (; i < n; ++i)
     squares += (x[i] - mean) * (x[i] - mean);
-  const float rstd =
-      1.0f / std::sqrt(squares / static_cast<float>(n) + eps);
+  const float rstd = 1.0f / std::sqrt(squares / static_cast<float>(n) + eps);
 
   const auto rstdV = hn::Set(d, rstd);
   for (i = 0; i + lanes <= n; i += lanes) {

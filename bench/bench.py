@@ -1,0 +1,684 @@
+#!/usr/bin/python3
+"""bench/: tfm against PyTorch 1.13 and oneDNN on the same transformer shapes.
+
+Run through bench/run.sh (which installs the packages and builds tfm first):
+
+  bench/run.sh [--quick] [--threads 1,2] [--only NAME] [--budget S] [--rounds R]
+
+For each workload (a model description, float inputs, no vocabulary) and each
+thread count it measures:
+  * tfm: `tfm-compile` the description, run the executable with --bench on
+    the bench's weights and input (one row per backend that compiles);
+  * torch: the same model from PyTorch modules on the same weights and input
+    (bench/torch_worker.py, one worker per thread count, OpenBLAS with its
+    AVX-512 kernels); its output must equal tfm's within the contract's
+    tolerance or the row is flagged;
+  * oneDNN: only the GEMMs of the workload (bench/onednn_bench.cpp), the "best
+    achievable GEMM" reference;
+  * the FMA peak for that thread count (bench/fma_peak.cpp).
+Measurements are interleaved (round-robin over workloads and tools, several
+rounds); each is a process run of N timed passes after a warm-up, N chosen to
+fill a time budget.  Results: a table on stdout, bench/results/latest.md,
+latest.json and latest.png.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+
+import numpy as np  # noqa: E402
+
+# ---------------------------------------------------------------------------
+# Workloads
+# ---------------------------------------------------------------------------
+
+_BERT = dict(architecture="encoder", d_model=768, num_heads=12, d_ff=3072,
+             activation="gelu", norm="post", positional="none")
+_GPT2 = dict(architecture="decoder", d_model=768, num_heads=12, d_ff=3072,
+             activation="gelu_tanh", norm="pre", final_norm=False, causal=True,
+             positional="none")
+_D256 = dict(architecture="encoder", d_model=256, num_heads=4, d_ff=1024,
+             activation="relu", norm="post", positional="none")
+
+# name -> (description, what it is)
+WORKLOADS = {
+    "bert_layer_s128": (dict(_BERT, num_layers=1, max_seq_len=128), "BERT-base layer, seq 128"),
+    "bert_layer_s512": (dict(_BERT, num_layers=1, max_seq_len=512), "BERT-base layer, seq 512"),
+    "bert12_s128": (dict(_BERT, num_layers=12, max_seq_len=128), "BERT-base 12 layers, seq 128"),
+    "gpt2_block_s128": (dict(_GPT2, num_layers=1, max_seq_len=128), "GPT-2-small causal block, seq 128"),
+    "gpt2_block_s512": (dict(_GPT2, num_layers=1, max_seq_len=512), "GPT-2-small causal block, seq 512"),
+    "d256_l4_s64": (dict(_D256, num_layers=4, max_seq_len=64), "d 256, 4 heads, d_ff 1024, 4 layers, seq 64"),
+}
+
+BACKENDS = ("hwy", "llvm")
+
+
+def matmul_flops(desc, seq, batch=1):
+    """The matmul FLOPs of one forward pass, as tfm's own --bench counts them:
+    2*M*N*K per linear (QKV, out proj, FFN1, FFN2) and, per head, 2*pairs*dk
+    for QK^T and again for PV, where pairs = S*S, or S*(S+1)/2 when causal."""
+    d, f, n = desc["d_model"], desc["d_ff"], desc["num_layers"]
+    causal = desc.get("causal", desc["architecture"] == "decoder")
+    pairs = seq * (seq + 1) / 2 if causal else seq * seq
+    linears = 2.0 * seq * (3 * d * d + d * d + d * f + f * d)
+    attention = 2.0 * 2.0 * pairs * d  # heads * dk = d
+    return batch * n * (linears + attention)
+
+
+# ---------------------------------------------------------------------------
+# Small helpers
+# ---------------------------------------------------------------------------
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(cmd, env=None, timeout=1800):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       env=env, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def last_line(text, prefix):
+    lines = [l for l in text.splitlines() if l.strip()]
+    if not lines or not lines[-1].startswith(prefix):
+        return None
+    return dict(kv.split("=", 1) for kv in lines[-1][len(prefix):].split())
+
+
+def baseline_env(threads):
+    """The environment of the baseline runs: OpenBLAS free to use AVX-512
+    (OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset) and bounded to `threads`."""
+    env = dict(os.environ)
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    env["OPENBLAS_NUM_THREADS"] = str(threads)
+    env["OMP_NUM_THREADS"] = str(threads)
+    return env
+
+
+def build_cxx(src, out, flags):
+    """Builds a bench helper with clang++-22 when missing or older than its source."""
+    if os.path.exists(out) and os.path.getmtime(out) >= os.path.getmtime(src):
+        return
+    cmd = ["clang++-22", "-O2", "-std=c++17", "-march=native", src, "-o", out] + flags
+    rc, so, se = run(cmd)
+    if rc:
+        sys.exit("bench: building %s failed:\n%s%s" % (os.path.basename(src), so, se))
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "?"
+
+
+def git_describe():
+    rc, so, _ = run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"])
+    if rc:
+        return "?"
+    rc2, st, _ = run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"])
+    return so.strip() + ("+dirty" if st.strip() else "")
+
+
+# ---------------------------------------------------------------------------
+# The torch workers
+# ---------------------------------------------------------------------------
+
+class TorchWorker:
+    def __init__(self, threads):
+        self.threads = threads
+        self.proc = subprocess.Popen(
+            ["/usr/bin/python3", os.path.join(HERE, "torch_worker.py"), str(threads)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            env=baseline_env(threads))
+
+    def call(self, **req):
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                sys.exit("bench: the torch worker (%d threads) died" % self.threads)
+            if line.startswith("@@ "):
+                ans = json.loads(line[3:])
+                if not ans.get("ok"):
+                    sys.exit("bench: torch worker: %s" % ans.get("error"))
+                return ans
+
+    def close(self):
+        try:
+            self.call(op="quit")
+        except SystemExit:
+            pass
+        self.proc.wait(timeout=30)
+
+
+# ---------------------------------------------------------------------------
+# Measurements
+# ---------------------------------------------------------------------------
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.work = os.path.abspath(args.work_dir)
+        os.makedirs(self.work, exist_ok=True)
+        self.tfm_compile = args.tfm_compile
+        self.records = []  # every measurement: dict(tool, workload, threads, round, median_ms, min_ms, runs)
+        self.errors = []   # problems to report
+        self.checks = {}   # (workload, threads, tool) -> dict
+        self.flops_checks = {}
+        self.exes = {}     # (workload, backend) -> path
+        self.skipped_backends = {}
+        self.estimates = {}  # (tool, workload, threads) -> ms per pass
+
+    # -- setup ---------------------------------------------------------------
+    def build_helpers(self):
+        self.fma = os.path.join(self.work, "fma_peak")
+        self.onednn = os.path.join(self.work, "onednn_bench")
+        build_cxx(os.path.join(HERE, "fma_peak.cpp"), self.fma, ["-mavx512f", "-pthread"])
+        build_cxx(os.path.join(HERE, "onednn_bench.cpp"), self.onednn, ["-ldnnl", "-lgomp"])
+
+    def measure_peak(self, threads):
+        rc, so, se = run([self.fma, "--threads", str(threads), "--seconds", "0.2",
+                          "--trials", str(self.args.peak_trials)])
+        kv = last_line(so, "peak: ")
+        if rc or kv is None:
+            sys.exit("bench: fma_peak failed: %s%s" % (so, se))
+        return float(kv["gflops"])
+
+    def prepare(self, name):
+        """Writes the description, weights and input of `name` (weights cached
+        by description) and compiles it with every backend that can."""
+        import reference
+        import safetensors
+        desc, _ = WORKLOADS[name]
+        d = os.path.join(self.work, name)
+        os.makedirs(d, exist_ok=True)
+        desc = dict(desc, name=name)
+        model = os.path.join(d, name + ".json")
+        text = json.dumps(desc, indent=2, sort_keys=True) + "\n"
+        weights = os.path.join(d, "weights.safetensors")
+        inp = os.path.join(d, "input.npy")
+        stamp = os.path.join(d, "stamp.json")
+        fresh = (os.path.exists(stamp) and os.path.exists(weights) and os.path.exists(inp)
+                 and open(stamp).read() == text)
+        with open(model, "w") as f:
+            f.write(text)
+        if not fresh:
+            log("  writing weights and input for %s" % name)
+            w = reference.make_weights(reference.Config(desc), seed=1000 + len(name))
+            safetensors.save_file({k: v.numpy() for k, v in w.items()}, weights)
+            rng = np.random.default_rng(7)
+            x = rng.standard_normal((1, desc["max_seq_len"], desc["d_model"])).astype(np.float32)
+            np.save(inp, x)
+            with open(stamp, "w") as f:
+                f.write(text)
+        self.files = getattr(self, "files", {})
+        self.files[name] = dict(model=model, weights=weights, input=inp, dir=d)
+        for backend in self.args.backends:
+            exe = os.path.join(d, "%s.%s.exe" % (name, backend))
+            t0 = time.time()
+            rc, so, se = run([self.tfm_compile, model, "-o", exe, "--backend=" + backend])
+            if rc:
+                first = (se.strip().splitlines() or ["exit %d" % rc])[0]
+                self.skipped_backends.setdefault(backend, first)
+                log("  %s: --backend=%s not available: %s" % (name, backend, first))
+                continue
+            log("  compiled %s --backend=%s (%.1f s)" % (name, backend, time.time() - t0))
+            self.exes[(name, backend)] = exe
+
+    # -- one measurement of each tool --------------------------------------
+    def run_tfm(self, name, backend, threads, runs, warmup, output=None):
+        cmd = [self.exes[(name, backend)], "--bench", str(runs), "--warmup", str(warmup),
+               "--threads", str(threads), "--weights", self.files[name]["weights"],
+               "--input", "input=" + self.files[name]["input"]]
+        if output:
+            cmd += ["--output", output]
+        rc, so, se = run(cmd)
+        kv = last_line(so, "bench: ")
+        if rc or kv is None:
+            sys.exit("bench: %s failed (exit %d):\n%s\n%s" % (" ".join(cmd), rc, so[-2000:], se[-2000:]))
+        return dict(median_ms=float(kv["median_ms"]), min_ms=float(kv["min_ms"]),
+                    runs=int(kv["runs"]), gflops_reported=float(kv["gflops"]),
+                    threads_reported=int(kv["threads"]))
+
+    def run_torch(self, name, threads, runs, warmup, output=None):
+        w = self.workers[threads]
+        ans = w.call(op="run", key=name, runs=runs, warmup=warmup, output=output)
+        return dict(median_ms=ans["median_ms"], min_ms=ans["min_ms"], runs=ans["runs"])
+
+    def run_onednn(self, name, threads, runs, warmup):
+        desc, _ = WORKLOADS[name]
+        cmd = [self.onednn, "--layers", str(desc["num_layers"]), "--seq", str(desc["max_seq_len"]),
+               "--d", str(desc["d_model"]), "--heads", str(desc["num_heads"]),
+               "--dff", str(desc["d_ff"]), "--threads", str(threads), "--runs", str(runs),
+               "--warmup", str(warmup)]
+        if desc.get("causal"):
+            cmd.append("--causal")
+        rc, so, se = run(cmd, env=baseline_env(threads))
+        kv = last_line(so, "onednn: ")
+        if rc or kv is None:
+            sys.exit("bench: %s failed:\n%s%s" % (" ".join(cmd), so, se))
+        isa = last_line("\n".join(l for l in so.splitlines() if l.startswith("isa: ")), "isa: ")
+        if isa:
+            self.onednn_info = isa
+        return dict(median_ms=float(kv["median_ms"]), min_ms=float(kv["min_ms"]),
+                    runs=int(kv["runs"]), linear_ms=float(kv["linear_ms"]),
+                    attention_ms=float(kv["attention_ms"]))
+
+    def measure(self, tool, name, threads, rnd):
+        """One process run (or worker request) of `tool`, sized from the
+        calibration estimate to fill the time budget."""
+        calib = rnd == 0
+        est = self.estimates.get((tool, name, threads))
+        if calib or est is None:
+            runs, warmup = self.args.calib_runs, 1
+        else:
+            runs = int(max(self.args.min_runs, min(self.args.max_runs, self.args.budget * 1e3 / max(est, 1e-3))))
+            warmup = 2 if est < 100 else 1
+        out = None
+        if calib and tool != "onednn":
+            out = os.path.join(self.files[name]["dir"], "out_%s_t%d.npy" % (tool, threads))
+        if tool.startswith("tfm-"):
+            r = self.run_tfm(name, tool[4:], threads, runs, warmup, out)
+        elif tool == "torch":
+            r = self.run_torch(name, threads, runs, warmup, out)
+        else:
+            r = self.run_onednn(name, threads, runs, warmup)
+        r.update(tool=tool, workload=name, threads=threads, round=rnd, warmup=warmup)
+        if out:
+            r["output"] = out
+        self.records.append(r)
+        prev = self.estimates.get((tool, name, threads))
+        self.estimates[(tool, name, threads)] = min(r["median_ms"], prev) if prev else r["median_ms"]
+        log("  round %d  %-16s t=%d  %-9s median %9.2f ms  min %9.2f ms  (%d runs)"
+            % (rnd, name, threads, tool, r["median_ms"], r["min_ms"], r["runs"]))
+        return r
+
+    # -- checks -------------------------------------------------------------
+    def check_outputs(self, name, threads, tools):
+        ref_path = os.path.join(self.files[name]["dir"], "out_torch_t%d.npy" % threads)
+        ref = np.load(ref_path).astype(np.float64)
+        tol = 1e-4 * (1.0 + np.abs(ref).max())
+        for tool in tools:
+            if not tool.startswith("tfm-"):
+                continue
+            out = np.load(os.path.join(self.files[name]["dir"], "out_%s_t%d.npy" % (tool, threads)))
+            c = dict(tol=float(tol), shape=list(out.shape), ref_shape=list(ref.shape))
+            if out.shape != ref.shape:
+                c.update(ok=False, max_err=None, why="shape %s vs torch %s" % (out.shape, ref.shape))
+            elif not np.all(np.isfinite(out)):
+                c.update(ok=False, max_err=None, why="non-finite values")
+            else:
+                err = np.abs(out.astype(np.float64) - ref)
+                worst = np.unravel_index(int(np.argmax(err)), err.shape)
+                c.update(ok=bool(err.max() <= tol), max_err=float(err.max()),
+                         max_ref=float(np.abs(ref).max()), worst_index=[int(i) for i in worst],
+                         worst_tfm=float(out[worst]), worst_torch=float(ref[worst]),
+                         n_bad=int((err > tol).sum()))
+            self.checks[(name, threads, tool)] = c
+            if not c["ok"]:
+                msg = "OUTPUT MISMATCH %s t=%d %s vs torch: %s" % (
+                    name, threads, tool, c.get("why") or
+                    "max |tfm-torch| = %.3g > tol %.3g at %s (tfm %.6g, torch %.6g), %d elements over"
+                    % (c["max_err"], tol, tuple(c["worst_index"]), c["worst_tfm"], c["worst_torch"], c["n_bad"]))
+                self.errors.append(msg)
+                log("  " + msg)
+            else:
+                log("  output check %s t=%d %s: max err %.2e <= tol %.2e"
+                    % (name, threads, tool, c["max_err"], tol))
+
+    # -- the whole run -----------------------------------------------------
+    def run_all(self):
+        a = self.args
+        self.build_helpers()
+        tools_base = ["tfm-" + b for b in a.backends]
+        log("bench: peak FMA throughput")
+        self.peak = {t: self.measure_peak(t) for t in a.threads}
+        log("  " + ", ".join("%d thread(s): %.1f GFLOP/s" % (t, p) for t, p in self.peak.items()))
+        log("bench: workloads")
+        for name in a.only:
+            self.prepare(name)
+        tools = [t for t in tools_base if any((n, t[4:]) in self.exes for n in a.only)]
+        if not tools:
+            sys.exit("bench: no tfm backend compiled any workload")
+        tools += ["torch", "onednn"]
+        self.tools = tools
+        log("bench: starting the torch workers")
+        self.workers = {t: TorchWorker(t) for t in a.threads}
+        self.torch_info = {}
+        try:
+            for t, w in self.workers.items():
+                self.torch_info[t] = w.call(op="info")
+                for name in a.only:
+                    f = self.files[name]
+                    w.call(op="load", key=name, model=f["model"], weights=f["weights"], input=f["input"])
+            configs = [(n, t) for n in a.only for t in a.threads]
+            for rnd in range(a.rounds + 1):
+                log("bench: round %d of %d%s" % (rnd, a.rounds, " (calibration + output check)" if rnd == 0 else ""))
+                order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
+                for name, t in order:
+                    ts = [x for x in tools if not x.startswith("tfm-") or (name, x[4:]) in self.exes]
+                    k = rnd % len(ts)
+                    for tool in ts[k:] + ts[:k]:
+                        self.measure(tool, name, t, rnd)
+                    if rnd == 0:
+                        self.check_outputs(name, t, ts)
+            log("bench: peak FMA throughput again")
+            for t in a.threads:
+                self.peak[t] = max(self.peak[t], self.measure_peak(t))
+        finally:
+            for w in self.workers.values():
+                w.close()
+
+    # -- results ------------------------------------------------------------
+    def summarise(self):
+        """One row per (workload, threads, tfm backend)."""
+        a = self.args
+        rows = []
+
+        def agg(tool, name, t):
+            rs = [r for r in self.records if r["tool"] == tool and r["workload"] == name and r["threads"] == t]
+            if not rs:
+                return None
+            timed = [r for r in rs if r["round"] > 0] or rs
+            out = dict(median_ms=statistics.median(r["median_ms"] for r in timed),
+                       min_ms=min(r["min_ms"] for r in rs),
+                       runs=sum(r["runs"] for r in rs), invocations=len(rs))
+            if tool == "onednn":
+                out["linear_ms"] = statistics.median(r["linear_ms"] for r in timed)
+                out["attention_ms"] = statistics.median(r["attention_ms"] for r in timed)
+            if tool.startswith("tfm-"):
+                # tfm's own FLOP count, recovered from gflops = flops / median.
+                out["tfm_flops"] = [r["gflops_reported"] * r["median_ms"] * 1e6 for r in rs]
+                out["threads_reported"] = sorted({r["threads_reported"] for r in rs})
+            return out
+
+        for name in a.only:
+            desc, what = WORKLOADS[name]
+            flops = matmul_flops(desc, desc["max_seq_len"])
+            for t in a.threads:
+                torch_r = agg("torch", name, t)
+                onednn_r = agg("onednn", name, t)
+                for tool in self.tools:
+                    if not tool.startswith("tfm-") or (name, tool[4:]) not in self.exes:
+                        continue
+                    tr = agg(tool, name, t)
+                    gf = flops / (tr["median_ms"] * 1e-3) * 1e-9
+                    # tfm's reported FLOPs: gflops has 1 decimal, median 2 decimals.
+                    rel = [abs(x - flops) / flops for x in tr["tfm_flops"]]
+                    bound = max(0.05 / max(r["gflops_reported"], 1e-9) + 0.005 / max(r["median_ms"], 1e-9)
+                                for r in self.records if r["tool"] == tool and r["workload"] == name and r["threads"] == t)
+                    flops_ok = max(rel) <= bound + 1e-3
+                    if not flops_ok:
+                        self.errors.append("FLOP COUNT %s t=%d %s: tfm's gflops implies %.4g FLOPs, the bench counts %.4g"
+                                           % (name, t, tool, statistics.median(tr["tfm_flops"]), flops))
+                    row = dict(workload=name, description=what, threads=t, backend=tool[4:],
+                               flops=flops, tfm=tr, tfm_gflops=gf,
+                               peak_gflops=self.peak[t], tfm_pct_peak=100.0 * gf / self.peak[t],
+                               flops_check=dict(ok=flops_ok, tfm_flops=statistics.median(tr["tfm_flops"]),
+                                                max_rel_diff=max(rel)),
+                               torch=torch_r, onednn=onednn_r,
+                               output_check=self.checks.get((name, t, tool)))
+                    if torch_r:
+                        row["torch_gflops"] = flops / (torch_r["median_ms"] * 1e-3) * 1e-9
+                        row["torch_pct_peak"] = 100.0 * row["torch_gflops"] / self.peak[t]
+                        row["ratio_torch_tfm"] = torch_r["median_ms"] / tr["median_ms"]
+                    if onednn_r:
+                        row["onednn_gflops"] = flops / (onednn_r["median_ms"] * 1e-3) * 1e-9
+                        row["onednn_pct_peak"] = 100.0 * row["onednn_gflops"] / self.peak[t]
+                        row["ratio_onednn_tfm"] = onednn_r["median_ms"] / tr["median_ms"]
+                    if tr["threads_reported"] != [t]:
+                        self.errors.append("%s t=%d %s: the executable reported threads=%s"
+                                           % (name, t, tool, tr["threads_reported"]))
+                    rows.append(row)
+        return rows
+
+
+# ---------------------------------------------------------------------------
+# Output: table, markdown, json, chart
+# ---------------------------------------------------------------------------
+
+COLUMNS = ["workload", "thr", "backend", "tfm med ms", "tfm min ms", "tfm GF/s", "% peak",
+           "torch med ms", "torch min ms", "torch GF/s", "oneDNN-gemm ms", "oneDNN GF/s",
+           "torch/tfm", "oneDNN/tfm", "output vs torch"]
+
+
+def fmt_ms(x):
+    return "-" if x is None else ("%.2f" % x if x < 1000 else "%.0f" % x)
+
+
+def table_rows(rows):
+    out = []
+    for r in rows:
+        c = r["output_check"]
+        if c is None:
+            chk = "-"
+        elif c["ok"]:
+            chk = "ok (%.0e)" % c["max_err"]
+        else:
+            chk = "MISMATCH"
+        out.append([
+            r["workload"], str(r["threads"]), r["backend"],
+            fmt_ms(r["tfm"]["median_ms"]), fmt_ms(r["tfm"]["min_ms"]),
+            "%.1f" % r["tfm_gflops"], "%.1f%%" % r["tfm_pct_peak"],
+            fmt_ms(r["torch"]["median_ms"]) if r["torch"] else "-",
+            fmt_ms(r["torch"]["min_ms"]) if r["torch"] else "-",
+            "%.1f" % r["torch_gflops"] if "torch_gflops" in r else "-",
+            fmt_ms(r["onednn"]["median_ms"]) if r["onednn"] else "-",
+            "%.1f" % r["onednn_gflops"] if "onednn_gflops" in r else "-",
+            "%.2f" % r["ratio_torch_tfm"] if "ratio_torch_tfm" in r else "-",
+            "%.2f" % r["ratio_onednn_tfm"] if "ratio_onednn_tfm" in r else "-",
+            chk])
+    return out
+
+
+def text_table(rows):
+    cells = [COLUMNS] + table_rows(rows)
+    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    lines = []
+    for j, r in enumerate(cells):
+        lines.append("  ".join(s.rjust(w) if i >= 3 else s.ljust(w) for i, (s, w) in enumerate(zip(r, widths))))
+        if j == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def md_table(rows):
+    lines = ["| " + " | ".join(COLUMNS) + " |",
+             "|" + "|".join("---" if i < 3 else "---:" for i in range(len(COLUMNS))) + "|"]
+    for r in table_rows(rows):
+        lines.append("| " + " | ".join(r) + " |")
+    return "\n".join(lines)
+
+
+def write_chart(rows, peak, path, work):
+    """Grouped bars of GFLOP/s (the same FLOP count for every tool) per
+    workload and thread count, with the measured FMA peak; gnuplot, else
+    matplotlib, else nothing."""
+    backends = sorted({r["backend"] for r in rows})
+    keys = []
+    for r in rows:
+        k = (r["workload"], r["threads"])
+        if k not in keys:
+            keys.append(k)
+    series = ["tfm-" + b for b in backends] + ["PyTorch 1.13", "oneDNN (GEMMs only)", "FMA peak"]
+    data = []
+    for k in keys:
+        rs = {r["backend"]: r for r in rows if (r["workload"], r["threads"]) == k}
+        any_r = next(iter(rs.values()))
+        vals = [rs[b]["tfm_gflops"] if b in rs else float("nan") for b in backends]
+        vals += [any_r.get("torch_gflops", float("nan")), any_r.get("onednn_gflops", float("nan")),
+                 peak[k[1]]]
+        data.append(("%s t%d" % k, vals))
+    title = "tfm vs PyTorch vs oneDNN GEMMs: matmul GFLOP/s (higher is better), batch 1, fp32"
+    if shutil.which("gnuplot"):
+        dat = os.path.join(work, "chart.dat")
+        with open(dat, "w") as f:
+            f.write("label " + " ".join('"%s"' % s for s in series) + "\n")
+            for label, vals in data:
+                f.write('"%s" ' % label + " ".join("nan" if v != v else "%.3f" % v for v in vals) + "\n")
+        gp = os.path.join(work, "chart.gp")
+        width = max(1000, 120 * len(data) + 200)
+        with open(gp, "w") as f:
+            f.write('set terminal pngcairo size %d,560 font "sans,10"\n' % width)
+            f.write('set output "%s"\n' % path)
+            f.write('set title "%s"\n' % title)
+            f.write('set ylabel "GFLOP/s"\nset yrange [0:*]\nset grid ytics\n')
+            f.write('set style data histograms\nset style histogram clustered gap 1\n')
+            f.write('set style fill solid 0.85 border -1\nset boxwidth 0.9\n')
+            f.write('set xtics rotate by -30 scale 0\nset key top left\n')
+            f.write('set datafile missing "nan"\n')
+            f.write("plot " + ", ".join('"%s" using %d:xtic(1) title columnheader(%d)' % (dat, i + 2, i + 2)
+                                        for i in range(len(series))) + "\n")
+        rc, so, se = run(["gnuplot", gp])
+        if rc == 0:
+            return "gnuplot"
+        log("bench: gnuplot failed: %s" % se.strip())
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("bench: no gnuplot or matplotlib: no chart (scripts/install-deps.sh --bench installs gnuplot)")
+        return None
+    fig, ax = plt.subplots(figsize=(max(10, 1.2 * len(data) + 2), 5.6))
+    n = len(series)
+    for i, s in enumerate(series):
+        ax.bar([j + (i - (n - 1) / 2) * 0.8 / n for j in range(len(data))],
+               [v[1][i] for v in data], 0.8 / n, label=s)
+    ax.set_xticks(range(len(data)))
+    ax.set_xticklabels([d[0] for d in data], rotation=30, ha="right")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    return "matplotlib"
+
+
+def report(bench, rows, elapsed):
+    a = bench.args
+    now = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
+    t_info = next(iter(bench.torch_info.values()))
+    blas = [os.path.basename(p) for p in t_info["blas"]]
+    oi = getattr(bench, "onednn_info", {})
+    peak_line = ", ".join("%d thread%s %.1f GFLOP/s (%.1f per core)" % (t, "s" if t > 1 else "", p, p / t)
+                          for t, p in bench.peak.items())
+    header = [
+        "Measured %s on %s (%d CPUs), tfm %s; %s run: %s rounds after a calibration round, "
+        "budget %.1f s per measurement, %.0f s in all."
+        % (now, cpu_model(), os.cpu_count(), git_describe(), "quick" if a.quick else "full",
+           a.rounds, a.budget, elapsed),
+        "FMA peak (fma_peak.cpp, best of %d x 0.2 s, before and after): %s." % (a.peak_trials, peak_line),
+        "PyTorch %s, ATen CPU capability %s, BLAS: %s; oneDNN 2.6 matmul: ISA %s, linears %s, attention %s."
+        % (t_info["torch"], t_info["cpu_capability"], ", ".join(blas),
+           oi.get("", "?") if False else oi.get("isa", next(iter(oi), "?")) if oi else "?",
+           oi.get("linear_impl", "?"), oi.get("attention_impl", "?")),
+    ]
+    notes = []
+    for b, why in bench.skipped_backends.items():
+        notes.append("--backend=%s not measured: %s" % (b, why))
+    notes += bench.errors
+    table = text_table(rows)
+    print()
+    print("\n".join(header))
+    print()
+    print(table)
+    if notes:
+        print()
+        print("\n".join("note: " + n for n in notes))
+    os.makedirs(a.out_dir, exist_ok=True)
+    png = os.path.join(a.out_dir, "latest.png")
+    chart = write_chart(rows, bench.peak, png, bench.work)
+    md = ["# tfm benchmark: latest results", "",
+          "Written by `bench/run.sh%s`; see bench/README.md for what the columns mean." % (" --quick" if a.quick else ""),
+          ""] + ["- " + h for h in header] + ["", md_table(rows), ""]
+    if notes:
+        md += ["Notes:", ""] + ["- " + n for n in notes] + [""]
+    if chart:
+        md += ["![GFLOP/s per workload](latest.png)", ""]
+    with open(os.path.join(a.out_dir, "latest.md"), "w") as f:
+        f.write("\n".join(md))
+    with open(os.path.join(a.out_dir, "latest.json"), "w") as f:
+        json.dump(dict(date=now, cpu=cpu_model(), cpus=os.cpu_count(), tfm_commit=git_describe(),
+                       quick=a.quick, rounds=a.rounds, budget_s=a.budget, elapsed_s=elapsed,
+                       peak_gflops={str(t): p for t, p in bench.peak.items()},
+                       torch=bench.torch_info, onednn=oi,
+                       skipped_backends=bench.skipped_backends, notes=notes,
+                       workloads={n: dict(description=WORKLOADS[n][0], what=WORKLOADS[n][1],
+                                          flops=matmul_flops(WORKLOADS[n][0], WORKLOADS[n][0]["max_seq_len"]))
+                                  for n in a.only},
+                       rows=rows, measurements=bench.records), f, indent=1)
+    print()
+    print("bench: wrote %s/latest.md, latest.json%s" % (a.out_dir, ", latest.png" if chart else ""))
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="a short run (about 2 minutes)")
+    p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
+    p.add_argument("--only", action="append", default=[],
+                   help="a workload (repeatable, or comma-separated); default all: " + ", ".join(WORKLOADS))
+    p.add_argument("--backends", default=",".join(BACKENDS),
+                   help="tfm backends to try (those that do not compile are reported and skipped)")
+    p.add_argument("--rounds", type=int, help="timed rounds after the calibration round (default 3, quick 1)")
+    p.add_argument("--budget", type=float, help="seconds per measurement (default 2.0, quick 0.4)")
+    p.add_argument("--tfm-compile", default=os.path.join(ROOT, "build", "bin", "tfm-compile"))
+    p.add_argument("--work-dir", default=os.path.join(HERE, "work"))
+    p.add_argument("--out-dir", default=os.path.join(HERE, "results"))
+    p.add_argument("--list", action="store_true", help="list the workloads and their FLOPs")
+    a = p.parse_args(argv)
+    if a.list:
+        for n, (d, what) in WORKLOADS.items():
+            print("%-16s %-45s %.3f GFLOP" % (n, what, matmul_flops(d, d["max_seq_len"]) * 1e-9))
+        return 0
+    a.threads = [int(t) for t in a.threads.split(",") if t.strip()]
+    if not a.threads or min(a.threads) < 1:
+        p.error("--threads: positive integers, e.g. 1,2")
+    only = [n.strip() for o in a.only for n in o.split(",") if n.strip()]
+    unknown = [n for n in only if n not in WORKLOADS]
+    if unknown:
+        p.error("unknown workload %s; known: %s" % (unknown, ", ".join(WORKLOADS)))
+    a.only = only or list(WORKLOADS)
+    a.backends = [b for b in a.backends.split(",") if b]
+    if a.rounds is None:
+        a.rounds = 1 if a.quick else 3
+    if a.budget is None:
+        a.budget = 0.4 if a.quick else 2.0
+    a.calib_runs = 2 if a.quick else 3
+    a.min_runs = 2 if a.quick else 3
+    a.max_runs = 200
+    a.peak_trials = 3
+    if not os.access(a.tfm_compile, os.X_OK):
+        sys.exit("bench: %s not found: build tfm first (bench/run.sh does)" % a.tfm_compile)
+    t0 = time.time()
+    b = Bench(a)
+    b.run_all()
+    rows = b.summarise()
+    report(b, rows, time.time() - t0)
+    return 1 if any("MISMATCH" in e or "FLOP COUNT" in e for e in b.errors) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+// The register-blocked GEMM micro-kernel: a tile of C = A B (+ bias, then an
+// activation) where B is a weight packed into panels of kPanel columns
+// (panel p holds, for every k, columns [p*kPanel, (p+1)*kPanel) contiguously;
+// the last panel is zero-padded). The loops over tiles, the blocking and the
+// packing are the generated code's; this is only the innermost block.
+
+#if defined(TFM_RUNTIME_KERNELS_GEMM_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef TFM_RUNTIME_KERNELS_GEMM_INL_H_
+#undef TFM_RUNTIME_KERNELS_GEMM_INL_H_
+#else
+#define TFM_RUNTIME_KERNELS_GEMM_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tfm::rt::kernels {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+/// Width of a packed weight panel, in floats: the same for every target, so
+/// one packed layout serves whichever target runs.
+constexpr size_t kPanel = 32;
+
+/// Rows of C a tile covers on this target: as many as keep the accumulators
+/// (kRows x kPanel/lanes vectors) within the register file.
+constexpr size_t kGemmRows = hn::MaxLanes(hn::ScalableTag<float>()) >= 16  ? 6
+                             : hn::MaxLanes(hn::ScalableTag<float>()) >= 8 ? 3
+                                                                           : 1;
+
+/// C[r, j] = sum_k A[r, k] * panel[k, j] (+ bias[j]) for r < kRows and
+/// j < cols (<= kPanel). A's rows are lda floats apart, C's ldc.
+template <size_t kRows>
+HWY_INLINE void GemmTile(const float *HWY_RESTRICT a, size_t lda,
+                         const float *HWY_RESTRICT panel, size_t k,
+                         const float *HWY_RESTRICT bias, float *HWY_RESTRICT c,
+                         size_t ldc, size_t cols) {
+  const hn::ScalableTag<float> d;
+  constexpr size_t kLanes = hn::MaxLanes(d);
+  constexpr size_t kVecs = kPanel / kLanes;
+  using V = decltype(hn::Zero(d));
+  V acc[kRows][kVecs];
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t v = 0; v < kVecs; ++v)
+      acc[r][v] = hn::Zero(d);
+  for (size_t kk = 0; kk < k; ++kk) {
+    V b[kVecs];
+    for (size_t v = 0; v < kVecs; ++v)
+      b[v] = hn::Load(d, panel + kk * kPanel + v * kLanes);
+    for (size_t r = 0; r < kRows; ++r) {
+      const V ar = hn::Set(d, a[r * lda + kk]);
+      for (size_t v = 0; v < kVecs; ++v)
+        acc[r][v] = hn::MulAdd(ar, b[v], acc[r][v]);
+    }
+  }
+  HWY_ALIGN float tmp[kPanel];
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t v = 0; v < kVecs; ++v) {
+      V out = acc[r][v];
+      if (bias != nullptr && cols == kPanel)
+        out = hn::Add(out, hn::LoadU(d, bias + v * kLanes));
+      if (cols == kPanel)
+        hn::StoreU(out, d, c + r * ldc + v * kLanes);
+      else
+        hn::Store(out, d, tmp + v * kLanes);
+    }
+    if (cols != kPanel)
+      for (size_t j = 0; j < cols; ++j)
+        c[r * ldc + j] = tmp[j] + (bias != nullptr ? bias[j] : 0.0f);
+  }
+}
+
+/// GemmTile for 1..kGemmRows rows, chosen at run time (the last rows of C).
+HWY_INLINE void GemmTileRows(size_t rows, const float *HWY_RESTRICT a,
+                             size_t lda, const float *HWY_RESTRICT panel,
+                             size_t k, const float *HWY_RESTRICT bias,
+                             float *HWY_RESTRICT c, size_t ldc, size_t cols) {
+  switch (rows) {
+  case 6:
+    if constexpr (kGemmRows >= 6)
+      return GemmTile<6>(a, lda, panel, k, bias, c, ldc, cols);
+    break;
+  case 5:
+    if constexpr (kGemmRows >= 5)
+      return GemmTile<5>(a, lda, panel, k, bias, c, ldc, cols);
+    break;
+  case 4:
+    if constexpr (kGemmRows >= 4)
+      return GemmTile<4>(a, lda, panel, k, bias, c, ldc, cols);
+    break;
+  case 3:
+    if constexpr (kGemmRows >= 3)
+      return GemmTile<3>(a, lda, panel, k, bias, c, ldc, cols);
+    break;
+  case 2:
+    if constexpr (kGemmRows >= 2)
+      return GemmTile<2>(a, lda, panel, k, bias, c, ldc, cols);
+    break;
+  default:
+    break;
+  }
+  for (size_t r = 0; r < rows; ++r)
+    GemmTile<1>(a + r * lda, lda, panel, k, bias, c + r * ldc, ldc, cols);
+}
+
+} // namespace HWY_NAMESPACE
+} // namespace tfm::rt::kernels
+HWY_AFTER_NAMESPACE();
+
+#endif // TFM_RUNTIME_KERNELS_GEMM_INL_H_
