@@ -75,6 +75,22 @@ Error run(ArrayRef<std::string> args, bool verbose, StringRef stage) {
       output.c_str());
 }
 
+/// Appends the words of `flags` (split at spaces; no quoting) to `args`.
+void appendFlags(std::vector<std::string> &args, StringRef flags) {
+  SmallVector<StringRef> words;
+  flags.split(words, ' ', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  for (StringRef w : words)
+    args.push_back(w.str());
+}
+
+/// The flags the runtime was built with that a model must share (the
+/// sanitizers of a TFM_SANITIZE build), then $`envVar`.
+void appendExtraFlags(std::vector<std::string> &args, const char *envVar) {
+  appendFlags(args, TFM_MODEL_SANITIZE_FLAGS);
+  if (const char *env = std::getenv(envVar))
+    appendFlags(args, env);
+}
+
 } // namespace
 
 Error buildNative(StringRef cppPath, ArtifactKind kind, StringRef outPath,
@@ -98,6 +114,7 @@ Error buildNative(StringRef cppPath, ArtifactKind kind, StringRef outPath,
     compile.push_back("-march=native");
     compile.push_back("-DHWY_COMPILE_ONLY_STATIC=1");
   }
+  appendExtraFlags(compile, "TFM_CXXFLAGS");
   compile.insert(compile.end(), {"-c", cppPath.str(), "-o", objPath});
   if (Error e = run(compile, options.verbose, "compile generated C++"))
     return e;
@@ -120,6 +137,7 @@ Error buildNative(StringRef cppPath, ArtifactKind kind, StringRef outPath,
     link.insert(link.end(), {"-shared", "-Wl,--exclude-libs,ALL",
                              "-Wl,--version-script=" + script.str().str()});
   }
+  appendExtraFlags(link, "TFM_LDFLAGS");
   link.push_back(objPath);
   if (kind == ArtifactKind::Executable)
     link.push_back(TFM_RUNTIME_MAIN_LIB);

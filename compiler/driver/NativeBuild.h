@@ -24,7 +24,10 @@ struct NativeBuildOptions {
 
 /// Compiles the generated C++ at `cppPath` (absolute) and produces `kind` at
 /// `outPath`, linking the runtime. The C++ compiler is $TFM_CXX, else
-/// clang++-22, clang++ or g++, whichever is found first.
+/// clang++-22, clang++ or g++, whichever is found first. $TFM_CXXFLAGS and
+/// $TFM_LDFLAGS (words split at spaces) are added to the compile and link
+/// commands; in a sanitizer build (TFM_SANITIZE) both also get the
+/// sanitizer flags the runtime was built with.
 llvm::Error buildNative(llvm::StringRef cppPath, ArtifactKind kind,
                         llvm::StringRef outPath,
                         const NativeBuildOptions &options);

@@ -7,6 +7,7 @@
 
 #include "tfm/Frontend/ModelBuilder.h"
 #include "tfm/Frontend/ModelConfig.h"
+#include "tfm/Frontend/ModelMemory.h"
 #include "tfm/Lowering/HighwayEmitter.h"
 
 #include "NativeBuild.h"
@@ -185,6 +186,19 @@ int main(int argc, char **argv) {
     errs() << "--max-seq-len " << limits.maxSeqLen << " exceeds max_seq_len "
            << config->maxSeqLen
            << ": learned positions have no rows beyond it\n";
+    return kUserError;
+  }
+  // A model bigger than the machine fails here, saying how big, rather
+  // than when its executable allocates.
+  std::string budgetError;
+  std::optional<tfm::MemoryBudget> budget = tfm::memoryBudget(budgetError);
+  if (!budget)
+    return userError(budgetError);
+  if (std::optional<tfm::ConfigDiagnostic> d =
+          tfm::checkModelMemory(*config, limits, positions, *budget)) {
+    errs() << inputPath << ":" << d->line << ":" << d->column << ": ";
+    WithColor(errs(), HighlightColor::Error) << "error: ";
+    errs() << d->message << "\n";
     return kUserError;
   }
 

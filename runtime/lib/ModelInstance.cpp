@@ -5,11 +5,40 @@
 
 namespace tfm::rt {
 
+bool ModelInstance::packWeights(std::string &error) {
+  const ModelInfo &info = *model;
+  const float *const *params = weights.pointers();
+  weightPointers.assign(params, params + info.numParams);
+  if (info.numPacked == 0)
+    return true;
+  // One block, each tensor starting on a 64-byte boundary.
+  std::vector<size_t> offsets;
+  size_t floats = 0;
+  for (size_t j = 0; j < info.numPacked; ++j) {
+    offsets.push_back(floats);
+    floats += (info.packedFloats[j] + 15) / 16 * 16;
+  }
+  if (!packed.allocate(floats * sizeof(float))) {
+    error = "out of memory allocating " + std::to_string(floats * 4) +
+            " bytes for packed weights";
+    return false;
+  }
+  std::vector<float *> targets;
+  for (size_t offset : offsets)
+    targets.push_back(static_cast<float *>(packed.data()) + offset);
+  info.pack(params, targets.data());
+  weightPointers.insert(weightPointers.end(), targets.begin(), targets.end());
+  return true;
+}
+
 bool ModelInstance::init(const ModelInfo &info, const char *weightsPath,
                          int threads, std::string &error) {
   model = &info;
   if (weightsPath ? !weights.load(info, weightsPath, error)
                   : !weights.initRandom(info, error))
+    return false;
+
+  if (!packWeights(error))
     return false;
 
   activations = std::make_unique<Arena>(info.arenaBytes);
@@ -36,7 +65,7 @@ bool ModelInstance::init(const ModelInfo &info, const char *weightsPath,
 void ModelInstance::forward(const InputView *inputs, float *out) {
   // A pass starts from an empty arena whatever the last one left behind.
   activations->release(0);
-  model->forward(weights.pointers(), inputs, out ? out : outputBuffer(),
+  model->forward(weightPointers.data(), inputs, out ? out : outputBuffer(),
                  *activations, *pool);
 }
 

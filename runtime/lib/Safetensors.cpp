@@ -148,9 +148,13 @@ bool SafetensorsFile::open(const char *path, std::string &error) {
   entries.clear();
   if (!file.open(path, error))
     return false;
+  return parse(file.data(), file.size(), path, error);
+}
+
+bool SafetensorsFile::parse(const unsigned char *bytes, size_t size,
+                            const char *path, std::string &error) {
+  entries.clear();
   Problems problems(path);
-  const unsigned char *bytes = file.data();
-  uint64_t size = file.size();
   if (size < 8) {
     problems.add("file of " + std::to_string(size) +
                  " bytes is too short for a safetensors file (it starts with "

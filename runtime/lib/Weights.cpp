@@ -40,7 +40,19 @@ bool Weights::load(const ModelInfo &model, const char *path,
   ptrs.assign(model.numParams, nullptr);
   if (!file.open(path, error))
     return false;
+  return loadParsed(model, path, error);
+}
 
+bool Weights::loadImage(const ModelInfo &model, const unsigned char *bytes,
+                        size_t size, const char *path, std::string &error) {
+  ptrs.assign(model.numParams, nullptr);
+  if (!file.parse(bytes, size, path, error))
+    return false;
+  return loadParsed(model, path, error);
+}
+
+bool Weights::loadParsed(const ModelInfo &model, const char *path,
+                         std::string &error) {
   std::string problems;
   auto problem = [&](const std::string &what) {
     if (!problems.empty())

@@ -82,6 +82,9 @@ extern const ModelInfo kModel = {
     /*arenaBytes=*/kArenaBytes,
     /*matmulFlops=*/matmulFlops,
     /*forward=*/forward,
+    /*numPacked=*/0,
+    /*packedFloats=*/nullptr,
+    /*pack=*/nullptr,
 };
 
 } // namespace tfm::rt

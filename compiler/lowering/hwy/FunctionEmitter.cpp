@@ -186,7 +186,7 @@ LogicalResult FunctionEmitter::emitSignature(bool isEntry) {
 LogicalResult FunctionEmitter::emit(bool isEntry) {
   if (func.getBody().getBlocks().size() != 1)
     return func.emitError("the Highway backend needs single-block functions");
-  if (failed(emitSignature(isEntry)))
+  if (failed(findPackedArguments()) || failed(emitSignature(isEntry)))
     return failure();
   os << "const size_t arenaMark = arena.mark();\n";
   for (Operation &op : func.getBody().front())
@@ -240,57 +240,52 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
 // Matmul
 //===----------------------------------------------------------------------===//
 
-void FunctionEmitter::emitMatmul(StringRef what, const std::string &rows,
-                                 const std::string &rowsMax,
-                                 const std::string &x, int64_t xStride,
-                                 const std::string &w, int64_t n, int64_t k,
-                                 const std::string &bias,
-                                 const std::string &out, int64_t outStride,
-                                 std::optional<Activation> act) {
-  (void)rowsMax;
-  // Pointer expressions may be sums ("w + 1024"): index them parenthesised.
-  auto paren = [](const std::string &e) {
-    return e.find(' ') == std::string::npos ? e : "(" + e + ")";
-  };
-  std::string plusBias = bias.empty() ? "" : " + " + paren(bias) + "[n]";
+void FunctionEmitter::emitMatmul(
+    StringRef what, const std::string &rows, const std::string &x,
+    int64_t xStride, const std::string &packedW, int64_t firstSegment,
+    int64_t segments, int64_t segmentRows, int64_t k, const std::string &bias,
+    const std::string &out, int64_t outStride, std::optional<Activation> act) {
+  int64_t perSegment = (segmentRows + 31) / 32;
+  int64_t panels = segments * perSegment;
+  int64_t n = segments * segmentRows;
   os << "{ // " << what << ": [" << rows << ", " << k << "] x [" << n << ", "
-     << k << "]^T -> [" << rows << ", " << n << "]\n";
+     << k << "]^T (packed) -> [" << rows << ", " << n << "]\n";
   os.indent();
   os << "const int64_t rows = " << rows << ";\n";
-  // Blocks of four rows share each weight row's loads (k::Dot4).
-  os << "pool.parallelFor((rows + 3) / 4, [&](int64_t block) {\n";
+  os << "const int64_t rowBlocks = (rows + k::kGemmRows - 1) / "
+        "k::kGemmRows;\n";
+  // Panel-major tasks: a thread's consecutive tasks reuse one weight panel
+  // (in L1/L2) across the row blocks.
+  os << "pool.parallelFor(rowBlocks * " << panels << ", [&](int64_t t) {\n";
   os.indent();
-  os << "const int64_t r0 = block * 4;\n";
-  os << "const int64_t rEnd = std::min<int64_t>(r0 + 4, rows);\n";
-  os << "if (rEnd - r0 == 4) {\n";
-  os.indent();
-  os << "for (int64_t n = 0; n < " << n << "; ++n) {\n";
-  os.indent();
-  os << "float acc[4];\n";
-  os << "k::Dot4(" << x << " + r0 * " << xStride << ", " << xStride << ", " << w
-     << " + n * " << k << ", " << k << ", acc);\n";
-  os << "for (int64_t r = 0; r < 4; ++r)\n";
-  os << "  " << paren(out) << "[(r0 + r) * " << outStride << " + n] = acc[r]"
-     << plusBias << ";\n";
-  os.unindent();
-  os << "}\n";
-  os.unindent();
-  os << "} else {\n";
-  os.indent();
-  os << "for (int64_t r = r0; r < rEnd; ++r)\n";
-  os << "  for (int64_t n = 0; n < " << n << "; ++n)\n";
-  os << "    " << paren(out) << "[r * " << outStride << " + n] = k::Dot(" << x
-     << " + r * " << xStride << ", " << w << " + n * " << k << ", " << k << ")"
-     << plusBias << ";\n";
-  os.unindent();
-  os << "}\n";
+  os << "const int64_t panel = t / rowBlocks;\n";
+  os << "const int64_t r0 = (t % rowBlocks) * k::kGemmRows;\n";
+  os << "const int64_t nRows = std::min<int64_t>(k::kGemmRows, rows - r0);\n";
+  if (segments == 1) {
+    os << "const int64_t col = panel * 32;\n";
+    os << "const int64_t cols = std::min<int64_t>(32, " << segmentRows
+       << " - col);\n";
+  } else {
+    os << "const int64_t inSegment = (panel % " << perSegment << ") * 32;\n";
+    os << "const int64_t col = (panel / " << perSegment << ") * " << segmentRows
+       << " + inSegment;\n";
+    os << "const int64_t cols = std::min<int64_t>(32, " << segmentRows
+       << " - inSegment);\n";
+  }
+  std::string biasArg = "nullptr";
+  if (!bias.empty())
+    biasArg = bias + " + " + num(firstSegment * segmentRows) + " + col";
+  os << "k::GemmTileRows(nRows, " << x << " + r0 * " << xStride << ", "
+     << xStride << ", " << packedW << " + (" << firstSegment * perSegment
+     << " + panel) * " << 32 * k << ", " << k << ", " << biasArg << ", " << out
+     << " + r0 * " << outStride << " + col, " << outStride << ", cols);\n";
   if (act) {
     StringRef kernel = *act == Activation::Relu   ? "ReluInPlace"
                        : *act == Activation::Gelu ? "GeluInPlace"
                                                   : "GeluTanhInPlace";
-    os << "for (int64_t r = r0; r < rEnd; ++r)\n";
-    os << "  k::" << kernel << "(" << out << " + r * " << outStride << ", " << n
-       << ");\n";
+    os << "for (int64_t r = 0; r < nRows; ++r)\n";
+    os << "  k::" << kernel << "(" << out << " + (r0 + r) * " << outStride
+       << " + col, cols);\n";
   }
   os.unindent();
   os << "});\n";
@@ -299,18 +294,70 @@ void FunctionEmitter::emitMatmul(StringRef what, const std::string &rows,
   addFlops(llvm::formatv("2.0 * double({0}) * {1} * {2}", rows, n, k).str());
 }
 
+LogicalResult FunctionEmitter::findPackedArguments() {
+  summary.argPacking.assign(func.getNumArguments(), std::nullopt);
+  auto mark = [&](Value v, int64_t segments, int64_t segmentRows,
+                  int64_t k) -> LogicalResult {
+    auto arg = dyn_cast<BlockArgument>(v);
+    if (!arg)
+      return success();
+    PackSpec spec{0, segments, segmentRows, k};
+    std::optional<PackSpec> &slot = summary.argPacking[arg.getArgNumber()];
+    if (slot && !slot->sameLayout(spec))
+      return func.emitError("argument ")
+             << arg.getArgNumber() << " is used as two different GEMM weights";
+    slot = spec;
+    return success();
+  };
+  WalkResult result = func.walk([&](Operation *op) -> WalkResult {
+    LogicalResult r = success();
+    if (auto linear = dyn_cast<LinearOp>(op)) {
+      RankedTensorType w = linear.getWeight().getType();
+      r = mark(linear.getWeight(), 1, w.getDimSize(0), w.getDimSize(1));
+    } else if (auto ffn = dyn_cast<FeedForwardOp>(op)) {
+      RankedTensorType w1 = ffn.getW1().getType(), w2 = ffn.getW2().getType();
+      if (succeeded(
+              r = mark(ffn.getW1(), 1, w1.getDimSize(0), w1.getDimSize(1))))
+        r = mark(ffn.getW2(), 1, w2.getDimSize(0), w2.getDimSize(1));
+    } else if (auto mha = dyn_cast<MultiHeadAttentionOp>(op)) {
+      int64_t d = mha.getQuery().getType().getShape().back();
+      if (succeeded(r = mark(mha.getInProjWeight(), 3, d, d)))
+        r = mark(mha.getOutProjWeight(), 1, d, d);
+    }
+    return failed(r) ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return failure(result.wasInterrupted());
+}
+
+std::string FunctionEmitter::packedWeight(Value v, int64_t segments,
+                                          int64_t segmentRows) {
+  if (isa<BlockArgument>(v))
+    return buffers[v].ptr; // the caller passed the packed form
+  auto weight = v.getDefiningOp<WeightOp>();
+  unsigned param = facts.paramIndex.lookup(weight.getParam());
+  PackSpec spec{param, segments, segmentRows,
+                weight.getType().getShape().back()};
+  unsigned index = facts.packs.size();
+  for (auto [j, existing] : llvm::enumerate(facts.packs))
+    if (existing.param == param && existing.sameLayout(spec))
+      index = j;
+  if (index == facts.packs.size())
+    facts.packs.push_back(spec);
+  return "w[" + num(facts.paramIndex.size() + index) + "]";
+}
+
 LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
-  const Buffer &x = buffers[op.getInput()];
-  const Buffer &w = buffers[op.getWeight()];
+  Buffer x = buffers[op.getInput()];
   int64_t n = op.getWeight().getType().getDimSize(0);
   int64_t k = op.getWeight().getType().getDimSize(1);
   ArrayRef<Dim> lead = ArrayRef<Dim>(x.dims).drop_back();
   Dims outDims(lead.begin(), lead.end());
   outDims.push_back(staticDim(n));
   std::string bias = op.getBias() ? buffers[op.getBias()].ptr : "";
+  std::string packed = packedWeight(op.getWeight(), 1, n);
   Buffer out = allocate(op.getResult(), outDims);
-  emitMatmul("linear", product(lead), num(maxProduct(lead)), x.ptr, k, w.ptr, n,
-             k, bias, out.ptr, n, std::nullopt);
+  emitMatmul("linear", product(lead), x.ptr, k, packed, 0, 1, n, k, bias,
+             out.ptr, n, std::nullopt);
   return success();
 }
 
@@ -319,8 +366,8 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult FunctionEmitter::emitEmbedding(EmbeddingOp op) {
-  const Buffer &ids = buffers[op.getIds()];
-  const Buffer &table = buffers[op.getTable()];
+  Buffer ids = buffers[op.getIds()];
+  Buffer table = buffers[op.getTable()];
   int64_t d = op.getTable().getType().getDimSize(1);
   Dims outDims = ids.dims;
   outDims.push_back(staticDim(d));
@@ -334,7 +381,7 @@ LogicalResult FunctionEmitter::emitEmbedding(EmbeddingOp op) {
 }
 
 LogicalResult FunctionEmitter::emitPositions(PositionEncodingOp op) {
-  const Buffer &x = buffers[op.getInput()];
+  Buffer x = buffers[op.getInput()];
   int64_t d = op.getInput().getType().getShape().back();
   Buffer out = allocate(op.getResult(), x.dims);
   ArrayRef<Dim> rows = ArrayRef<Dim>(x.dims).drop_back();
@@ -438,6 +485,9 @@ void FunctionEmitter::emitAttentionCore(
 
   std::string queryRow = at(q, "i");
   std::string scoreExpr;
+  float scale = score == ScoreKind::ScaledDot
+                    ? 1.0f / std::sqrt(static_cast<float>(dk))
+                    : 1.0f;
   // FLOP terms are evaluated outside this block, over the dims themselves.
   std::string fb = "double(" + batch + ")", fq = "double(" + sq + ")",
               fk = "double(" + sk + ")";
@@ -514,6 +564,25 @@ void FunctionEmitter::emitAttentionCore(
   addFlops(
       llvm::formatv("2.0 * {0} * {1} * {2} * {3}", fb, heads, pairs, dk).str());
 
+  // Dot-product scores read the keys transposed ([batch, heads, dk, sk]):
+  // a block of keys' scores is then dk vector FMAs.
+  std::string keysTransposed;
+  if (score != ScoreKind::Additive) {
+    keysTransposed = scratch("keysT", "batch * " + num(heads * dk) + " * sk",
+                             maxBatch * heads * dk * maxSk);
+    os << "pool.parallelFor(batch * " << heads << ", [&](int64_t t) {\n";
+    os.indent();
+    os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
+    os << "float *dst = " << keysTransposed << " + t * " << dk << " * sk;\n";
+    os << "for (int64_t j = 0; j < sk; ++j) {\n";
+    os << "  const float *row = " << at(k, "j") << ";\n";
+    os << "  for (int64_t f = 0; f < " << dk << "; ++f)\n";
+    os << "    dst[f * sk + j] = row[f];\n";
+    os << "}\n";
+    os.unindent();
+    os << "});\n";
+  }
+
   // One query row per task: scores, online softmax and the weighted sum of
   // value rows in one pass over the keys; the score matrix is never stored.
   os << "pool.parallelFor(batch * " << heads << " * sq, [&](int64_t t) {\n";
@@ -526,9 +595,24 @@ void FunctionEmitter::emitAttentionCore(
   os << "k::OnlineSoftmax state;\n";
   os << "const int64_t keys = "
      << (causal ? "std::min<int64_t>(sk, i + 1)" : "sk") << ";\n";
-  os << "for (int64_t j = 0; j < keys; ++j)\n";
-  os << "  k::OnlineSoftmaxStep(state, " << scoreExpr << ", " << at(v, "j")
-     << ", o, " << dk << ");\n";
+  if (keysTransposed.empty()) {
+    os << "for (int64_t j = 0; j < keys; ++j)\n";
+    os << "  k::OnlineSoftmaxStep(state, " << scoreExpr << ", " << at(v, "j")
+       << ", o, " << dk << ");\n";
+  } else {
+    // A block of keys at a time: their scores as one vector, one rescale.
+    os << "HWY_ALIGN float s[k::kKeyBlock];\n";
+    os << "for (int64_t j0 = 0; j0 < keys; j0 += k::kKeyBlock) {\n";
+    os.indent();
+    os << "const int64_t n = std::min<int64_t>(k::kKeyBlock, keys - j0);\n";
+    os << "k::TransposedKeyScores(q, " << keysTransposed << " + (b * " << heads
+       << " + h) * " << dk << " * sk + j0, sk, n, " << dk << ", "
+       << floatLiteral(scale) << ", s);\n";
+    os << "k::OnlineSoftmaxBlock(state, s, n, " << at(v, "j0") << ", "
+       << v.rowStride << ", o, " << dk << ");\n";
+    os.unindent();
+    os << "}\n";
+  }
   os << "k::Scale(1.0f / state.sum, o, o, " << dk << ");\n";
   os.unindent();
   os << "});\n";
@@ -537,7 +621,7 @@ void FunctionEmitter::emitAttentionCore(
 }
 
 LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
-  const Buffer &x = buffers[op.getQuery()];
+  Buffer x = buffers[op.getQuery()];
   int64_t rank = x.dims.size();
   if (rank != 3)
     return op.emitError("the Highway backend expects [batch, seq, d_model]");
@@ -546,7 +630,7 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
   const Dim &batch = x.dims[0], &seq = x.dims[1];
   std::string rows = product(ArrayRef<Dim>(x.dims).take_front(2));
   int64_t maxRows = batch.max * seq.max;
-  std::string wIn = buffers[op.getInProjWeight()].ptr;
+  std::string wIn = packedWeight(op.getInProjWeight(), 3, d);
   std::string bIn = buffers[op.getInProjBias()].ptr;
 
   HeadView q, k, v;
@@ -554,8 +638,8 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
   if (!op.getMemory()) {
     std::string qkv =
         scratch("qkv", rows + " * " + num(3 * d), maxRows * 3 * d);
-    emitMatmul("in_proj (Q, K, V)", rows, num(maxRows), x.ptr, d, wIn, 3 * d, d,
-               bIn, qkv, 3 * d, std::nullopt);
+    emitMatmul("in_proj (Q, K, V)", rows, x.ptr, d, wIn, 0, 3, d, d, bIn, qkv,
+               3 * d, std::nullopt);
     std::string stride = seq.expr + " * " + num(3 * d);
     q = {qkv, stride, dk, 3 * d};
     k = {qkv + " + " + num(d), stride, dk, 3 * d};
@@ -567,18 +651,17 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
       emitRotary(k, batch.expr, seq.expr, seq.max, heads, dk, *rope, base);
     }
   } else {
-    const Buffer &mem = buffers[op.getMemory()];
+    Buffer mem = buffers[op.getMemory()];
     keySeq = mem.dims[1];
     std::string memRows = product(ArrayRef<Dim>(mem.dims).take_front(2));
     int64_t maxMemRows = mem.dims[0].max * keySeq.max;
     std::string qp = scratch("q", rows + " * " + num(d), maxRows * d);
-    emitMatmul("in_proj (Q)", rows, num(maxRows), x.ptr, d, wIn, d, d, bIn, qp,
-               d, std::nullopt);
+    emitMatmul("in_proj (Q)", rows, x.ptr, d, wIn, 0, 1, d, d, bIn, qp, d,
+               std::nullopt);
     std::string kv =
         scratch("kv", memRows + " * " + num(2 * d), maxMemRows * 2 * d);
-    emitMatmul("in_proj (K, V) of memory", memRows, num(maxMemRows), mem.ptr, d,
-               wIn + " + " + num(d * d), 2 * d, d, bIn + " + " + num(d), kv,
-               2 * d, std::nullopt);
+    emitMatmul("in_proj (K, V) of memory", memRows, mem.ptr, d, wIn, 1, 2, d, d,
+               bIn, kv, 2 * d, std::nullopt);
     q = {qp, seq.expr + " * " + num(d), dk, d};
     std::string stride = keySeq.expr + " * " + num(2 * d);
     k = {kv, stride, dk, 2 * d};
@@ -590,8 +673,8 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
                     seq.expr, seq.max, keySeq.expr, keySeq.max, heads, dk, q, k,
                     v, o, op.getScoreParams());
   Buffer out = allocate(op.getResult(), x.dims);
-  emitMatmul("out_proj", rows, num(maxRows), merged, d,
-             buffers[op.getOutProjWeight()].ptr, d, d,
+  emitMatmul("out_proj", rows, merged, d,
+             packedWeight(op.getOutProjWeight(), 1, d), 0, 1, d, d,
              buffers[op.getOutProjBias()].ptr, out.ptr, d, std::nullopt);
   return success();
 }
@@ -601,7 +684,7 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult FunctionEmitter::emitLayerNorm(LayerNormOp op) {
-  const Buffer &x = buffers[op.getInput()];
+  Buffer x = buffers[op.getInput()];
   int64_t d = op.getInput().getType().getShape().back();
   Buffer out = allocate(op.getResult(), x.dims);
   os << "pool.parallelFor(" << product(ArrayRef<Dim>(x.dims).drop_back())
@@ -615,25 +698,25 @@ LogicalResult FunctionEmitter::emitLayerNorm(LayerNormOp op) {
 }
 
 LogicalResult FunctionEmitter::emitFeedForward(FeedForwardOp op) {
-  const Buffer &x = buffers[op.getInput()];
+  Buffer x = buffers[op.getInput()];
   int64_t d = op.getInput().getType().getShape().back();
   int64_t ff = op.getW1().getType().getDimSize(0);
   ArrayRef<Dim> lead = ArrayRef<Dim>(x.dims).drop_back();
   std::string rows = product(lead);
   int64_t maxRows = maxProduct(lead);
   std::string hidden = scratch("hidden", rows + " * " + num(ff), maxRows * ff);
-  emitMatmul("linear1 + activation", rows, num(maxRows), x.ptr, d,
-             buffers[op.getW1()].ptr, ff, d, buffers[op.getB1()].ptr, hidden,
-             ff, op.getActivation());
+  emitMatmul("linear1 + activation", rows, x.ptr, d,
+             packedWeight(op.getW1(), 1, ff), 0, 1, ff, d,
+             buffers[op.getB1()].ptr, hidden, ff, op.getActivation());
   Buffer out = allocate(op.getResult(), x.dims);
-  emitMatmul("linear2", rows, num(maxRows), hidden, ff, buffers[op.getW2()].ptr,
+  emitMatmul("linear2", rows, hidden, ff, packedWeight(op.getW2(), 1, d), 0, 1,
              d, ff, buffers[op.getB2()].ptr, out.ptr, d, std::nullopt);
   return success();
 }
 
 LogicalResult FunctionEmitter::emitAdd(AddOp op) {
-  const Buffer &a = buffers[op.getLhs()];
-  const Buffer &b = buffers[op.getRhs()];
+  Buffer a = buffers[op.getLhs()];
+  Buffer b = buffers[op.getRhs()];
   Dims dims = a.dims;
   Buffer out = allocate(op.getResult(), dims);
   int64_t width = op.getType().getShape().back();
@@ -665,8 +748,12 @@ LogicalResult FunctionEmitter::emitCall(func::CallOp op) {
     args.push_back(dim.expr);
     flopArgs.push_back(dim.expr);
   }
-  for (Value operand : op.getOperands())
-    args.push_back(buffers[operand].ptr);
+  for (auto [j, operand] : llvm::enumerate(op.getOperands())) {
+    const std::optional<PackSpec> &packing = callee.argPacking[j];
+    args.push_back(
+        packing ? packedWeight(operand, packing->segments, packing->segmentRows)
+                : buffers[operand].ptr);
+  }
   for (auto [i, result] : llvm::enumerate(op.getResults())) {
     Dims dims;
     for (const Dim &d : callee.resultDims[i])
@@ -681,7 +768,7 @@ LogicalResult FunctionEmitter::emitCall(func::CallOp op) {
 
 LogicalResult FunctionEmitter::emitReturn(func::ReturnOp op) {
   for (auto [i, value] : llvm::enumerate(op.getOperands())) {
-    const Buffer &b = buffers[value];
+    Buffer b = buffers[value];
     summary.resultDims.push_back(b.dims);
     // A returned argument (or a value returned twice) is not computed in
     // place: copy it.

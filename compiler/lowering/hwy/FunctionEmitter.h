@@ -14,6 +14,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,20 @@ struct Buffer {
   Dims dims;
 };
 
+/// A weight [segments * segmentRows, k] packed for the GEMM micro-kernel:
+/// each segment of rows split into panels of k::kPanel (32) output columns,
+/// zero-padded, panel after panel. Segments let a stacked weight (Q, K, V of
+/// in_proj) be used whole or in parts.
+struct PackSpec {
+  unsigned param;
+  int64_t segments, segmentRows, k;
+  int64_t panelsPerSegment() const { return (segmentRows + 31) / 32; }
+  int64_t floats() const { return segments * panelsPerSegment() * 32 * k; }
+  bool sameLayout(const PackSpec &o) const {
+    return segments == o.segments && segmentRows == o.segmentRows && k == o.k;
+  }
+};
+
 /// What the callers of an emitted function need to know about it.
 struct FunctionSummary {
   std::string name;
@@ -45,6 +60,9 @@ struct FunctionSummary {
   std::vector<Dims> resultDims;
   /// Arena bytes it takes at the maxima, callees included.
   size_t peakBytes = 0;
+  /// For each argument: the packed layout it expects, if it is a GEMM
+  /// weight (`param` unused).
+  std::vector<std::optional<PackSpec>> argPacking;
 };
 
 /// Facts shared by every function of a model.
@@ -52,13 +70,16 @@ struct ModelFacts {
   llvm::StringMap<unsigned> paramIndex;
   int64_t maxBatch = 1;
   int64_t maxSeqLen = 1;
+  /// The packed tensors the generated code reads, in the order of
+  /// `weights[numParams + j]`; filled as functions ask for them.
+  std::vector<PackSpec> packs;
 };
 
 /// Emits one function's C++ (into `os`, per Highway target) and its
 /// matmul-FLOP count (into `flopsOs`, target-independent).
 class FunctionEmitter {
 public:
-  FunctionEmitter(mlir::func::FuncOp func, const ModelFacts &facts,
+  FunctionEmitter(mlir::func::FuncOp func, ModelFacts &facts,
                   llvm::StringMap<FunctionSummary> &summaries,
                   mlir::raw_indented_ostream &os,
                   mlir::raw_indented_ostream &flopsOs)
@@ -83,11 +104,21 @@ private:
   mlir::LogicalResult emitCall(mlir::func::CallOp op);
   mlir::LogicalResult emitReturn(mlir::func::ReturnOp op);
 
-  /// out[r, :] = x[r, :] W^T (+ bias) (then act) for `rows` rows; rows of x
-  /// and out are `xStride`/`outStride` floats apart.
+  /// Records which arguments are GEMM weights, and in which layout.
+  mlir::LogicalResult findPackedArguments();
+  /// The packed form of weight `v` (an argument or a tfm.weight), for
+  /// `segments` x `segmentRows` output rows.
+  std::string packedWeight(mlir::Value v, int64_t segments,
+                           int64_t segmentRows);
+
+  /// out[r, c] = sum_k x[r, k] W[c, k] (+ bias[c]) (then act) for `rows`
+  /// rows and the `segments` x `segmentRows` columns of packed W, starting
+  /// at W's segment `firstSegment`; rows of x and out are `xStride` and
+  /// `outStride` floats apart.
   void emitMatmul(llvm::StringRef what, const std::string &rows,
-                  const std::string &rowsMax, const std::string &x,
-                  int64_t xStride, const std::string &w, int64_t n, int64_t k,
+                  const std::string &x, int64_t xStride,
+                  const std::string &packedW, int64_t firstSegment,
+                  int64_t segments, int64_t segmentRows, int64_t k,
                   const std::string &bias, const std::string &out,
                   int64_t outStride, std::optional<mlir::tfm::Activation> act);
 
@@ -120,7 +151,7 @@ private:
   void addFlops(const std::string &term) { flopTerms.push_back(term); }
 
   mlir::func::FuncOp func;
-  const ModelFacts &facts;
+  ModelFacts &facts;
   llvm::StringMap<FunctionSummary> &summaries;
   mlir::raw_indented_ostream &os;
   mlir::raw_indented_ostream &flopsOs;

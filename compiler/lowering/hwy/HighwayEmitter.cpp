@@ -76,6 +76,7 @@ public:
 private:
   LogicalResult collectFacts();
   void emitParamTable(raw_ostream &os);
+  void emitPacking(raw_ostream &os);
 
   ModuleOp module;
   std::string cName;
@@ -138,6 +139,39 @@ void ModuleEmitter::emitParamTable(raw_ostream &os) {
   os << "};\n\n";
 }
 
+void ModuleEmitter::emitPacking(raw_ostream &os) {
+  os << "// GEMM weights, packed once after loading: panels of 32 output\n"
+        "// columns (zero-padded), each holding every k; a stacked weight\n"
+        "// (in_proj's Q, K, V) is packed segment by segment.\n"
+        "static float *packPanels(const float *src, int64_t k, int64_t "
+        "rowOffset, int64_t rows, float *dst) {\n"
+        "  for (int64_t p = 0; p < (rows + 31) / 32; ++p)\n"
+        "    for (int64_t kk = 0; kk < k; ++kk)\n"
+        "      for (int64_t j = 0; j < 32; ++j) {\n"
+        "        const int64_t n = p * 32 + j;\n"
+        "        *dst++ = n < rows ? src[(rowOffset + n) * k + kk] : 0.0f;\n"
+        "      }\n"
+        "  return dst;\n"
+        "}\n\n";
+  SmallVector<std::string> sizes;
+  for (const hwy::PackSpec &p : facts.packs)
+    sizes.push_back(std::to_string(p.floats()));
+  sizes.push_back("0"); // keeps the array non-empty
+  os << "static const size_t kPackedFloats[] = {" << llvm::join(sizes, ", ")
+     << "};\n\n";
+  os << "static void packWeights(const float *const *w, float *const *packed) "
+        "{\n";
+  for (auto [j, p] : llvm::enumerate(facts.packs)) {
+    os << "  // " << params[p.param].getSymName() << ": " << p.segments << " x "
+       << p.segmentRows << " rows, k = " << p.k << "\n";
+    os << "  {\n    float *dst = packed[" << j << "];\n";
+    os << "    for (int64_t s = 0; s < " << p.segments << "; ++s)\n";
+    os << "      dst = packPanels(w[" << p.param << "], " << p.k << ", s * "
+       << p.segmentRows << ", " << p.segmentRows << ", dst);\n  }\n";
+  }
+  os << "}\n\n";
+}
+
 LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
   if (failed(collectFacts()))
     return failure();
@@ -197,6 +231,7 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "#include \"hwy/highway.h\"\n"
       << "#include \"tfm/runtime/kernels/activation-inl.h\"\n"
       << "#include \"tfm/runtime/kernels/attention-inl.h\"\n"
+      << "#include \"tfm/runtime/kernels/gemm-inl.h\"\n"
       << "#include \"tfm/runtime/kernels/norm-inl.h\"\n"
       << "#include \"tfm/runtime/kernels/vector-inl.h\"\n\n"
       << "HWY_BEFORE_NAMESPACE();\n"
@@ -224,6 +259,7 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "}\n\n"
       << flops;
   emitParamTable(out);
+  emitPacking(out);
   out << "static const tfm::rt::InputInfo kInputs[] = {"
       << llvm::join(inputs, ", ") << "};\n\n"
       << "} // namespace tfm_generated\n\n"
@@ -236,7 +272,9 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "    /*maxSeqLen=*/" << facts.maxSeqLen << ", /*maxBatch=*/"
       << facts.maxBatch << ",\n"
       << "    /*arenaBytes=*/" << arenaBytes << ",\n"
-      << "    tfm_generated::matmulFlops, tfm_generated::forwardDispatch};\n\n"
+      << "    tfm_generated::matmulFlops, tfm_generated::forwardDispatch,\n"
+      << "    /*numPacked=*/" << facts.packs.size()
+      << ", tfm_generated::kPackedFloats, tfm_generated::packWeights};\n\n"
       << "// The C API of contract section 5, under the model's name.\n"
       << "extern \"C\" {\n"
       << "tfm_model *" << cName

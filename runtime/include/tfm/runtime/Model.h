@@ -71,12 +71,18 @@ struct ModelInfo {
   /// The matmul FLOPs one forward pass needs for these inputs (for
   /// --bench's gflops).
   double (*matmulFlops)(const InputView *inputs);
-  /// Runs the model: `weights[i]` is params[i] (float32, C order);
-  /// `output` is [batch, seq of the last input, outputWidth], float32.
-  /// Allocates nothing on the heap; results do not depend on the number of
-  /// threads in `pool`.
+  /// Runs the model: `weights[i]` is params[i] (float32, C order), then
+  /// `weights[numParams + j]` is packed tensor j; `output` is [batch, seq of
+  /// the last input, outputWidth], float32. Allocates nothing on the heap;
+  /// results do not depend on the number of threads in `pool`.
   void (*forward)(const float *const *weights, const InputView *inputs,
                   float *output, Arena &arena, ThreadPool &pool);
+  /// Weights rearranged once after loading into the layouts the generated
+  /// kernels read (GEMM panels): `packedFloats[j]` floats each, 64-byte
+  /// aligned, filled by `pack(params, packed)`.
+  size_t numPacked;
+  const size_t *packedFloats;
+  void (*pack)(const float *const *params, float *const *packed);
 };
 
 /// Defined by the generated code of each compiled model.

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace tfm::rt {
 
@@ -33,8 +34,15 @@ public:
   const Arena &arena() const { return *activations; }
 
 private:
+  /// Fills the packed tensors from the loaded params.
+  bool packWeights(std::string &error);
+
   const ModelInfo *model = nullptr;
   Weights weights;
+  /// One block for every packed tensor, and the pointers forward() reads:
+  /// the params', then the packed tensors'.
+  AlignedBuffer packed;
+  std::vector<const float *> weightPointers;
   std::unique_ptr<Arena> activations;
   std::unique_ptr<ThreadPool> pool;
   AlignedBuffer output;

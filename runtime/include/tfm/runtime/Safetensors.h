@@ -41,6 +41,12 @@ public:
   /// `error`, each starting with "PATH: ".
   bool open(const char *path, std::string &error);
 
+  /// The same checks on the image of a whole safetensors file that the
+  /// caller owns: `bytes` must stay valid and unchanged while this object
+  /// is used (tensors point into it). `path` only names it in messages.
+  bool parse(const unsigned char *bytes, size_t size, const char *path,
+             std::string &error);
+
   /// Sorted by name.
   const std::vector<SafetensorsTensor> &tensors() const { return entries; }
   const SafetensorsTensor *find(std::string_view name) const;

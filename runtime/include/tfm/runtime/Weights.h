@@ -24,6 +24,12 @@ public:
   /// "PATH: ".
   bool load(const ModelInfo &model, const char *path, std::string &error);
 
+  /// The same from the image of a whole safetensors file that the caller
+  /// owns and keeps valid and unchanged while these weights are used
+  /// (float32 tensors are used in place). `path` only names it in messages.
+  bool loadImage(const ModelInfo &model, const unsigned char *bytes,
+                 size_t size, const char *path, std::string &error);
+
   /// Fills each parameter as its ParamInfo says, from a seed derived from
   /// its name (so it does not depend on the order of parameters).
   bool initRandom(const ModelInfo &model, std::string &error);
@@ -31,6 +37,10 @@ public:
   const float *const *pointers() const { return ptrs.data(); }
 
 private:
+  /// Checks and converts the tensors of `file`, already parsed.
+  bool loadParsed(const ModelInfo &model, const char *path,
+                  std::string &error);
+
   SafetensorsFile file;
   AlignedBuffer owned;
   std::vector<const float *> ptrs;

@@ -1,0 +1,205 @@
+//===- ModelMemory.cpp - what a model needs in memory ---------------------===//
+//
+// The weight count mirrors ModelBuilder (one float32 per element of every
+// tfm.param it declares); the activation count is a lower bound that holds
+// for any lowering, since every forward pass materialises at least these
+// [batch, seq, width] tensors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Frontend/ModelMemory.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <unistd.h>
+
+using namespace llvm;
+using namespace mlir::tfm;
+
+namespace tfm {
+
+namespace {
+
+constexpr double kFloat = 4.0;
+
+/// Elements of one attention block's weights (contract section 3).
+double attentionElements(const ModelConfig &c) {
+  double d = double(c.dModel), h = double(c.numHeads), dk = d / h;
+  double n = 4 * d * d + 4 * d; // in_proj (Q, K, V) and out_proj
+  if (c.score == ScoreKind::Bilinear)
+    n += h * dk * dk;
+  else if (c.score == ScoreKind::Additive)
+    n += 2 * h * double(c.additiveDim) * dk + h * double(c.additiveDim);
+  return n;
+}
+
+/// Elements of one layer's weights; `cross`: it has cross-attention.
+double layerElements(const ModelConfig &c, bool cross) {
+  double d = double(c.dModel), ff = double(c.dFF);
+  double n = attentionElements(c) * (cross ? 2 : 1);
+  n += 2 * d * ff + ff + d;     // linear1, linear2
+  n += 2 * d * (cross ? 3 : 2); // norms
+  return n;
+}
+
+} // namespace
+
+MemoryEstimate estimateModelMemory(const ModelConfig &c,
+                                   const CompileLimits &limits) {
+  MemoryEstimate m;
+  bool encDec = c.architecture == Architecture::EncoderDecoder;
+  double d = double(c.dModel);
+  int stacks = encDec ? 2 : 1;
+  if (c.vocabSize) {
+    double tables = stacks + (c.lmHead && !c.tieEmbeddings ? 1 : 0);
+    m.embeddingBytes = tables * double(*c.vocabSize) * d * kFloat;
+  }
+  if (c.positional == Positional::Learned)
+    m.positionBytes = stacks * double(c.maxSeqLen) * d * kFloat;
+  double layers =
+      double(c.numEncoderLayers) * layerElements(c, /*cross=*/false) +
+      double(c.numDecoderLayers) * layerElements(c, /*cross=*/encDec);
+  if (c.finalNorm)
+    layers += stacks * 2 * d;
+  m.layerBytes = layers * kFloat;
+  m.weightBytes = m.embeddingBytes + m.positionBytes + m.layerBytes;
+
+  double tokens = double(limits.maxBatch) * double(limits.maxSeqLen);
+  double width = d + 3 * d + double(c.dFF); // x, Q/K/V, FFN hidden
+  if (encDec)
+    width += d; // the encoder's output, read by every decoder layer
+  width += c.lmHead ? double(*c.vocabSize) : d;
+  m.activationBytes = tokens * width * kFloat;
+  return m;
+}
+
+std::string formatBytes(double bytes) {
+  static const char *const units[] = {"KB", "MB", "GB", "TB", "PB", "EB"};
+  if (bytes < 1000)
+    return formatv("{0} bytes", uint64_t(bytes)).str();
+  int unit = -1;
+  while (bytes >= 999.95 && unit + 1 < int(std::size(units))) {
+    bytes /= 1000;
+    ++unit;
+  }
+  // Three significant digits: "1.2 TB", "24 GB", "512 KB".
+  const char *format = bytes < 9.95 ? "{0:f1} {1}" : "{0:f0} {1}";
+  return formatv(format, bytes, units[unit]).str();
+}
+
+std::optional<MemoryBudget> memoryBudget(std::string &error) {
+  MemoryBudget budget;
+  if (const char *env = std::getenv("TFM_MEMORY_LIMIT"); env && *env) {
+    StringRef text = StringRef(env).trim();
+    uint64_t scale = 1;
+    if (!text.empty()) {
+      switch (toUpper(text.back())) {
+      case 'K':
+        scale = 1000;
+        break;
+      case 'M':
+        scale = 1000 * 1000;
+        break;
+      case 'G':
+        scale = 1000 * 1000 * 1000;
+        break;
+      case 'T':
+        scale = uint64_t(1000) * 1000 * 1000 * 1000;
+        break;
+      }
+      if (scale != 1)
+        text = text.drop_back();
+    }
+    uint64_t n = 0;
+    if (text.getAsInteger(10, n) || n == 0 ||
+        __builtin_mul_overflow(n, scale, &budget.bytes)) {
+      error = formatv("TFM_MEMORY_LIMIT='{0}' is not a positive byte count "
+                      "(e.g. 64G, 512M, 1T)",
+                      env)
+                  .str();
+      return std::nullopt;
+    }
+    budget.what = "the " + formatBytes(double(budget.bytes)) +
+                  " of TFM_MEMORY_LIMIT";
+    return budget;
+  }
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0) {
+    // Unknown: do not refuse anything.
+    budget.bytes = UINT64_MAX;
+    budget.what = "this machine's memory";
+    return budget;
+  }
+  budget.bytes = uint64_t(pages) * uint64_t(pageSize);
+  budget.what = "this machine's " + formatBytes(double(budget.bytes));
+  return budget;
+}
+
+std::optional<ConfigDiagnostic>
+checkModelMemory(const ModelConfig &c, const CompileLimits &limits,
+                 const ConfigPositions &positions, const MemoryBudget &budget) {
+  MemoryEstimate m = estimateModelMemory(c, limits);
+  if (m.total() <= double(budget.bytes))
+    return std::nullopt;
+
+  // The parts of the weights, largest first, each with the sizes that make
+  // it; the key of the largest is where the message points.
+  struct Part {
+    double bytes;
+    std::string what;
+    StringRef key;
+  };
+  SmallVector<Part> parts;
+  bool encDec = c.architecture == Architecture::EncoderDecoder;
+  if (m.embeddingBytes > 0) {
+    int tables = (encDec ? 2 : 1) + (c.lmHead && !c.tieEmbeddings ? 1 : 0);
+    parts.push_back({m.embeddingBytes,
+                     formatv("{0}vocab_size {1} x d_model {2}",
+                             tables > 1 ? formatv("{0} x ", tables).str() : "",
+                             *c.vocabSize, c.dModel),
+                     "vocab_size"});
+  }
+  if (m.positionBytes > 0)
+    parts.push_back({m.positionBytes,
+                     formatv("learned positions max_seq_len {0} x d_model {1}",
+                             c.maxSeqLen, c.dModel),
+                     "max_seq_len"});
+  std::string layers =
+      encDec ? formatv("{0} + {1} layers", c.numEncoderLayers,
+                       c.numDecoderLayers)
+                   .str()
+             : formatv("{0} layers", c.numEncoderLayers + c.numDecoderLayers)
+                   .str();
+  parts.push_back({m.layerBytes,
+                   formatv("{0} of d_model {1}, d_ff {2}", layers, c.dModel,
+                           c.dFF),
+                   c.dFF > c.dModel ? "d_ff" : "d_model"});
+  llvm::stable_sort(
+      parts, [](const Part &a, const Part &b) { return a.bytes > b.bytes; });
+
+  std::string detail;
+  for (const Part &p : parts)
+    detail += (detail.empty() ? "" : "; ") + p.what + ": " +
+              formatBytes(p.bytes);
+  StringRef key = parts.front().key;
+  if (m.activationBytes > m.weightBytes)
+    key = "max_seq_len";
+  auto [line, column] = positions.of(key);
+  std::string message =
+      formatv("this model needs {0} of memory, more than {1}: {2} of weights "
+              "({3}) and at least {4} of activations at batch {5}, seq {6}",
+              formatBytes(m.total()), budget.what, formatBytes(m.weightBytes),
+              detail, formatBytes(m.activationBytes), limits.maxBatch,
+              limits.maxSeqLen)
+          .str();
+  return ConfigDiagnostic{ConfigDiagnostic::Kind::Error, line, column,
+                          std::move(message)};
+}
+
+} // namespace tfm
