@@ -9,6 +9,7 @@
 
 #include "tfm/Frontend/ModelBuilder.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringSet.h"
@@ -35,6 +36,9 @@ struct LayerKind {
   StringRef funcName;
   bool causal;
   bool crossAttention;
+  /// Incremental decoding: the layer takes the position of its first row and
+  /// its self-attention's key/value cache.
+  bool cached = false;
 };
 
 class ModelBuilder {
@@ -64,18 +68,26 @@ private:
   std::vector<WeightSpec> layerWeights(const LayerKind &kind);
   func::FuncOp buildLayerFunc(const LayerKind &kind);
   Value attention(OpBuilder &b, Location loc, Value x, Value memory,
-                  ValueRange weights, bool causal);
+                  ValueRange weights, bool causal, Value cache = Value(),
+                  Value position = Value());
   Value feedForward(OpBuilder &b, Location loc, Value x, ValueRange weights);
   Value layerNorm(OpBuilder &b, Location loc, Value x, Value gamma, Value beta);
 
-  /// Embeds the stack's input and adds absolute positions.
+  /// Embeds the stack's input and adds absolute positions (from `offset`
+  /// when given).
   Value embed(OpBuilder &b, Value input, StringRef tokenTable,
-              StringRef positionTable);
+              StringRef positionTable, Value offset = Value());
   /// Runs `layers` layers of `kind` (weights under `prefix`) and the final
-  /// norm `finalNorm` if the model has one.
+  /// norm `finalNorm` if the model has one. Cached layers also get
+  /// `position` and their cache.
   Value stack(OpBuilder &b, Value x, Value memory, const LayerKind &kind,
               func::FuncOp layerFunc, StringRef prefix, int64_t layers,
-              StringRef finalNorm);
+              StringRef finalNorm, Value position = Value());
+  /// A handle to the cache of `name`, declared once at module level.
+  Value cache(OpBuilder &b, StringRef name);
+  /// `@prefill(ids)` and `@decode(ids, position)`: a decoder's entry points
+  /// for generation, sharing the weights and one cache per layer.
+  void buildGenerationEntryPoints();
 
   const ModelConfig &c;
   const CompileLimits &limits;
@@ -138,7 +150,8 @@ std::vector<WeightSpec> ModelBuilder::layerWeights(const LayerKind &kind) {
 }
 
 Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
-                              ValueRange w, bool causal) {
+                              ValueRange w, bool causal, Value cache,
+                              Value position) {
   bool self = !memory;
   RopeStyleAttr rope;
   FloatAttr ropeBase;
@@ -148,7 +161,19 @@ Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
   }
   return MultiHeadAttentionOp::create(
       b, loc, activations(), c.score, x, memory, c.numHeads, w[0], w[1], w[2],
-      w[3], w.drop_front(4), causal && self, rope, ropeBase);
+      w[3], w.drop_front(4), causal && self, rope, ropeBase, cache, position);
+}
+
+Value ModelBuilder::cache(OpBuilder &b, StringRef name) {
+  auto type = KVCacheType::get(b.getContext(), limits.maxBatch, c.numHeads,
+                               limits.maxSeqLen, c.headDim());
+  if (declared.insert(name).second) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(module.getBody(), module.getBody()->end());
+    KVCacheDeclOp::create(builder, fileLoc, builder.getStringAttr(name),
+                          TypeAttr::get(type));
+  }
+  return CacheOp::create(b, fileLoc, type, name);
 }
 
 Value ModelBuilder::feedForward(OpBuilder &b, Location loc, Value x,
@@ -168,6 +193,12 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   SmallVector<Type> argTypes = {activations()};
   if (kind.crossAttention)
     argTypes.push_back(activations());
+  if (kind.cached) {
+    argTypes.push_back(builder.getIndexType());
+    argTypes.push_back(KVCacheType::get(builder.getContext(), limits.maxBatch,
+                                        c.numHeads, limits.maxSeqLen,
+                                        c.headDim()));
+  }
   size_t firstWeight = argTypes.size();
   for (const WeightSpec &s : specs)
     argTypes.push_back(f32(s.shape));
@@ -188,6 +219,13 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   OpBuilder b = OpBuilder::atBlockEnd(func.addEntryBlock());
   Value x = func.getArgument(0);
   Value memory = kind.crossAttention ? func.getArgument(1) : Value();
+  Value position, layerCache;
+  if (kind.cached) {
+    position = func.getArgument(firstWeight - 2);
+    layerCache = func.getArgument(firstWeight - 1);
+    func.setArgAttr(firstWeight - 2, "tfm.input",
+                    builder.getStringAttr("position"));
+  }
   ValueRange w = func.getArguments().drop_front(firstWeight);
   size_t attnWeights = attentionWeights("self_attn").size();
   ValueRange selfW = w.take_front(attnWeights);
@@ -213,7 +251,8 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
     return norm(i, AddOp::create(b, x.getLoc(), x, f(x)));
   };
   x = sublayer([&](Value in) {
-    return attention(b, named("self_attn"), in, Value(), selfW, kind.causal);
+    return attention(b, named("self_attn"), in, Value(), selfW, kind.causal,
+                     layerCache, position);
   });
   if (kind.crossAttention)
     x = sublayer([&](Value in) {
@@ -225,7 +264,7 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
 }
 
 Value ModelBuilder::embed(OpBuilder &b, Value input, StringRef tokenTable,
-                          StringRef positionTable) {
+                          StringRef positionTable, Value offset) {
   Value x = input;
   if (c.vocabSize) {
     bool shared = c.architecture == Architecture::EncoderDecoder;
@@ -239,24 +278,29 @@ Value ModelBuilder::embed(OpBuilder &b, Value input, StringRef tokenTable,
   }
   if (c.positional == Positional::Sinusoidal)
     x = PositionEncodingOp::create(b, named("positions"), x.getType(),
-                                   PositionKind::Sinusoidal, x, Value());
+                                   PositionKind::Sinusoidal, x, Value(),
+                                   offset);
   else if (c.positional == Positional::Learned)
     x = PositionEncodingOp::create(
         b, named(positionTable), x.getType(), PositionKind::Learned, x,
-        weight(b, positionTable, {c.maxSeqLen, c.dModel}));
+        weight(b, positionTable, {c.maxSeqLen, c.dModel}), offset);
   return x;
 }
 
 Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
                           const LayerKind &kind, func::FuncOp layerFunc,
-                          StringRef prefix, int64_t layers,
-                          StringRef finalNorm) {
+                          StringRef prefix, int64_t layers, StringRef finalNorm,
+                          Value position) {
   std::vector<WeightSpec> specs = layerWeights(kind);
   for (int64_t i = 0; i < layers; ++i) {
     std::string layerPrefix = (prefix + std::to_string(i) + ".").str();
     SmallVector<Value> args = {x};
     if (memory)
       args.push_back(memory);
+    if (kind.cached) {
+      args.push_back(position);
+      args.push_back(cache(b, layerPrefix + "self_attn.cache"));
+    }
     for (const WeightSpec &s : specs)
       args.push_back(weight(b, layerPrefix + s.suffix, s.shape));
     x = func::CallOp::create(b, named(layerPrefix + "call"), layerFunc, args)
@@ -268,6 +312,56 @@ Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
                   weight(b, n + ".bias", {c.dModel}));
   }
   return x;
+}
+
+void ModelBuilder::buildGenerationEntryPoints() {
+  LayerKind kind{"decoder_layer_cached", true, false, /*cached=*/true};
+  func::FuncOp layer = buildLayerFunc(kind);
+  Type ids = RankedTensorType::get({kDyn, kDyn}, builder.getI32Type());
+  Value head;
+  auto lmHead = [&](OpBuilder &b, Value x) -> Value {
+    head = c.tieEmbeddings
+               ? weight(b, "embed.weight", {*c.vocabSize, c.dModel})
+               : weight(b, "lm_head.weight", {*c.vocabSize, c.dModel});
+    return LinearOp::create(b, named("lm_head"), x, head, Value());
+  };
+
+  // prefill(ids): the prompt at positions 0.., logits of its last position.
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(module.getBody(), module.getBody()->end());
+  auto prefill = func::FuncOp::create(
+      builder, named("prefill"), "prefill",
+      builder.getFunctionType({ids}, {f32({kDyn, 1, *c.vocabSize})}));
+  prefill.setArgAttr(0, "tfm.input", builder.getStringAttr("input"));
+  {
+    OpBuilder b = OpBuilder::atBlockEnd(prefill.addEntryBlock());
+    Value zero = arith::ConstantIndexOp::create(b, fileLoc, 0);
+    Value x = stack(b,
+                    embed(b, prefill.getArgument(0), "embed.weight",
+                          "pos_embed.weight", zero),
+                    Value(), kind, layer, "layers.", c.numDecoderLayers, "norm",
+                    zero);
+    x = TakeLastOp::create(b, named("last_position"), x);
+    func::ReturnOp::create(b, fileLoc, lmHead(b, x));
+  }
+
+  // decode(ids, position): new tokens at `position`.. attend to the cache.
+  auto decode = func::FuncOp::create(
+      builder, named("decode"), "decode",
+      builder.getFunctionType({ids, builder.getIndexType()},
+                              {f32({kDyn, kDyn, *c.vocabSize})}));
+  decode.setArgAttr(0, "tfm.input", builder.getStringAttr("input"));
+  decode.setArgAttr(1, "tfm.input", builder.getStringAttr("position"));
+  {
+    OpBuilder b = OpBuilder::atBlockEnd(decode.addEntryBlock());
+    Value position = decode.getArgument(1);
+    Value x = stack(b,
+                    embed(b, decode.getArgument(0), "embed.weight",
+                          "pos_embed.weight", position),
+                    Value(), kind, layer, "layers.", c.numDecoderLayers, "norm",
+                    position);
+    func::ReturnOp::create(b, fileLoc, lmHead(b, x));
+  }
 }
 
 OwningOpRef<ModuleOp> ModelBuilder::build() {
@@ -349,12 +443,16 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   }
   func::ReturnOp::create(b, fileLoc, out);
 
-  // Weights were declared as the functions met them: list them first, so a
-  // reader sees the model's parameters before the code that uses them.
-  Operation *firstFunc = &module.getBody()->front();
-  for (ParamOp param :
-       llvm::make_early_inc_range(module.getBody()->getOps<ParamOp>()))
-    param->moveBefore(firstFunc);
+  if (c.architecture == Architecture::Decoder && c.lmHead)
+    buildGenerationEntryPoints();
+
+  // Weights and caches were declared as the functions met them: list them
+  // first, so a reader sees the model's state before the code that uses it.
+  Operation *firstFunc = *module.getBody()->getOps<func::FuncOp>().begin();
+  for (Operation &op :
+       llvm::make_early_inc_range(module.getBody()->getOperations()))
+    if (isa<ParamOp, KVCacheDeclOp>(op))
+      op.moveBefore(firstFunc);
   return owned;
 }
 
@@ -364,7 +462,7 @@ OwningOpRef<ModuleOp> buildModel(MLIRContext &context,
                                  const ModelConfig &config,
                                  const CompileLimits &limits,
                                  StringRef sourcePath) {
-  context.loadDialect<TfmDialect, func::FuncDialect>();
+  context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect>();
   return ModelBuilder(context, config, limits, sourcePath).build();
 }
 

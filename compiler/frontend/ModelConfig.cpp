@@ -27,6 +27,9 @@ namespace {
 
 constexpr int64_t kMaxDim = int64_t(1) << 24;
 constexpr int64_t kMaxLayers = 4096;
+/// llvm::json parses, prints and destroys values recursively: deep enough
+/// nesting ([[[[...) overflows the stack. A description needs one level.
+constexpr unsigned kMaxJsonDepth = 64;
 
 /// Every key of contract section 2, in the order the docs list them.
 const char *const kKnownKeys[] = {"name",
@@ -83,6 +86,24 @@ size_t skipString(StringRef text, size_t i) {
       return i + 1;
   }
   return text.size();
+}
+
+/// The offset of the first '[' or '{' (outside strings) nested deeper than
+/// `maxDepth`, or npos.
+size_t findDeepNesting(StringRef text, unsigned maxDepth) {
+  unsigned depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      i = skipString(text, i) - 1;
+    } else if (c == '[' || c == '{') {
+      if (++depth > maxDepth)
+        return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return StringRef::npos;
 }
 
 /// Lists the keys of the top-level object of `text`, which json::parse has
@@ -480,6 +501,16 @@ std::optional<ModelConfig>
 parseModelConfig(StringRef path, StringRef text,
                  std::vector<ConfigDiagnostic> &diags,
                  ConfigPositions *positions) {
+  if (size_t deep = findDeepNesting(text, kMaxJsonDepth);
+      deep != StringRef::npos) {
+    Position pos = positionOf(text, deep);
+    diags.push_back({ConfigDiagnostic::Kind::Error, pos.line, pos.column,
+                     formatv("JSON nested deeper than {0} levels; a model "
+                             "description is one object of plain values",
+                             kMaxJsonDepth)
+                         .str()});
+    return std::nullopt;
+  }
   Expected<json::Value> root = json::parse(text);
   if (!root) {
     // json::ParseError keeps its position private; its message is

@@ -180,8 +180,11 @@ checkModelMemory(const ModelConfig &c, const CompileLimits &limits,
                    formatv("{0} of d_model {1}, d_ff {2}", layers, c.dModel,
                            c.dFF),
                    c.dFF > c.dModel ? "d_ff" : "d_model"});
-  llvm::stable_sort(
-      parts, [](const Part &a, const Part &b) { return a.bytes > b.bytes; });
+  // Largest first; equal ones in the order above (std::stable_sort warns
+  // with this libstdc++).
+  for (size_t i = 1; i < parts.size(); ++i)
+    for (size_t j = i; j > 0 && parts[j].bytes > parts[j - 1].bytes; --j)
+      std::swap(parts[j], parts[j - 1]);
 
   std::string detail;
   for (const Part &p : parts)

@@ -30,6 +30,8 @@ struct tfm_model {
   std::vector<std::array<char, 96>> sourceNames;
   std::vector<const char *> sources;
   char error[1024] = "";
+  /// Positions already in the key/value caches (prefill resets it).
+  int64_t position = 0;
 };
 
 namespace {
@@ -112,10 +114,10 @@ tfm_model *tfm_rt_create(const ModelInfo *info, const char *weights_path,
   return model;
 }
 
-int tfm_rt_forward(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
-                   tfm_tensor *output) {
-  if (!model)
-    return 1;
+/// The checks every entry point makes on its inputs; fills model->views.
+static bool checkInputs(tfm_model *model, const tfm_tensor *inputs,
+                        size_t n_inputs, const tfm_tensor *output,
+                        OutputShape &shape) {
   model->error[0] = '\0';
   const ModelInfo &info = model->instance.info();
   char *error = model->error;
@@ -123,11 +125,11 @@ int tfm_rt_forward(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
   if (n_inputs != info.numInputs || (!inputs && n_inputs)) {
     writeMessage(error, length, "%s: expected %zu input(s), got %zu", info.name,
                  info.numInputs, inputs ? n_inputs : size_t(0));
-    return 1;
+    return false;
   }
   if (!output) {
     writeMessage(error, length, "%s: output tensor is null", info.name);
-    return 1;
+    return false;
   }
   for (size_t i = 0; i < n_inputs; ++i) {
     const tfm_tensor &tensor = inputs[i];
@@ -135,31 +137,92 @@ int tfm_rt_forward(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
         tensor.dtype != TFM_I64) {
       writeMessage(error, length, "%s: unknown dtype %d", model->sources[i],
                    int(tensor.dtype));
-      return 1;
+      return false;
     }
     if (tensor.rank < 1 || tensor.rank > TFM_MAX_RANK) {
       writeMessage(error, length, "%s: rank %d is outside 1 to %d",
                    model->sources[i], int(tensor.rank), TFM_MAX_RANK);
-      return 1;
+      return false;
     }
     model->tensors[i] = {DType(tensor.dtype), int(tensor.rank), tensor.shape,
                          tensor.data};
   }
-  OutputShape shape;
-  if (!prepareInputs(info, model->tensors.data(), model->sources.data(),
-                     model->idScratch.data(), model->views.data(), shape, error,
-                     length))
-    return 1;
+  return prepareInputs(info, model->tensors.data(), model->sources.data(),
+                       model->idScratch.data(), model->views.data(), shape,
+                       error, length);
+}
 
+/// Sets `output`'s dtype and shape, and its data to the model's own buffer
+/// when the caller gave none.
+static void describeOutput(tfm_model *model, const OutputShape &shape,
+                           tfm_tensor *output) {
   output->dtype = TFM_F32;
   output->rank = shape.rank;
   for (int d = 0; d < TFM_MAX_RANK; ++d)
     output->shape[d] = d < shape.rank ? shape.shape[d] : 0;
   if (!output->data)
     output->data = model->instance.outputBuffer();
+}
+
+int tfm_rt_forward(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
+                   tfm_tensor *output) {
+  if (!model)
+    return 1;
+  OutputShape shape;
+  if (!checkInputs(model, inputs, n_inputs, output, shape))
+    return 1;
+  describeOutput(model, shape, output);
   model->instance.forward(model->views.data(),
                           static_cast<float *>(output->data));
   return 0;
+}
+
+/// prefill (position 0) or decode (at model->position): the shared part.
+static int step(tfm_model *model, const tfm_tensor *tokens, tfm_tensor *output,
+                bool isPrefill) {
+  if (!model)
+    return 1;
+  const ModelInfo &info = model->instance.info();
+  if (!model->instance.canGenerate()) {
+    writeMessage(model->error, sizeof(model->error),
+                 "%s: this model has no prefill/decode (generation needs a "
+                 "decoder with an LM head)",
+                 info.name);
+    return 1;
+  }
+  OutputShape shape;
+  if (!checkInputs(model, tokens, 1, output, shape))
+    return 1;
+  const InputView &view = model->views[0];
+  int64_t first = isPrefill ? 0 : model->position;
+  if (first + view.seq > info.maxSeqLen) {
+    writeMessage(model->error, sizeof(model->error),
+                 "%s: positions %lld to %lld exceed the compiled maximum "
+                 "sequence length %lld",
+                 info.name, (long long)first, (long long)(first + view.seq - 1),
+                 (long long)info.maxSeqLen);
+    return 1;
+  }
+  if (isPrefill)
+    shape.shape[shape.rank - 2] = 1; // the last position's logits only
+  describeOutput(model, shape, output);
+  float *logits = static_cast<float *>(output->data);
+  if (isPrefill)
+    model->instance.prefill(view, logits);
+  else
+    model->instance.decode(view, first, logits);
+  model->position = first + view.seq;
+  return 0;
+}
+
+int tfm_rt_prefill(tfm_model *model, const tfm_tensor *tokens,
+                   tfm_tensor *output) {
+  return step(model, tokens, output, /*isPrefill=*/true);
+}
+
+int tfm_rt_decode(tfm_model *model, const tfm_tensor *tokens,
+                  tfm_tensor *output) {
+  return step(model, tokens, output, /*isPrefill=*/false);
 }
 
 const char *tfm_rt_last_error(const tfm_model *model) {

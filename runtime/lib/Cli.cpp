@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/runtime/Cli.h"
+#include "tfm/runtime/Generate.h"
 #include "tfm/runtime/Inputs.h"
 #include "tfm/runtime/ModelInstance.h"
 #include "tfm/runtime/Npy.h"
@@ -39,6 +40,13 @@ struct Options {
   int64_t bench = 0;
   int64_t warmup = -1; // -1: 2 with --bench, else 0
   bool help = false;
+  // --generate and its sampling flags.
+  int64_t generate = 0;
+  const char *temperature = nullptr;
+  int64_t topK = 0;
+  int64_t seed = 0;
+  bool samplingFlag = false;
+  const char *stepLogits = nullptr;
 };
 
 /// Prints each line of `message` as "PROG: error: LINE".
@@ -149,14 +157,34 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
       if (!text || !parseCount(flag, text, 0, kMaxRuns, options.warmup, error))
         return false;
     } else if (flag == "--generate") {
-      error = "--generate is not supported by this model yet";
-      return false;
-    } else if (flag == "--temperature" || flag == "--top-k" ||
-               flag == "--seed") {
-      error = std::string(flag) +
-              " goes with --generate, which is not supported by this model "
-              "yet";
-      return false;
+      const char *text = value();
+      if (!text ||
+          !parseCount(flag, text, 1, model.maxSeqLen, options.generate, error))
+        return false;
+    } else if (flag == "--temperature") {
+      if (!(options.temperature = value()))
+        return false;
+      char *end = nullptr;
+      double t = std::strtod(options.temperature, &end);
+      if (!*options.temperature || *end != '\0' || !(t >= 0) || t > 1e6) {
+        error = std::string("--temperature expects a number >= 0, not '") +
+                options.temperature + "'";
+        return false;
+      }
+      options.samplingFlag = true;
+    } else if (flag == "--top-k") {
+      const char *text = value();
+      if (!text || !parseCount(flag, text, 0, INT32_MAX, options.topK, error))
+        return false;
+      options.samplingFlag = true;
+    } else if (flag == "--seed") {
+      const char *text = value();
+      if (!text || !parseCount(flag, text, 0, INT64_MAX, options.seed, error))
+        return false;
+      options.samplingFlag = true;
+    } else if (flag == "--step-logits") {
+      if (!(options.stepLogits = value()))
+        return false;
     } else if (arg.substr(0, 1) == "-") {
       error = "unknown option '" + std::string(flag) + "' (see --help)";
       return false;
@@ -164,6 +192,22 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
       error = "unexpected argument '" + std::string(arg) + "' (see --help)";
       return false;
     }
+  }
+  if (!options.generate && (options.samplingFlag || options.stepLogits)) {
+    error = "--temperature, --top-k, --seed and --step-logits go with "
+            "--generate N";
+    return false;
+  }
+  if (options.generate && !(model.prefill && model.decode)) {
+    error = "this model cannot --generate: generation needs a decoder model "
+            "with token ids and an LM head (encoder_decoder generation is not "
+            "supported yet)";
+    return false;
+  }
+  if (options.generate && options.bench) {
+    error = "--bench and --generate do not go together (--generate prints "
+            "its own tokens/s)";
+    return false;
   }
   bool anyInput =
       std::any_of(options.inputFiles.begin(), options.inputFiles.end(),
@@ -200,6 +244,18 @@ void printHelp(const char *program, const ModelInfo &model) {
       "runs=N threads=T\n"
       "  --warmup N         untimed passes before timing (default 2 with "
       "--bench)\n"
+      "  --generate N       decoder models: N new tokens after the input "
+      "prompt, with a\n"
+      "                     key/value cache; --output gets their ids (int32); "
+      "the last line is\n"
+      "                     generate: prefill_tok_s=... decode_tok_s=... "
+      "new_tokens=N threads=T\n"
+      "  --temperature T    sample from softmax(logits / T) instead of "
+      "greedy (T = 0)\n"
+      "  --top-k K          sample among the K most likely tokens only\n"
+      "  --seed S           the sampling seed (default 0)\n"
+      "  --step-logits FILE with --generate: write each step's logits, "
+      "[N, batch, vocab]\n"
       "  --help             print this text\n"
       "\n"
       "Inputs:\n",
@@ -249,6 +305,63 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
+/// --generate: the prompt is views[0]; `batched` says whether the prompt
+/// had a batch dimension (and so the ids written).
+int runGenerate(const char *program, const ModelInfo &model,
+                ModelInstance &instance, const Options &options,
+                const InputView &prompt, bool batched) {
+  GenerateOptions generateOptions;
+  generateOptions.newTokens = options.generate;
+  generateOptions.temperature =
+      options.temperature ? std::strtod(options.temperature, nullptr) : 0.0;
+  generateOptions.topK = options.topK;
+  generateOptions.seed = uint64_t(options.seed);
+  GenerateResult result;
+  std::string error;
+  if (!generate(instance, prompt, generateOptions,
+                options.stepLogits != nullptr, result, error)) {
+    reportError(program, error);
+    return 1;
+  }
+  int64_t n = options.generate, batch = prompt.batch;
+  if (options.output) {
+    int64_t shape[2] = {batch, n};
+    TensorRef ids = {DType::I32, batched ? 2 : 1, batched ? shape : shape + 1,
+                     result.ids.data()};
+    if (!writeNpy(options.output, ids, error)) {
+      reportError(program, error);
+      return 1;
+    }
+  } else {
+    for (int64_t b = 0; b < batch; ++b) {
+      std::printf("ids:");
+      for (int64_t t = 0; t < n; ++t)
+        std::printf(" %d", result.ids[size_t(b * n + t)]);
+      std::printf("\n");
+    }
+  }
+  if (options.stepLogits) {
+    int64_t shape[3] = {n, batch, model.outputWidth};
+    TensorRef logits = {DType::F32, 3, shape, result.stepLogits.data()};
+    if (!writeNpy(options.stepLogits, logits, error)) {
+      reportError(program, error);
+      return 1;
+    }
+  }
+  double prefillRate = result.prefillSeconds > 0
+                           ? double(batch * prompt.seq) / result.prefillSeconds
+                           : 0.0;
+  double decodeRate = n > 1 && result.decodeSeconds > 0
+                          ? double(batch * (n - 1)) / result.decodeSeconds
+                          : 0.0;
+  std::printf(
+      "generate: prefill_tok_s=%.1f decode_tok_s=%.1f new_tokens=%" PRId64
+      " threads=%d\n",
+      prefillRate, decodeRate, n, instance.threads());
+  std::fflush(stdout);
+  return 0;
+}
+
 } // namespace
 
 int runModelMain(const ModelInfo &model, int argc, char **argv) {
@@ -285,6 +398,17 @@ int runModelMain(const ModelInfo &model, int argc, char **argv) {
       sources[i] = file;
     } else {
       defaults[i] = makeDefaultInput(model, i);
+      if (options.generate) {
+        // Room for the new tokens: a prompt of maxSeqLen - N positions.
+        DefaultInput &d = defaults[i];
+        int64_t length = std::max<int64_t>(1, d.shape[1] - options.generate);
+        std::vector<int32_t> prompt;
+        for (int64_t b = 0; b < d.shape[0]; ++b)
+          prompt.insert(prompt.end(), d.ids.begin() + b * d.shape[1],
+                        d.ids.begin() + b * d.shape[1] + length);
+        d.ids = std::move(prompt);
+        d.shape[1] = length;
+      }
       tensors[i] = defaults[i].ref();
       sources[i] = model.inputs[i].name;
     }
@@ -310,6 +434,10 @@ int runModelMain(const ModelInfo &model, int argc, char **argv) {
                  "%s: warning: the system gave %d of the %d threads asked "
                  "for\n",
                  program, instance.threads(), options.threads);
+
+  if (options.generate)
+    return runGenerate(program, model, instance, options, views[0],
+                       outputShape.rank == 3);
 
   int64_t warmup =
       options.warmup >= 0 ? options.warmup : (options.bench > 0 ? 2 : 0);

@@ -3,6 +3,8 @@
 #include "tfm/runtime/ModelInstance.h"
 #include "tfm/runtime/Shape.h"
 
+#include <algorithm>
+
 namespace tfm::rt {
 
 bool ModelInstance::packWeights(std::string &error) {
@@ -31,6 +33,41 @@ bool ModelInstance::packWeights(std::string &error) {
   return true;
 }
 
+bool ModelInstance::allocateCaches(std::string &error) {
+  const ModelInfo &info = *model;
+  size_t floats = 0;
+  for (size_t i = 0; i < info.numCaches; ++i)
+    floats += (info.cacheFloats[i] + 15) / 16 * 16;
+  if (floats == 0)
+    return true;
+  if (!cacheBlock.allocate(floats * sizeof(float))) {
+    error = "out of memory allocating " + std::to_string(floats * 4) +
+            " bytes of key/value cache (tfm-compile --max-seq-len and "
+            "--max-batch set how much)";
+    return false;
+  }
+  float *next = static_cast<float *>(cacheBlock.data());
+  std::fill(next, next + floats, 0.0f);
+  for (size_t i = 0; i < info.numCaches; ++i) {
+    caches.push_back(next);
+    next += (info.cacheFloats[i] + 15) / 16 * 16;
+  }
+  return true;
+}
+
+void ModelInstance::prefill(const InputView &prompt, float *logits) {
+  activations->release(0);
+  model->prefill(weightPointers.data(), caches.data(), &prompt, 0, logits,
+                 *activations, *pool);
+}
+
+void ModelInstance::decode(const InputView &tokens, int64_t position,
+                           float *logits) {
+  activations->release(0);
+  model->decode(weightPointers.data(), caches.data(), &tokens, position, logits,
+                *activations, *pool);
+}
+
 bool ModelInstance::init(const ModelInfo &info, const char *weightsPath,
                          int threads, std::string &error) {
   model = &info;
@@ -38,7 +75,7 @@ bool ModelInstance::init(const ModelInfo &info, const char *weightsPath,
                   : !weights.initRandom(info, error))
     return false;
 
-  if (!packWeights(error))
+  if (!packWeights(error) || !allocateCaches(error))
     return false;
 
   activations = std::make_unique<Arena>(info.arenaBytes);

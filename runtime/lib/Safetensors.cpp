@@ -16,6 +16,34 @@ namespace {
 // enforces: a larger header is a damaged file, and must not make us parse
 // gigabytes of JSON.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// llvm::json parses and destroys values recursively, so deep nesting
+// ([[[[...) in a hostile header would overflow the stack. A header needs 3
+// levels (object, entry, shape).
+constexpr unsigned kMaxJsonDepth = 64;
+
+/// The offset of the first '[' or '{' (outside strings) nested deeper than
+/// `maxDepth`, or npos.
+size_t findDeepNesting(llvm::StringRef text, unsigned maxDepth) {
+  unsigned depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > maxDepth)
+        return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return llvm::StringRef::npos;
+}
 
 bool parseDType(llvm::StringRef name, TensorDType &dtype) {
   if (name == "F32")
@@ -181,6 +209,15 @@ bool SafetensorsFile::parse(const unsigned char *bytes, size_t size,
   }
   llvm::StringRef headerText(reinterpret_cast<const char *>(bytes + 8),
                              size_t(headerBytes));
+  if (size_t deep = findDeepNesting(headerText, kMaxJsonDepth);
+      deep != llvm::StringRef::npos) {
+    problems.add("header nests JSON deeper than " +
+                 std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                 std::to_string(8 + deep) +
+                 "); the file is damaged or not safetensors");
+    error = problems.take();
+    return false;
+  }
   llvm::Expected<llvm::json::Value> header = llvm::json::parse(headerText);
   if (!header) {
     problems.add("header is not valid JSON: " +

@@ -68,7 +68,8 @@ protected:
         weight(body, "layers.0.self_attn.out_proj.weight", {kDModel, kDModel}),
         weight(body, "layers.0.self_attn.out_proj.bias", {kDModel}),
         /*score_params=*/ValueRange(), /*causal=*/false,
-        /*rope=*/RopeStyleAttr(), /*rope_base=*/FloatAttr());
+        /*rope=*/RopeStyleAttr(), /*rope_base=*/FloatAttr(), /*cache=*/Value(),
+        /*position=*/Value());
     Value h = AddOp::create(body, loc, x, attn);
     h = LayerNormOp::create(body, loc, h,
                             weight(body, "layers.0.norm1.weight", {kDModel}),

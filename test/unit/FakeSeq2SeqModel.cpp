@@ -85,6 +85,10 @@ extern const ModelInfo kModel = {
     /*numPacked=*/0,
     /*packedFloats=*/nullptr,
     /*pack=*/nullptr,
+    /*numCaches=*/0,
+    /*cacheFloats=*/nullptr,
+    /*prefill=*/nullptr,
+    /*decode=*/nullptr,
 };
 
 } // namespace tfm::rt

@@ -20,8 +20,10 @@ const InputInfo kSeq2Seq[] = {{"src", InputKind::TokenIds},
 
 // vocab 10, d_model 4, logits of width 10, seq <= 6, batch <= 2.
 ModelInfo model(const InputInfo *inputs, size_t count, int64_t vocab = 10) {
-  return {"m", nullptr, 0, inputs,  count,     4, vocab,   vocab ? vocab : 4,
-          6,   2,       0, nullptr, noForward, 0, nullptr, nullptr};
+  return {
+      "m", nullptr, 0,       inputs,  count,     4, vocab,   vocab ? vocab : 4,
+      6,   2,       0,       nullptr, noForward, 0, nullptr, nullptr,
+      0,   nullptr, nullptr, nullptr};
 }
 
 struct Prepared {

@@ -221,10 +221,10 @@ TEST(RuntimeCli, BadFlags) {
   expectUserError(fake("--frobnicate"),
                   "unknown option '--frobnicate' (see --help)");
   expectUserError(fake("stray"), "unexpected argument 'stray'");
-  expectUserError(fake("--generate 4"),
-                  "--generate is not supported by this model yet");
+  expectUserError(fake("--generate 4"), "this model cannot --generate");
   expectUserError(fake("--temperature 0.5"),
-                  "--temperature goes with --generate");
+                  "--temperature, --top-k, --seed and --step-logits go with "
+                  "--generate N");
 }
 
 TEST(RuntimeCli, UnwritableOutput) {

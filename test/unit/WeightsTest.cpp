@@ -18,8 +18,9 @@ void noForward(const float *const *, const InputView *, float *, Arena &,
 
 ModelInfo modelWith(const ParamInfo *params, size_t count) {
   static const InputInfo inputs[] = {{"input", InputKind::TokenIds}};
-  return {"test", params, count, inputs,  1,         4, 16,      4,
-          8,      1,      0,     nullptr, noForward, 0, nullptr, nullptr};
+  return {"test",  params,  count, inputs,  1,       4,         16,
+          4,       8,       1,     0,       nullptr, noForward, 0,
+          nullptr, nullptr, 0,     nullptr, nullptr, nullptr};
 }
 
 const ParamInfo kLayerParams[] = {

@@ -10,6 +10,7 @@
 
 #include "FunctionEmitter.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
@@ -97,7 +98,8 @@ std::string FunctionEmitter::scratch(StringRef hint, const std::string &count,
 // Signature and body
 //===----------------------------------------------------------------------===//
 
-LogicalResult FunctionEmitter::emitSignature(bool isEntry) {
+LogicalResult FunctionEmitter::emitSignature(EntryKind entry) {
+  bool isEntry = entry != EntryKind::None;
   FunctionType type = func.getFunctionType();
   // Which values the function returns, so they are computed in place.
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
@@ -106,16 +108,39 @@ LogicalResult FunctionEmitter::emitSignature(bool isEntry) {
     resultPtrs.push_back(isEntry ? "out" : "result" + num(i));
   }
   if (isEntry && type.getNumResults() != 1)
-    return func.emitError("the entry point must return one tensor");
+    return func.emitError("an entry point must return one tensor");
 
-  // Dynamic sizes first, then pointers: the order emitCall passes them in.
-  SmallVector<std::string> params, pointerParams, flopParams, prologue;
+  // Dynamic sizes first, then the arguments in order: how emitCall passes
+  // them.
+  SmallVector<std::string> params, argParams, flopParams, flopScalars, prologue;
+  unsigned inputIndex = 0;
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
+    std::string name = "a" + num(i);
+    if (arg.getType().isIndex()) {
+      // A position: the runtime's `position` in entry points.
+      if (isEntry) {
+        scalars[arg] = "position";
+      } else {
+        scalars[arg] = name;
+        argParams.push_back("int64_t " + name);
+        flopScalars.push_back("int64_t " + name);
+      }
+      continue;
+    }
+    if (isa<KVCacheType>(arg.getType())) {
+      if (isEntry)
+        return func.emitError("caches cannot be entry-point arguments");
+      argParams.push_back("float *" + name);
+      buffers[arg] = {name, {}};
+      continue;
+    }
     auto tensor = dyn_cast<RankedTensorType>(arg.getType());
     if (!tensor)
-      return func.emitError("argument ") << i << " is not a ranked tensor";
+      return func.emitError("argument ")
+             << i << " has a type the Highway backend cannot pass: "
+             << arg.getType();
     bool isTokens = tensor.getElementType().isInteger(32);
-    std::string ptr = "a" + num(i);
+    unsigned input = inputIndex++;
     Dims dims;
     for (int64_t d = 0; d < tensor.getRank(); ++d) {
       if (!tensor.isDynamicDim(d)) {
@@ -129,49 +154,64 @@ LogicalResult FunctionEmitter::emitSignature(bool isEntry) {
                << i << " has a dynamic dimension " << d
                << "; only batch (0) and sequence (1) may be dynamic";
       int64_t max = d == 0 ? facts.maxBatch : facts.maxSeqLen;
-      std::string name;
+      std::string dimName;
       if (isEntry) {
-        name = llvm::formatv("in{0}_{1}", i, d == 0 ? "batch" : "seq").str();
+        StringRef field = d == 0 ? "batch" : "seq";
+        dimName = llvm::formatv("in{0}_{1}", input, field).str();
         prologue.push_back(llvm::formatv("const int64_t {0} = in[{1}].{2};",
-                                         name, i, d == 0 ? "batch" : "seq")
+                                         dimName, input, field)
                                .str());
       } else {
-        name = llvm::formatv("a{0}_d{1}", i, d).str();
-        params.push_back("int64_t " + name);
-        flopParams.push_back("int64_t " + name);
+        dimName = llvm::formatv("a{0}_d{1}", i, d).str();
+        params.push_back("int64_t " + dimName);
+        flopParams.push_back("int64_t " + dimName);
         summary.dynamicArgDims.push_back({unsigned(i), unsigned(d)});
       }
-      dims.push_back({name, max, false});
+      dims.push_back({dimName, max, false});
     }
     if (isEntry) {
       prologue.push_back(llvm::formatv("const {0} *{1} = static_cast<const "
                                        "{0} *>(in[{2}].data);",
-                                       isTokens ? "int32_t" : "float", ptr, i)
+                                       isTokens ? "int32_t" : "float", name,
+                                       input)
                              .str());
     } else {
       if (isTokens)
-        return func.emitError("token ids are only supported as inputs of the "
+        return func.emitError("token ids are only supported as inputs of an "
                               "entry point");
-      pointerParams.push_back("const float *" + ptr);
+      argParams.push_back("const float *" + name);
     }
-    buffers[arg] = {ptr, dims};
+    buffers[arg] = {name, dims};
   }
-  llvm::append_range(params, pointerParams);
+  llvm::append_range(params, argParams);
+  // FLOP counts take the dynamic sizes, then the positions.
+  llvm::append_range(flopParams, flopScalars);
   for (unsigned i = 0; !isEntry && i < type.getNumResults(); ++i)
     params.push_back("float *result" + num(i));
 
   std::string name = func.getSymName().str();
   summary.name = name;
-  if (isEntry) {
+  switch (entry) {
+  case EntryKind::Forward:
     os << "void forward(const float *const *w, const tfm::rt::InputView *in, "
           "float *out, tfm::rt::Arena &arena, tfm::rt::ThreadPool &pool) {\n";
     flopsOs << "static double matmulFlops(const tfm::rt::InputView *in) {\n";
-  } else {
+    break;
+  case EntryKind::Generation:
+    os << "void " << name
+       << "(const float *const *w, float *const *caches, const "
+          "tfm::rt::InputView *in, int64_t position, float *out, "
+          "tfm::rt::Arena &arena, tfm::rt::ThreadPool &pool) {\n";
+    flopsOs << "[[maybe_unused]] static double flops_" << name
+            << "(const tfm::rt::InputView *in, int64_t position) {\n";
+    break;
+  case EntryKind::None:
     params.insert(params.begin(),
                   {"tfm::rt::Arena &arena", "tfm::rt::ThreadPool &pool"});
     os << "static void " << name << "(" << llvm::join(params, ", ") << ") {\n";
     flopsOs << "static double flops_" << name << "("
             << llvm::join(flopParams, ", ") << ") {\n";
+    break;
   }
   os.indent();
   flopsOs.indent();
@@ -183,10 +223,10 @@ LogicalResult FunctionEmitter::emitSignature(bool isEntry) {
   return success();
 }
 
-LogicalResult FunctionEmitter::emit(bool isEntry) {
+LogicalResult FunctionEmitter::emit(EntryKind entry) {
   if (func.getBody().getBlocks().size() != 1)
     return func.emitError("the Highway backend needs single-block functions");
-  if (failed(findPackedArguments()) || failed(emitSignature(isEntry)))
+  if (failed(findPackedArguments()) || failed(emitSignature(entry)))
     return failure();
   os << "const size_t arenaMark = arena.mark();\n";
   for (Operation &op : func.getBody().front())
@@ -219,6 +259,17 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
     buffers[weight.getResult()] = {"w[" + num(it->second) + "]", dims};
     return success();
   }
+  if (auto constant = dyn_cast<arith::ConstantIndexOp>(op)) {
+    scalars[constant] = num(constant.value());
+    return success();
+  }
+  if (auto cache = dyn_cast<CacheOp>(op)) {
+    auto it = facts.cacheIndex.find(cache.getName());
+    if (it == facts.cacheIndex.end())
+      return cache.emitError("unknown cache");
+    buffers[cache.getResult()] = {"caches[" + num(it->second) + "]", {}};
+    return success();
+  }
   os << "// " << op.getName() << " at " << op.getLoc() << "\n";
   return llvm::TypeSwitch<Operation *, LogicalResult>(&op)
       .Case([&](LinearOp o) { return emitLinear(o); })
@@ -226,6 +277,7 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       .Case([&](PositionEncodingOp o) { return emitPositions(o); })
       .Case([&](MultiHeadAttentionOp o) { return emitMultiHeadAttention(o); })
       .Case([&](LayerNormOp o) { return emitLayerNorm(o); })
+      .Case([&](TakeLastOp o) { return emitTakeLast(o); })
       .Case([&](FeedForwardOp o) { return emitFeedForward(o); })
       .Case([&](AddOp o) { return emitAdd(o); })
       .Case([&](func::CallOp o) { return emitCall(o); })
@@ -386,18 +438,19 @@ LogicalResult FunctionEmitter::emitPositions(PositionEncodingOp op) {
   Buffer out = allocate(op.getResult(), x.dims);
   ArrayRef<Dim> rows = ArrayRef<Dim>(x.dims).drop_back();
   const Dim &seq = x.dims[x.dims.size() - 2];
+  std::string offset = op.getOffset() ? scalars[op.getOffset()] : "0";
   os << "{\n";
   os.indent();
-  os << "const int64_t seq = " << seq.expr << ";\n";
+  os << "const int64_t seq = " << seq.expr << ", first = " << offset << ";\n";
   os << "pool.parallelFor(" << product(rows) << ", [&](int64_t r) {\n";
   os.indent();
   if (op.getKind() == PositionKind::Learned) {
     os << "k::Add(" << x.ptr << " + r * " << d << ", "
-       << buffers[op.getTable()].ptr << " + (r % seq) * " << d << ", "
+       << buffers[op.getTable()].ptr << " + (first + r % seq) * " << d << ", "
        << out.ptr << " + r * " << d << ", " << d << ");\n";
   } else {
     // PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(same), in double.
-    os << "const double pos = double(r % seq);\n";
+    os << "const double pos = double(first + r % seq);\n";
     os << "for (int64_t c = 0; c < " << d << "; ++c) {\n";
     os << "  const double angle = pos * std::pow(10000.0, -double(c - c % 2) / "
        << d << ".0);\n";
@@ -421,7 +474,7 @@ LogicalResult FunctionEmitter::emitPositions(PositionEncodingOp op) {
 void FunctionEmitter::emitRotary(const HeadView &view, const std::string &batch,
                                  const std::string &seq, int64_t maxSeq,
                                  int64_t heads, int64_t dk, RopeStyle style,
-                                 float base) {
+                                 float base, const std::string &offset) {
   int64_t half = dk / 2;
   bool interleaved = style == RopeStyle::Interleaved;
   os << "{ // rotary positions (" << stringifyRopeStyle(style) << ", base "
@@ -433,8 +486,9 @@ void FunctionEmitter::emitRotary(const HeadView &view, const std::string &batch,
   // Angles in double: p * base^(-2i/dk).
   os << "for (int64_t s = 0; s < seq; ++s)\n";
   os << "  for (int64_t i = 0; i < " << half << "; ++i) {\n";
-  os << "    const double angle = double(s) * std::pow(double("
-     << floatLiteral(base) << "), -2.0 * double(i) / " << dk << ".0);\n";
+  os << "    const double angle = double(" << offset
+     << " + s) * std::pow(double(" << floatLiteral(base)
+     << "), -2.0 * double(i) / " << dk << ".0);\n";
   os << "    " << cosT << "[s * " << half
      << " + i] = float(std::cos(angle));\n";
   os << "    " << sinT << "[s * " << half
@@ -470,7 +524,9 @@ void FunctionEmitter::emitAttentionCore(
     ScoreKind score, bool causal, const std::string &batch, int64_t maxBatch,
     const std::string &sq, int64_t maxSq, const std::string &sk, int64_t maxSk,
     int64_t heads, int64_t dk, const HeadView &q, const HeadView &k,
-    const HeadView &v, const HeadView &out, ValueRange scoreParams) {
+    const HeadView &v, const HeadView &out, ValueRange scoreParams,
+    const std::string &queryOffset, const std::string &cachedKeysT,
+    int64_t cachedKeysLd) {
   auto at = [](const HeadView &view, StringRef row) {
     return llvm::formatv("{0} + b * {1} + h * {2} + {3} * {4}", view.ptr,
                          view.batchStride, view.headStride, row, view.rowStride)
@@ -566,8 +622,9 @@ void FunctionEmitter::emitAttentionCore(
 
   // Dot-product scores read the keys transposed ([batch, heads, dk, sk]):
   // a block of keys' scores is then dk vector FMAs.
-  std::string keysTransposed;
-  if (score != ScoreKind::Additive) {
+  std::string keysTransposed = cachedKeysT;
+  std::string keysLd = cachedKeysT.empty() ? "sk" : num(cachedKeysLd);
+  if (score != ScoreKind::Additive && cachedKeysT.empty()) {
     keysTransposed = scratch("keysT", "batch * " + num(heads * dk) + " * sk",
                              maxBatch * heads * dk * maxSk);
     os << "pool.parallelFor(batch * " << heads << ", [&](int64_t t) {\n";
@@ -594,7 +651,9 @@ void FunctionEmitter::emitAttentionCore(
   os << "k::Zero(o, " << dk << ");\n";
   os << "k::OnlineSoftmax state;\n";
   os << "const int64_t keys = "
-     << (causal ? "std::min<int64_t>(sk, i + 1)" : "sk") << ";\n";
+     << (causal ? "std::min<int64_t>(sk, " + queryOffset + " + i + 1)"
+                : std::string("sk"))
+     << ";\n";
   if (keysTransposed.empty()) {
     os << "for (int64_t j = 0; j < keys; ++j)\n";
     os << "  k::OnlineSoftmaxStep(state, " << scoreExpr << ", " << at(v, "j")
@@ -606,8 +665,8 @@ void FunctionEmitter::emitAttentionCore(
     os.indent();
     os << "const int64_t n = std::min<int64_t>(k::kKeyBlock, keys - j0);\n";
     os << "k::TransposedKeyScores(q, " << keysTransposed << " + (b * " << heads
-       << " + h) * " << dk << " * sk + j0, sk, n, " << dk << ", "
-       << floatLiteral(scale) << ", s);\n";
+       << " + h) * " << dk << " * " << keysLd << " + j0, " << keysLd << ", n, "
+       << dk << ", " << floatLiteral(scale) << ", s);\n";
     os << "k::OnlineSoftmaxBlock(state, s, n, " << at(v, "j0") << ", "
        << v.rowStride << ", o, " << dk << ");\n";
     os.unindent();
@@ -635,6 +694,8 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
 
   HeadView q, k, v;
   Dim keySeq = seq;
+  std::string position =
+      op.getPosition() ? scalars[op.getPosition()] : std::string("0");
   if (!op.getMemory()) {
     std::string qkv =
         scratch("qkv", rows + " * " + num(3 * d), maxRows * 3 * d);
@@ -647,8 +708,10 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
     if (std::optional<RopeStyle> rope = op.getRope()) {
       float base =
           op.getRopeBase() ? op.getRopeBase()->convertToFloat() : 10000.0f;
-      emitRotary(q, batch.expr, seq.expr, seq.max, heads, dk, *rope, base);
-      emitRotary(k, batch.expr, seq.expr, seq.max, heads, dk, *rope, base);
+      emitRotary(q, batch.expr, seq.expr, seq.max, heads, dk, *rope, base,
+                 position);
+      emitRotary(k, batch.expr, seq.expr, seq.max, heads, dk, *rope, base,
+                 position);
     }
   } else {
     Buffer mem = buffers[op.getMemory()];
@@ -667,11 +730,64 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
     k = {kv, stride, dk, 2 * d};
     v = {kv + " + " + num(d), stride, dk, 2 * d};
   }
+  std::string cachedKeysT;
+  int64_t cacheSeq = 0;
+  if (Value cache = op.getCache()) {
+    // The new positions' keys and values go into the cache at `position`;
+    // attention then reads every position so far from it. Keys are stored
+    // transposed ([b, h, dk, seq]) for dot-product scores, as rows for
+    // additive ones; values as rows ([b, h, seq, dk]) after all keys.
+    auto type = cast<KVCacheType>(cache.getType());
+    cacheSeq = type.getMaxSeq();
+    std::string base = buffers[cache].ptr;
+    std::string values =
+        base + " + " + num(type.getMaxBatch() * heads * dk * cacheSeq);
+    bool transposed = op.getScore() != ScoreKind::Additive;
+    auto at = [](const HeadView &view, StringRef row) {
+      return llvm::formatv("{0} + b * {1} + h * {2} + {3} * {4}", view.ptr,
+                           view.batchStride, view.headStride, row,
+                           view.rowStride)
+          .str();
+    };
+    os << "{ // append the new keys and values to the cache\n";
+    os.indent();
+    os << "const int64_t seq = " << seq.expr << ", first = " << position
+       << ";\n";
+    os << "pool.parallelFor(" << batch.expr << " * " << heads
+       << ", [&](int64_t t) {\n";
+    os.indent();
+    os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
+    os << "float *keys = " << base << " + t * " << dk * cacheSeq << ";\n";
+    os << "float *vals = " << values << " + t * " << dk * cacheSeq << ";\n";
+    os << "for (int64_t s = 0; s < seq; ++s) {\n";
+    os << "  const float *krow = " << at(k, "s") << ";\n";
+    if (transposed) {
+      os << "  for (int64_t f = 0; f < " << dk << "; ++f)\n";
+      os << "    keys[f * " << cacheSeq << " + first + s] = krow[f];\n";
+    } else {
+      os << "  std::memcpy(keys + (first + s) * " << dk
+         << ", krow, sizeof(float) * " << dk << ");\n";
+    }
+    os << "  std::memcpy(vals + (first + s) * " << dk << ", " << at(v, "s")
+       << ", sizeof(float) * " << dk << ");\n";
+    os << "}\n";
+    os.unindent();
+    os << "});\n";
+    os.unindent();
+    os << "}\n";
+    std::string perBatch = num(heads * cacheSeq * dk);
+    if (transposed)
+      cachedKeysT = base;
+    else
+      k = {base, perBatch, cacheSeq * dk, dk};
+    v = {values, perBatch, cacheSeq * dk, dk};
+    keySeq = {"(" + position + " + " + seq.expr + ")", cacheSeq, false};
+  }
   std::string merged = scratch("heads", rows + " * " + num(d), maxRows * d);
   HeadView o{merged, seq.expr + " * " + num(d), dk, d};
   emitAttentionCore(op.getScore(), op.getCausal(), batch.expr, batch.max,
                     seq.expr, seq.max, keySeq.expr, keySeq.max, heads, dk, q, k,
-                    v, o, op.getScoreParams());
+                    v, o, op.getScoreParams(), position, cachedKeysT, cacheSeq);
   Buffer out = allocate(op.getResult(), x.dims);
   emitMatmul("out_proj", rows, merged, d,
              packedWeight(op.getOutProjWeight(), 1, d), 0, 1, d, d,
@@ -714,6 +830,21 @@ LogicalResult FunctionEmitter::emitFeedForward(FeedForwardOp op) {
   return success();
 }
 
+LogicalResult FunctionEmitter::emitTakeLast(TakeLastOp op) {
+  Buffer x = buffers[op.getInput()];
+  size_t rank = x.dims.size();
+  Dims dims = x.dims;
+  dims[rank - 2] = staticDim(1);
+  int64_t width = op.getType().getShape().back();
+  Buffer out = allocate(op.getResult(), dims);
+  os << "for (int64_t r = 0; r < "
+     << product(ArrayRef<Dim>(x.dims).drop_back(2)) << "; ++r)\n";
+  os << "  std::memcpy(" << out.ptr << " + r * " << width << ", " << x.ptr
+     << " + (r * " << x.dims[rank - 2].expr << " + " << x.dims[rank - 2].expr
+     << " - 1) * " << width << ", sizeof(float) * " << width << ");\n";
+  return success();
+}
+
 LogicalResult FunctionEmitter::emitAdd(AddOp op) {
   Buffer a = buffers[op.getLhs()];
   Buffer b = buffers[op.getRhs()];
@@ -750,9 +881,13 @@ LogicalResult FunctionEmitter::emitCall(func::CallOp op) {
   }
   for (auto [j, operand] : llvm::enumerate(op.getOperands())) {
     const std::optional<PackSpec> &packing = callee.argPacking[j];
-    args.push_back(
-        packing ? packedWeight(operand, packing->segments, packing->segmentRows)
-                : buffers[operand].ptr);
+    if (operand.getType().isIndex()) {
+      args.push_back(scalars[operand]);
+      flopArgs.push_back(scalars[operand]);
+    } else
+      args.push_back(packing ? packedWeight(operand, packing->segments,
+                                            packing->segmentRows)
+                             : buffers[operand].ptr);
   }
   for (auto [i, result] : llvm::enumerate(op.getResults())) {
     Dims dims;

@@ -60,6 +60,7 @@ struct FunctionSummary {
   std::vector<Dims> resultDims;
   /// Arena bytes it takes at the maxima, callees included.
   size_t peakBytes = 0;
+
   /// For each argument: the packed layout it expects, if it is a GEMM
   /// weight (`param` unused).
   std::vector<std::optional<PackSpec>> argPacking;
@@ -73,7 +74,13 @@ struct ModelFacts {
   /// The packed tensors the generated code reads, in the order of
   /// `weights[numParams + j]`; filled as functions ask for them.
   std::vector<PackSpec> packs;
+  /// Caches by symbol, in the order of the runtime's `caches[i]`.
+  llvm::StringMap<unsigned> cacheIndex;
 };
+
+/// How a function is called: by other generated functions, or by the
+/// runtime as `forward`, or as a generation step (prefill, decode).
+enum class EntryKind { None, Forward, Generation };
 
 /// Emits one function's C++ (into `os`, per Highway target) and its
 /// matmul-FLOP count (into `flopsOs`, target-independent).
@@ -86,11 +93,10 @@ public:
       : func(func), facts(facts), summaries(summaries), os(os),
         flopsOs(flopsOs) {}
 
-  /// `forward` gets the runtime's entry signature; others a private one.
-  mlir::LogicalResult emit(bool isEntry);
+  mlir::LogicalResult emit(EntryKind entry);
 
 private:
-  mlir::LogicalResult emitSignature(bool isEntry);
+  mlir::LogicalResult emitSignature(EntryKind entry);
   mlir::LogicalResult emitOp(mlir::Operation &op);
 
   mlir::LogicalResult emitLinear(mlir::tfm::LinearOp op);
@@ -99,6 +105,7 @@ private:
   mlir::LogicalResult
   emitMultiHeadAttention(mlir::tfm::MultiHeadAttentionOp op);
   mlir::LogicalResult emitLayerNorm(mlir::tfm::LayerNormOp op);
+  mlir::LogicalResult emitTakeLast(mlir::tfm::TakeLastOp op);
   mlir::LogicalResult emitFeedForward(mlir::tfm::FeedForwardOp op);
   mlir::LogicalResult emitAdd(mlir::tfm::AddOp op);
   mlir::LogicalResult emitCall(mlir::func::CallOp op);
@@ -132,14 +139,17 @@ private:
   };
   void emitRotary(const HeadView &view, const std::string &batch,
                   const std::string &seq, int64_t maxSeq, int64_t heads,
-                  int64_t dk, mlir::tfm::RopeStyle style, float base);
+                  int64_t dk, mlir::tfm::RopeStyle style, float base,
+                  const std::string &offset);
   void emitAttentionCore(mlir::tfm::ScoreKind score, bool causal,
                          const std::string &batch, int64_t maxBatch,
                          const std::string &sq, int64_t maxSq,
                          const std::string &sk, int64_t maxSk, int64_t heads,
                          int64_t dk, const HeadView &q, const HeadView &k,
                          const HeadView &v, const HeadView &out,
-                         mlir::ValueRange scoreParams);
+                         mlir::ValueRange scoreParams,
+                         const std::string &queryOffset,
+                         const std::string &cachedKeysT, int64_t cachedKeysLd);
 
   /// A new arena buffer for `value` (or the function's result pointer when
   /// `value` is what it returns).
@@ -157,6 +167,8 @@ private:
   mlir::raw_indented_ostream &flopsOs;
 
   llvm::DenseMap<mlir::Value, Buffer> buffers;
+  /// Index values (positions) as C++ int64_t expressions.
+  llvm::DenseMap<mlir::Value, std::string> scalars;
   llvm::DenseMap<mlir::Value, unsigned> resultIndex;
   std::vector<std::string> resultPtrs;
   FunctionSummary summary;

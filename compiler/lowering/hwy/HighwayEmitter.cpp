@@ -20,6 +20,7 @@
 #include "FunctionEmitter.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -84,7 +85,10 @@ private:
   raw_ostream &out;
   hwy::ModelFacts facts;
   SmallVector<ParamOp> params;
+  SmallVector<KVCacheDeclOp> caches;
   func::FuncOp entry;
+  /// `prefill` and `decode`, when the model has them.
+  llvm::StringSet<> generationEntries;
 };
 
 LogicalResult ModuleEmitter::collectFacts() {
@@ -104,6 +108,17 @@ LogicalResult ModuleEmitter::collectFacts() {
         "the module needs tfm.max_batch and tfm.max_seq_len attributes");
   facts.maxBatch = *maxBatch;
   facts.maxSeqLen = *maxSeq;
+  for (KVCacheDeclOp c : module.getOps<KVCacheDeclOp>()) {
+    facts.cacheIndex[c.getSymName()] = caches.size();
+    caches.push_back(c);
+  }
+  bool hasPrefill = bool(module.lookupSymbol<func::FuncOp>("prefill"));
+  bool hasDecode = bool(module.lookupSymbol<func::FuncOp>("decode"));
+  if (hasPrefill != hasDecode)
+    return module.emitError("a model has both @prefill and @decode or neither");
+  if (hasPrefill)
+    for (StringRef step : {"prefill", "decode"})
+      generationEntries.insert(step);
   entry = module.lookupSymbol<func::FuncOp>("forward");
   if (!entry || entry.isExternal())
     return module.emitError("the module has no @forward function");
@@ -185,7 +200,11 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
     if (f.isExternal())
       return f.emitError("external functions cannot be compiled");
     hwy::FunctionEmitter fe(f, facts, summaries, bodyOs, flopsOs);
-    if (failed(fe.emit(/*isEntry=*/f == entry)))
+    hwy::EntryKind kind = f == entry ? hwy::EntryKind::Forward
+                          : generationEntries.contains(f.getSymName())
+                              ? hwy::EntryKind::Generation
+                              : hwy::EntryKind::None;
+    if (failed(fe.emit(kind)))
       return failure();
     ++functions;
   }
@@ -256,7 +275,36 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "#else\n"
       << "  HWY_DYNAMIC_DISPATCH(forward)(w, in, out, arena, pool);\n"
       << "#endif\n"
-      << "}\n\n"
+      << "}\n\n";
+  for (StringRef step : {"prefill", "decode"}) {
+    if (!generationEntries.contains(step))
+      continue;
+    out << "#if !defined(HWY_COMPILE_ONLY_STATIC)\n"
+        << "HWY_EXPORT(" << step << ");\n"
+        << "#endif\n"
+        << "static void " << step
+        << "Dispatch(const float *const *w, float *const *caches, const "
+           "tfm::rt::InputView *in, int64_t position, float *out, "
+           "tfm::rt::Arena &arena, tfm::rt::ThreadPool &pool) {\n"
+        << "#if defined(HWY_COMPILE_ONLY_STATIC)\n"
+        << "  HWY_STATIC_DISPATCH(" << step
+        << ")(w, caches, in, position, out, arena, pool);\n"
+        << "#else\n"
+        << "  HWY_DYNAMIC_DISPATCH(" << step
+        << ")(w, caches, in, position, out, arena, pool);\n"
+        << "#endif\n"
+        << "}\n\n";
+  }
+  SmallVector<std::string> cacheSizes;
+  for (KVCacheDeclOp c : caches) {
+    auto t = cast<KVCacheType>(c.getType());
+    cacheSizes.push_back(std::to_string(2 * t.getMaxBatch() * t.getHeads() *
+                                        t.getMaxSeq() * t.getHeadDim()));
+  }
+  cacheSizes.push_back("0"); // keeps the array non-empty
+  out << "// Keys then values of each self-attention, kept across calls.\n"
+      << "static const size_t kCacheFloats[] = {"
+      << llvm::join(cacheSizes, ", ") << "};\n\n"
       << flops;
   emitParamTable(out);
   emitPacking(out);
@@ -274,7 +322,12 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "    /*arenaBytes=*/" << arenaBytes << ",\n"
       << "    tfm_generated::matmulFlops, tfm_generated::forwardDispatch,\n"
       << "    /*numPacked=*/" << facts.packs.size()
-      << ", tfm_generated::kPackedFloats, tfm_generated::packWeights};\n\n"
+      << ", tfm_generated::kPackedFloats, tfm_generated::packWeights,\n"
+      << "    /*numCaches=*/" << caches.size()
+      << ", tfm_generated::kCacheFloats,\n"
+      << (generationEntries.empty() ? "    nullptr, nullptr};\n\n"
+                                    : "    tfm_generated::prefillDispatch, "
+                                      "tfm_generated::decodeDispatch};\n\n")
       << "// The C API of contract section 5, under the model's name.\n"
       << "extern \"C\" {\n"
       << "tfm_model *" << cName
@@ -286,6 +339,16 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "_forward(tfm_model *model, const tfm_tensor *inputs, size_t "
          "n_inputs, tfm_tensor *output) {\n"
       << "  return tfm_rt_forward(model, inputs, n_inputs, output);\n"
+      << "}\n"
+      << "int " << cName
+      << "_prefill(tfm_model *model, const tfm_tensor *tokens, tfm_tensor "
+         "*output) {\n"
+      << "  return tfm_rt_prefill(model, tokens, output);\n"
+      << "}\n"
+      << "int " << cName
+      << "_decode(tfm_model *model, const tfm_tensor *tokens, tfm_tensor "
+         "*output) {\n"
+      << "  return tfm_rt_decode(model, tokens, output);\n"
       << "}\n"
       << "const char *" << cName << "_last_error(const tfm_model *model) {\n"
       << "  return tfm_rt_last_error(model);\n"

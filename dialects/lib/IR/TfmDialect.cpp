@@ -17,10 +17,17 @@ using namespace mlir::tfm;
 #define GET_ATTRDEF_CLASSES
 #include "tfm/IR/TfmAttrs.cpp.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "tfm/IR/TfmTypes.cpp.inc"
+
 void TfmDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST
 #include "tfm/IR/TfmAttrs.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "tfm/IR/TfmTypes.cpp.inc"
       >();
   addOperations<
 #define GET_OP_LIST

@@ -10,7 +10,9 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/MathExtras.h"
 
+#include <limits>
 #include <string>
 
 using namespace mlir;
@@ -183,6 +185,43 @@ LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  int64_t maxBatch, int64_t heads,
+                                  int64_t maxSeq, int64_t headDim) {
+  if (maxBatch <= 0 || heads <= 0 || maxSeq <= 0 || headDim <= 0)
+    return emitError() << "kv_cache sizes must be positive, got maxBatch = "
+                       << maxBatch << ", heads = " << heads
+                       << ", maxSeq = " << maxSeq << ", headDim = " << headDim;
+  return success();
+}
+
+LogicalResult CacheOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto decl =
+      symbolTable.lookupNearestSymbolFrom<KVCacheDeclOp>(*this, getNameAttr());
+  if (!decl)
+    return emitOpError("@") << getName() << " does not name a tfm.kv_cache";
+  if (decl.getType() != getType())
+    return emitOpError("result type ")
+           << getType() << " does not match the type " << decl.getType()
+           << " declared by @" << getName();
+  return success();
+}
+
+LogicalResult
+TakeLastOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                             Adaptor adaptor,
+                             SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag(loc, getOperationName());
+  RankedTensorType input = tensorType(adaptor.getInput());
+  if (failed(expectRankAtLeast(diag, "input", input, 2, "[..., seq, d]")))
+    return failure();
+  SmallVector<int64_t> shape(input.getShape());
+  shape[shape.size() - 2] = 1;
+  inferredReturnTypes.push_back(
+      RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Embeddings and positions
 //===----------------------------------------------------------------------===//
@@ -320,8 +359,12 @@ MergeHeadsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   int64_t dk = input.getDimSize(rank - 1);
   if (isDynamic(heads) || isDynamic(dk))
     return diag.fail("heads and dk must be static, got ", Type(input));
+  int64_t merged;
+  if (llvm::MulOverflow(heads, dk, merged))
+    return diag.fail("heads x dk = ", heads, " x ", dk,
+                     " does not fit in a dimension");
   SmallVector<int64_t> shape(input.getShape().drop_back(3));
-  shape.append({input.getDimSize(rank - 2), heads * dk});
+  shape.append({input.getDimSize(rank - 2), merged});
   inferredReturnTypes.push_back(
       RankedTensorType::get(shape, input.getElementType()));
   return success();
@@ -399,6 +442,11 @@ LogicalResult MultiHeadAttentionOp::verify() {
     return emitOpError("d_model ")
            << dModel << " is not divisible by " << heads << " heads";
   int64_t dk = dModel / heads;
+  // in_proj_weight has 3 x d_model rows, which must be a dimension too.
+  if (dModel > std::numeric_limits<int64_t>::max() / 3)
+    return emitOpError("d_model ")
+           << dModel << " is too large: in_proj_weight's 3 x d_model rows "
+           << "do not fit in a dimension";
 
   if (Value memory = getMemory()) {
     RankedTensorType mem = tensorType(memory);
@@ -427,6 +475,18 @@ LogicalResult MultiHeadAttentionOp::verify() {
   if (getRope() && dk % 2 != 0)
     return emitOpError("rotary positions need an even head size, got dk = ")
            << dk;
+  if (bool(getCache()) != bool(getPosition()))
+    return emitOpError("a cache needs a position and a position a cache");
+  if (Value cache = getCache()) {
+    if (getMemory())
+      return emitOpError("a key/value cache applies to self-attention only");
+    if (!getCausal())
+      return emitOpError("a key/value cache needs causal attention");
+    auto type = cast<KVCacheType>(cache.getType());
+    if (type.getHeads() != heads || type.getHeadDim() != dk)
+      return emitOpError("cache ")
+             << type << " does not hold " << heads << " heads of " << dk;
+  }
   if (std::optional<APFloat> base = getRopeBase()) {
     if (!getRope())
       return emitOpError("rope_base is set but rope is not");
@@ -435,6 +495,17 @@ LogicalResult MultiHeadAttentionOp::verify() {
              << base->convertToFloat();
   }
   return success();
+}
+
+void MultiHeadAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // Pure unless it keeps a cache: then it reads and writes the cache.
+  if (OpOperand *cache =
+          getCacheMutable().empty() ? nullptr : &getCacheMutable()[0]) {
+    effects.emplace_back(MemoryEffects::Read::get(), cache);
+    effects.emplace_back(MemoryEffects::Write::get(), cache);
+  }
 }
 
 LogicalResult SoftmaxOp::verify() {

@@ -179,7 +179,7 @@ func.func @position_seq_too_long(%x: tensor<2x128x32xf32>, %t: tensor<64x32xf32>
 
 func.func @position_result_type(%x: tensor<?x?x32xf32>) -> tensor<?x?x16xf32> {
   // expected-error @+1 {{'tfm.position_encoding' op failed to verify that all of {input, result} have same type}}
-  %0 = "tfm.position_encoding"(%x) <{kind = #tfm.position<sinusoidal>}> : (tensor<?x?x32xf32>) -> tensor<?x?x16xf32>
+  %0 = "tfm.position_encoding"(%x) <{kind = #tfm.position<sinusoidal>, operandSegmentSizes = array<i32: 1, 0, 0>}> : (tensor<?x?x32xf32>) -> tensor<?x?x16xf32>
   return %0 : tensor<?x?x16xf32>
 }
 
@@ -964,7 +964,7 @@ func.func @layer_norm_memref(%x: memref<4x32xf32>, %g: tensor<32xf32>) -> memref
 
 func.func @mha_segment_sizes(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op operand count (5) does not match with the total size (6) specified in attribute 'operandSegmentSizes'}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 1>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 

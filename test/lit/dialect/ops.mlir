@@ -58,8 +58,8 @@ func.func @embedding(%ids: tensor<?x?xi32>, %ids64: tensor<2x7xi64>, %t: tensor<
 // CHECK-NEXT: %2 = tfm.position_encoding <learned> %arg2, %arg1 : tensor<2x16x32xf32>, tensor<64x32xf32>
 // CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<2x16x32xf32>
 // GENERIC-LABEL: sym_name = "position"
-// GENERIC: "tfm.position_encoding"(%arg0) <{kind = #tfm.position<sinusoidal>}> : (tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
-// GENERIC: "tfm.position_encoding"(%arg0, %arg1) <{kind = #tfm.position<learned>}> : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x32xf32>
+// GENERIC: "tfm.position_encoding"(%arg0) <{kind = #tfm.position<sinusoidal>, operandSegmentSizes = array<i32: 1, 0, 0>}> : (tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+// GENERIC: "tfm.position_encoding"(%arg0, %arg1) <{kind = #tfm.position<learned>, operandSegmentSizes = array<i32: 1, 1, 0>}> : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x32xf32>
 func.func @position(%x: tensor<?x?x32xf32>, %t: tensor<64x32xf32>, %y: tensor<2x16x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<2x16x32xf32>) {
   %0 = tfm.position_encoding <sinusoidal> %x : tensor<?x?x32xf32>
   %1 = tfm.position_encoding <learned> %x, %t : tensor<?x?x32xf32>, tensor<64x32xf32>
@@ -180,9 +180,9 @@ func.func @attention_rank2(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>) -> tensor<?
 // CHECK-NEXT: %2 = tfm.multi_head_attention <dot> %arg0 heads 2 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) causal {rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "mha_self"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{causal, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{causal, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0>, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{causal, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{causal, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}>
 func.func @mha_self(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
@@ -219,7 +219,7 @@ func.func @mha_bilinear(%x: tensor<2x5x32xf32>, %m: tensor<2x7x32xf32>, %wi: ten
 // CHECK-NEXT: %0 = tfm.multi_head_attention <additive> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) params(%arg5, %arg6, %arg7) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: return %0 : tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "mha_additive"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{causal, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 3>, score = #tfm.score<additive>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{causal, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 3, 0, 0>, score = #tfm.score<additive>}>
 func.func @mha_additive(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
   %0 = tfm.multi_head_attention <additive> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%wk, %wq, %va) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>

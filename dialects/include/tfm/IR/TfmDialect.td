@@ -27,6 +27,7 @@ def Tfm_Dialect : Dialect {
     PyTorch `state_dict()` names, and read inside functions with `tfm.weight`.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
 }
 
 class Tfm_Op<string mnemonic, list<Trait> traits = []>

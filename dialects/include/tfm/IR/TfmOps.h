@@ -18,6 +18,9 @@
 #define GET_ATTRDEF_CLASSES
 #include "tfm/IR/TfmAttrs.h.inc"
 
+#define GET_TYPEDEF_CLASSES
+#include "tfm/IR/TfmTypes.h.inc"
+
 #define GET_OP_CLASSES
 #include "tfm/IR/TfmOps.h.inc"
 

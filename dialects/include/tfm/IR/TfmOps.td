@@ -10,10 +10,31 @@
 
 include "tfm/IR/TfmDialect.td"
 include "tfm/IR/TfmEnums.td"
+include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache"> {
+  let mnemonic = "kv_cache";
+  let summary = "the keys and values of one self-attention, kept across calls";
+  let description = [{
+    Storage for incremental decoding: the keys and values of every position
+    seen so far, for up to `maxBatch` sequences of `maxSeq` positions, per
+    head. Values of this type are handles to one `tfm.kv_cache` declaration;
+    `tfm.multi_head_attention` writes the new positions' keys and values
+    into it and attends over everything it holds.
+
+    ```mlir
+    !tfm.kv_cache<maxBatch = 1, heads = 12, maxSeq = 1024, headDim = 64>
+    ```
+  }];
+  let parameters = (ins "int64_t":$maxBatch, "int64_t":$heads,
+                        "int64_t":$maxSeq, "int64_t":$headDim);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
 
 def Tfm_Tensor : RankedTensorOf<[F32]>;
 def Tfm_TokenTensor : RankedTensorOf<[I32, I64]>;
@@ -66,6 +87,51 @@ def Tfm_WeightOp : Tfm_Op<"weight",
   let assemblyFormat = "$param attr-dict `:` type($result)";
 }
 
+def Tfm_KVCacheDeclOp : Tfm_Op<"kv_cache", [Symbol, HasParent<"ModuleOp">]> {
+  let summary = "declares the key/value cache of one attention block";
+  let description = [{
+    One self-attention's cache for incremental decoding, allocated once with
+    the model and kept across calls. Functions get a handle to it with
+    `tfm.cache`.
+
+    ```mlir
+    tfm.kv_cache @"layers.0.self_attn.cache"
+        : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<Tfm_KVCacheType>:$type);
+  let assemblyFormat = "$sym_name attr-dict `:` $type";
+}
+
+def Tfm_CacheOp : Tfm_Op<"cache",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a handle to a cache declared by tfm.kv_cache";
+  let description = [{
+    ```mlir
+    %c = tfm.cache @"layers.0.self_attn.cache"
+        : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs Tfm_KVCacheType:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Tfm_TakeLastOp : Tfm_Op<"take_last", [Pure, InferTypeOpAdaptor]> {
+  let summary = "the last position of each sequence: [..., seq, d] -> [..., 1, d]";
+  let description = [{
+    What generation needs of a prefill: only the last position's logits.
+
+    ```mlir
+    %last = tfm.take_last %h : tensor<?x?x32xf32> -> tensor<?x1x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
 //===----------------------------------------------------------------------===//
 // Embeddings and positions
 //===----------------------------------------------------------------------===//
@@ -92,11 +158,12 @@ def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AllTypesMatch<["input", "result"]>, AttrSizedOperandSegments]> {
   let summary = "adds absolute positional encodings to embeddings";
   let description = [{
     Adds a position vector to each row of `input` (`[..., seq, d_model]`);
-    position `p` is the row's index along `seq`.
+    position `p` is the row's index along `seq`, plus `offset` when given
+    (the position of the first row during incremental decoding).
 
     - `sinusoidal`: PE(p, 2i) = sin(p / 10000^(2i/d_model)), PE(p, 2i+1) =
       cos(the same angle); no table.
@@ -108,10 +175,11 @@ def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding",
     ```
   }];
   let arguments = (ins Tfm_PositionKindAttr:$kind, Tfm_Tensor:$input,
-                       Optional<Tfm_Tensor>:$table);
+                       Optional<Tfm_Tensor>:$table, Optional<Index>:$offset);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
-    $kind $input (`,` $table^)? attr-dict `:` type($input) (`,` type($table)^)?
+    $kind $input (`,` $table^)? (`offset` $offset^)? attr-dict `:` type($input)
+    (`,` type($table)^)?
   }];
   let hasVerifier = 1;
 }
@@ -230,7 +298,8 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
 }
 
 def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
-    [Pure, AllTypesMatch<["query", "result"]>, AttrSizedOperandSegments]> {
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+     AllTypesMatch<["query", "result"]>, AttrSizedOperandSegments]> {
   let summary = "multi-head self- or cross-attention with Q/K/V projections";
   let description = [{
     PyTorch's `nn.MultiheadAttention` (batch first) with a choice of score
@@ -249,6 +318,11 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     per-head queries and keys (as `tfm.rotary`) before scoring. Both apply to
     self-attention only.
 
+    With `cache(%c at %pos)` (causal self-attention only) the rows of `query`
+    are positions `pos, pos+1, ...`: their keys and values are written into
+    the cache at those positions, and each attends over the cache's
+    positions up to its own (incremental decoding). This form writes memory.
+
     ```mlir
     %y = tfm.multi_head_attention <scaled_dot> %x heads 4
         in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>}
@@ -262,10 +336,13 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                        Tfm_Tensor:$out_proj_weight, Tfm_Tensor:$out_proj_bias,
                        Variadic<Tfm_Tensor>:$score_params, UnitAttr:$causal,
                        OptionalAttr<Tfm_RopeStyleAttr>:$rope,
-                       OptionalAttr<F32Attr>:$rope_base);
+                       OptionalAttr<F32Attr>:$rope_base,
+                       Optional<Tfm_KVCacheType>:$cache,
+                       Optional<Index>:$position);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
     $score $query (`memory` $memory^)? `heads` $num_heads
+    (`cache` `(` $cache^ `at` $position `)`)?
     `in_proj` `(` $in_proj_weight `,` $in_proj_bias `)`
     `out_proj` `(` $out_proj_weight `,` $out_proj_bias `)`
     (`params` `(` $score_params^ `)`)? (`causal` $causal^)?

@@ -28,7 +28,17 @@ tfm_model *tfm_rt_create(const tfm::rt::ModelInfo *model,
 int tfm_rt_forward(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
                    tfm_tensor *output);
 
-/// The message of the last failed tfm_rt_forward, or "" after a success.
+/// Generation with the key/value cache (decoder models with an LM head).
+/// prefill runs a prompt (token ids [seq] or [batch, seq]) from position 0
+/// and writes the logits of its last position ([batch, 1, vocab]); decode
+/// runs the next tokens at the positions after everything so far and writes
+/// their logits ([batch, seq, vocab]). Output as for tfm_rt_forward.
+int tfm_rt_prefill(tfm_model *model, const tfm_tensor *tokens,
+                   tfm_tensor *output);
+int tfm_rt_decode(tfm_model *model, const tfm_tensor *tokens,
+                  tfm_tensor *output);
+
+/// The message of the last failed call, or "" after a success.
 const char *tfm_rt_last_error(const tfm_model *model);
 
 void tfm_rt_destroy(tfm_model *model);

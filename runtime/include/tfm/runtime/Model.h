@@ -83,6 +83,22 @@ struct ModelInfo {
   size_t numPacked;
   const size_t *packedFloats;
   void (*pack)(const float *const *params, float *const *packed);
+
+  /// Incremental decoding, for decoder models with an LM head (else 0 and
+  /// null): `numCaches` key/value caches of `cacheFloats[i]` floats each,
+  /// kept by the runtime across calls. `prefill` runs a prompt (token ids
+  /// [batch, seq] at positions 0..seq-1; `position` is ignored) and writes
+  /// the logits of its last position, [batch, 1, vocab]; `decode` runs new
+  /// tokens at positions position.. and writes their logits [batch, seq,
+  /// vocab]. Both write the new positions' keys and values into the caches
+  /// and attend over everything there. position + seq <= maxSeqLen.
+  using StepFn = void (*)(const float *const *weights, float *const *caches,
+                          const InputView *inputs, int64_t position,
+                          float *output, Arena &arena, ThreadPool &pool);
+  size_t numCaches;
+  const size_t *cacheFloats;
+  StepFn prefill;
+  StepFn decode;
 };
 
 /// Defined by the generated code of each compiled model.

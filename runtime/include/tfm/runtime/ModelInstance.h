@@ -28,6 +28,15 @@ public:
   /// instance's own buffer.
   void forward(const InputView *inputs, float *output);
 
+  /// Incremental decoding (when the model has it, see canGenerate): prefill
+  /// runs a prompt from position 0 and writes its last position's logits
+  /// [batch, 1, vocab]; decode runs `tokens` at `position`.. and writes their
+  /// logits. Both extend the key/value caches; positions must stay below
+  /// maxSeqLen.
+  bool canGenerate() const { return model->prefill && model->decode; }
+  void prefill(const InputView &prompt, float *logits);
+  void decode(const InputView &tokens, int64_t position, float *logits);
+
   const ModelInfo &info() const { return *model; }
   float *outputBuffer() const { return static_cast<float *>(output.data()); }
   int threads() const { return pool->size(); }
@@ -36,6 +45,7 @@ public:
 private:
   /// Fills the packed tensors from the loaded params.
   bool packWeights(std::string &error);
+  bool allocateCaches(std::string &error);
 
   const ModelInfo *model = nullptr;
   Weights weights;
@@ -43,6 +53,9 @@ private:
   /// the params', then the packed tensors'.
   AlignedBuffer packed;
   std::vector<const float *> weightPointers;
+  /// The key/value caches of generation, allocated once.
+  AlignedBuffer cacheBlock;
+  std::vector<float *> caches;
   std::unique_ptr<Arena> activations;
   std::unique_ptr<ThreadPool> pool;
   AlignedBuffer output;

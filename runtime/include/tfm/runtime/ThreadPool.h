@@ -26,7 +26,8 @@ public:
   void run(int64_t n, void (*body)(void *ctx, int64_t i), void *ctx);
 
   template <typename F> void parallelFor(int64_t n, const F &f) {
-    run(n, [](void *ctx, int64_t i) { (*static_cast<const F *>(ctx))(i); },
+    run(
+        n, [](void *ctx, int64_t i) { (*static_cast<const F *>(ctx))(i); },
         const_cast<F *>(&f));
   }
 

@@ -38,8 +38,7 @@ public:
 
 private:
   /// Checks and converts the tensors of `file`, already parsed.
-  bool loadParsed(const ModelInfo &model, const char *path,
-                  std::string &error);
+  bool loadParsed(const ModelInfo &model, const char *path, std::string &error);
 
   SafetensorsFile file;
   AlignedBuffer owned;

@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""A stand-in for tfm-compile, to test run_generate.py itself (not the compiler).
+
+`fake_generate_compile.py MODEL.json -o EXE [--max-batch N] [--max-seq-len N]`
+writes EXE, a Python script answering the contract's `--generate N` interface
+(--weights, --input input=PROMPT.npy, --output IDS.npy, --threads T,
+--temperature T --top-k K --seed S, --step-logits LOGITS.npy), computed with
+run_generate.KVCacheDecoder (the torch KV cache) on the weights file.
+
+TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
+  exact        correct (default): every case must PASS
+  unsupported  exits 1 with "--generate is not supported by this model yet"
+               (what tfm-compile's executables answer before issue 8)
+  noisy        step logits of step 3 off by 1e-3*(1+max) (must FAIL: tolerance)
+  flip         takes the second-best id at step 4 (must FAIL: argmax/greedy)
+  threads      --threads 2 flips the last bit of one step logit (must FAIL)
+  sample_nondet  sampling ignores --seed (must FAIL on sample cases)
+  topk         sampling ignores --top-k (must FAIL on sample cases, almost surely)
+  no_line      no `generate:` stdout line (must FAIL)
+  int64        writes int64 ids (must FAIL: dtype)
+  no_limit     accepts prompt + N > max seq len (must FAIL on too_long cases)
+  crash        aborts (must FAIL: signal)
+"""
+
+import argparse
+import json
+import os
+import stat
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+MODES = ("exact", "unsupported", "noisy", "flip", "threads", "sample_nondet", "topk",
+         "no_line", "int64", "no_limit", "crash")
+
+
+def compile_main(argv):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("model")
+    ap.add_argument("-o", dest="out", required=True)
+    ap.add_argument("--max-batch", type=int, default=1)
+    ap.add_argument("--max-seq-len", type=int, default=0)
+    args = ap.parse_args(argv)
+    mode = os.environ.get("TFM_FAKE_GEN_MODE", "exact")
+    if mode not in MODES:
+        print("fake tfm-compile: unknown TFM_FAKE_GEN_MODE %r" % mode, file=sys.stderr)
+        return 2
+    with open(args.model) as f:
+        desc = json.load(f)
+    max_seq = args.max_seq_len or desc["max_seq_len"]
+    script = ("#!%s\nimport sys\nsys.path.insert(0, %r)\nimport fake_generate_compile\n"
+              "sys.exit(fake_generate_compile.exe_main(%r, %d, %d, %r, sys.argv[1:]))\n"
+              % (sys.executable, HERE, json.dumps(desc), args.max_batch, max_seq, mode))
+    with open(args.out, "w") as f:
+        f.write(script)
+    os.chmod(args.out, os.stat(args.out).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return 0
+
+
+def exe_main(desc_json, max_batch, max_seq, mode, argv):
+    import numpy as np
+    import reference
+    import run_generate
+    import safetensors as st
+    import torch
+    torch.set_num_threads(1)
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--generate", type=int, required=True)
+    ap.add_argument("--weights", required=True)
+    ap.add_argument("--input", action="append", default=[])
+    ap.add_argument("--output", required=True)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--temperature", type=float, default=0.0)
+    ap.add_argument("--top-k", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--step-logits")
+    args = ap.parse_args(argv)
+    if mode == "unsupported":
+        print("model: error: --generate is not supported by this model yet", file=sys.stderr)
+        return 1
+    if mode == "crash":
+        print("model: fatal: simulated crash", file=sys.stderr)
+        os.abort()
+    cfg = reference.Config(json.loads(desc_json))
+    n = args.generate
+    (name, _, path), = [s.partition("=") for s in args.input]
+    prompt = np.load(path)
+    batched = prompt.ndim == 2
+    p2 = prompt if batched else prompt[None, :]
+    if p2.shape[0] > max_batch:
+        print("model: error: %s: batch %d > %d" % (path, p2.shape[0], max_batch), file=sys.stderr)
+        return 1
+    if p2.shape[1] + n > max_seq and mode != "no_limit":
+        print("model: error: prompt %d + --generate %d exceeds the compiled max seq len %d"
+              % (p2.shape[1], n, max_seq), file=sys.stderr)
+        return 1
+    fm = reference.load_weights(reference.build_formula_model(cfg), st.load_file(args.weights))
+    if mode == "no_limit" and cfg.positional == "learned":
+        with torch.no_grad():  # let the fake run past its table
+            fm.pos_embed.weight = torch.nn.Parameter(torch.cat(
+                [fm.pos_embed.weight, torch.zeros(p2.shape[1] + n, cfg.d_model)]))
+    dec = run_generate.KVCacheDecoder(fm)
+    rng = np.random.default_rng(None if mode == "sample_nondet" else args.seed)
+    r = dec.step(p2.astype(np.int64))[:, -1, :].numpy()
+    ids, rows = [], []
+    for t in range(n):
+        if args.temperature > 0:
+            z = r.astype(np.float64) / args.temperature
+            k = args.top_k if (args.top_k > 0 and mode != "topk") else z.shape[-1]
+            nxt = []
+            for row in z:
+                keep = np.argsort(-row, kind="stable")[:k]
+                pr = np.exp(row[keep] - row[keep].max())
+                nxt.append(keep[rng.choice(len(keep), p=pr / pr.sum())])
+            nxt = np.array(nxt, dtype=np.int64)
+        else:
+            nxt = run_generate.argmax_lowest(r)
+            if mode == "flip" and t == 4:
+                nxt = np.argsort(-r, axis=-1, kind="stable")[:, 1]
+        ids.append(nxt)
+        rows.append(r.copy())
+        if t + 1 < n:
+            r = dec.step(nxt[:, None])[:, -1, :].numpy()
+    ids = np.stack(ids, axis=1).astype(np.int64 if mode == "int64" else np.int32)
+    rows = np.stack(rows).astype(np.float32)
+    if mode == "noisy" and n > 3:
+        rows[3, 0, 0] += 1e-3 * (1.0 + float(np.max(np.abs(rows))))
+    if mode == "threads" and args.threads == 2:
+        rows.view(np.uint32)[0, 0, 0] ^= 1
+    np.save(args.output, ids if batched else ids[0])
+    if args.step_logits:
+        np.save(args.step_logits, rows)
+    if mode != "no_line":
+        print("generate: prefill_tok_s=812.5 decode_tok_s=95.1 new_tokens=%d threads=%d" % (n, args.threads))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(compile_main(sys.argv[1:]))

@@ -1,0 +1,232 @@
+"""The table of `--generate` (incremental decoding, KV cache) cases for
+run_generate.py: a decoder model description (contract section 2), the
+prompt, how many tokens to generate, how to compile, and which extra runs
+to make (sampling, too-long prompt).
+
+Issue 8 acceptance: every positional kind (sinusoidal, learned, rope half,
+rope interleaved, none) with both norms (pre, post): ten models, which also
+carry the other features (score kinds, batch 2, prompt length 1, unbatched
+prompt, tied/untied heads, int32/int64 ids, --max-seq-len, sampling, the
+too-long check), so that the whole run needs only a dozen compiles.
+
+`check_coverage()` asserts that every required feature is exercised;
+`/usr/bin/python3 generate_cases.py -v` prints the map.
+"""
+
+import itertools
+import os
+import sys
+import zlib
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+from cases import Input  # noqa: E402  (seq, batch (None: no batch dim), dtype)
+
+
+@dataclass
+class GenCase:
+    name: str
+    model: Dict
+    prompt: Input
+    new_tokens: int = 20
+    max_batch: Optional[int] = None      # --max-batch (default: the prompt's batch, if > 1)
+    max_seq_len: Optional[int] = None    # --max-seq-len (default: none passed, the model's)
+    weight_dtype: str = "F32"
+    seed: Optional[int] = None           # weights/prompt seed (default: crc32 of the name)
+    # Multiplies every in_proj/out_proj/linear1/linear2 weight after
+    # reference.make_weights: at PyTorch's init scale the residual stream is
+    # dominated by the current token's embedding and a tied-head model just
+    # repeats its last token; stronger layers make the context decide, so the
+    # greedy paths are varied (the seeds below were picked for that, with a
+    # top-2 logit gap of at least 10*tol at every step).
+    weight_gain: float = 3.0
+    # Extra runs: "sample" (--temperature/--top-k/--seed determinism),
+    # "too_long" (prompt + N > compiled max seq len must exit 1).
+    extras: Tuple[str, ...] = ()
+    sample: Tuple[float, int, int, int] = (0.8, 5, 1, 2)   # temperature, top_k, seed, other seed
+    note: str = ""
+
+    def compile_args(self):
+        args = []
+        if self.effective_max_batch() != 1:
+            args += ["--max-batch", str(self.effective_max_batch())]
+        if self.max_seq_len is not None:
+            args += ["--max-seq-len", str(self.max_seq_len)]
+        return args
+
+    def effective_max_batch(self):
+        return self.max_batch if self.max_batch is not None else (self.prompt.batch or 1)
+
+    def effective_max_seq_len(self):
+        return self.max_seq_len if self.max_seq_len is not None else self.model["max_seq_len"]
+
+    def effective_seed(self):
+        if self.seed is not None:
+            return self.seed
+        return zlib.crc32(self.name.encode("utf-8")) & 0x7FFFFFFF
+
+
+def _model(name, **kw):
+    m = dict(name=name, architecture="decoder", d_model=32, num_heads=4, d_ff=64, num_layers=2,
+             max_seq_len=32, vocab_size=64)
+    m.update(kw)
+    return m
+
+
+def gen(name, prompt, model=None, **kw):
+    return GenCase(name, _model(name, **(model or {})), prompt, **kw)
+
+
+def prompt(seq, batch=1, dtype="int64"):
+    return Input(seq, batch, dtype)
+
+
+CASES = [
+    # ---- sinusoidal -----------------------------------------------------------
+    gen("gen_sinusoidal_post", prompt(7, dtype="int32"), dict(max_seq_len=16), max_seq_len=27,
+        extras=("too_long",), seed=7,
+        note="tied head; --max-seq-len 27 above the model's 16, prompt 7 + 20 = exactly the limit"),
+    gen("gen_sinusoidal_pre_untied", prompt(5), dict(norm="pre", activation="gelu",
+                                                     tie_embeddings=False), seed=7),
+    # ---- learned --------------------------------------------------------------
+    gen("gen_learned_post_bilinear", prompt(6), dict(positional="learned",
+                                                     attention_score="bilinear"), seed=4),
+    gen("gen_learned_pre_untied_unbatched", prompt(5, batch=None, dtype="int32"), dict(
+        positional="learned", norm="pre", tie_embeddings=False),
+        extras=("too_long",), note="prompt without a batch dimension: ids [N], step logits [N,1,V]"),
+    # ---- rope, half -----------------------------------------------------------
+    gen("gen_rope_half_post_batch2", prompt(7, batch=2, dtype="int32"), dict(positional="rope"),
+        extras=("sample",), seed=6, note="two prompts; greedy and sampled"),
+    gen("gen_rope_half_pre_dot_dk24", prompt(5), dict(
+        d_model=48, num_heads=2, d_ff=50, positional="rope", norm="pre", attention_score="dot",
+        activation="gelu_tanh", rope_base=1000.0), note="dk 24, unscaled dot scores"),
+    # ---- rope, interleaved ----------------------------------------------------
+    gen("gen_rope_interleaved_post_base500", prompt(6), dict(
+        positional="rope", rope_style="interleaved", rope_base=500.0), seed=1),
+    gen("gen_rope_interleaved_pre_additive", prompt(1), dict(
+        positional="rope", rope_style="interleaved", norm="pre", attention_score="additive",
+        additive_dim=12), extras=("sample",), seed=4, note="prompt of length 1; additive scores"),
+    # ---- none -----------------------------------------------------------------
+    gen("gen_none_post_scale", prompt(5), dict(positional="none", embedding_scale="sqrt_d_model",
+                                               final_norm=True)),
+    gen("gen_none_pre_seq1_unbatched", prompt(1, batch=None), dict(positional="none", norm="pre"), seed=5,
+        note="length-1 prompt without a batch dimension"),
+    # ---- weights in bf16 (rounded values are what both sides use) ---------------
+    gen("gen_pre_rope_weights_bf16", prompt(4), dict(positional="rope", norm="pre",
+                                                     num_layers=1), weight_dtype="BF16", seed=2),
+]
+
+
+def by_name():
+    return {c.name: c for c in CASES}
+
+
+def validate():
+    """Structural checks of the table; returns a list of problems."""
+    import reference
+    problems = []
+    seen = set()
+    for c in CASES:
+        if c.name in seen:
+            problems.append("%s: duplicate name" % c.name)
+        seen.add(c.name)
+        if c.model.get("name") != c.name:
+            problems.append("%s: model name %r" % (c.name, c.model.get("name")))
+        try:
+            cfg = reference.Config(c.model)
+        except reference.ConfigError as e:
+            problems.append("%s: %s" % (c.name, e))
+            continue
+        if cfg.architecture != "decoder" or not cfg.tokens or not cfg.lm_head or not cfg.causal:
+            problems.append("%s: --generate cases are causal decoders with vocab_size and an LM head"
+                            % c.name)
+        if c.prompt.dtype not in ("int32", "int64"):
+            problems.append("%s: prompt dtype %s" % (c.name, c.prompt.dtype))
+        if c.prompt.seq < 1 or c.new_tokens < 1:
+            problems.append("%s: empty prompt or no new tokens" % c.name)
+        total = c.prompt.seq + c.new_tokens
+        if total > c.effective_max_seq_len():
+            problems.append("%s: prompt %d + %d new tokens > max seq len %d"
+                            % (c.name, c.prompt.seq, c.new_tokens, c.effective_max_seq_len()))
+        if cfg.positional == "learned" and c.effective_max_seq_len() > cfg.max_seq_len:
+            problems.append("%s: --max-seq-len above max_seq_len with learned positions" % c.name)
+        if (c.prompt.batch or 1) > c.effective_max_batch():
+            problems.append("%s: batch %d > --max-batch" % (c.name, c.prompt.batch))
+        for e in c.extras:
+            if e not in ("sample", "too_long"):
+                problems.append("%s: unknown extra %r" % (c.name, e))
+        t, k, s1, s2 = c.sample
+        if not (t > 0 and 1 <= k <= cfg.vocab_size and s1 != s2):
+            problems.append("%s: bad sample settings %s" % (c.name, c.sample))
+        if c.weight_dtype not in ("F32", "F16", "BF16"):
+            problems.append("%s: weight dtype %s" % (c.name, c.weight_dtype))
+    return problems
+
+
+def coverage():
+    import reference
+    feats = {}
+
+    def add(f, n):
+        feats.setdefault(f, []).append(n)
+    for c in CASES:
+        cfg = reference.Config(c.model)
+        n = c.name
+        pos = cfg.positional + ("_" + cfg.rope_style if cfg.positional == "rope" else "")
+        add("positional=%s,norm=%s" % (pos, cfg.norm), n)
+        add("score=" + cfg.attention_score, n)
+        add("lm_head " + ("untied" if cfg.untied_head else "tied"), n)
+        add("prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
+        add("prompt seq=%s" % ("1" if c.prompt.seq == 1 else ">1"), n)
+        add("prompt " + c.prompt.dtype, n)
+        add("activation=" + cfg.activation, n)
+        if c.max_seq_len is not None:
+            add("--max-seq-len", n)
+        if c.prompt.seq + c.new_tokens == c.effective_max_seq_len():
+            add("prompt + N == max seq len", n)
+        if cfg.embedding_scale != "none":
+            add("embedding_scale", n)
+        if "final_norm" in c.model:
+            add("final_norm override", n)
+        if "rope_base" in c.model:
+            add("rope_base!=default", n)
+        add("weights " + c.weight_dtype, n)
+        for e in c.extras:
+            add("extra " + e, n)
+        if "sample" in c.extras and (c.prompt.batch or 1) > 1:
+            add("sample batch>1", n)
+    return feats
+
+
+REQUIRED = (
+    ["positional=%s,norm=%s" % x for x in itertools.product(
+        ("sinusoidal", "learned", "rope_half", "rope_interleaved", "none"), ("pre", "post"))]
+    + ["score=" + s for s in ("scaled_dot", "dot", "bilinear", "additive")]
+    + ["lm_head tied", "lm_head untied"]
+    + ["prompt batch=none", "prompt batch=1", "prompt batch=2", "prompt seq=1", "prompt seq=>1",
+       "prompt int32", "prompt int64", "--max-seq-len", "prompt + N == max seq len",
+       "extra sample", "extra too_long", "sample batch>1"]
+)
+
+
+def check_coverage():
+    feats = coverage()
+    return [f for f in REQUIRED if f not in feats]
+
+
+if __name__ == "__main__":
+    probs = validate()
+    missing = check_coverage()
+    for p in probs:
+        print("problem:", p)
+    for m in missing:
+        print("not covered:", m)
+    if "-v" in sys.argv:
+        for f, names in sorted(coverage().items()):
+            print("%-40s %d  %s" % (f, len(names), ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")))
+    print("%d cases, %d problems, %d features not covered" % (len(CASES), len(probs), len(missing)))
+    sys.exit(1 if probs or missing else 0)

@@ -1,0 +1,827 @@
+#!/usr/bin/python3
+"""End-to-end tests of `--generate` (incremental decoding with a KV cache)
+against PyTorch.
+
+For each case of generate_cases.py:
+  1. write CASE.json, make the weights (reference.make_weights, fixed seed,
+     the layers' matrices times the case's weight_gain so that greedy paths
+     vary), save them as safetensors and read them back; write the prompt;
+  2. the reference, on the weights as read back: PyTorch's greedy loop, i.e.
+     the from-the-formulas model (reference.py (b)) run as a full forward
+     over the growing sequence, taking the argmax of the last row (ties: the
+     lowest id), in float32.  Checks of the reference itself: the loop is
+     bit-reproducible; an independent KV-cache implementation in torch
+     (KVCacheDecoder below) gives the same ids and the same logits within
+     1e-5 (relative above 1); the last row of a forward over each prefix
+     equals the matching row of one forward over the whole sequence; where
+     PyTorch's own modules (reference.py (a)) express the model they agree
+     with (b); the fp32 logits are within a tenth of the tolerance of a
+     float64 run (well-conditioned);
+  3. tfm-compile CASE.json -o CASE.exe [--max-batch N] [--max-seq-len N];
+  4. CASE.exe --generate N --weights W --input input=PROMPT --output IDS
+     --step-logits LOGITS --threads 1, and again with --threads 2:
+     * IDS int32 [N] or [batch, N] (batch dim iff the prompt had one), ids
+       in range; LOGITS float32 [N, batch, vocab] (batch 1 for an unbatched
+       prompt), finite; the last stdout line is
+       `generate: prefill_tok_s=X decode_tok_s=Y new_tokens=N threads=T`;
+     * greedy self-consistency: IDS[t] == argmax(LOGITS[t]) (lowest id on ties);
+     * LOGITS[t] against the last row of the reference's full forward over
+       the prefix the executable used (prompt + its own ids[:t]):
+       max|err| <= 1e-4 * (1 + max|ref|) (contract section 6), so that one
+       flipped token does not cascade;
+     * IDS equal the reference greedy ids exactly.  If they differ where the
+       reference's two candidates are within 2*tol of each other (a flip the
+       tolerance allows), the case passes with a note `ambiguous at step t`
+       and the ids are compared only up to there;
+     * --threads 2 gives the same ids and bit-identical step logits.
+  5. extras: "sample": --temperature T --top-k K --seed S twice (same ids),
+     with --threads 2 (same ids), ids in range and within the top K of their
+     step logits, step logits against the reference on the sampled prefix
+     (raw logits, or divided by T), and another seed (reported, may differ);
+     "too_long": prompt + N > the compiled max seq len must exit 1 with a
+     message.
+
+One line per case (PASS/FAIL), the last line `N passed, M failed`; the exit
+status is 1 if any case failed, 2 if the case table is invalid or no case
+matches.  An executable that does not support --generate yet fails its case
+with its message, like any other failure.
+
+--reference-only does steps 1-2 only, and also fails a case whose reference
+greedy path has a step where the top two logits are within 2*tol (pick
+another seed for it).
+
+Run with Debian's /usr/bin/python3 (it has python3-torch 1.13):
+
+  run_generate.py --tfm-compile build/bin/tfm-compile --work-dir /tmp/gen [-k FILTER] [-j N]
+  run_generate.py --reference-only --work-dir /tmp/gen-ref   # torch side only (~15 s)
+  run_generate.py --self-test                                # the harness's helpers (~2 s)
+  run_generate.py --list                                     # the cases
+  generate_cases.py -v                                       # table problems, coverage map
+  # the harness against a fake compiler (see fake_generate_compile.py for the modes)
+  TFM_FAKE_GEN_MODE=flip run_generate.py --tfm-compile fake_generate_compile.py --work-dir /tmp/gf -k batch2
+
+Each case's directory keeps NAME.json, weights.safetensors, prompt.npy,
+ref_ids.npy, ref_step_logits.npy, NAME.exe, and per run TAG.cmd,
+TAG.stdout, TAG.stderr, ids_TAG.npy, step_logits_TAG.npy (TAG: greedy_t1,
+greedy_t2, sample_a, sample_b, sample_t2, sample_other_seed, too_long).
+"""
+
+import argparse
+import concurrent.futures
+import fnmatch
+import json
+import math
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+
+import numpy as np  # noqa: E402
+
+import generate_cases as cases_mod  # noqa: E402
+import safetensors as st  # noqa: E402  (our own, test/e2e/safetensors.py)
+
+AB_BOUND = 1e-5               # torch-vs-torch agreement, normalised by max(1, max|ref|)
+CONDITIONING_FRACTION = 0.1   # |ref32 - ref64| must stay below this share of the tolerance
+AMBIGUITY = 2.0               # a top-2 gap <= AMBIGUITY * tol may flip within the tolerance
+
+GEN_LINE_RE = re.compile(r"^generate: prefill_tok_s=(\S+) decode_tok_s=(\S+) "
+                         r"new_tokens=(\d+) threads=(\d+)$")
+
+
+class CaseFailure(Exception):
+    pass
+
+
+def tolerance(ref):
+    return 1e-4 * (1.0 + float(np.max(np.abs(ref)))) if ref.size else 1e-4
+
+
+def _clip(line, n):
+    return line if len(line) <= n else line[: n - 3] + "..."
+
+
+def _tail(text, lines=3, width=160):
+    ls = [l.strip() for l in text.strip().splitlines() if l.strip()]
+    if not ls:
+        return "(no stderr)"
+    tail = ls[-lines:]
+    first = next((l for l in ls if "error" in l.lower()), None)
+    parts = []
+    if first is not None and first not in tail:
+        parts = [_clip(first, width), "..."]
+    return " | ".join(parts + [_clip(l, width) for l in tail])
+
+
+def _write(case_dir, name, text):
+    with open(os.path.join(case_dir, name), "w") as f:
+        f.write(text)
+
+
+def argmax_lowest(a):
+    """argmax over the last axis, the lowest index on ties (np.argmax's rule)."""
+    return np.argmax(a, axis=-1)
+
+
+# ---------------------------------------------------------------------------
+# The torch side: full-recompute greedy loop, and an independent KV cache.
+# ---------------------------------------------------------------------------
+
+def _torch():
+    import torch
+    return torch
+
+
+def last_rows(fm, seqs):
+    """Logits of the last position of a full forward over seqs [B, L] (numpy
+    ids) with the formula model fm: numpy [B, V] in fm's dtype."""
+    torch = _torch()
+    with torch.no_grad():
+        out = fm(input=torch.from_numpy(np.ascontiguousarray(seqs, dtype=np.int64)))
+    return out[:, -1, :].numpy()
+
+
+def full_rows(fm, seqs):
+    torch = _torch()
+    with torch.no_grad():
+        return fm(input=torch.from_numpy(np.ascontiguousarray(seqs, dtype=np.int64))).numpy()
+
+
+def greedy_full(fm, prompt2d, n):
+    """PyTorch's greedy loop: a full forward over the growing sequence each
+    step, argmax of the last row.  Returns ids [B, n] int64 and the logits
+    each id was chosen from [n, B, V]."""
+    seq = np.array(prompt2d, dtype=np.int64)
+    ids, rows = [], []
+    for _ in range(n):
+        r = last_rows(fm, seq)
+        nxt = argmax_lowest(r)
+        rows.append(r)
+        ids.append(nxt)
+        seq = np.concatenate([seq, nxt[:, None]], axis=1)
+    return np.stack(ids, axis=1), np.stack(rows, axis=0)
+
+
+def logits_on_prefix(fm, prompt2d, ids):
+    """Row t: the last row of a full forward over prompt + ids[:, :t]."""
+    seq = np.concatenate([np.asarray(prompt2d, np.int64), np.asarray(ids, np.int64)], axis=1)
+    L = prompt2d.shape[1]
+    return np.stack([last_rows(fm, seq[:, : L + t]) for t in range(ids.shape[1])], axis=0)
+
+
+class KVCacheDecoder:
+    """Incremental decoding written independently of FormulaModel.forward,
+    from the same parameters (a decoder FormulaModel): each layer keeps the
+    keys (after rope) and values of every position so far; a call processes
+    a chunk of new tokens at positions pos..pos+S-1 attending to the cache
+    and to themselves (causally).  Prefill is one chunk, each decode step a
+    chunk of one."""
+
+    def __init__(self, fm):
+        import reference as R
+        self.R = R
+        self.fm = fm
+        self.cfg = fm.cfg
+        if self.cfg.is_encdec or not self.cfg.tokens or not self.cfg.causal:
+            raise ValueError("KVCacheDecoder is for causal decoders with token inputs")
+        self.reset()
+
+    def reset(self):
+        self.cache = [None] * len(self.fm.layers)
+        self.pos = 0
+
+    def _attn(self, attn, x, li, rope):
+        torch = _torch()
+        R = self.R
+        b, s, d = x.shape
+        h, dk = attn.num_heads, attn.head_dim
+        w, bias = attn.in_proj_weight, attn.in_proj_bias
+        q = R.linear(x, w[:d], bias[:d]).reshape(b, s, h, dk).transpose(1, 2)
+        k = R.linear(x, w[d:2 * d], bias[d:2 * d]).reshape(b, s, h, dk).transpose(1, 2)
+        v = R.linear(x, w[2 * d:], bias[2 * d:]).reshape(b, s, h, dk).transpose(1, 2)
+        if rope is not None:
+            cos, sin, style = rope
+            q = R.apply_rope(q, cos, sin, style)
+            k = R.apply_rope(k, cos, sin, style)
+        if self.cache[li] is not None:
+            k = torch.cat([self.cache[li][0], k], dim=2)
+            v = torch.cat([self.cache[li][1], v], dim=2)
+        self.cache[li] = (k, v)
+        kind = attn.score_kind
+        if kind == "scaled_dot":
+            sc = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dk)
+        elif kind == "dot":
+            sc = torch.matmul(q, k.transpose(-1, -2))
+        else:
+            sc = attn.score(q, k)
+        qpos = torch.arange(self.pos, self.pos + s)[:, None]
+        kpos = torch.arange(k.shape[2])[None, :]
+        sc = sc.masked_fill(kpos > qpos, float("-inf"))
+        p = R.softmax_last(sc)
+        o = torch.matmul(p, v).transpose(1, 2).reshape(b, s, d)
+        return attn.out_proj(o)
+
+    def step(self, ids):
+        """ids [B, S] (numpy or tensor): the logits [B, S, V] of the new positions."""
+        torch = _torch()
+        R, fm, cfg = self.R, self.fm, self.cfg
+        dt = next(fm.parameters()).dtype
+        with torch.no_grad():
+            ids = torch.as_tensor(np.asarray(ids, dtype=np.int64))
+            b, s = ids.shape
+            p0, p1 = self.pos, self.pos + s
+            x = fm.embed.weight[ids]
+            if cfg.embedding_scale == "sqrt_d_model":
+                x = x * math.sqrt(cfg.d_model)
+            if cfg.positional == "sinusoidal":
+                x = x + R.sinusoidal_table(p1, cfg.d_model)[p0:p1].to(dt)
+            elif cfg.positional == "learned":
+                x = x + fm.pos_embed.weight[p0:p1]
+            rope = None
+            if cfg.positional == "rope":
+                cos, sin = R.rope_cos_sin(p1, cfg.head_dim, cfg.rope_base)
+                rope = (cos[p0:p1].to(dt), sin[p0:p1].to(dt), cfg.rope_style)
+            for li, layer in enumerate(fm.layers):
+                if cfg.norm == "pre":
+                    x = x + self._attn(layer.self_attn, layer.norm1(x), li, rope)
+                    x = x + layer.ff(layer.norm2(x))
+                else:
+                    x = layer.norm1(x + self._attn(layer.self_attn, x, li, rope))
+                    x = layer.norm2(x + layer.ff(x))
+            if fm.norm is not None:
+                x = fm.norm(x)
+            self.pos = p1
+            return fm._head(x)
+
+    def greedy(self, prompt2d, n):
+        self.reset()
+        r = self.step(prompt2d)[:, -1, :].numpy()
+        ids, rows = [], []
+        for t in range(n):
+            nxt = argmax_lowest(r)
+            ids.append(nxt)
+            rows.append(r)
+            if t + 1 < n:
+                r = self.step(nxt[:, None])[:, -1, :].numpy()
+        return np.stack(ids, axis=1), np.stack(rows, axis=0)
+
+
+def min_gap(rows):
+    """Smallest top-1 minus top-2 logit over all rows [.., V], and where."""
+    s = np.sort(rows.astype(np.float64), axis=-1)
+    gaps = s[..., -1] - s[..., -2]
+    idx = np.unravel_index(int(np.argmin(gaps)), gaps.shape)
+    return float(gaps[idx]), tuple(int(i) for i in idx)
+
+
+# ---------------------------------------------------------------------------
+# Reference side.
+# ---------------------------------------------------------------------------
+
+def prepare_reference(case, case_dir, strict_margin):
+    """Steps 1-2.  Returns a dict of paths and facts; raises CaseFailure."""
+    torch = _torch()
+    import reference as R
+    torch.set_num_threads(1)
+    os.makedirs(case_dir, exist_ok=True)
+    cfg = R.Config(case.model)
+    seed = case.effective_seed()
+    info = {"cfg": cfg}
+
+    model_path = os.path.join(case_dir, case.name + ".json")
+    with open(model_path, "w") as f:
+        json.dump(case.model, f, indent=2)
+        f.write("\n")
+    info["model"] = model_path
+
+    weights = R.make_weights(cfg, seed)
+    if case.weight_gain != 1.0:
+        gained = ("in_proj_weight", "out_proj.weight", "linear1.weight", "linear2.weight")
+        weights = {k: (v * case.weight_gain if k.endswith(gained) else v) for k, v in weights.items()}
+    if {k: tuple(v.shape) for k, v in weights.items()} != R.expected_weights(cfg):
+        raise CaseFailure("internal: generated weights do not match the contract listing")
+    arrays = {k: v.numpy() for k, v in weights.items()}
+    wpath = os.path.join(case_dir, "weights.safetensors")
+    st.save_file(arrays, wpath, dtype=case.weight_dtype, metadata={"format": "pt", "case": case.name})
+    back, dtypes = st.load_file(wpath, with_dtypes=True)
+    if list(back) != list(arrays):
+        raise CaseFailure("safetensors read-back: names/order differ")
+    for k, a in arrays.items():
+        want = st.round_to_dtype(a, case.weight_dtype)
+        if dtypes[k] != case.weight_dtype or back[k].shape != a.shape or not np.array_equal(back[k], want):
+            raise CaseFailure("safetensors read-back: %s differs" % k)
+    info["weights"] = wpath
+
+    rng = np.random.default_rng(seed)
+    p = case.prompt
+    shape = (p.seq,) if p.batch is None else (p.batch, p.seq)
+    prompt = rng.integers(0, cfg.vocab_size, size=shape).astype(p.dtype)
+    ppath = os.path.join(case_dir, "prompt.npy")
+    np.save(ppath, prompt)
+    b = np.load(ppath)
+    if b.dtype != prompt.dtype or b.shape != prompt.shape or not np.array_equal(b, prompt):
+        raise CaseFailure("npy read-back of the prompt differs")
+    info.update(prompt_path=ppath, prompt=prompt, batched=p.batch is not None,
+                prompt2d=(prompt if p.batch is not None else prompt[None, :]).astype(np.int64))
+    prompt2d = info["prompt2d"]
+    n = case.new_tokens
+
+    fm = R.load_weights(R.build_formula_model(cfg), back)
+    info["fm"] = fm
+    ref_ids, ref_rows = greedy_full(fm, prompt2d, n)
+    tol = tolerance(ref_rows)
+    info.update(ref_ids=ref_ids, ref_rows=ref_rows, tol=tol)
+    np.save(os.path.join(case_dir, "ref_ids.npy"), ref_ids.astype(np.int32))
+    np.save(os.path.join(case_dir, "ref_step_logits.npy"), ref_rows.astype(np.float32))
+
+    # (i) The loop is reproducible bit for bit.
+    ids2, rows2 = greedy_full(fm, prompt2d, n)
+    if not np.array_equal(ids2, ref_ids) or rows2.tobytes() != ref_rows.tobytes():
+        raise CaseFailure("reference greedy loop is not reproducible")
+    # (ii) Causality: one forward over the whole sequence, row L-1+t == step t.
+    L = prompt2d.shape[1]
+    full_seq = np.concatenate([prompt2d, ref_ids[:, :-1]], axis=1)
+    whole = full_rows(fm, full_seq)[:, L - 1:, :].transpose(1, 0, 2)
+    scale = max(1.0, float(np.max(np.abs(ref_rows))))
+    d_whole = float(np.max(np.abs(whole.astype(np.float64) - ref_rows)))
+    if d_whole / scale >= AB_BOUND:
+        raise CaseFailure("reference: rows of one full forward differ from per-prefix last rows "
+                          "by %.3g (not causal?)" % d_whole)
+    # (iii) The independent KV-cache implementation.
+    kv_ids, kv_rows = KVCacheDecoder(fm).greedy(prompt2d, n)
+    d_kv = float(np.max(np.abs(kv_rows.astype(np.float64) - logits_on_prefix(fm, prompt2d, kv_ids))))
+    if d_kv / scale >= AB_BOUND:
+        raise CaseFailure("reference: torch KV-cache logits differ from full recompute by %.3g" % d_kv)
+    if not np.array_equal(kv_ids, ref_ids):
+        t, bb = _first_mismatch(kv_ids, ref_ids)
+        raise CaseFailure("reference: torch KV-cache greedy ids differ from full recompute at step %d "
+                          "row %d (%d vs %d)" % (t, bb, kv_ids[bb, t], ref_ids[bb, t]))
+    # (iv) PyTorch's own modules, where they express the model.
+    d_ab = None
+    tm = R.build_torch_model(cfg)
+    if tm is not None:
+        R.load_weights(tm, back)
+        with torch.no_grad():
+            ya = tm(input=torch.from_numpy(full_seq)).numpy()[:, L - 1:, :].transpose(1, 0, 2)
+        d_ab = float(np.max(np.abs(ya.astype(np.float64) - ref_rows)))
+        if d_ab / scale >= AB_BOUND:
+            raise CaseFailure("reference (a) torch modules vs (b) formulas differ by %.3g" % d_ab)
+    # (v) Conditioning: fp32 against float64.
+    fm64 = R.load_weights(R.build_formula_model(cfg).double(), back)
+    ref64 = full_rows(fm64, full_seq)[:, L - 1:, :].transpose(1, 0, 2)
+    cond = float(np.max(np.abs(ref_rows.astype(np.float64) - ref64)))
+    if cond > CONDITIONING_FRACTION * tol:
+        raise CaseFailure("ill-conditioned case: fp32 reference is %.3g from float64 (tolerance %.3g)"
+                          % (cond, tol))
+    # (vi) Margins of the greedy choices.
+    gap, where = min_gap(ref_rows)
+    info.update(cond=cond, d_ab=d_ab, d_kv=d_kv, gap=gap, gap_at=where)
+    if strict_margin and gap <= AMBIGUITY * tol:
+        raise CaseFailure("ambiguous reference: at step %d row %d the top two logits are %.3g apart "
+                          "(<= %g*tol = %.3g); choose another seed for this case"
+                          % (where[0], where[1], gap, AMBIGUITY, AMBIGUITY * tol))
+    return info
+
+
+def _first_mismatch(a, b):
+    """(step, row) of the earliest differing id of [B, N] arrays."""
+    diff = np.argwhere(a != b)   # rows of (b, t)
+    k = int(np.argmin(diff[:, 1]))
+    return int(diff[k, 1]), int(diff[k, 0])
+
+
+# ---------------------------------------------------------------------------
+# Compile and run.
+# ---------------------------------------------------------------------------
+
+def compile_case(case, info, tfm_compile, case_dir, timeout):
+    exe = os.path.join(case_dir, case.name + ".exe")
+    if os.path.exists(exe):
+        os.remove(exe)
+    cmd = [tfm_compile, info["model"], "-o", exe] + case.compile_args()
+    _write(case_dir, "compile.cmd", " ".join(cmd) + "\n")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=case_dir)
+    except subprocess.TimeoutExpired:
+        raise CaseFailure("tfm-compile timed out after %ds" % timeout)
+    except OSError as e:
+        raise CaseFailure("cannot run tfm-compile: %s" % e)
+    _write(case_dir, "compile.stderr", p.stderr)
+    if p.returncode != 0:
+        raise CaseFailure("tfm-compile exited %d: %s" % (p.returncode, _tail(p.stderr)))
+    if not os.path.isfile(exe) or not os.access(exe, os.X_OK):
+        raise CaseFailure("tfm-compile succeeded but wrote no executable %s" % exe)
+    return exe
+
+
+def run_exe(exe, info, case_dir, tag, n, threads, timeout, extra=(), step_logits=True):
+    """Runs one --generate; returns (returncode, stdout, stderr, ids_path, logits_path)."""
+    ids_path = os.path.join(case_dir, "ids_%s.npy" % tag)
+    lg_path = os.path.join(case_dir, "step_logits_%s.npy" % tag) if step_logits else None
+    for pth in (ids_path, lg_path):
+        if pth and os.path.exists(pth):
+            os.remove(pth)
+    cmd = [exe, "--generate", str(n), "--weights", info["weights"],
+           "--input", "input=%s" % info["prompt_path"], "--output", ids_path,
+           "--threads", str(threads)] + list(extra)
+    if lg_path:
+        cmd += ["--step-logits", lg_path]
+    _write(case_dir, "%s.cmd" % tag, " ".join(cmd) + "\n")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=case_dir)
+    except subprocess.TimeoutExpired:
+        raise CaseFailure("executable (%s) timed out after %ds" % (tag, timeout))
+    except OSError as e:
+        raise CaseFailure("cannot run the executable: %s" % e)
+    _write(case_dir, "%s.stdout" % tag, p.stdout)
+    _write(case_dir, "%s.stderr" % tag, p.stderr)
+    return p.returncode, p.stdout, p.stderr, ids_path, lg_path
+
+
+def run_generate_ok(exe, info, case_dir, tag, n, threads, timeout, extra=()):
+    """A --generate run that must succeed: returns (ids [B, n] int64 view,
+    raw ids array, step logits [n, B, V])."""
+    rc, out, err, ids_path, lg_path = run_exe(exe, info, case_dir, tag, n, threads, timeout, extra)
+    if rc != 0:
+        what = ("killed by signal %d" % -rc) if rc < 0 else ("exited %d" % rc)
+        raise CaseFailure("executable --generate (%s) %s: %s" % (tag, what, _tail(err)))
+    lines = [l.rstrip() for l in out.splitlines() if l.strip()]
+    last = lines[-1] if lines else ""
+    m = GEN_LINE_RE.match(last)
+    if not m:
+        raise CaseFailure("%s: last stdout line %r is not `generate: prefill_tok_s=X decode_tok_s=Y "
+                          "new_tokens=N threads=T`" % (tag, _clip(last, 120)))
+    try:
+        rates = [float(m.group(1)), float(m.group(2))]
+    except ValueError:
+        raise CaseFailure("%s: tok/s values in %r are not numbers" % (tag, last))
+    if any(not (r >= 0) for r in rates):
+        raise CaseFailure("%s: tok/s values in %r are not non-negative" % (tag, last))
+    if int(m.group(3)) != n or int(m.group(4)) != threads:
+        raise CaseFailure("%s: %r, expected new_tokens=%d threads=%d" % (tag, last, n, threads))
+
+    cfg = info["cfg"]
+    B = info["prompt2d"].shape[0]
+    try:
+        ids = np.load(ids_path, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001
+        raise CaseFailure("%s: --output unreadable: %s" % (tag, e))
+    want = (B, n) if info["batched"] else (n,)
+    if ids.dtype != np.int32:
+        raise CaseFailure("%s: ids dtype %s, expected int32" % (tag, ids.dtype))
+    if ids.shape != want:
+        raise CaseFailure("%s: ids shape %s, expected %s" % (tag, list(ids.shape), list(want)))
+    if ids.size and (ids.min() < 0 or ids.max() >= cfg.vocab_size):
+        raise CaseFailure("%s: ids out of range [0, %d): %s" % (tag, cfg.vocab_size, ids.tolist()))
+    ids2d = ids.reshape(B, n).astype(np.int64)
+    try:
+        lg = np.load(lg_path, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001
+        raise CaseFailure("%s: --step-logits unreadable: %s" % (tag, e))
+    if lg.dtype != np.float32:
+        raise CaseFailure("%s: step logits dtype %s, expected float32" % (tag, lg.dtype))
+    want_l = (n, B, cfg.vocab_size)
+    if lg.shape != want_l:
+        raise CaseFailure("%s: step logits shape %s, expected %s" % (tag, list(lg.shape), list(want_l)))
+    if not np.all(np.isfinite(lg)):
+        raise CaseFailure("%s: step logits have %d non-finite values" % (tag, int(np.sum(~np.isfinite(lg)))))
+    return ids2d, ids, lg
+
+
+def check_logits(tag, lg, ref, tol):
+    err_arr = np.abs(lg.astype(np.float64) - ref.astype(np.float64))
+    err = float(np.max(err_arr))
+    if not err <= tol:
+        t, b, v = np.unravel_index(int(np.argmax(err_arr)), err_arr.shape)
+        raise CaseFailure("%s: step logits max_err=%.3g > tol=%.3g at step %d row %d id %d "
+                          "(got %.6g, torch %.6g on the same prefix)"
+                          % (tag, err, tol, t, b, v, lg[t, b, v], ref[t, b, v]))
+    return err
+
+
+def compare_greedy(ids, ref_ids, rows, tol):
+    """ids, ref_ids [B, N]: the executable's and torch's greedy ids; rows
+    [N, B, V]: torch's logits on the executable's prefix.  Raises at the
+    first differing id of a row unless torch's own logits there put the two
+    ids within AMBIGUITY*tol (a flip the tolerance allows); returns notes for
+    such ambiguous steps (the row is compared only up to there)."""
+    notes = []
+    for b in range(ids.shape[0]):
+        bad = np.nonzero(ids[b] != ref_ids[b])[0]
+        if not bad.size:
+            continue
+        t = int(bad[0])
+        r = rows[t, b].astype(np.float64)
+        gap = r[ref_ids[b, t]] - r[ids[b, t]]
+        if gap > AMBIGUITY * tol:
+            raise CaseFailure("greedy ids differ from torch at step %d row %d: exe %d, torch %d "
+                              "(torch logit gap %.3g > %g*tol = %.3g)"
+                              % (t, b, ids[b, t], ref_ids[b, t], gap, AMBIGUITY, AMBIGUITY * tol))
+        notes.append("ambiguous at step %d row %d (exe %d, torch %d, gap %.3g <= %g*tol): "
+                     "ids compared up to there" % (t, b, ids[b, t], ref_ids[b, t], gap, AMBIGUITY))
+    return notes
+
+
+def compile_and_run(case, info, tfm_compile, case_dir, timeouts):
+    exe = compile_case(case, info, tfm_compile, case_dir, timeouts[0])
+    fm, prompt2d, n = info["fm"], info["prompt2d"], case.new_tokens
+    notes = []
+
+    ids, raw1, lg = run_generate_ok(exe, info, case_dir, "greedy_t1", n, 1, timeouts[1])
+    # Greedy: each id is the argmax of the logits it was chosen from.
+    am = argmax_lowest(lg).T            # [B, n]
+    if not np.array_equal(am, ids):
+        t, b = _first_mismatch(ids, am)
+        raise CaseFailure("greedy ids are not the argmax of their step logits: step %d row %d id %d, "
+                          "argmax %d" % (t, b, ids[b, t], am[b, t]))
+    # Step logits against torch on the executable's own prefix.
+    ref_ids, ref_rows = info["ref_ids"], info["ref_rows"]
+    rows = ref_rows if np.array_equal(ids, ref_ids) else logits_on_prefix(fm, prompt2d, ids)
+    tol = tolerance(rows)
+    err = check_logits("greedy_t1", lg, rows, tol)
+    # Greedy ids against PyTorch's greedy loop.
+    notes += compare_greedy(ids, ref_ids, rows, tol)
+    # --threads 2: same ids, bit-identical step logits.
+    ids2, raw2, lg2 = run_generate_ok(exe, info, case_dir, "greedy_t2", n, 2, timeouts[1])
+    if raw2.tobytes() != raw1.tobytes():
+        t, b = _first_mismatch(ids2, ids)
+        raise CaseFailure("--threads 2 ids differ from --threads 1 at step %d row %d" % (t, b))
+    if lg2.tobytes() != lg.tobytes():
+        k = int(np.sum(lg2.view(np.uint32) != lg.view(np.uint32)))
+        d = float(np.max(np.abs(lg2.astype(np.float64) - lg.astype(np.float64))))
+        raise CaseFailure("--threads 1 and 2 step logits differ in %d elements (max %.3g): "
+                          "not bit-identical" % (k, d))
+
+    if "sample" in case.extras:
+        notes.append(check_sampling(case, info, exe, case_dir, timeouts[1]))
+    if "too_long" in case.extras:
+        notes.append(check_too_long(case, info, exe, case_dir, timeouts[1]))
+    return err, tol, notes
+
+
+def check_sampling(case, info, exe, case_dir, timeout):
+    temp, top_k, s1, s2 = case.sample
+    n, fm, prompt2d = case.new_tokens, info["fm"], info["prompt2d"]
+
+    def flags(seed):
+        return ["--temperature", repr(temp), "--top-k", str(top_k), "--seed", str(seed)]
+    ids_a, raw_a, lg_a = run_generate_ok(exe, info, case_dir, "sample_a", n, 1, timeout, flags(s1))
+    _, raw_b, lg_b = run_generate_ok(exe, info, case_dir, "sample_b", n, 1, timeout, flags(s1))
+    if raw_b.tobytes() != raw_a.tobytes():
+        raise CaseFailure("sampling is not deterministic: the same --seed %d gave different ids" % s1)
+    if lg_b.tobytes() != lg_a.tobytes():
+        raise CaseFailure("sampling: the same --seed gave different step logits")
+    _, raw_c, _ = run_generate_ok(exe, info, case_dir, "sample_t2", n, 2, timeout, flags(s1))
+    if raw_c.tobytes() != raw_a.tobytes():
+        raise CaseFailure("sampling: --threads 2 gave other ids than --threads 1 for --seed %d" % s1)
+    # Each sampled id is among the top K of the logits it was drawn from
+    # (rank-based, so raw or temperature-scaled logits alike).
+    for t in range(n):
+        for b in range(ids_a.shape[0]):
+            row = lg_a[t, b]
+            rank = int(np.sum(row > row[ids_a[b, t]]))
+            if rank >= top_k:
+                raise CaseFailure("sampling: step %d row %d drew id %d of rank %d, outside --top-k %d"
+                                  % (t, b, ids_a[b, t], rank, top_k))
+    # The step logits on the sampled (non-greedy) prefix against torch.
+    rows = logits_on_prefix(fm, prompt2d, ids_a)
+    tol = tolerance(rows)
+    err = float(np.max(np.abs(lg_a.astype(np.float64) - rows)))
+    how = "raw"
+    if not err <= tol:
+        err_s = float(np.max(np.abs(lg_a.astype(np.float64) - rows / temp)))
+        if err_s <= tol / temp:
+            how, err = "divided by T", err_s
+        else:
+            raise CaseFailure("sampling: step logits on the sampled prefix max_err=%.3g > tol=%.3g "
+                              "(and %.3g against torch/T)" % (err, tol, err_s))
+    _, raw_d, _ = run_generate_ok(exe, info, case_dir, "sample_other_seed", n, 1, timeout, flags(s2))
+    differs = raw_d.tobytes() != raw_a.tobytes()
+    greedy_like = bool(np.array_equal(ids_a, info["ref_ids"]))
+    return ("sample T=%g k=%d: deterministic, top-k ok, logits %s err %.3g; seed %d %s seed %d%s"
+            % (temp, top_k, how, err, s2, "differs from" if differs else "same as", s1,
+               "; equal to greedy" if greedy_like else ""))
+
+
+def check_too_long(case, info, exe, case_dir, timeout):
+    limit = case.effective_max_seq_len()
+    n_bad = limit - info["prompt2d"].shape[1] + 1
+    rc, _, err, _, _ = run_exe(exe, info, case_dir, "too_long", n_bad, 1, timeout, step_logits=False)
+    if rc != 1:
+        what = ("killed by signal %d" % -rc) if rc < 0 else ("exited %d" % rc)
+        raise CaseFailure("prompt %d + --generate %d > max seq len %d: executable %s, expected exit 1 "
+                          "with a message" % (info["prompt2d"].shape[1], n_bad, limit, what))
+    if not err.strip():
+        raise CaseFailure("prompt + N > max seq len: exit 1 but no message on stderr")
+    return "too long (%d+%d > %d) rejected: %s" % (info["prompt2d"].shape[1], n_bad, limit,
+                                                   _clip(err.strip().splitlines()[-1], 100))
+
+
+# ---------------------------------------------------------------------------
+# Driver.
+# ---------------------------------------------------------------------------
+
+def run_one(case_name, opts):
+    """In a worker: returns (passed, line)."""
+    case = cases_mod.by_name()[case_name]
+    case_dir = os.path.join(opts["work_dir"], case.name)
+    t0 = time.time()
+    try:
+        info = prepare_reference(case, case_dir, strict_margin=opts["reference_only"])
+        if opts["reference_only"]:
+            ab = "n/a" if info["d_ab"] is None else "%.3g" % info["d_ab"]
+            return True, ("PASS %s (reference only: tol=%.3g, fp32_vs_fp64=%.3g, kv_cache_vs_full=%.3g, "
+                          "torch_vs_formula=%s, min_top2_gap=%.3g=%.0f*tol, ids=%s)"
+                          % (case.name, info["tol"], info["cond"], info["d_kv"], ab, info["gap"],
+                             info["gap"] / info["tol"], _short_ids(info["ref_ids"])))
+        err, tol, notes = compile_and_run(case, info, opts["tfm_compile"], case_dir,
+                                          (opts["compile_timeout"], opts["run_timeout"]))
+        extra = "".join("; " + s for s in notes)
+        return True, "PASS %s (max_err=%.3g, tol=%.3g, %d tokens%s)" % (
+            case.name, err, tol, case.new_tokens, extra)
+    except CaseFailure as e:
+        return False, "FAIL %s: %s" % (case.name, e)
+    except Exception as e:  # noqa: BLE001 - report, never crash the harness
+        tb = traceback.format_exc()
+        try:
+            os.makedirs(case_dir, exist_ok=True)
+            _write(case_dir, "harness.traceback", tb)
+        except OSError:
+            pass
+        return False, "FAIL %s: harness error %s: %s" % (case.name, type(e).__name__, _tail(str(e), 2))
+    finally:
+        if opts["verbose"]:
+            sys.stderr.write("[%s: %.1fs]\n" % (case.name, time.time() - t0))
+
+
+def _short_ids(ids):
+    rows = [" ".join(str(int(x)) for x in r) for r in ids]
+    return "|".join(rows)
+
+
+def _init_worker():
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        import torch
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
+
+
+def select(filters):
+    names = [c.name for c in cases_mod.CASES]
+    if not filters:
+        return names
+
+    def match(n, f):
+        return fnmatch.fnmatchcase(n, f) if any(ch in f for ch in "*?[") else f in n
+    return [n for n in names if any(match(n, f) for f in filters)]
+
+
+def self_test():
+    """Checks of the harness's own helpers (no compiler needed)."""
+    fails = []
+
+    def check(what, ok):
+        if not ok:
+            fails.append(what)
+            print("FAIL self-test: " + what)
+    check("argmax ties -> lowest id", argmax_lowest(np.array([[1.0, 3.0, 3.0, 2.0]]))[0] == 1)
+    g, at = min_gap(np.array([[[0.0, 5.0, 4.5]], [[1.0, 0.0, 0.9]]]))
+    check("min_gap", abs(g - 0.1) < 1e-12 and at == (1, 0))
+    rows = np.zeros((3, 2, 4))
+    rows[:, :, 2] = 1.0
+    rows[1, 1, 3] = 1.0 - 1e-6          # a near tie at step 1, row 1
+    ref = np.full((2, 3), 2)
+    check("greedy exact", compare_greedy(ref.copy(), ref, rows, 1e-4) == [])
+    got = ref.copy()
+    got[1, 1:] = 3
+    notes = compare_greedy(got, ref, rows, 1e-4)
+    check("greedy near tie is ambiguous", len(notes) == 1 and "step 1 row 1" in notes[0])
+    got = ref.copy()
+    got[0, 2] = 0
+    try:
+        compare_greedy(got, ref, rows, 1e-4)
+        check("greedy real mismatch fails", False)
+    except CaseFailure as e:
+        check("greedy real mismatch message", "step 2 row 0" in str(e))
+    for line, ok in (("generate: prefill_tok_s=812.5 decode_tok_s=95.1 new_tokens=32 threads=1", True),
+                     ("generate: prefill_tok_s=1e+04 decode_tok_s=inf new_tokens=3 threads=2", True),
+                     ("generate: prefill_tok_s=812.5 decode_tok_s=95.1 new_tokens=32", False),
+                     ("bench: median_ms=1 min_ms=1 gflops=1 runs=1 threads=1", False)):
+        check("generate line %r" % line, bool(GEN_LINE_RE.match(line)) == ok)
+    # The torch KV cache: prefill in one chunk, in pieces, or token by token
+    # gives the same logits, and they match full forwards.
+    torch = _torch()
+    import reference as R
+    torch.set_num_threads(1)
+    for desc in (dict(positional="rope", rope_style="interleaved", norm="pre", attention_score="additive"),
+                 dict(positional="learned", attention_score="bilinear"),
+                 dict(positional="sinusoidal", attention_score="dot", embedding_scale="sqrt_d_model")):
+        desc = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=24, num_layers=2,
+                    max_seq_len=12, vocab_size=23, **desc)
+        cfg = R.Config(desc)
+        fm = R.load_weights(R.build_formula_model(cfg), R.make_weights(cfg, 3))
+        seq = np.random.default_rng(0).integers(0, 23, size=(2, 11))
+        full = full_rows(fm, seq)
+        for chunks in ((11,), (4, 1, 6), (1,) * 11):
+            kv = KVCacheDecoder(fm)
+            outs, at = [], 0
+            for c in chunks:
+                outs.append(kv.step(seq[:, at:at + c]).numpy())
+                at += c
+            d = float(np.max(np.abs(np.concatenate(outs, axis=1) - full)))
+            check("kv cache %s chunks %s vs full forward: %.3g" % (desc["positional"], chunks, d),
+                  d < 1e-5 * max(1.0, float(np.max(np.abs(full)))))
+    print("run_generate self-test: %d failed" % len(fails))
+    return not fails
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--tfm-compile", help="path to tfm-compile (required unless --reference-only)")
+    ap.add_argument("--work-dir", default=None, help="where each case's files go (default: ./generate-work)")
+    ap.add_argument("-k", dest="filters", action="append", default=[],
+                    help="run cases whose name contains FILTER (or matches it as a glob); repeatable")
+    ap.add_argument("-j", dest="jobs", type=int, default=2, help="cases in parallel (default 2)")
+    ap.add_argument("--reference-only", action="store_true",
+                    help="the PyTorch side only: greedy loop, its reproducibility, the torch KV cache "
+                         "against full recompute, (a) vs (b), fp64 conditioning, greedy margins")
+    ap.add_argument("--compile-timeout", type=int, default=300)
+    ap.add_argument("--run-timeout", type=int, default=120)
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("--self-test", action="store_true", help="check the harness's own helpers and exit")
+    args = ap.parse_args(argv)
+
+    if args.self_test:
+        return 0 if self_test() else 1
+
+    if args.list:
+        for c in cases_mod.CASES:
+            print("%-40s %s" % (c.name, c.note))
+        return 0
+    problems = cases_mod.validate() + ["not covered: " + m for m in cases_mod.check_coverage()]
+    if problems:
+        for p in problems:
+            print("generate_cases.py: " + p, file=sys.stderr)
+        return 2
+    if not args.reference_only and not args.tfm_compile:
+        ap.error("--tfm-compile is required (or use --reference-only)")
+    tfm_compile = os.path.abspath(args.tfm_compile) if args.tfm_compile else None
+    if tfm_compile and not (os.path.isfile(tfm_compile) and os.access(tfm_compile, os.X_OK)):
+        ap.error("--tfm-compile %s is not an executable file" % args.tfm_compile)
+    work_dir = os.path.abspath(args.work_dir or "generate-work")
+    os.makedirs(work_dir, exist_ok=True)
+
+    names = select(args.filters)
+    if not names:
+        print("no case matches %s" % args.filters, file=sys.stderr)
+        print("0 passed, 0 failed")
+        return 2
+    opts = dict(work_dir=work_dir, tfm_compile=tfm_compile, reference_only=args.reference_only,
+                compile_timeout=args.compile_timeout, run_timeout=args.run_timeout,
+                verbose=args.verbose)
+
+    passed = failed = 0
+    jobs = max(1, args.jobs)
+    pool = None
+    if jobs == 1:
+        _init_worker()
+        results = (run_one(n, opts) for n in names)
+    else:
+        # spawn, not fork: forking after torch/OpenMP initialised can hang.
+        ctx = multiprocessing.get_context("spawn")
+        pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                                                      initializer=_init_worker)
+        futures = [pool.submit(run_one, n, opts) for n in names]
+
+        def gen():
+            for n, f in zip(names, futures):
+                try:
+                    yield f.result()
+                except Exception as e:  # noqa: BLE001 - a dead worker is a failed case
+                    yield False, "FAIL %s: harness worker died: %s" % (n, e)
+        results = gen()
+    try:
+        for ok, line in results:
+            passed += ok
+            failed += not ok
+            print(line, flush=True)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    print("%d passed, %d failed" % (passed, failed), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
