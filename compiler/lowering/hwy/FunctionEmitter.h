@@ -177,6 +177,12 @@ private:
   std::vector<std::string> flopTerms;
 };
 
+/// `v` as C++.
+std::string num(int64_t v);
+/// A float literal that reads back to exactly `v`.
+std::string floatLiteral(float v);
+Dim staticDim(int64_t v);
+
 /// The product of the expressions of `dims`, as C++ (`1` when empty).
 std::string product(llvm::ArrayRef<Dim> dims);
 int64_t maxProduct(llvm::ArrayRef<Dim> dims);

@@ -1,0 +1,348 @@
+//===- AttentionEmitter.cpp - multi-head attention -> Highway C++ ---------===//
+//
+// The attention part of FunctionEmitter: Q/K/V projections, rotary
+// positions, the key/value cache, and the attention core (one query row per
+// task, online softmax over blocks of keys, the score matrix never stored).
+//
+//===----------------------------------------------------------------------===//
+
+#include "FunctionEmitter.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace tfm::hwy {
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+void FunctionEmitter::emitRotary(const HeadView &view, const std::string &batch,
+                                 const std::string &seq, int64_t maxSeq,
+                                 int64_t heads, int64_t dk, RopeStyle style,
+                                 float base, const std::string &offset) {
+  int64_t half = dk / 2;
+  bool interleaved = style == RopeStyle::Interleaved;
+  os << "{ // rotary positions (" << stringifyRopeStyle(style) << ", base "
+     << floatLiteral(base) << ")\n";
+  os.indent();
+  os << "const int64_t seq = " << seq << ";\n";
+  std::string cosT = scratch("ropeCos", "seq * " + num(half), maxSeq * half);
+  std::string sinT = scratch("ropeSin", "seq * " + num(half), maxSeq * half);
+  // Angles in double: p * base^(-2i/dk).
+  os << "for (int64_t s = 0; s < seq; ++s)\n";
+  os << "  for (int64_t i = 0; i < " << half << "; ++i) {\n";
+  os << "    const double angle = double(" << offset
+     << " + s) * std::pow(double(" << floatLiteral(base)
+     << "), -2.0 * double(i) / " << dk << ".0);\n";
+  os << "    " << cosT << "[s * " << half
+     << " + i] = float(std::cos(angle));\n";
+  os << "    " << sinT << "[s * " << half
+     << " + i] = float(std::sin(angle));\n";
+  os << "  }\n";
+  os << "pool.parallelFor(" << batch << " * seq, [&](int64_t t) {\n";
+  os.indent();
+  os << "const int64_t b = t / seq, s = t % seq;\n";
+  os << "for (int64_t h = 0; h < " << heads << "; ++h) {\n";
+  os.indent();
+  os << "float *x = " << view.ptr << " + b * " << view.batchStride << " + h * "
+     << view.headStride << " + s * " << view.rowStride << ";\n";
+  os << "for (int64_t i = 0; i < " << half << "; ++i) {\n";
+  os.indent();
+  os << "const float c = " << cosT << "[s * " << half << " + i], sn = " << sinT
+     << "[s * " << half << " + i];\n";
+  std::string i1 = interleaved ? "2 * i" : "i";
+  std::string i2 = interleaved ? "2 * i + 1" : "i + " + num(half);
+  os << "const float x1 = x[" << i1 << "], x2 = x[" << i2 << "];\n";
+  os << "x[" << i1 << "] = x1 * c - x2 * sn;\n";
+  os << "x[" << i2 << "] = x1 * sn + x2 * c;\n";
+  os.unindent();
+  os << "}\n";
+  os.unindent();
+  os << "}\n";
+  os.unindent();
+  os << "});\n";
+  os.unindent();
+  os << "}\n";
+}
+
+void FunctionEmitter::emitAttentionCore(
+    ScoreKind score, bool causal, const std::string &batch, int64_t maxBatch,
+    const std::string &sq, int64_t maxSq, const std::string &sk, int64_t maxSk,
+    int64_t heads, int64_t dk, const HeadView &q, const HeadView &k,
+    const HeadView &v, const HeadView &out, ValueRange scoreParams,
+    const std::string &queryOffset, const std::string &cachedKeysT,
+    int64_t cachedKeysLd) {
+  auto at = [](const HeadView &view, StringRef row) {
+    return llvm::formatv("{0} + b * {1} + h * {2} + {3} * {4}", view.ptr,
+                         view.batchStride, view.headStride, row, view.rowStride)
+        .str();
+  };
+  os << "{ // attention core: score " << stringifyScoreKind(score)
+     << (causal ? ", causal" : "") << ", " << heads << " heads of " << dk
+     << "\n";
+  os.indent();
+  os << "const int64_t batch = " << batch << ", sq = " << sq << ", sk = " << sk
+     << ";\n";
+
+  std::string queryRow = at(q, "i");
+  std::string scoreExpr;
+  float scale = score == ScoreKind::ScaledDot
+                    ? 1.0f / std::sqrt(static_cast<float>(dk))
+                    : 1.0f;
+  // FLOP terms are evaluated outside this block, over the dims themselves.
+  std::string fb = "double(" + batch + ")", fq = "double(" + sq + ")",
+              fk = "double(" + sk + ")";
+  std::string pairs = causal ? "(" + fq + " * (" + fq + " + 1) / 2)"
+                             : "(" + fq + " * " + fk + ")";
+  if (score == ScoreKind::Bilinear) {
+    // q_hᵀ W_h k = (W_hᵀ q_h)·k: fold W into each query row once.
+    std::string wPtr = buffers[scoreParams[0]].ptr;
+    std::string qb =
+        scratch("qW", "batch * " + num(heads) + " * sq * " + num(dk),
+                maxBatch * heads * maxSq * dk);
+    os << "pool.parallelFor(batch * " << heads << " * sq, [&](int64_t t) {\n";
+    os.indent();
+    os << "const int64_t b = t / (" << heads << " * sq), h = (t / sq) % "
+       << heads << ", i = t % sq;\n";
+    os << "const float *q = " << queryRow << ";\n";
+    os << "float *dst = " << qb << " + t * " << dk << ";\n";
+    os << "k::Zero(dst, " << dk << ");\n";
+    os << "for (int64_t a = 0; a < " << dk << "; ++a)\n";
+    os << "  k::Axpy(q[a], " << wPtr << " + (h * " << dk << " + a) * " << dk
+       << ", dst, " << dk << ");\n";
+    os.unindent();
+    os << "});\n";
+    queryRow = qb + " + t * " + num(dk);
+    scoreExpr = "k::Dot(q, " + at(k, "j") + ", " + num(dk) + ")";
+    addFlops(
+        llvm::formatv("2.0 * {0} * {1} * {2} * {3} * {3}", fb, heads, fq, dk)
+            .str());
+  } else if (score == ScoreKind::Additive) {
+    // v_hᵀ tanh(W_key k + W_query q): project every key and query once.
+    std::string wKey = buffers[scoreParams[0]].ptr;
+    std::string wQuery = buffers[scoreParams[1]].ptr;
+    std::string vPtr = buffers[scoreParams[2]].ptr;
+    int64_t a = cast<RankedTensorType>(scoreParams[0].getType()).getDimSize(1);
+    std::string kp =
+        scratch("keyProj", "batch * " + num(heads) + " * sk * " + num(a),
+                maxBatch * heads * maxSk * a);
+    std::string qp =
+        scratch("queryProj", "batch * " + num(heads) + " * sq * " + num(a),
+                maxBatch * heads * maxSq * a);
+    for (auto [proj, len, w, view] :
+         {std::make_tuple(kp, std::string("sk"), wKey, k),
+          std::make_tuple(qp, std::string("sq"), wQuery, q)}) {
+      os << "pool.parallelFor(batch * " << heads << " * " << len
+         << ", [&](int64_t t) {\n";
+      os.indent();
+      os << "const int64_t b = t / (" << heads << " * " << len << "), h = (t / "
+         << len << ") % " << heads << ", j = t % " << len << ";\n";
+      os << "const float *row = " << at(view, "j") << ";\n";
+      os << "for (int64_t a = 0; a < " << a << "; ++a)\n";
+      os << "  " << proj << "[t * " << a << " + a] = k::Dot(" << w << " + (h * "
+         << a << " + a) * " << dk << ", row, " << dk << ");\n";
+      os.unindent();
+      os << "});\n";
+    }
+    queryRow = qp + " + t * " + num(a);
+    scoreExpr = llvm::formatv("k::AdditiveScore(q, {0} + ((b * {1} + h) * sk + "
+                              "j) * {2}, {3} + h * {2}, {2})",
+                              kp, heads, a, vPtr)
+                    .str();
+    addFlops(llvm::formatv("2.0 * {0} * {1} * ({2} + {3}) * {4} * {5}", fb,
+                           heads, fq, fk, a, dk)
+                 .str());
+    addFlops(llvm::formatv("2.0 * {0} * {1} * {2} * {3}", fb, heads, pairs, a)
+                 .str());
+  } else {
+    scoreExpr = "k::Dot(q, " + at(k, "j") + ", " + num(dk) + ")";
+    if (score == ScoreKind::ScaledDot)
+      scoreExpr +=
+          " * " + floatLiteral(1.0f / std::sqrt(static_cast<float>(dk)));
+    addFlops(llvm::formatv("2.0 * {0} * {1} * {2} * {3}", fb, heads, pairs, dk)
+                 .str());
+  }
+  addFlops(
+      llvm::formatv("2.0 * {0} * {1} * {2} * {3}", fb, heads, pairs, dk).str());
+
+  // Dot-product scores read the keys transposed ([batch, heads, dk, sk]):
+  // a block of keys' scores is then dk vector FMAs.
+  std::string keysTransposed = cachedKeysT;
+  std::string keysLd = cachedKeysT.empty() ? "sk" : num(cachedKeysLd);
+  if (score != ScoreKind::Additive && cachedKeysT.empty()) {
+    keysTransposed = scratch("keysT", "batch * " + num(heads * dk) + " * sk",
+                             maxBatch * heads * dk * maxSk);
+    os << "pool.parallelFor(batch * " << heads << ", [&](int64_t t) {\n";
+    os.indent();
+    os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
+    os << "float *dst = " << keysTransposed << " + t * " << dk << " * sk;\n";
+    os << "for (int64_t j = 0; j < sk; ++j) {\n";
+    os << "  const float *row = " << at(k, "j") << ";\n";
+    os << "  for (int64_t f = 0; f < " << dk << "; ++f)\n";
+    os << "    dst[f * sk + j] = row[f];\n";
+    os << "}\n";
+    os.unindent();
+    os << "});\n";
+  }
+
+  // One query row per task: scores, online softmax and the weighted sum of
+  // value rows in one pass over the keys; the score matrix is never stored.
+  os << "pool.parallelFor(batch * " << heads << " * sq, [&](int64_t t) {\n";
+  os.indent();
+  os << "const int64_t b = t / (" << heads << " * sq), h = (t / sq) % " << heads
+     << ", i = t % sq;\n";
+  os << "const float *q = " << queryRow << ";\n";
+  os << "float *o = " << at(out, "i") << ";\n";
+  os << "k::Zero(o, " << dk << ");\n";
+  os << "k::OnlineSoftmax state;\n";
+  os << "const int64_t keys = "
+     << (causal ? "std::min<int64_t>(sk, " + queryOffset + " + i + 1)"
+                : std::string("sk"))
+     << ";\n";
+  if (keysTransposed.empty()) {
+    os << "for (int64_t j = 0; j < keys; ++j)\n";
+    os << "  k::OnlineSoftmaxStep(state, " << scoreExpr << ", " << at(v, "j")
+       << ", o, " << dk << ");\n";
+  } else {
+    // A block of keys at a time: their scores as one vector, one rescale.
+    os << "HWY_ALIGN float s[k::kKeyBlock];\n";
+    os << "for (int64_t j0 = 0; j0 < keys; j0 += k::kKeyBlock) {\n";
+    os.indent();
+    os << "const int64_t n = std::min<int64_t>(k::kKeyBlock, keys - j0);\n";
+    os << "k::TransposedKeyScores(q, " << keysTransposed << " + (b * " << heads
+       << " + h) * " << dk << " * " << keysLd << " + j0, " << keysLd << ", n, "
+       << dk << ", " << floatLiteral(scale) << ", s);\n";
+    os << "k::OnlineSoftmaxBlock(state, s, n, " << at(v, "j0") << ", "
+       << v.rowStride << ", o, " << dk << ");\n";
+    os.unindent();
+    os << "}\n";
+  }
+  os << "k::Scale(1.0f / state.sum, o, o, " << dk << ");\n";
+  os.unindent();
+  os << "});\n";
+  os.unindent();
+  os << "}\n";
+}
+
+LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
+  Buffer x = buffers[op.getQuery()];
+  int64_t rank = x.dims.size();
+  if (rank != 3)
+    return op.emitError("the Highway backend expects [batch, seq, d_model]");
+  int64_t d = op.getQuery().getType().getDimSize(2);
+  int64_t heads = op.getNumHeads(), dk = d / heads;
+  const Dim &batch = x.dims[0], &seq = x.dims[1];
+  std::string rows = product(ArrayRef<Dim>(x.dims).take_front(2));
+  int64_t maxRows = batch.max * seq.max;
+  std::string wIn = packedWeight(op.getInProjWeight(), 3, d);
+  std::string bIn = buffers[op.getInProjBias()].ptr;
+
+  HeadView q, k, v;
+  Dim keySeq = seq;
+  std::string position =
+      op.getPosition() ? scalars[op.getPosition()] : std::string("0");
+  if (!op.getMemory()) {
+    std::string qkv =
+        scratch("qkv", rows + " * " + num(3 * d), maxRows * 3 * d);
+    emitMatmul("in_proj (Q, K, V)", rows, x.ptr, d, wIn, 0, 3, d, d, bIn, qkv,
+               3 * d, std::nullopt);
+    std::string stride = seq.expr + " * " + num(3 * d);
+    q = {qkv, stride, dk, 3 * d};
+    k = {qkv + " + " + num(d), stride, dk, 3 * d};
+    v = {qkv + " + " + num(2 * d), stride, dk, 3 * d};
+    if (std::optional<RopeStyle> rope = op.getRope()) {
+      float base =
+          op.getRopeBase() ? op.getRopeBase()->convertToFloat() : 10000.0f;
+      emitRotary(q, batch.expr, seq.expr, seq.max, heads, dk, *rope, base,
+                 position);
+      emitRotary(k, batch.expr, seq.expr, seq.max, heads, dk, *rope, base,
+                 position);
+    }
+  } else {
+    Buffer mem = buffers[op.getMemory()];
+    keySeq = mem.dims[1];
+    std::string memRows = product(ArrayRef<Dim>(mem.dims).take_front(2));
+    int64_t maxMemRows = mem.dims[0].max * keySeq.max;
+    std::string qp = scratch("q", rows + " * " + num(d), maxRows * d);
+    emitMatmul("in_proj (Q)", rows, x.ptr, d, wIn, 0, 1, d, d, bIn, qp, d,
+               std::nullopt);
+    std::string kv =
+        scratch("kv", memRows + " * " + num(2 * d), maxMemRows * 2 * d);
+    emitMatmul("in_proj (K, V) of memory", memRows, mem.ptr, d, wIn, 1, 2, d, d,
+               bIn, kv, 2 * d, std::nullopt);
+    q = {qp, seq.expr + " * " + num(d), dk, d};
+    std::string stride = keySeq.expr + " * " + num(2 * d);
+    k = {kv, stride, dk, 2 * d};
+    v = {kv + " + " + num(d), stride, dk, 2 * d};
+  }
+  std::string cachedKeysT;
+  int64_t cacheSeq = 0;
+  if (Value cache = op.getCache()) {
+    // The new positions' keys and values go into the cache at `position`;
+    // attention then reads every position so far from it. Keys are stored
+    // transposed ([b, h, dk, seq]) for dot-product scores, as rows for
+    // additive ones; values as rows ([b, h, seq, dk]) after all keys.
+    auto type = cast<KVCacheType>(cache.getType());
+    cacheSeq = type.getMaxSeq();
+    std::string base = buffers[cache].ptr;
+    std::string values =
+        base + " + " + num(type.getMaxBatch() * heads * dk * cacheSeq);
+    bool transposed = op.getScore() != ScoreKind::Additive;
+    auto at = [](const HeadView &view, StringRef row) {
+      return llvm::formatv("{0} + b * {1} + h * {2} + {3} * {4}", view.ptr,
+                           view.batchStride, view.headStride, row,
+                           view.rowStride)
+          .str();
+    };
+    os << "{ // append the new keys and values to the cache\n";
+    os.indent();
+    os << "const int64_t seq = " << seq.expr << ", first = " << position
+       << ";\n";
+    os << "pool.parallelFor(" << batch.expr << " * " << heads
+       << ", [&](int64_t t) {\n";
+    os.indent();
+    os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
+    os << "float *keys = " << base << " + t * " << dk * cacheSeq << ";\n";
+    os << "float *vals = " << values << " + t * " << dk * cacheSeq << ";\n";
+    os << "for (int64_t s = 0; s < seq; ++s) {\n";
+    os << "  const float *krow = " << at(k, "s") << ";\n";
+    if (transposed) {
+      os << "  for (int64_t f = 0; f < " << dk << "; ++f)\n";
+      os << "    keys[f * " << cacheSeq << " + first + s] = krow[f];\n";
+    } else {
+      os << "  std::memcpy(keys + (first + s) * " << dk
+         << ", krow, sizeof(float) * " << dk << ");\n";
+    }
+    os << "  std::memcpy(vals + (first + s) * " << dk << ", " << at(v, "s")
+       << ", sizeof(float) * " << dk << ");\n";
+    os << "}\n";
+    os.unindent();
+    os << "});\n";
+    os.unindent();
+    os << "}\n";
+    std::string perBatch = num(heads * cacheSeq * dk);
+    if (transposed)
+      cachedKeysT = base;
+    else
+      k = {base, perBatch, cacheSeq * dk, dk};
+    v = {values, perBatch, cacheSeq * dk, dk};
+    keySeq = {"(" + position + " + " + seq.expr + ")", cacheSeq, false};
+  }
+  std::string merged = scratch("heads", rows + " * " + num(d), maxRows * d);
+  HeadView o{merged, seq.expr + " * " + num(d), dk, d};
+  emitAttentionCore(op.getScore(), op.getCausal(), batch.expr, batch.max,
+                    seq.expr, seq.max, keySeq.expr, keySeq.max, heads, dk, q, k,
+                    v, o, op.getScoreParams(), position, cachedKeysT, cacheSeq);
+  Buffer out = allocate(op.getResult(), x.dims);
+  emitMatmul("out_proj", rows, merged, d,
+             packedWeight(op.getOutProjWeight(), 1, d), 0, 1, d, d,
+             buffers[op.getOutProjBias()].ptr, out.ptr, d, std::nullopt);
+  return success();
+}
+
+} // namespace tfm::hwy
