@@ -235,7 +235,7 @@ int main(int argc, char **argv) {
       lin.push_back(l);
       att.push_back(a);
     }
-    std::printf("isa: %s linear_impl=%s attention_impl=%s gemms_per_pass=%zu\n",
+    std::printf("onednn-info: isa=%s linear_impl=%s attention_impl=%s gemms_per_pass=%zu\n",
                 isaName(dnnl::get_effective_cpu_isa()), b.linearImpl.c_str(),
                 b.attentionImpl.empty() ? "none" : b.attentionImpl.c_str(), b.steps.size());
     std::printf("onednn: median_ms=%.3f min_ms=%.3f linear_ms=%.3f attention_ms=%.3f "

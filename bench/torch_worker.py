@@ -45,6 +45,27 @@ def blas_libraries():
     return sorted(libs)
 
 
+def openblas_core():
+    """OpenBLAS's kernel choice (openblas_get_corename), if it is loaded."""
+    import ctypes
+    for path in blas_libraries():
+        if "openblas" in os.path.basename(path):
+            try:
+                lib = ctypes.CDLL(path)
+                lib.openblas_get_corename.restype = ctypes.c_char_p
+                return lib.openblas_get_corename().decode()
+            except (OSError, AttributeError):
+                pass
+    return None
+
+
+def cpu_capability():
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage:" in line:
+            return line.split(":", 1)[1].strip()
+    return "?"
+
+
 def main():
     threads = int(sys.argv[1])
     torch.set_num_threads(threads)
@@ -68,11 +89,11 @@ def main():
             if op == "info":
                 reply({"ok": True, "torch": torch.__version__,
                        "threads": torch.get_num_threads(),
-                       "cpu_capability": torch.backends.cpu.get_cpu_capability()
-                       if hasattr(torch.backends, "cpu") else "?",
+                       "cpu_capability": cpu_capability(),
                        "blas": blas_libraries(),
+                       "openblas_core": openblas_core(),
                        "env": {k: os.environ.get(k) for k in (
-                           "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+                           "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
                            "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}})
             elif op == "load":
                 with open(req["model"]) as f:

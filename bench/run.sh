@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# One command for the benchmark: installs what it needs, builds tfm, then runs
+# tfm, PyTorch 1.13 and oneDNN on the same workloads and prints the table.
+#
+#   bench/run.sh [--quick] [--threads 1,2] [--only NAME] [--no-build] [more: bench/bench.py --help]
+#
+# TFM_BUILD_DIR picks the build folder (default build/), as for scripts/build.sh.
+# Results: bench/results/latest.{md,json,png}.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=1
+args=()
+for a in "$@"; do
+  case "$a" in
+    --no-build) build=0 ;;
+    -h|--help) exec /usr/bin/python3 bench/bench.py --help ;;
+    *) args+=("$a") ;;
+  esac
+done
+
+build_dir=${TFM_BUILD_DIR:-build}
+if [ "$build" = 1 ]; then
+  ./scripts/install-deps.sh --bench
+  TFM_BUILD_DIR="$build_dir" ./scripts/build.sh >&2 ||
+    { echo "bench: building tfm failed (TFM_BUILD_DIR=$build_dir ./scripts/build.sh)" >&2; exit 1; }
+fi
+exec /usr/bin/python3 bench/bench.py --tfm-compile "$build_dir/bin/tfm-compile" ${args[@]+"${args[@]}"}
