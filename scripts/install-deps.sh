@@ -9,6 +9,9 @@ packages=(
   # Build
   cmake ninja-build clang-22 lld llvm-22-dev llvm-22-tools libmlir-22-dev
   mlir-22-tools clang-format
+  # libFuzzer and the sanitizer runtimes: the fuzz targets (fuzz/) build by
+  # default with clang and run briefly in the test suite
+  libclang-rt-22-dev libfuzzer-22-dev
   # Libraries
   libhwy-dev libgtest-dev
   # Test oracle (PyTorch 1.13 runs under /usr/bin/python3)

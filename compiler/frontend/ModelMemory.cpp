@@ -125,8 +125,8 @@ std::optional<MemoryBudget> memoryBudget(std::string &error) {
                   .str();
       return std::nullopt;
     }
-    budget.what = "the " + formatBytes(double(budget.bytes)) +
-                  " of TFM_MEMORY_LIMIT";
+    budget.what =
+        "the " + formatBytes(double(budget.bytes)) + " of TFM_MEMORY_LIMIT";
     return budget;
   }
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
@@ -171,15 +171,15 @@ checkModelMemory(const ModelConfig &c, const CompileLimits &limits,
                              c.maxSeqLen, c.dModel),
                      "max_seq_len"});
   std::string layers =
-      encDec ? formatv("{0} + {1} layers", c.numEncoderLayers,
-                       c.numDecoderLayers)
-                   .str()
-             : formatv("{0} layers", c.numEncoderLayers + c.numDecoderLayers)
-                   .str();
-  parts.push_back({m.layerBytes,
-                   formatv("{0} of d_model {1}, d_ff {2}", layers, c.dModel,
-                           c.dFF),
-                   c.dFF > c.dModel ? "d_ff" : "d_model"});
+      encDec
+          ? formatv("{0} + {1} layers", c.numEncoderLayers, c.numDecoderLayers)
+                .str()
+          : formatv("{0} layers", c.numEncoderLayers + c.numDecoderLayers)
+                .str();
+  parts.push_back(
+      {m.layerBytes,
+       formatv("{0} of d_model {1}, d_ff {2}", layers, c.dModel, c.dFF),
+       c.dFF > c.dModel ? "d_ff" : "d_model"});
   // Largest first; equal ones in the order above (std::stable_sort warns
   // with this libstdc++).
   for (size_t i = 1; i < parts.size(); ++i)
@@ -188,8 +188,8 @@ checkModelMemory(const ModelConfig &c, const CompileLimits &limits,
 
   std::string detail;
   for (const Part &p : parts)
-    detail += (detail.empty() ? "" : "; ") + p.what + ": " +
-              formatBytes(p.bytes);
+    detail +=
+        (detail.empty() ? "" : "; ") + p.what + ": " + formatBytes(p.bytes);
   StringRef key = parts.front().key;
   if (m.activationBytes > m.weightBytes)
     key = "max_seq_len";

@@ -17,3 +17,6 @@ path = os.pathsep.join(
 )
 config.environment["PATH"] = path + os.pathsep + os.environ.get("PATH", "")
 config.substitutions.append(("%examples", os.path.join(config.tfm_src_root, "examples")))
+# Programs that link a compiled model's library need the sanitizer runtime
+# of a TFM_SANITIZE build: `%{sanitize_flags}` gives them its flags.
+config.substitutions.append(("%{sanitize_flags}", config.tfm_sanitize_flags))

@@ -8,6 +8,7 @@
 
 #include "tfm/runtime/Safetensors.h"
 #include "RuntimeTestUtil.h"
+#include "tfm/runtime/Weights.h"
 
 #include "gtest/gtest.h"
 
@@ -61,6 +62,46 @@ TEST(Safetensors, ReadsTensorsAndIgnoresMetadata) {
   EXPECT_EQ(file.find("d"), nullptr);
 }
 
+// The in-memory entry points (what the fuzzer drives) check exactly what
+// open() and load() check, and name the image as told.
+TEST(Safetensors, ParsesAnImageInMemory) {
+  std::string image =
+      safetensorsImage({{"w", "F16", {2}, f16Bytes({0x3c00, 0xc000})}});
+  SafetensorsFile file;
+  std::string error;
+  ASSERT_TRUE(file.parse(reinterpret_cast<const unsigned char *>(image.data()),
+                         image.size(), "mem", error))
+      << error;
+  ASSERT_NE(file.find("w"), nullptr);
+  EXPECT_EQ(file.find("w")->bytes, 4u);
+
+  const ParamInfo params[] = {{"w", nullptr, 1, {2}, ParamInit::Zeros, 0.0f}};
+  const InputInfo inputs[] = {{"input", InputKind::TokenIds}};
+  ModelInfo model{};
+  model.name = "m";
+  model.params = params;
+  model.numParams = 1;
+  model.inputs = inputs;
+  model.numInputs = 1;
+  Weights weights;
+  ASSERT_TRUE(weights.loadImage(
+      model, reinterpret_cast<const unsigned char *>(image.data()),
+      image.size(), "mem", error))
+      << error;
+  EXPECT_EQ(weights.pointers()[0][0], 1.0f);
+  EXPECT_EQ(weights.pointers()[0][1], -2.0f);
+
+  std::string cut = image.substr(0, image.size() - 1);
+  EXPECT_FALSE(file.parse(reinterpret_cast<const unsigned char *>(cut.data()),
+                          cut.size(), "mem", error));
+  EXPECT_EQ(error.rfind("mem: tensor 'w' data [0, 4) exceeds", 0), 0u) << error;
+  EXPECT_FALSE(weights.loadImage(
+      model, reinterpret_cast<const unsigned char *>(cut.data()), cut.size(),
+      "mem", error));
+  EXPECT_FALSE(file.parse(nullptr, 0, "mem", error));
+  EXPECT_EQ(error.rfind("mem: file of 0 bytes is too short", 0), 0u) << error;
+}
+
 TEST(Safetensors, EmptyHeaderObjectIsValid) {
   std::string path = tempPath("empty.safetensors");
   writeFile(path, safetensorsRaw("{}", ""));
@@ -99,6 +140,21 @@ TEST(Safetensors, HugeHeaderLengthFailsBeforeAllocating) {
                        "(10 bytes)"),
             std::string::npos)
       << error;
+}
+
+// A header nested a million levels deep once overflowed the stack (the
+// JSON parser recurses); now it is refused before parsing.
+TEST(Safetensors, DeeplyNestedHeaderFailsWithoutRecursing) {
+  std::string deep = std::string(1000000, '[') + std::string(1000000, ']');
+  std::string error = openError(safetensorsRaw(deep, ""));
+  EXPECT_NE(error.find("header nests JSON deeper than 64 levels (at byte "
+                       "72); the file is damaged or not safetensors"),
+            std::string::npos)
+      << error;
+  // Brackets inside strings do not count.
+  std::string quoted = "{\"" + std::string(1000, '[') + "\": 1}";
+  error = openError(safetensorsRaw(quoted, ""));
+  EXPECT_EQ(error.find("deeper"), std::string::npos) << error;
 }
 
 TEST(Safetensors, HeaderIsNotJson) {

@@ -43,8 +43,8 @@ MemoryEstimate estimateModelMemory(const ModelConfig &config,
 /// How much memory a compiled model may need: $TFM_MEMORY_LIMIT if set (a
 /// byte count with an optional K, M, G or T suffix, powers of 1000 like the
 /// messages; for compiling on a machine smaller than the one the model runs
-/// on), else the physical memory of this machine. `what` describes the source for
-/// messages ("this machine's 24 GB").
+/// on), else the physical memory of this machine. `what` describes the source
+/// for messages ("this machine's 24 GB").
 struct MemoryBudget {
   uint64_t bytes = 0;
   std::string what;
