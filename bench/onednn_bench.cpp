@@ -21,7 +21,8 @@
 //   onednn_bench --layers L --seq S --d D --heads H --dff F [--causal]
 //                [--no-attention] [--block B] --threads T --runs N --warmup W
 // Last stdout line:
-//   onednn: median_ms=.. min_ms=.. linear_ms=.. attention_ms=.. runs=N threads=T
+//   onednn: median_ms=.. min_ms=.. linear_ms=.. attention_ms=.. runs=N
+//   threads=T
 // (linear_ms and attention_ms: the medians of each part's time per pass.)
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -36,7 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
-extern "C" void omp_set_num_threads(int);  // libgomp: oneDNN's threading runtime
+extern "C" void omp_set_num_threads(int); // libgomp: oneDNN's threading runtime
 
 namespace {
 
@@ -55,7 +56,8 @@ struct Options {
 std::vector<float> randomBuffer(size_t n, std::mt19937 &gen) {
   std::uniform_real_distribution<float> u(-0.5f, 0.5f);
   std::vector<float> v(n);
-  for (auto &x : v) x = u(gen);
+  for (auto &x : v)
+    x = u(gen);
   return v;
 }
 
@@ -69,7 +71,7 @@ struct Step {
 struct Bench {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
-  std::vector<std::vector<float>> storage;  // every buffer, kept alive
+  std::vector<std::vector<float>> storage; // every buffer, kept alive
   std::vector<Step> steps;
   std::mt19937 gen{1234};
   std::string linearImpl, attentionImpl;
@@ -83,15 +85,17 @@ struct Bench {
   // plus bias [N].
   void addLinear(float *x, float *y, long m, long n, long k) {
     memory::desc src({m, k}, dt::f32, tag::ab);
-    memory::desc weiUser({k, n}, dt::f32, tag::ba);  // [N,K] row-major
+    memory::desc weiUser({k, n}, dt::f32, tag::ba); // [N,K] row-major
     memory::desc weiAny({k, n}, dt::f32, tag::any);
     memory::desc bias({1, n}, dt::f32, tag::ab);
     memory::desc dst({m, n}, dt::f32, tag::ab);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weiAny, bias, dst), eng);
-    if (linearImpl.empty()) linearImpl = pd.impl_info_str();
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weiAny, bias, dst),
+                                    eng);
+    if (linearImpl.empty())
+      linearImpl = pd.impl_info_str();
     memory userW(weiUser, eng, buffer(size_t(n) * k));
     memory w = userW;
-    if (pd.weights_desc() != weiUser) {  // reorder once, outside the timing
+    if (pd.weights_desc() != weiUser) { // reorder once, outside the timing
       w = memory(pd.weights_desc(), eng);
       dnnl::reorder(userW, w).execute(strm, userW, w);
       strm.wait();
@@ -107,13 +111,14 @@ struct Bench {
   // Batched over heads: dst[h] (rows x cols) = a[h] (rows x inner) * b[h]
   // (inner x cols), each operand a strided view.
   void addBatched(long h, long rows, long inner, long cols, float *a,
-                  memory::dims aStrides, float *b, memory::dims bStrides, float *c,
-                  memory::dims cStrides) {
+                  memory::dims aStrides, float *b, memory::dims bStrides,
+                  float *c, memory::dims cStrides) {
     memory::desc aMd({h, rows, inner}, dt::f32, aStrides);
     memory::desc bMd({h, inner, cols}, dt::f32, bStrides);
     memory::desc cMd({h, rows, cols}, dt::f32, cStrides);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(aMd, bMd, cMd), eng);
-    if (attentionImpl.empty()) attentionImpl = pd.impl_info_str();
+    if (attentionImpl.empty())
+      attentionImpl = pd.impl_info_str();
     Step s{dnnl::matmul(pd), {}, true};
     s.args[DNNL_ARG_SRC] = memory(aMd, eng, a);
     s.args[DNNL_ARG_WEIGHTS] = memory(bMd, eng, b);
@@ -134,14 +139,15 @@ struct Bench {
       if (o.attention) {
         // Q, K, V head-major [H, S, dk]; scores [H, S, S]; O [H, S, dk].
         float *q = buffer(size_t(H) * S * dk), *k = buffer(size_t(H) * S * dk),
-              *v = buffer(size_t(H) * S * dk), *scores = buffer(size_t(H) * S * S);
+              *v = buffer(size_t(H) * S * dk),
+              *scores = buffer(size_t(H) * S * S);
         long block = o.causal ? std::max(1L, std::min(o.block, S)) : S;
         for (long r0 = 0; r0 < S; r0 += block) {
           long rows = std::min(block, S - r0);
           long keys = o.causal ? r0 + rows : S;
           // scores[h, r0.., :keys] = Q[h, r0.., :] * K[h, :keys, :]^T
-          addBatched(H, rows, dk, keys, q + r0 * dk, {S * dk, dk, 1}, k, {S * dk, 1, dk},
-                     scores + r0 * S, {S * S, S, 1});
+          addBatched(H, rows, dk, keys, q + r0 * dk, {S * dk, dk, 1}, k,
+                     {S * dk, 1, dk}, scores + r0 * S, {S * S, S, 1});
           // O[h, r0.., :] = scores[h, r0.., :keys] * V[h, :keys, :]
           addBatched(H, rows, keys, dk, scores + r0 * S, {S * S, S, 1}, v,
                      {S * dk, dk, 1}, attnOut + r0 * dk, {S * dk, dk, 1});
@@ -169,13 +175,20 @@ struct Bench {
 
 const char *isaName(dnnl::cpu_isa isa) {
   switch (isa) {
-  case dnnl::cpu_isa::avx2: return "avx2";
-  case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
-  case dnnl::cpu_isa::avx512_core: return "avx512_core";
-  case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
-  case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
-  case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
-  default: return "other";
+  case dnnl::cpu_isa::avx2:
+    return "avx2";
+  case dnnl::cpu_isa::avx2_vnni:
+    return "avx2_vnni";
+  case dnnl::cpu_isa::avx512_core:
+    return "avx512_core";
+  case dnnl::cpu_isa::avx512_core_vnni:
+    return "avx512_core_vnni";
+  case dnnl::cpu_isa::avx512_core_bf16:
+    return "avx512_core_bf16";
+  case dnnl::cpu_isa::avx512_core_amx:
+    return "avx512_core_amx";
+  default:
+    return "other";
   }
 }
 
@@ -189,44 +202,70 @@ bool parse(int argc, char **argv, Options &o) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto num = [&](long &out) {
-      if (i + 1 >= argc) return false;
+      if (i + 1 >= argc)
+        return false;
       out = std::atol(argv[++i]);
       return true;
     };
     long t = 0;
-    if (a == "--layers") { if (!num(o.layers)) return false; }
-    else if (a == "--seq") { if (!num(o.seq)) return false; }
-    else if (a == "--d") { if (!num(o.d)) return false; }
-    else if (a == "--heads") { if (!num(o.heads)) return false; }
-    else if (a == "--dff") { if (!num(o.dff)) return false; }
-    else if (a == "--block") { if (!num(o.block)) return false; }
-    else if (a == "--runs") { if (!num(o.runs)) return false; }
-    else if (a == "--warmup") { if (!num(o.warmup)) return false; }
-    else if (a == "--threads") { if (!num(t)) return false; o.threads = int(t); }
-    else if (a == "--causal") o.causal = true;
-    else if (a == "--no-attention") o.attention = false;
-    else return false;
+    if (a == "--layers") {
+      if (!num(o.layers))
+        return false;
+    } else if (a == "--seq") {
+      if (!num(o.seq))
+        return false;
+    } else if (a == "--d") {
+      if (!num(o.d))
+        return false;
+    } else if (a == "--heads") {
+      if (!num(o.heads))
+        return false;
+    } else if (a == "--dff") {
+      if (!num(o.dff))
+        return false;
+    } else if (a == "--block") {
+      if (!num(o.block))
+        return false;
+    } else if (a == "--runs") {
+      if (!num(o.runs))
+        return false;
+    } else if (a == "--warmup") {
+      if (!num(o.warmup))
+        return false;
+    } else if (a == "--threads") {
+      if (!num(t))
+        return false;
+      o.threads = int(t);
+    } else if (a == "--causal")
+      o.causal = true;
+    else if (a == "--no-attention")
+      o.attention = false;
+    else
+      return false;
   }
-  return o.layers > 0 && o.seq > 0 && o.d > 0 && o.heads > 0 && o.d % o.heads == 0 &&
-         o.dff > 0 && o.threads > 0 && o.runs > 0 && o.warmup >= 0;
+  return o.layers > 0 && o.seq > 0 && o.d > 0 && o.heads > 0 &&
+         o.d % o.heads == 0 && o.dff > 0 && o.threads > 0 && o.runs > 0 &&
+         o.warmup >= 0;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
   Options o;
   if (!parse(argc, argv, o)) {
-    std::fprintf(stderr,
-                 "usage: %s --layers L --seq S --d D --heads H --dff F [--causal] "
-                 "[--no-attention] [--block B] --threads T --runs N --warmup W\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s --layers L --seq S --d D --heads H --dff F [--causal] "
+        "[--no-attention] [--block B] --threads T --runs N --warmup W\n",
+        argv[0]);
     return 1;
   }
   omp_set_num_threads(o.threads);
   try {
     Bench b;
     b.build(o);
-    for (long i = 0; i < o.warmup; ++i) b.pass();
+    for (long i = 0; i < o.warmup; ++i)
+      b.pass();
     std::vector<double> total, lin, att;
     for (long i = 0; i < o.runs; ++i) {
       auto t0 = Clock::now();
@@ -235,16 +274,20 @@ int main(int argc, char **argv) {
       lin.push_back(l);
       att.push_back(a);
     }
-    std::printf("onednn-info: isa=%s linear_impl=%s attention_impl=%s gemms_per_pass=%zu\n",
+    std::printf("onednn-info: isa=%s linear_impl=%s attention_impl=%s "
+                "gemms_per_pass=%zu\n",
                 isaName(dnnl::get_effective_cpu_isa()), b.linearImpl.c_str(),
-                b.attentionImpl.empty() ? "none" : b.attentionImpl.c_str(), b.steps.size());
-    std::printf("onednn: median_ms=%.3f min_ms=%.3f linear_ms=%.3f attention_ms=%.3f "
-                "runs=%ld threads=%d\n",
-                median(total) * 1e3, *std::min_element(total.begin(), total.end()) * 1e3,
-                median(lin) * 1e3, median(att) * 1e3, o.runs, o.threads);
+                b.attentionImpl.empty() ? "none" : b.attentionImpl.c_str(),
+                b.steps.size());
+    std::printf(
+        "onednn: median_ms=%.3f min_ms=%.3f linear_ms=%.3f attention_ms=%.3f "
+        "runs=%ld threads=%d\n",
+        median(total) * 1e3,
+        *std::min_element(total.begin(), total.end()) * 1e3, median(lin) * 1e3,
+        median(att) * 1e3, o.runs, o.threads);
   } catch (const dnnl::error &e) {
-    std::fprintf(stderr, "%s: oneDNN error: %s (status %d)\n", argv[0], e.what(),
-                 int(e.status));
+    std::fprintf(stderr, "%s: oneDNN error: %s (status %d)\n", argv[0],
+                 e.what(), int(e.status));
     return 2;
   }
   return 0;
