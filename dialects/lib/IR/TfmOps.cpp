@@ -163,7 +163,13 @@ LogicalResult verifyScoreParams(Diag &diag, ScoreKind kind, ValueRange params,
 // ParamOp / WeightOp
 //===----------------------------------------------------------------------===//
 
+// MLIR accepts the symbol name @"" but prints it as @<<INVALID EMPTY
+// SYMBOL>>, which does not parse back: tfm's symbols reject it.
+
 LogicalResult ParamOp::verify() {
+  if (getSymName().empty())
+    return emitOpError("name must not be empty (it is the weight's "
+                       "state_dict name)");
   auto type = dyn_cast<RankedTensorType>(getType());
   if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
     return emitOpError("type must be a statically shaped f32 tensor, got ")
@@ -192,6 +198,12 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kv_cache sizes must be positive, got maxBatch = "
                        << maxBatch << ", heads = " << heads
                        << ", maxSeq = " << maxSeq << ", headDim = " << headDim;
+  return success();
+}
+
+LogicalResult KVCacheDeclOp::verify() {
+  if (getSymName().empty())
+    return emitOpError("name must not be empty");
   return success();
 }
 

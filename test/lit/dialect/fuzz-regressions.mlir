@@ -28,3 +28,15 @@ func.func @merge_heads_huge(%x: tensor<4294967296x7x4294967296xf32>) {
   %0 = tfm.merge_heads %x : tensor<4294967296x7x4294967296xf32> -> tensor<7x0xf32>
   return
 }
+
+// -----
+
+// An empty symbol name verified, then printed as @<<INVALID EMPTY SYMBOL>>,
+// which does not parse back (the fuzzer's round-trip check).
+// expected-error @+1 {{'tfm.param' op name must not be empty (it is the weight's state_dict name)}}
+tfm.param @"" {alias = ""} : tensor<8x4xf32>
+
+// -----
+
+// expected-error @+1 {{'tfm.kv_cache' op name must not be empty}}
+tfm.kv_cache @"" : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>

@@ -102,6 +102,7 @@ def Tfm_KVCacheDeclOp : Tfm_Op<"kv_cache", [Symbol, HasParent<"ModuleOp">]> {
   let arguments = (ins SymbolNameAttr:$sym_name,
                        TypeAttrOf<Tfm_KVCacheType>:$type);
   let assemblyFormat = "$sym_name attr-dict `:` $type";
+  let hasVerifier = 1;
 }
 
 def Tfm_CacheOp : Tfm_Op<"cache",

@@ -1,0 +1,1 @@
+tfm.param @"" {alib = ""} : tensor<8x4xf32>
