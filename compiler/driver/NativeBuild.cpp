@@ -174,12 +174,15 @@ tfm_model *{1}_create(const char *weights_path, char *err, size_t err_len);
    nothing. */
 int {1}_forward(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
                 tfm_tensor *output);
-/* Generation with the key/value cache (decoder models with an LM head;
-   others return 1): prefill runs a prompt of token ids ([seq] or [batch,
-   seq]) from position 0 and writes its last position's logits ([batch, 1,
-   vocab]); decode runs the next tokens after everything so far and writes
-   their logits. Output as for {1}_forward. */
-int {1}_prefill(tfm_model *model, const tfm_tensor *tokens, tfm_tensor *output);
+/* Generation with the key/value cache (decoder and encoder_decoder models
+   with token ids and an LM head; others return 1): prefill takes the inputs
+   of {1}_forward (the prompt; or src and the start of tgt), runs them from
+   position 0 and writes the last position's logits ([batch, 1, vocab]);
+   decode runs the next target tokens ([seq] or [batch, seq], the prefill's
+   batch) after everything so far and writes their logits. Output as for
+   {1}_forward. */
+int {1}_prefill(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
+                tfm_tensor *output);
 int {1}_decode(tfm_model *model, const tfm_tensor *tokens, tfm_tensor *output);
 /* The message of the last failed call on model ("" after a success). */
 const char *{1}_last_error(const tfm_model *model);

@@ -37,8 +37,12 @@ struct LayerKind {
   bool causal;
   bool crossAttention;
   /// Incremental decoding: the layer takes the position of its first row and
-  /// its self-attention's key/value cache.
+  /// its self-attention's key/value cache (and its cross-attention's).
   bool cached = false;
+  /// Cached cross-attention reads the memory's keys and values from its
+  /// cache (the decode steps of encoder_decoder) instead of taking `memory`
+  /// and appending them (its prefill).
+  bool memoryFromCache = false;
 };
 
 class ModelBuilder {
@@ -67,9 +71,11 @@ private:
   std::vector<WeightSpec> attentionWeights(StringRef prefix);
   std::vector<WeightSpec> layerWeights(const LayerKind &kind);
   func::FuncOp buildLayerFunc(const LayerKind &kind);
+  /// With a read-only `cache`, cross-attention over the `position` first
+  /// positions held there (`memory` is null).
   Value attention(OpBuilder &b, Location loc, Value x, Value memory,
                   ValueRange weights, bool causal, Value cache = Value(),
-                  Value position = Value());
+                  Value position = Value(), bool readOnlyCache = false);
   Value feedForward(OpBuilder &b, Location loc, Value x, ValueRange weights);
   Value layerNorm(OpBuilder &b, Location loc, Value x, Value gamma, Value beta);
 
@@ -79,15 +85,26 @@ private:
               StringRef positionTable, Value offset = Value());
   /// Runs `layers` layers of `kind` (weights under `prefix`) and the final
   /// norm `finalNorm` if the model has one. Cached layers also get
-  /// `position` and their cache.
+  /// `position` and their caches, and `memoryLength` when they read the
+  /// memory's keys and values from a cache.
   Value stack(OpBuilder &b, Value x, Value memory, const LayerKind &kind,
               func::FuncOp layerFunc, StringRef prefix, int64_t layers,
-              StringRef finalNorm, Value position = Value());
+              StringRef finalNorm, Value position = Value(),
+              Value memoryLength = Value());
+  KVCacheType cacheType();
   /// A handle to the cache of `name`, declared once at module level.
   Value cache(OpBuilder &b, StringRef name);
+  /// The LM head over `x`: the tied table `tiedTable` or `lm_head.weight`.
+  Value lmHead(OpBuilder &b, Value x, StringRef tiedTable);
   /// `@prefill(ids)` and `@decode(ids, position)`: a decoder's entry points
   /// for generation, sharing the weights and one cache per layer.
-  void buildGenerationEntryPoints();
+  void buildDecoderGeneration();
+  /// `@prefill(src, tgt)` runs the encoder once and fills every decoder
+  /// layer's caches (the cross-attention's with the memory's keys and
+  /// values); `@decode(tgt, position, memory_length)` runs new target tokens
+  /// over them.
+  void buildEncoderDecoderGeneration(func::FuncOp encoderLayer,
+                                     const LayerKind &encoderKind);
 
   const ModelConfig &c;
   const CompileLimits &limits;
@@ -151,22 +168,27 @@ std::vector<WeightSpec> ModelBuilder::layerWeights(const LayerKind &kind) {
 
 Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
                               ValueRange w, bool causal, Value cache,
-                              Value position) {
-  bool self = !memory;
+                              Value position, bool readOnlyCache) {
+  bool self = !memory && !readOnlyCache;
   RopeStyleAttr rope;
   FloatAttr ropeBase;
   if (self && c.positional == Positional::Rope) {
     rope = RopeStyleAttr::get(b.getContext(), c.ropeStyle);
     ropeBase = b.getF32FloatAttr(static_cast<float>(c.ropeBase));
   }
-  return MultiHeadAttentionOp::create(
-      b, loc, activations(), c.score, x, memory, c.numHeads, w[0], w[1], w[2],
-      w[3], w.drop_front(4), causal && self, rope, ropeBase, cache, position);
+  return MultiHeadAttentionOp::create(b, loc, activations(), c.score, x, memory,
+                                      c.numHeads, w[0], w[1], w[2], w[3],
+                                      w.drop_front(4), causal && self, rope,
+                                      ropeBase, cache, position, readOnlyCache);
+}
+
+KVCacheType ModelBuilder::cacheType() {
+  return KVCacheType::get(builder.getContext(), limits.maxBatch, c.numHeads,
+                          limits.maxSeqLen, c.headDim());
 }
 
 Value ModelBuilder::cache(OpBuilder &b, StringRef name) {
-  auto type = KVCacheType::get(b.getContext(), limits.maxBatch, c.numHeads,
-                               limits.maxSeqLen, c.headDim());
+  KVCacheType type = cacheType();
   if (declared.insert(name).second) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(module.getBody(), module.getBody()->end());
@@ -190,14 +212,20 @@ Value ModelBuilder::layerNorm(OpBuilder &b, Location loc, Value x, Value gamma,
 
 func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   std::vector<WeightSpec> specs = layerWeights(kind);
+  bool takesMemory = kind.crossAttention && !kind.memoryFromCache;
   SmallVector<Type> argTypes = {activations()};
-  if (kind.crossAttention)
+  if (takesMemory)
     argTypes.push_back(activations());
+  // Cached: position, self-attention cache[, cross-attention cache
+  // [, memory length]].
+  size_t firstCacheArg = argTypes.size();
   if (kind.cached) {
     argTypes.push_back(builder.getIndexType());
-    argTypes.push_back(KVCacheType::get(builder.getContext(), limits.maxBatch,
-                                        c.numHeads, limits.maxSeqLen,
-                                        c.headDim()));
+    argTypes.push_back(cacheType());
+    if (kind.crossAttention)
+      argTypes.push_back(cacheType());
+    if (kind.memoryFromCache)
+      argTypes.push_back(builder.getIndexType());
   }
   size_t firstWeight = argTypes.size();
   for (const WeightSpec &s : specs)
@@ -210,7 +238,7 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
                            builder.getFunctionType(argTypes, {activations()}));
   func.setPrivate();
   func.setArgAttr(0, "tfm.input", builder.getStringAttr("x"));
-  if (kind.crossAttention)
+  if (takesMemory)
     func.setArgAttr(1, "tfm.input", builder.getStringAttr("memory"));
   for (auto [i, s] : llvm::enumerate(specs))
     func.setArgAttr(firstWeight + i, "tfm.weight",
@@ -218,13 +246,20 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
 
   OpBuilder b = OpBuilder::atBlockEnd(func.addEntryBlock());
   Value x = func.getArgument(0);
-  Value memory = kind.crossAttention ? func.getArgument(1) : Value();
-  Value position, layerCache;
+  Value memory = takesMemory ? func.getArgument(1) : Value();
+  Value position, selfCache, crossCache, memoryLength;
   if (kind.cached) {
-    position = func.getArgument(firstWeight - 2);
-    layerCache = func.getArgument(firstWeight - 1);
-    func.setArgAttr(firstWeight - 2, "tfm.input",
+    position = func.getArgument(firstCacheArg);
+    selfCache = func.getArgument(firstCacheArg + 1);
+    func.setArgAttr(firstCacheArg, "tfm.input",
                     builder.getStringAttr("position"));
+    if (kind.crossAttention)
+      crossCache = func.getArgument(firstCacheArg + 2);
+    if (kind.memoryFromCache) {
+      memoryLength = func.getArgument(firstCacheArg + 3);
+      func.setArgAttr(firstCacheArg + 3, "tfm.input",
+                      builder.getStringAttr("memory_length"));
+    }
   }
   ValueRange w = func.getArguments().drop_front(firstWeight);
   size_t attnWeights = attentionWeights("self_attn").size();
@@ -252,11 +287,19 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   };
   x = sublayer([&](Value in) {
     return attention(b, named("self_attn"), in, Value(), selfW, kind.causal,
-                     layerCache, position);
+                     selfCache, position);
   });
   if (kind.crossAttention)
     x = sublayer([&](Value in) {
-      return attention(b, named("multihead_attn"), in, memory, crossW, false);
+      Location loc = named("multihead_attn");
+      if (!kind.cached)
+        return attention(b, loc, in, memory, crossW, false);
+      if (kind.memoryFromCache)
+        return attention(b, loc, in, Value(), crossW, false, crossCache,
+                         memoryLength, /*readOnlyCache=*/true);
+      // The memory's keys and values go into the cache from position 0.
+      Value zero = arith::ConstantIndexOp::create(b, fileLoc, 0);
+      return attention(b, loc, in, memory, crossW, false, crossCache, zero);
     });
   x = sublayer([&](Value in) { return feedForward(b, named("ffn"), in, ffW); });
   func::ReturnOp::create(b, fileLoc, x);
@@ -290,7 +333,7 @@ Value ModelBuilder::embed(OpBuilder &b, Value input, StringRef tokenTable,
 Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
                           const LayerKind &kind, func::FuncOp layerFunc,
                           StringRef prefix, int64_t layers, StringRef finalNorm,
-                          Value position) {
+                          Value position, Value memoryLength) {
   std::vector<WeightSpec> specs = layerWeights(kind);
   for (int64_t i = 0; i < layers; ++i) {
     std::string layerPrefix = (prefix + std::to_string(i) + ".").str();
@@ -300,6 +343,10 @@ Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
     if (kind.cached) {
       args.push_back(position);
       args.push_back(cache(b, layerPrefix + "self_attn.cache"));
+      if (kind.crossAttention)
+        args.push_back(cache(b, layerPrefix + "multihead_attn.cache"));
+      if (kind.memoryFromCache)
+        args.push_back(memoryLength);
     }
     for (const WeightSpec &s : specs)
       args.push_back(weight(b, layerPrefix + s.suffix, s.shape));
@@ -314,17 +361,17 @@ Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
   return x;
 }
 
-void ModelBuilder::buildGenerationEntryPoints() {
+Value ModelBuilder::lmHead(OpBuilder &b, Value x, StringRef tiedTable) {
+  Value head = c.tieEmbeddings
+                   ? weight(b, tiedTable, {*c.vocabSize, c.dModel})
+                   : weight(b, "lm_head.weight", {*c.vocabSize, c.dModel});
+  return LinearOp::create(b, named("lm_head"), x, head, Value());
+}
+
+void ModelBuilder::buildDecoderGeneration() {
   LayerKind kind{"decoder_layer_cached", true, false, /*cached=*/true};
   func::FuncOp layer = buildLayerFunc(kind);
   Type ids = RankedTensorType::get({kDyn, kDyn}, builder.getI32Type());
-  Value head;
-  auto lmHead = [&](OpBuilder &b, Value x) -> Value {
-    head = c.tieEmbeddings
-               ? weight(b, "embed.weight", {*c.vocabSize, c.dModel})
-               : weight(b, "lm_head.weight", {*c.vocabSize, c.dModel});
-    return LinearOp::create(b, named("lm_head"), x, head, Value());
-  };
 
   // prefill(ids): the prompt at positions 0.., logits of its last position.
   OpBuilder::InsertionGuard guard(builder);
@@ -342,7 +389,7 @@ void ModelBuilder::buildGenerationEntryPoints() {
                     Value(), kind, layer, "layers.", c.numDecoderLayers, "norm",
                     zero);
     x = TakeLastOp::create(b, named("last_position"), x);
-    func::ReturnOp::create(b, fileLoc, lmHead(b, x));
+    func::ReturnOp::create(b, fileLoc, lmHead(b, x, "embed.weight"));
   }
 
   // decode(ids, position): new tokens at `position`.. attend to the cache.
@@ -360,7 +407,66 @@ void ModelBuilder::buildGenerationEntryPoints() {
                           "pos_embed.weight", position),
                     Value(), kind, layer, "layers.", c.numDecoderLayers, "norm",
                     position);
-    func::ReturnOp::create(b, fileLoc, lmHead(b, x));
+    func::ReturnOp::create(b, fileLoc, lmHead(b, x, "embed.weight"));
+  }
+}
+
+void ModelBuilder::buildEncoderDecoderGeneration(func::FuncOp encoderLayer,
+                                                 const LayerKind &encoderKind) {
+  LayerKind prefillKind{"decoder_layer_prefill", true, true, /*cached=*/true};
+  LayerKind decodeKind{"decoder_layer_cached", true, true, /*cached=*/true,
+                       /*memoryFromCache=*/true};
+  func::FuncOp prefillLayer = buildLayerFunc(prefillKind);
+  func::FuncOp decodeLayer = buildLayerFunc(decodeKind);
+  Type ids = RankedTensorType::get({kDyn, kDyn}, builder.getI32Type());
+  Type index = builder.getIndexType();
+
+  // prefill(src, tgt): the encoder over src, then the target prefix at
+  // positions 0.., logits of its last position.
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(module.getBody(), module.getBody()->end());
+  auto prefill = func::FuncOp::create(
+      builder, named("prefill"), "prefill",
+      builder.getFunctionType({ids, ids}, {f32({kDyn, 1, *c.vocabSize})}));
+  prefill.setArgAttr(0, "tfm.input", builder.getStringAttr("src"));
+  prefill.setArgAttr(1, "tfm.input", builder.getStringAttr("tgt"));
+  {
+    OpBuilder b = OpBuilder::atBlockEnd(prefill.addEntryBlock());
+    Value memory = stack(b,
+                         embed(b, prefill.getArgument(0), "src_embed.weight",
+                               "src_pos_embed.weight"),
+                         Value(), encoderKind, encoderLayer, "encoder.layers.",
+                         c.numEncoderLayers, "encoder.norm");
+    Value zero = arith::ConstantIndexOp::create(b, fileLoc, 0);
+    Value x = stack(b,
+                    embed(b, prefill.getArgument(1), "tgt_embed.weight",
+                          "tgt_pos_embed.weight", zero),
+                    memory, prefillKind, prefillLayer, "decoder.layers.",
+                    c.numDecoderLayers, "decoder.norm", zero);
+    x = TakeLastOp::create(b, named("last_position"), x);
+    func::ReturnOp::create(b, fileLoc, lmHead(b, x, "tgt_embed.weight"));
+  }
+
+  // decode(tgt, position, memory_length): new target tokens at `position`..
+  // over the caches; the memory is the first `memory_length` positions of
+  // each cross-attention cache.
+  auto decode = func::FuncOp::create(
+      builder, named("decode"), "decode",
+      builder.getFunctionType({ids, index, index},
+                              {f32({kDyn, kDyn, *c.vocabSize})}));
+  decode.setArgAttr(0, "tfm.input", builder.getStringAttr("tgt"));
+  decode.setArgAttr(1, "tfm.input", builder.getStringAttr("position"));
+  decode.setArgAttr(2, "tfm.input", builder.getStringAttr("memory_length"));
+  {
+    OpBuilder b = OpBuilder::atBlockEnd(decode.addEntryBlock());
+    Value position = decode.getArgument(1);
+    Value x = stack(b,
+                    embed(b, decode.getArgument(0), "tgt_embed.weight",
+                          "tgt_pos_embed.weight", position),
+                    Value(), decodeKind, decodeLayer, "decoder.layers.",
+                    c.numDecoderLayers, "decoder.norm", position,
+                    decode.getArgument(2));
+    func::ReturnOp::create(b, fileLoc, lmHead(b, x, "tgt_embed.weight"));
   }
 }
 
@@ -435,16 +541,17 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   }
   }
 
-  if (c.lmHead) {
-    Value head = c.tieEmbeddings
-                     ? weight(b, targetTable, {*c.vocabSize, c.dModel})
-                     : weight(b, "lm_head.weight", {*c.vocabSize, c.dModel});
-    out = LinearOp::create(b, named("lm_head"), out, head, Value());
-  }
+  if (c.lmHead)
+    out = lmHead(b, out, targetTable);
   func::ReturnOp::create(b, fileLoc, out);
 
-  if (c.architecture == Architecture::Decoder && c.lmHead)
-    buildGenerationEntryPoints();
+  // Generation needs token ids and an LM head.
+  if (c.vocabSize && c.lmHead) {
+    if (c.architecture == Architecture::Decoder)
+      buildDecoderGeneration();
+    else if (encDec)
+      buildEncoderDecoderGeneration(encoderLayer, encoderKind);
+  }
 
   // Weights and caches were declared as the functions met them: list them
   // first, so a reader sees the model's state before the code that uses it.

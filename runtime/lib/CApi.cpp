@@ -30,8 +30,9 @@ struct tfm_model {
   std::vector<std::array<char, 96>> sourceNames;
   std::vector<const char *> sources;
   char error[1024] = "";
-  /// Positions already in the key/value caches (prefill resets it).
-  int64_t position = 0;
+  /// Positions already in the key/value caches (prefill resets it), and
+  /// the batch they hold (0: no prefill yet).
+  int64_t position = 0, cachedBatch = 0;
 };
 
 namespace {
@@ -114,12 +115,15 @@ tfm_model *tfm_rt_create(const ModelInfo *info, const char *weights_path,
   return model;
 }
 
-/// The checks every entry point makes on its inputs; fills model->views.
+/// The checks every entry point makes on its inputs, the model's inputs
+/// from `firstInput` on; fills model->views from there.
 static bool checkInputs(tfm_model *model, const tfm_tensor *inputs,
                         size_t n_inputs, const tfm_tensor *output,
-                        OutputShape &shape) {
+                        OutputShape &shape, size_t firstInput = 0) {
   model->error[0] = '\0';
-  const ModelInfo &info = model->instance.info();
+  ModelInfo info = model->instance.info();
+  info.inputs += firstInput;
+  info.numInputs -= firstInput;
   char *error = model->error;
   size_t length = sizeof(model->error);
   if (n_inputs != info.numInputs || (!inputs && n_inputs)) {
@@ -135,21 +139,23 @@ static bool checkInputs(tfm_model *model, const tfm_tensor *inputs,
     const tfm_tensor &tensor = inputs[i];
     if (tensor.dtype != TFM_F32 && tensor.dtype != TFM_I32 &&
         tensor.dtype != TFM_I64) {
-      writeMessage(error, length, "%s: unknown dtype %d", model->sources[i],
-                   int(tensor.dtype));
+      writeMessage(error, length, "%s: unknown dtype %d",
+                   model->sources[firstInput + i], int(tensor.dtype));
       return false;
     }
     if (tensor.rank < 1 || tensor.rank > TFM_MAX_RANK) {
       writeMessage(error, length, "%s: rank %d is outside 1 to %d",
-                   model->sources[i], int(tensor.rank), TFM_MAX_RANK);
+                   model->sources[firstInput + i], int(tensor.rank),
+                   TFM_MAX_RANK);
       return false;
     }
-    model->tensors[i] = {DType(tensor.dtype), int(tensor.rank), tensor.shape,
-                         tensor.data};
+    model->tensors[firstInput + i] = {DType(tensor.dtype), int(tensor.rank),
+                                      tensor.shape, tensor.data};
   }
-  return prepareInputs(info, model->tensors.data(), model->sources.data(),
-                       model->idScratch.data(), model->views.data(), shape,
-                       error, length);
+  return prepareInputs(info, model->tensors.data() + firstInput,
+                       model->sources.data() + firstInput,
+                       model->idScratch.data() + firstInput,
+                       model->views.data() + firstInput, shape, error, length);
 }
 
 /// Sets `output`'s dtype and shape, and its data to the model's own buffer
@@ -177,29 +183,46 @@ int tfm_rt_forward(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
   return 0;
 }
 
-/// prefill (position 0) or decode (at model->position): the shared part.
-static int step(tfm_model *model, const tfm_tensor *tokens, tfm_tensor *output,
-                bool isPrefill) {
+/// prefill (all the model's inputs, position 0) or decode (new target
+/// tokens at model->position): the shared part.
+static int step(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
+                tfm_tensor *output, bool isPrefill) {
   if (!model)
     return 1;
   const ModelInfo &info = model->instance.info();
   if (!model->instance.canGenerate()) {
     writeMessage(model->error, sizeof(model->error),
                  "%s: this model has no prefill/decode (generation needs a "
-                 "decoder with an LM head)",
+                 "decoder or encoder_decoder with token ids and an LM head)",
                  info.name);
     return 1;
   }
+  // Decode takes the growing sequence only: the last input.
+  size_t last = info.numInputs - 1;
   OutputShape shape;
-  if (!checkInputs(model, tokens, 1, output, shape))
+  if (!checkInputs(model, inputs, n_inputs, output, shape,
+                   isPrefill ? 0 : last))
     return 1;
-  const InputView &view = model->views[0];
+  const InputView &tokens = model->views[last];
+  if (!isPrefill && model->cachedBatch == 0) {
+    writeMessage(model->error, sizeof(model->error),
+                 "%s: decode needs a prefill first", info.name);
+    return 1;
+  }
+  if (!isPrefill && tokens.batch != model->cachedBatch) {
+    writeMessage(model->error, sizeof(model->error),
+                 "%s: decode got a batch of %lld but the prefill had %lld",
+                 info.name, (long long)tokens.batch,
+                 (long long)model->cachedBatch);
+    return 1;
+  }
   int64_t first = isPrefill ? 0 : model->position;
-  if (first + view.seq > info.maxSeqLen) {
+  if (first + tokens.seq > info.maxSeqLen) {
     writeMessage(model->error, sizeof(model->error),
                  "%s: positions %lld to %lld exceed the compiled maximum "
                  "sequence length %lld",
-                 info.name, (long long)first, (long long)(first + view.seq - 1),
+                 info.name, (long long)first,
+                 (long long)(first + tokens.seq - 1),
                  (long long)info.maxSeqLen);
     return 1;
   }
@@ -208,21 +231,22 @@ static int step(tfm_model *model, const tfm_tensor *tokens, tfm_tensor *output,
   describeOutput(model, shape, output);
   float *logits = static_cast<float *>(output->data);
   if (isPrefill)
-    model->instance.prefill(view, logits);
+    model->instance.prefill(model->views.data(), logits);
   else
-    model->instance.decode(view, first, logits);
-  model->position = first + view.seq;
+    model->instance.decode(tokens, first, logits);
+  model->position = first + tokens.seq;
+  model->cachedBatch = tokens.batch;
   return 0;
 }
 
-int tfm_rt_prefill(tfm_model *model, const tfm_tensor *tokens,
+int tfm_rt_prefill(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
                    tfm_tensor *output) {
-  return step(model, tokens, output, /*isPrefill=*/true);
+  return step(model, inputs, n_inputs, output, /*isPrefill=*/true);
 }
 
 int tfm_rt_decode(tfm_model *model, const tfm_tensor *tokens,
                   tfm_tensor *output) {
-  return step(model, tokens, output, /*isPrefill=*/false);
+  return step(model, tokens, 1, output, /*isPrefill=*/false);
 }
 
 const char *tfm_rt_last_error(const tfm_model *model) {

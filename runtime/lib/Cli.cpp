@@ -199,9 +199,8 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
     return false;
   }
   if (options.generate && !(model.prefill && model.decode)) {
-    error = "this model cannot --generate: generation needs a decoder model "
-            "with token ids and an LM head (encoder_decoder generation is not "
-            "supported yet)";
+    error = "this model cannot --generate: generation needs a decoder or "
+            "encoder_decoder model with token ids and an LM head";
     return false;
   }
   if (options.generate && options.bench) {
@@ -244,12 +243,15 @@ void printHelp(const char *program, const ModelInfo &model) {
       "runs=N threads=T\n"
       "  --warmup N         untimed passes before timing (default 2 with "
       "--bench)\n"
-      "  --generate N       decoder models: N new tokens after the input "
-      "prompt, with a\n"
-      "                     key/value cache; --output gets their ids (int32); "
-      "the last line is\n"
+      "  --generate N       N new tokens after the prompt (decoder: input; "
+      "encoder_decoder:\n"
+      "                     tgt continued, over src), with a key/value cache; "
+      "--output gets\n"
+      "                     their ids (int32); the last line is\n"
       "                     generate: prefill_tok_s=... decode_tok_s=... "
       "new_tokens=N threads=T\n"
+      "                     (prefill_tok_s counts every prompt token, src "
+      "included)\n"
       "  --temperature T    sample from softmax(logits / T) instead of "
       "greedy (T = 0)\n"
       "  --top-k K          sample among the K most likely tokens only\n"
@@ -305,11 +307,11 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-/// --generate: the prompt is views[0]; `batched` says whether the prompt
-/// had a batch dimension (and so the ids written).
+/// --generate: the prompt is `views` (the last one grows); `batched` says
+/// whether the inputs had a batch dimension (and so the ids written).
 int runGenerate(const char *program, const ModelInfo &model,
                 ModelInstance &instance, const Options &options,
-                const InputView &prompt, bool batched) {
+                const InputView *views, bool batched) {
   GenerateOptions generateOptions;
   generateOptions.newTokens = options.generate;
   generateOptions.temperature =
@@ -318,12 +320,12 @@ int runGenerate(const char *program, const ModelInfo &model,
   generateOptions.seed = uint64_t(options.seed);
   GenerateResult result;
   std::string error;
-  if (!generate(instance, prompt, generateOptions,
-                options.stepLogits != nullptr, result, error)) {
+  if (!generate(instance, views, generateOptions, options.stepLogits != nullptr,
+                result, error)) {
     reportError(program, error);
     return 1;
   }
-  int64_t n = options.generate, batch = prompt.batch;
+  int64_t n = options.generate, batch = views[0].batch;
   if (options.output) {
     int64_t shape[2] = {batch, n};
     TensorRef ids = {DType::I32, batched ? 2 : 1, batched ? shape : shape + 1,
@@ -348,8 +350,12 @@ int runGenerate(const char *program, const ModelInfo &model,
       return 1;
     }
   }
+  // Prefill runs every prompt token: the source's too for encoder_decoder.
+  int64_t promptTokens = 0;
+  for (size_t i = 0; i < model.numInputs; ++i)
+    promptTokens += batch * views[i].seq;
   double prefillRate = result.prefillSeconds > 0
-                           ? double(batch * prompt.seq) / result.prefillSeconds
+                           ? double(promptTokens) / result.prefillSeconds
                            : 0.0;
   double decodeRate = n > 1 && result.decodeSeconds > 0
                           ? double(batch * (n - 1)) / result.decodeSeconds
@@ -398,7 +404,7 @@ int runModelMain(const ModelInfo &model, int argc, char **argv) {
       sources[i] = file;
     } else {
       defaults[i] = makeDefaultInput(model, i);
-      if (options.generate) {
+      if (options.generate && i + 1 == numInputs) {
         // Room for the new tokens: a prompt of maxSeqLen - N positions.
         DefaultInput &d = defaults[i];
         int64_t length = std::max<int64_t>(1, d.shape[1] - options.generate);
@@ -436,7 +442,7 @@ int runModelMain(const ModelInfo &model, int argc, char **argv) {
                  program, instance.threads(), options.threads);
 
   if (options.generate)
-    return runGenerate(program, model, instance, options, views[0],
+    return runGenerate(program, model, instance, options, views.data(),
                        outputShape.rank == 3);
 
   int64_t warmup =

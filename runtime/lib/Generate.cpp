@@ -69,10 +69,11 @@ int32_t sample(const float *logits, int64_t vocab, double temperature,
 
 } // namespace
 
-bool generate(ModelInstance &instance, const InputView &prompt,
+bool generate(ModelInstance &instance, const InputView *inputs,
               const GenerateOptions &options, bool keepStepLogits,
               GenerateResult &result, std::string &error) {
   const ModelInfo &model = instance.info();
+  const InputView &prompt = inputs[model.numInputs - 1];
   int64_t batch = prompt.batch, promptLength = prompt.seq;
   int64_t n = options.newTokens, vocab = model.outputWidth;
   if (promptLength + n > model.maxSeqLen) {
@@ -107,7 +108,7 @@ bool generate(ModelInstance &instance, const InputView &prompt,
   };
 
   auto start = std::chrono::steady_clock::now();
-  instance.prefill(prompt, logits.data());
+  instance.prefill(inputs, logits.data());
   auto prefilled = std::chrono::steady_clock::now();
   if (n > 0)
     choose(0);

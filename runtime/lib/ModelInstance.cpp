@@ -55,17 +55,19 @@ bool ModelInstance::allocateCaches(std::string &error) {
   return true;
 }
 
-void ModelInstance::prefill(const InputView &prompt, float *logits) {
+void ModelInstance::prefill(const InputView *inputs, float *logits) {
   activations->release(0);
-  model->prefill(weightPointers.data(), caches.data(), &prompt, 0, logits,
+  // An encoder_decoder's memory is its source: inputs[0].
+  memoryLength = model->numInputs > 1 ? inputs[0].seq : 0;
+  model->prefill(weightPointers.data(), caches.data(), inputs, 0, 0, logits,
                  *activations, *pool);
 }
 
 void ModelInstance::decode(const InputView &tokens, int64_t position,
                            float *logits) {
   activations->release(0);
-  model->decode(weightPointers.data(), caches.data(), &tokens, position, logits,
-                *activations, *pool);
+  model->decode(weightPointers.data(), caches.data(), &tokens, position,
+                memoryLength, logits, *activations, *pool);
 }
 
 bool ModelInstance::init(const ModelInfo &info, const char *weightsPath,

@@ -246,7 +246,7 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
   Dim keySeq = seq;
   std::string position =
       op.getPosition() ? scalars[op.getPosition()] : std::string("0");
-  if (!op.getMemory()) {
+  if (op.isSelfAttention()) {
     std::string qkv =
         scratch("qkv", rows + " * " + num(3 * d), maxRows * 3 * d);
     emitMatmul("in_proj (Q, K, V)", rows, x.ptr, d, wIn, 0, 3, d, d, bIn, qkv,
@@ -264,29 +264,34 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
                  position);
     }
   } else {
-    Buffer mem = buffers[op.getMemory()];
-    keySeq = mem.dims[1];
-    std::string memRows = product(ArrayRef<Dim>(mem.dims).take_front(2));
-    int64_t maxMemRows = mem.dims[0].max * keySeq.max;
     std::string qp = scratch("q", rows + " * " + num(d), maxRows * d);
     emitMatmul("in_proj (Q)", rows, x.ptr, d, wIn, 0, 1, d, d, bIn, qp, d,
                std::nullopt);
-    std::string kv =
-        scratch("kv", memRows + " * " + num(2 * d), maxMemRows * 2 * d);
-    emitMatmul("in_proj (K, V) of memory", memRows, mem.ptr, d, wIn, 1, 2, d, d,
-               bIn, kv, 2 * d, std::nullopt);
     q = {qp, seq.expr + " * " + num(d), dk, d};
-    std::string stride = keySeq.expr + " * " + num(2 * d);
-    k = {kv, stride, dk, 2 * d};
-    v = {kv + " + " + num(d), stride, dk, 2 * d};
+    // Over a read-only cache the keys and values are already projected.
+    if (Value memory = op.getMemory()) {
+      Buffer mem = buffers[memory];
+      keySeq = mem.dims[1];
+      std::string memRows = product(ArrayRef<Dim>(mem.dims).take_front(2));
+      int64_t maxMemRows = mem.dims[0].max * keySeq.max;
+      std::string kv =
+          scratch("kv", memRows + " * " + num(2 * d), maxMemRows * 2 * d);
+      emitMatmul("in_proj (K, V) of memory", memRows, mem.ptr, d, wIn, 1, 2, d,
+                 d, bIn, kv, 2 * d, std::nullopt);
+      std::string stride = keySeq.expr + " * " + num(2 * d);
+      k = {kv, stride, dk, 2 * d};
+      v = {kv + " + " + num(d), stride, dk, 2 * d};
+    }
   }
   std::string cachedKeysT;
   int64_t cacheSeq = 0;
   if (Value cache = op.getCache()) {
-    // The new positions' keys and values go into the cache at `position`;
-    // attention then reads every position so far from it. Keys are stored
-    // transposed ([b, h, dk, seq]) for dot-product scores, as rows for
-    // additive ones; values as rows ([b, h, seq, dk]) after all keys.
+    // The new positions' keys and values (of the queries' rows, or of the
+    // memory's) go into the cache at `position`; attention then reads every
+    // position so far from it. A read-only cache only reads its first
+    // `position` positions. Keys are stored transposed ([b, h, dk, seq]) for
+    // dot-product scores, as rows for additive ones; values as rows
+    // ([b, h, seq, dk]) after all keys.
     auto type = cast<KVCacheType>(cache.getType());
     cacheSeq = type.getMaxSeq();
     std::string base = buffers[cache].ptr;
@@ -299,39 +304,44 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
                            view.rowStride)
           .str();
     };
-    os << "{ // append the new keys and values to the cache\n";
-    os.indent();
-    os << "const int64_t seq = " << seq.expr << ", first = " << position
-       << ";\n";
-    os << "pool.parallelFor(" << batch.expr << " * " << heads
-       << ", [&](int64_t t) {\n";
-    os.indent();
-    os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
-    os << "float *keys = " << base << " + t * " << dk * cacheSeq << ";\n";
-    os << "float *vals = " << values << " + t * " << dk * cacheSeq << ";\n";
-    os << "for (int64_t s = 0; s < seq; ++s) {\n";
-    os << "  const float *krow = " << at(k, "s") << ";\n";
-    if (transposed) {
-      os << "  for (int64_t f = 0; f < " << dk << "; ++f)\n";
-      os << "    keys[f * " << cacheSeq << " + first + s] = krow[f];\n";
-    } else {
-      os << "  std::memcpy(keys + (first + s) * " << dk
-         << ", krow, sizeof(float) * " << dk << ");\n";
+    bool readOnly = op.getCacheReadOnly();
+    if (!readOnly) {
+      os << "{ // append the new keys and values to the cache\n";
+      os.indent();
+      os << "const int64_t seq = " << keySeq.expr << ", first = " << position
+         << ";\n";
+      os << "pool.parallelFor(" << batch.expr << " * " << heads
+         << ", [&](int64_t t) {\n";
+      os.indent();
+      os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
+      os << "float *keys = " << base << " + t * " << dk * cacheSeq << ";\n";
+      os << "float *vals = " << values << " + t * " << dk * cacheSeq << ";\n";
+      os << "for (int64_t s = 0; s < seq; ++s) {\n";
+      os << "  const float *krow = " << at(k, "s") << ";\n";
+      if (transposed) {
+        os << "  for (int64_t f = 0; f < " << dk << "; ++f)\n";
+        os << "    keys[f * " << cacheSeq << " + first + s] = krow[f];\n";
+      } else {
+        os << "  std::memcpy(keys + (first + s) * " << dk
+           << ", krow, sizeof(float) * " << dk << ");\n";
+      }
+      os << "  std::memcpy(vals + (first + s) * " << dk << ", " << at(v, "s")
+         << ", sizeof(float) * " << dk << ");\n";
+      os << "}\n";
+      os.unindent();
+      os << "});\n";
+      os.unindent();
+      os << "}\n";
     }
-    os << "  std::memcpy(vals + (first + s) * " << dk << ", " << at(v, "s")
-       << ", sizeof(float) * " << dk << ");\n";
-    os << "}\n";
-    os.unindent();
-    os << "});\n";
-    os.unindent();
-    os << "}\n";
     std::string perBatch = num(heads * cacheSeq * dk);
     if (transposed)
       cachedKeysT = base;
     else
       k = {base, perBatch, cacheSeq * dk, dk};
     v = {values, perBatch, cacheSeq * dk, dk};
-    keySeq = {"(" + position + " + " + seq.expr + ")", cacheSeq, false};
+    keySeq = readOnly ? Dim{position, cacheSeq, false}
+                      : Dim{"(" + position + " + " + keySeq.expr + ")",
+                            cacheSeq, false};
   }
   std::string merged = scratch("heads", rows + " * " + num(d), maxRows * d);
   HeadView o{merged, seq.expr + " * " + num(d), dk, d};

@@ -120,9 +120,17 @@ LogicalResult FunctionEmitter::emitSignature(EntryKind entry) {
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     std::string name = "a" + num(i);
     if (arg.getType().isIndex()) {
-      // A position: the runtime's `position` in entry points.
+      // In entry points: the runtime's `position` or `memoryLength`.
       if (isEntry) {
-        scalars[arg] = "position";
+        auto role = func.getArgAttrOfType<StringAttr>(i, "tfm.input");
+        if (!role || (role.getValue() != "position" &&
+                      role.getValue() != "memory_length"))
+          return func.emitError("index argument ")
+                 << i
+                 << " of an entry point must be the tfm.input \"position\" "
+                    "or \"memory_length\"";
+        scalars[arg] =
+            role.getValue() == "position" ? "position" : "memoryLength";
       } else {
         scalars[arg] = name;
         argParams.push_back("int64_t " + name);
@@ -203,10 +211,13 @@ LogicalResult FunctionEmitter::emitSignature(EntryKind entry) {
   case EntryKind::Generation:
     os << "void " << name
        << "(const float *const *w, float *const *caches, const "
-          "tfm::rt::InputView *in, int64_t position, float *out, "
-          "tfm::rt::Arena &arena, tfm::rt::ThreadPool &pool) {\n";
+          "tfm::rt::InputView *in, int64_t position, int64_t memoryLength, "
+          "float *out, tfm::rt::Arena &arena, tfm::rt::ThreadPool &pool) "
+          "{\n";
+    prologue.insert(prologue.begin(), "(void)position, (void)memoryLength;");
     flopsOs << "[[maybe_unused]] static double flops_" << name
-            << "(const tfm::rt::InputView *in, int64_t position) {\n";
+            << "(const tfm::rt::InputView *in, int64_t position, int64_t "
+               "memoryLength) {\n";
     break;
   case EntryKind::None:
     params.insert(params.begin(),

@@ -284,14 +284,15 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
         << "#endif\n"
         << "static void " << step
         << "Dispatch(const float *const *w, float *const *caches, const "
-           "tfm::rt::InputView *in, int64_t position, float *out, "
-           "tfm::rt::Arena &arena, tfm::rt::ThreadPool &pool) {\n"
+           "tfm::rt::InputView *in, int64_t position, int64_t memoryLength, "
+           "float *out, tfm::rt::Arena &arena, tfm::rt::ThreadPool &pool) "
+           "{\n"
         << "#if defined(HWY_COMPILE_ONLY_STATIC)\n"
         << "  HWY_STATIC_DISPATCH(" << step
-        << ")(w, caches, in, position, out, arena, pool);\n"
+        << ")(w, caches, in, position, memoryLength, out, arena, pool);\n"
         << "#else\n"
         << "  HWY_DYNAMIC_DISPATCH(" << step
-        << ")(w, caches, in, position, out, arena, pool);\n"
+        << ")(w, caches, in, position, memoryLength, out, arena, pool);\n"
         << "#endif\n"
         << "}\n\n";
   }
@@ -341,9 +342,9 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "  return tfm_rt_forward(model, inputs, n_inputs, output);\n"
       << "}\n"
       << "int " << cName
-      << "_prefill(tfm_model *model, const tfm_tensor *tokens, tfm_tensor "
-         "*output) {\n"
-      << "  return tfm_rt_prefill(model, tokens, output);\n"
+      << "_prefill(tfm_model *model, const tfm_tensor *inputs, size_t "
+         "n_inputs, tfm_tensor *output) {\n"
+      << "  return tfm_rt_prefill(model, inputs, n_inputs, output);\n"
       << "}\n"
       << "int " << cName
       << "_decode(tfm_model *model, const tfm_tensor *tokens, tfm_tensor "

@@ -489,11 +489,20 @@ LogicalResult MultiHeadAttentionOp::verify() {
            << dk;
   if (bool(getCache()) != bool(getPosition()))
     return emitOpError("a cache needs a position and a position a cache");
+  if (getCacheReadOnly() && !getCache())
+    return emitOpError("cache_read_only is set but there is no cache");
   if (Value cache = getCache()) {
-    if (getMemory())
-      return emitOpError("a key/value cache applies to self-attention only");
-    if (!getCausal())
-      return emitOpError("a key/value cache needs causal attention");
+    if (getCacheReadOnly()) {
+      if (getMemory())
+        return emitOpError("a read-only cache holds the keys and values of "
+                           "the memory: it replaces `memory`, not both");
+      if (getCausal() || getRope())
+        return emitOpError("a read-only cache is cross-attention: neither "
+                           "causal nor rotary");
+    } else if (!getMemory() && !getCausal()) {
+      return emitOpError("a key/value cache in self-attention needs causal "
+                         "attention");
+    }
     auto type = cast<KVCacheType>(cache.getType());
     if (type.getHeads() != heads || type.getHeadDim() != dk)
       return emitOpError("cache ")
@@ -512,12 +521,31 @@ LogicalResult MultiHeadAttentionOp::verify() {
 void MultiHeadAttentionOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
-  // Pure unless it keeps a cache: then it reads and writes the cache.
+  // Pure unless it keeps a cache: then it reads (and appends to) the cache.
   if (OpOperand *cache =
           getCacheMutable().empty() ? nullptr : &getCacheMutable()[0]) {
     effects.emplace_back(MemoryEffects::Read::get(), cache);
-    effects.emplace_back(MemoryEffects::Write::get(), cache);
+    if (!getCacheReadOnly())
+      effects.emplace_back(MemoryEffects::Write::get(), cache);
   }
+}
+
+/// `at %pos` (append from `pos`) or `upto %len` (read the first `len`).
+static ParseResult
+parseCacheAccess(OpAsmParser &parser,
+                 std::optional<OpAsmParser::UnresolvedOperand> &position,
+                 UnitAttr &readOnly) {
+  if (succeeded(parser.parseOptionalKeyword("upto")))
+    readOnly = parser.getBuilder().getUnitAttr();
+  else if (failed(parser.parseKeyword("at", " or 'upto' after the cache")))
+    return failure();
+  position.emplace();
+  return parser.parseOperand(*position);
+}
+
+static void printCacheAccess(OpAsmPrinter &printer, Operation *, Value position,
+                             UnitAttr readOnly) {
+  printer << (readOnly ? "upto " : "at ") << position;
 }
 
 LogicalResult SoftmaxOp::verify() {

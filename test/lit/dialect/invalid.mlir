@@ -1000,3 +1000,94 @@ func.func @attention_additive_dynamic_heads(%q: tensor<1x?x?x8xf32>, %wk: tensor
 
 // expected-error @+1 {{'tfm.param' op alias must not be empty}}
 tfm.param @"src_embed.weight" {alias = ""} : tensor<8x4xf32>
+
+//===----------------------------------------------------------------------===//
+// Incremental decoding: !tfm.kv_cache, tfm.cache, cached attention
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// expected-error @+1 {{kv_cache sizes must be positive, got maxBatch = 1, heads = 0, maxSeq = 16, headDim = 8}}
+tfm.kv_cache @c : !tfm.kv_cache<maxBatch = 1, heads = 0, maxSeq = 16, headDim = 8>
+
+// -----
+
+tfm.param @c : tensor<4xf32>
+func.func @cache_not_a_cache() {
+  // expected-error @+1 {{'tfm.cache' op @c does not name a tfm.kv_cache}}
+  %0 = tfm.cache @c : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>
+  return
+}
+
+// -----
+
+tfm.kv_cache @c : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>
+func.func @cache_type_mismatch() {
+  // expected-error @+1 {{'tfm.cache' op result type '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 32, headDim = 8>' does not match the type '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>' declared by @c}}
+  %0 = tfm.cache @c : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 32, headDim = 8>
+  return
+}
+
+// -----
+
+func.func @mha_cache_without_position(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op a cache needs a position and a position a cache}}
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %c) <{causal, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_read_only_without_cache(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op cache_read_only is set but there is no cache}}
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_read_only_with_memory(%x: tensor<?x?x32xf32>, %m: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %n: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op a read-only cache holds the keys and values of the memory: it replaces `memory`, not both}}
+  %0 = tfm.multi_head_attention <dot> %x memory %m heads 4 cache(%c upto %n) in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_read_only_causal(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %n: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op a read-only cache is cross-attention: neither causal nor rotary}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c upto %n) in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_read_only_rope(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %n: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op a read-only cache is cross-attention: neither causal nor rotary}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c upto %n) in_proj(%wi, %bi) out_proj(%wo, %bo) {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_self_cache_not_causal(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %p: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op a key/value cache in self-attention needs causal attention}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c at %p) in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_cache_heads_mismatch(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 16>, %p: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op cache '!tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 16>' does not hold 4 heads of 8}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c at %p) in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 16>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_cache_access_keyword(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %p: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{expected 'at' or 'upto' after the cache}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c from %p) in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}

@@ -291,3 +291,39 @@ func.func @add(%x: tensor<?x?x32xf32>, %y: tensor<?x?x32xf32>, %s: tensor<2x3xf3
   %1 = tfm.add %s, %s : tensor<2x3xf32>
   return %0, %1 : tensor<?x?x32xf32>, tensor<2x3xf32>
 }
+
+// -----
+
+// Incremental decoding: a cache declaration, a handle to it, the appending
+// form (self-attention at %pos, cross-attention from the memory at 0), the
+// read-only form (cross-attention over the first %len cached positions) and
+// take_last. The type prints bare after `tfm.cache`'s colon.
+// CHECK: tfm.kv_cache @layers.0.self_attn.cache : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+// CHECK: tfm.kv_cache @layers.0.multihead_attn.cache : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+// CHECK-LABEL: func.func @mha_cached(
+// CHECK-NEXT: %0 = tfm.cache @layers.0.self_attn.cache : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+// CHECK-NEXT: %1 = tfm.cache @layers.0.multihead_attn.cache : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+// CHECK-NEXT: %2 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 cache(%0 at %arg2) in_proj(%arg3, %arg4) out_proj(%arg5, %arg6) causal {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %c0 = arith.constant 0 : index
+// CHECK-NEXT: %3 = tfm.multi_head_attention <dot> %2 memory %arg1 heads 4 cache(%1 at %c0) in_proj(%arg3, %arg4) out_proj(%arg5, %arg6) : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %4 = tfm.multi_head_attention <dot> %3 heads 4 cache(%1 upto %arg7) in_proj(%arg3, %arg4) out_proj(%arg5, %arg6) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %5 = tfm.take_last %4 : tensor<?x?x32xf32> -> tensor<?x1x32xf32>
+// CHECK-NEXT: return %5 : tensor<?x1x32xf32>
+// GENERIC: "tfm.kv_cache"() <{sym_name = "layers.0.self_attn.cache", type = !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>}> : () -> ()
+// GENERIC-LABEL: sym_name = "mha_cached"
+// GENERIC: "tfm.cache"() <{name = @layers.0.self_attn.cache}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg3, %arg4, %arg5, %arg6, %0, %arg2) <{causal, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"({{.*}}) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1>, score = #tfm.score<dot>}>
+// GENERIC: "tfm.take_last"(%5)
+tfm.kv_cache @"layers.0.self_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+tfm.kv_cache @"layers.0.multihead_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+func.func @mha_cached(%x: tensor<?x?x32xf32>, %mem: tensor<?x?x32xf32>, %pos: index, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %len: index) -> tensor<?x1x32xf32> {
+  %self = tfm.cache @"layers.0.self_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+  %cross = tfm.cache @"layers.0.multihead_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%self at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+  %zero = arith.constant 0 : index
+  %1 = tfm.multi_head_attention <dot> %0 memory %mem heads 4 cache(%cross at %zero) in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+  %2 = tfm.multi_head_attention <dot> %1 heads 4 cache(%cross upto %len) in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+  %3 = tfm.take_last %2 : tensor<?x?x32xf32> -> tensor<?x1x32xf32>
+  return %3 : tensor<?x1x32xf32>
+}

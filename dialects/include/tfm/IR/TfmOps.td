@@ -319,10 +319,16 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     per-head queries and keys (as `tfm.rotary`) before scoring. Both apply to
     self-attention only.
 
-    With `cache(%c at %pos)` (causal self-attention only) the rows of `query`
-    are positions `pos, pos+1, ...`: their keys and values are written into
-    the cache at those positions, and each attends over the cache's
-    positions up to its own (incremental decoding). This form writes memory.
+    A key/value cache (incremental decoding) comes in two forms:
+    - `cache(%c at %pos)` appends: the new keys and values (of `query`'s rows
+      for causal self-attention, of `memory`'s rows for cross-attention) are
+      written into the cache at positions `pos, pos+1, ...`, and attention
+      reads the keys and values of every position up to the last one
+      written. In self-attention `query`'s rows are those positions and each
+      attends up to its own. This form reads and writes the cache.
+    - `cache(%c upto %len)` only reads: cross-attention without `memory`,
+      over the `len` positions an earlier call appended (the encoder output
+      of a prefill, attended by every later decode step).
 
     ```mlir
     %y = tfm.multi_head_attention <scaled_dot> %x heads 4
@@ -339,11 +345,11 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                        OptionalAttr<Tfm_RopeStyleAttr>:$rope,
                        OptionalAttr<F32Attr>:$rope_base,
                        Optional<Tfm_KVCacheType>:$cache,
-                       Optional<Index>:$position);
+                       Optional<Index>:$position, UnitAttr:$cache_read_only);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
     $score $query (`memory` $memory^)? `heads` $num_heads
-    (`cache` `(` $cache^ `at` $position `)`)?
+    (`cache` `(` $cache^ custom<CacheAccess>($position, $cache_read_only) `)`)?
     `in_proj` `(` $in_proj_weight `,` $in_proj_bias `)`
     `out_proj` `(` $out_proj_weight `,` $out_proj_bias `)`
     (`params` `(` $score_params^ `)`)? (`causal` $causal^)?
@@ -351,7 +357,9 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    bool isSelfAttention() { return !getMemory(); }
+    /// Queries, keys and values all from `query` (not cross-attention over
+    /// `memory` or over a read-only cache).
+    bool isSelfAttention() { return !getMemory() && !getCacheReadOnly(); }
   }];
 }
 

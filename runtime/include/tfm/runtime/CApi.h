@@ -28,12 +28,14 @@ tfm_model *tfm_rt_create(const tfm::rt::ModelInfo *model,
 int tfm_rt_forward(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
                    tfm_tensor *output);
 
-/// Generation with the key/value cache (decoder models with an LM head).
-/// prefill runs a prompt (token ids [seq] or [batch, seq]) from position 0
-/// and writes the logits of its last position ([batch, 1, vocab]); decode
-/// runs the next tokens at the positions after everything so far and writes
+/// Generation with the key/value cache (decoder and encoder_decoder models
+/// with token ids and an LM head). prefill takes the inputs of forward (the
+/// prompt; for encoder_decoder src and the start of tgt), runs them from
+/// position 0 and writes the logits of the last position ([batch, 1,
+/// vocab]); decode runs the next target tokens ([seq] or [batch, seq], the
+/// prefill's batch) at the positions after everything so far and writes
 /// their logits ([batch, seq, vocab]). Output as for tfm_rt_forward.
-int tfm_rt_prefill(tfm_model *model, const tfm_tensor *tokens,
+int tfm_rt_prefill(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
                    tfm_tensor *output);
 int tfm_rt_decode(tfm_model *model, const tfm_tensor *tokens,
                   tfm_tensor *output);

@@ -28,11 +28,12 @@ struct GenerateResult {
   double prefillSeconds = 0, decodeSeconds = 0;
 };
 
-/// Runs `prompt` ([batch, seq] int32 ids, checked) through prefill, then
+/// Runs the prompt `inputs` (the model's inputs, checked: [batch, seq] int32
+/// ids; the last one is the sequence that grows) through prefill, then
 /// chooses `options.newTokens` tokens, feeding each back through decode.
 /// Everything is allocated before the first step. False with `error` when
 /// the prompt and the new tokens do not fit the compiled maximum.
-bool generate(ModelInstance &instance, const InputView &prompt,
+bool generate(ModelInstance &instance, const InputView *inputs,
               const GenerateOptions &options, bool keepStepLogits,
               GenerateResult &result, std::string &error);
 

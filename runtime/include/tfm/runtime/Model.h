@@ -84,17 +84,23 @@ struct ModelInfo {
   const size_t *packedFloats;
   void (*pack)(const float *const *params, float *const *packed);
 
-  /// Incremental decoding, for decoder models with an LM head (else 0 and
-  /// null): `numCaches` key/value caches of `cacheFloats[i]` floats each,
-  /// kept by the runtime across calls. `prefill` runs a prompt (token ids
-  /// [batch, seq] at positions 0..seq-1; `position` is ignored) and writes
-  /// the logits of its last position, [batch, 1, vocab]; `decode` runs new
-  /// tokens at positions position.. and writes their logits [batch, seq,
-  /// vocab]. Both write the new positions' keys and values into the caches
-  /// and attend over everything there. position + seq <= maxSeqLen.
+  /// Incremental decoding, for decoder and encoder_decoder models with token
+  /// ids and an LM head (else 0 and null): `numCaches` key/value caches of
+  /// `cacheFloats[i]` floats each, kept by the runtime across calls.
+  /// `prefill` takes the inputs of `forward` (the target's token ids at
+  /// positions 0..seq-1; `position` and `memoryLength` are ignored) and
+  /// writes the logits of the last position, [batch, 1, vocab]; an
+  /// encoder_decoder's prefill also runs the encoder once and keeps its
+  /// keys and values. `decode` takes only the last input's new tokens
+  /// (`inputs[0]`, at positions position..) and writes their logits
+  /// [batch, seq, vocab]; an encoder_decoder's also takes `memoryLength`,
+  /// the source length of the prefill. Both write the new positions' keys
+  /// and values into the caches and attend over everything there.
+  /// position + seq <= maxSeqLen.
   using StepFn = void (*)(const float *const *weights, float *const *caches,
                           const InputView *inputs, int64_t position,
-                          float *output, Arena &arena, ThreadPool &pool);
+                          int64_t memoryLength, float *output, Arena &arena,
+                          ThreadPool &pool);
   size_t numCaches;
   const size_t *cacheFloats;
   StepFn prefill;

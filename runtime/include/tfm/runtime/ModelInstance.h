@@ -29,12 +29,13 @@ public:
   void forward(const InputView *inputs, float *output);
 
   /// Incremental decoding (when the model has it, see canGenerate): prefill
-  /// runs a prompt from position 0 and writes its last position's logits
-  /// [batch, 1, vocab]; decode runs `tokens` at `position`.. and writes their
-  /// logits. Both extend the key/value caches; positions must stay below
-  /// maxSeqLen.
+  /// takes the model's inputs (the prompt; for encoder_decoder src and the
+  /// target's start), runs them from position 0 and writes the last
+  /// position's logits [batch, 1, vocab]; decode runs new target `tokens`
+  /// at `position`.. and writes their logits. Both extend the key/value
+  /// caches; positions must stay below maxSeqLen.
   bool canGenerate() const { return model->prefill && model->decode; }
-  void prefill(const InputView &prompt, float *logits);
+  void prefill(const InputView *inputs, float *logits);
   void decode(const InputView &tokens, int64_t position, float *logits);
 
   const ModelInfo &info() const { return *model; }
@@ -56,6 +57,8 @@ private:
   /// The key/value caches of generation, allocated once.
   AlignedBuffer cacheBlock;
   std::vector<float *> caches;
+  /// The source length of the last prefill (encoder_decoder).
+  int64_t memoryLength = 0;
   std::unique_ptr<Arena> activations;
   std::unique_ptr<ThreadPool> pool;
   AlignedBuffer output;
