@@ -76,6 +76,12 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
     width += d; // the encoder's output, read by every decoder layer
   width += c.lmHead ? double(*c.vocabSize) : d;
   m.activationBytes = tokens * width * kFloat;
+  // As ModelBuilder: generation needs token ids and an LM head.
+  if (c.vocabSize && c.lmHead && c.numDecoderLayers > 0) {
+    double attentions = encDec ? 2 : 1;
+    m.cacheBytes =
+        double(c.numDecoderLayers) * attentions * 2 * tokens * d * kFloat;
+  }
   return m;
 }
 
@@ -194,11 +200,14 @@ checkModelMemory(const ModelConfig &c, const CompileLimits &limits,
   if (m.activationBytes > m.weightBytes)
     key = "max_seq_len";
   auto [line, column] = positions.of(key);
+  std::string cache = m.cacheBytes > 0 ? " and " + formatBytes(m.cacheBytes) +
+                                             " of key/value cache"
+                                       : "";
   std::string message =
       formatv("this model needs {0} of memory, more than {1}: {2} of weights "
-              "({3}) and at least {4} of activations at batch {5}, seq {6}",
+              "({3}) and at least {4} of activations{5} at batch {6}, seq {7}",
               formatBytes(m.total()), budget.what, formatBytes(m.weightBytes),
-              detail, formatBytes(m.activationBytes), limits.maxBatch,
+              detail, formatBytes(m.activationBytes), cache, limits.maxBatch,
               limits.maxSeqLen)
           .str();
   return ConfigDiagnostic{ConfigDiagnostic::Kind::Error, line, column,

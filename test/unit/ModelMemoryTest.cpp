@@ -1,9 +1,9 @@
 //===- ModelMemoryTest.cpp - the memory a model description needs ---------===//
 //
-// The weight count must equal what the frontend declares (every tfm.param
-// of the built module), for every architecture and option that adds
-// parameters; a model over the budget fails with the sizes that make it
-// big, at the key that dominates.
+// The weight and cache counts must equal what the frontend declares (every
+// tfm.param and tfm.kv_cache of the built module), for every architecture
+// and option that adds parameters or caches; a model over the budget fails with
+// the sizes that make it big, at the key that dominates.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,27 +32,39 @@ ModelConfig parse(const std::string &json, ConfigPositions *positions) {
   return c.value_or(ModelConfig());
 }
 
-/// Bytes of every tfm.param of the module built for `json`.
-double declaredBytes(const std::string &json) {
+struct Declared {
+  double paramBytes = 0, cacheBytes = 0;
+};
+
+/// Bytes of every tfm.param and tfm.kv_cache (keys and values) of the
+/// module built for `json` at batch 2.
+Declared declaredBytes(const std::string &json) {
   ModelConfig c = parse(json, nullptr);
   mlir::MLIRContext context;
   mlir::OwningOpRef<mlir::ModuleOp> m =
-      buildModel(context, c, {c.maxSeqLen, 1}, "m.json");
-  double bytes = 0;
+      buildModel(context, c, {c.maxSeqLen, 2}, "m.json");
+  Declared bytes;
   for (mlir::tfm::ParamOp p : m->getBody()->getOps<mlir::tfm::ParamOp>())
-    bytes +=
+    bytes.paramBytes +=
         4.0 *
         double(
             mlir::cast<mlir::RankedTensorType>(p.getType()).getNumElements());
+  for (mlir::tfm::KVCacheDeclOp k :
+       m->getBody()->getOps<mlir::tfm::KVCacheDeclOp>()) {
+    auto t = mlir::cast<mlir::tfm::KVCacheType>(k.getType());
+    bytes.cacheBytes += 2 * 4.0 * double(t.getMaxBatch()) *
+                        double(t.getHeads()) * double(t.getMaxSeq()) *
+                        double(t.getHeadDim());
+  }
   return bytes;
 }
 
-double estimatedBytes(const std::string &json) {
+MemoryEstimate estimate(const std::string &json) {
   ModelConfig c = parse(json, nullptr);
-  return estimateModelMemory(c, {c.maxSeqLen, 1}).weightBytes;
+  return estimateModelMemory(c, {c.maxSeqLen, 2});
 }
 
-TEST(ModelMemoryTest, WeightCountMatchesTheDeclaredParameters) {
+TEST(ModelMemoryTest, CountsMatchTheDeclaredParametersAndCaches) {
   const char *base = R"("d_model": 24, "num_heads": 3, "d_ff": 40,
                         "max_seq_len": 11, )";
   for (std::string extra : {
@@ -74,7 +86,10 @@ TEST(ModelMemoryTest, WeightCountMatchesTheDeclaredParameters) {
               "attention_score": "bilinear")",
        }) {
     std::string json = "{" + std::string(base) + extra + "}";
-    EXPECT_EQ(estimatedBytes(json), declaredBytes(json)) << json;
+    Declared declared = declaredBytes(json);
+    MemoryEstimate estimated = estimate(json);
+    EXPECT_EQ(estimated.weightBytes, declared.paramBytes) << json;
+    EXPECT_EQ(estimated.cacheBytes, declared.cacheBytes) << json;
   }
 }
 
@@ -108,7 +123,8 @@ TEST(ModelMemoryTest, TooBigForTheBudget) {
             "this model needs 275 GB of memory, more than this machine's 26 "
             "GB: 275 GB of weights (vocab_size 16777216 x d_model 4096: 275 "
             "GB; 1 layers of d_model 4096, d_ff 1: 269 MB) and at least 67 "
-            "MB of activations at batch 1, seq 1");
+            "MB of activations and 33 KB of key/value cache at batch 1, seq "
+            "1");
 
   // d_model 2^24 makes the layers the biggest part.
   ConfigPositions wide;

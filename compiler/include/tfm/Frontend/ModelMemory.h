@@ -33,8 +33,12 @@ struct MemoryEstimate {
   /// limits: the hidden state, Q/K/V, the feed-forward's hidden layer and
   /// the output, each [batch, seq, width] float32.
   double activationBytes = 0;
+  /// The key/value caches of generation (models with @prefill/@decode),
+  /// allocated with the model: keys and values of every decoder layer's
+  /// self-attention (and cross-attention) at the compile limits.
+  double cacheBytes = 0;
 
-  double total() const { return weightBytes + activationBytes; }
+  double total() const { return weightBytes + activationBytes + cacheBytes; }
 };
 
 MemoryEstimate estimateModelMemory(const ModelConfig &config,
