@@ -77,10 +77,14 @@ bool generate(ModelInstance &instance, const InputView *inputs,
   int64_t batch = prompt.batch, promptLength = prompt.seq;
   int64_t n = options.newTokens, vocab = model.outputWidth;
   if (promptLength + n > model.maxSeqLen) {
-    error = "the prompt (" + std::to_string(promptLength) + " tokens) and " +
-            std::to_string(n) + " new tokens exceed the compiled maximum " +
-            "sequence length " + std::to_string(model.maxSeqLen) +
-            " (tfm-compile --max-seq-len)";
+    auto tokens = [](int64_t count) {
+      return std::to_string(count) + (count == 1 ? " token" : " tokens");
+    };
+    error = std::string(model.numInputs > 1 ? "the start of tgt ("
+                                            : "the prompt (") +
+            tokens(promptLength) + ") and " + tokens(n) +
+            " to generate exceed the compiled maximum sequence length " +
+            std::to_string(model.maxSeqLen) + " (tfm-compile --max-seq-len)";
     return false;
   }
 

@@ -3,9 +3,11 @@
 
 `fake_generate_compile.py MODEL.json -o EXE [--max-batch N] [--max-seq-len N]`
 writes EXE, a Python script answering the contract's `--generate N` interface
-(--weights, --input input=PROMPT.npy, --output IDS.npy, --threads T,
---temperature T --top-k K --seed S, --step-logits LOGITS.npy), computed with
-run_generate.KVCacheDecoder (the torch KV cache) on the weights file.
+(--weights, --input input=PROMPT.npy for a decoder or --input src=SRC.npy
+--input tgt=TGT.npy for an encoder_decoder (tgt continued), --output IDS.npy,
+--threads T, --temperature T --top-k K --seed S, --step-logits LOGITS.npy),
+computed with run_generate.KVCacheDecoder (the torch KV cache) on the weights
+file (an encoder_decoder's `embed.weight` alone means shared embeddings).
 
 TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
   exact        correct (default): every case must PASS
@@ -20,6 +22,12 @@ TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
   int64        writes int64 ids (must FAIL: dtype)
   no_limit     accepts prompt + N > max seq len (must FAIL on too_long cases)
   crash        aborts (must FAIL: signal)
+  no_src_limit encoder_decoder: accepts a src longer than the max seq len
+               (must FAIL on encoder_decoder too_long cases)
+  src_short    encoder_decoder: the encoder sees src without its last token
+               (the first token changed for a src of length 1): must FAIL on
+               encoder_decoder cases (step logits, or greedy ids); decoders
+               are unaffected
 """
 
 import argparse
@@ -31,7 +39,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODES = ("exact", "unsupported", "noisy", "flip", "threads", "sample_nondet", "topk",
-         "no_line", "int64", "no_limit", "crash")
+         "no_line", "int64", "no_limit", "crash", "no_src_limit", "src_short")
 
 
 def compile_main(argv):
@@ -83,7 +91,13 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
         os.abort()
     cfg = reference.Config(json.loads(desc_json))
     n = args.generate
-    (name, _, path), = [s.partition("=") for s in args.input]
+    inputs = dict(s.partition("=")[::2] for s in args.input)
+    want = ["src", "tgt"] if cfg.is_encdec else ["input"]
+    if sorted(inputs) != want:
+        print("model: error: inputs %s, expected %s" % (sorted(inputs), want), file=sys.stderr)
+        return 1
+    grow = "tgt" if cfg.is_encdec else "input"
+    path = inputs[grow]
     prompt = np.load(path)
     batched = prompt.ndim == 2
     p2 = prompt if batched else prompt[None, :]
@@ -91,15 +105,33 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
         print("model: error: %s: batch %d > %d" % (path, p2.shape[0], max_batch), file=sys.stderr)
         return 1
     if p2.shape[1] + n > max_seq and mode != "no_limit":
-        print("model: error: prompt %d + --generate %d exceeds the compiled max seq len %d"
-              % (p2.shape[1], n, max_seq), file=sys.stderr)
+        print("model: error: %s %d + --generate %d exceeds the compiled max seq len %d"
+              % (grow, p2.shape[1], n, max_seq), file=sys.stderr)
         return 1
-    fm = reference.load_weights(reference.build_formula_model(cfg), st.load_file(args.weights))
-    if mode == "no_limit" and cfg.positional == "learned":
+    src = None
+    if cfg.is_encdec:
+        src = np.load(inputs["src"])
+        src = (src if src.ndim == 2 else src[None, :]).astype(np.int64)
+        if src.shape[0] != p2.shape[0]:
+            print("model: error: src batch %d != tgt batch %d" % (src.shape[0], p2.shape[0]),
+                  file=sys.stderr)
+            return 1
+        if src.shape[1] > max_seq and mode != "no_src_limit":
+            print("model: error: %s: src length %d > the compiled max seq len %d"
+                  % (inputs["src"], src.shape[1], max_seq), file=sys.stderr)
+            return 1
+        if mode == "src_short":
+            src = src[:, :-1] if src.shape[1] > 1 else (src + 1) % cfg.vocab_size
+    weights = st.load_file(args.weights)
+    shared = cfg.is_encdec and "embed.weight" in weights
+    fm = reference.load_weights(reference.build_formula_model(cfg, shared), weights)
+    if mode in ("no_limit", "no_src_limit") and cfg.positional == "learned":
         with torch.no_grad():  # let the fake run past its table
-            fm.pos_embed.weight = torch.nn.Parameter(torch.cat(
-                [fm.pos_embed.weight, torch.zeros(p2.shape[1] + n, cfg.d_model)]))
-    dec = run_generate.KVCacheDecoder(fm)
+            for name in (("src_pos_embed", "tgt_pos_embed") if cfg.is_encdec else ("pos_embed",)):
+                pe = getattr(fm, name)
+                pe.weight = torch.nn.Parameter(torch.cat(
+                    [pe.weight, torch.zeros(max(p2.shape[1] + n, max_seq + 1), cfg.d_model)]))
+    dec = run_generate.KVCacheDecoder(fm, src)
     rng = np.random.default_rng(None if mode == "sample_nondet" else args.seed)
     r = dec.step(p2.astype(np.int64))[:, -1, :].numpy()
     ids, rows = [], []

@@ -1,15 +1,28 @@
 """The table of `--generate` (incremental decoding, KV cache) cases for
-run_generate.py: a decoder model description (contract section 2), the
-prompt, how many tokens to generate, how to compile, and which extra runs
-to make (sampling, too-long prompt).
+run_generate.py: a model description (contract section 2), the prompt, how
+many tokens to generate, how to compile, and which extra runs to make
+(sampling, too-long prompt).
 
+Decoder models (`architecture: decoder`): the prompt is the `input` ids.
 Issue 8 acceptance: every positional kind (sinusoidal, learned, rope half,
 rope interleaved, none) with both norms (pre, post): ten models, which also
 carry the other features (score kinds, batch 2, prompt length 1, unbatched
 prompt, tied/untied heads, int32/int64 ids, --max-seq-len, sampling, the
 too-long check), so that the whole run needs only a dozen compiles.
 
-`check_coverage()` asserts that every required feature is exercised;
+Encoder-decoder models (`architecture: encoder_decoder`, generating the
+target): the prompt is `src` (fixed, `GenCase.src`) and the decoder's start
+`tgt` (`GenCase.prompt`, continued by the new tokens).  Six models cover
+every positional kind, both norms, every score kind, batch 1, batch 2 and no
+batch dimension, a tgt start of length 1 and longer, src longer and shorter
+than tgt, separate src/tgt embeddings and one shared `embed.weight`, a head
+tied to the target embedding and an untied one, different encoder and
+decoder depths, int32/int64 ids (also mixed), --max-seq-len with
+tgt + N == the limit (and src above the model's max_seq_len), sampling,
+and the too-long checks (tgt + N, and src, above the limit).
+
+`check_coverage()` asserts that every required feature is exercised, for
+both architectures (encoder_decoder features are prefixed `encdec `);
 `/usr/bin/python3 generate_cases.py -v` prints the map.
 """
 
@@ -31,8 +44,10 @@ from cases import Input  # noqa: E402  (seq, batch (None: no batch dim), dtype)
 class GenCase:
     name: str
     model: Dict
-    prompt: Input
+    prompt: Input                        # decoder: `input`; encoder_decoder: the `tgt` start
     new_tokens: int = 20
+    src: Optional[Input] = None          # encoder_decoder: the `src` ids (same batch as prompt)
+    shared_embeddings: bool = False      # encoder_decoder: one `embed.weight` (tied head uses it)
     max_batch: Optional[int] = None      # --max-batch (default: the prompt's batch, if > 1)
     max_seq_len: Optional[int] = None    # --max-seq-len (default: none passed, the model's)
     weight_dtype: str = "F32"
@@ -74,11 +89,17 @@ def _model(name, **kw):
     m = dict(name=name, architecture="decoder", d_model=32, num_heads=4, d_ff=64, num_layers=2,
              max_seq_len=32, vocab_size=64)
     m.update(kw)
-    return m
+    return {k: v for k, v in m.items() if v is not None}   # num_layers=None: drop the key
 
 
 def gen(name, prompt, model=None, **kw):
     return GenCase(name, _model(name, **(model or {})), prompt, **kw)
+
+
+def gen_ed(name, src, tgt, model=None, **kw):
+    """An encoder_decoder case: src fixed, tgt the decoder's start."""
+    return GenCase(name, _model(name, architecture="encoder_decoder", **(model or {})), tgt,
+                   src=src, **kw)
 
 
 def prompt(seq, batch=1, dtype="int64"):
@@ -118,6 +139,32 @@ CASES = [
     # ---- weights in bf16 (rounded values are what both sides use) ---------------
     gen("gen_pre_rope_weights_bf16", prompt(4), dict(positional="rope", norm="pre",
                                                      num_layers=1), weight_dtype="BF16", seed=2),
+    # ---- encoder_decoder: src fixed, tgt continued -----------------------------
+    gen_ed("gen_ed_sinusoidal_post_tgt1", prompt(9), prompt(1), extras=("too_long",), seed=33,
+           weight_gain=8.0,
+           note="defaults; src 9, tgt start of length 1; separate src/tgt embeddings, head tied to "
+                "tgt_embed"),
+    gen_ed("gen_ed_learned_pre_untied_unbatched", prompt(7, batch=None, dtype="int32"),
+           prompt(4, batch=None, dtype="int32"),
+           dict(positional="learned", norm="pre", attention_score="bilinear", activation="gelu",
+                tie_embeddings=False), extras=("too_long",), seed=26,
+           note="no batch dimension: ids [N], step logits [N,1,V]; untied lm_head"),
+    gen_ed("gen_ed_rope_half_post_batch2_dot", prompt(9, batch=2), prompt(4, batch=2, dtype="int32"),
+           dict(positional="rope", attention_score="dot"), extras=("sample",), seed=53, weight_gain=2.0,
+           note="two src/tgt pairs (src int64, tgt int32); greedy and sampled"),
+    gen_ed("gen_ed_rope_interleaved_pre_additive_shared", prompt(5), prompt(1),
+           dict(positional="rope", rope_style="interleaved", norm="pre", attention_score="additive",
+                additive_dim=12, num_encoder_layers=1, num_decoder_layers=2, num_layers=None),
+           shared_embeddings=True, seed=25, weight_gain=5.0,
+           note="one embed.weight for src, tgt and the tied head; 1 encoder, 2 decoder layers"),
+    gen_ed("gen_ed_none_post_shared_untied", prompt(5, dtype="int32"), prompt(6),
+           dict(positional="none", embedding_scale="sqrt_d_model", final_norm=True,
+                tie_embeddings=False), shared_embeddings=True, seed=16, weight_gain=5.0,
+           note="src shorter than tgt; shared embeddings with an untied head"),
+    gen_ed("gen_ed_sinusoidal_pre_maxseq", prompt(19), prompt(7),
+           dict(max_seq_len=16, norm="pre", activation="gelu_tanh", num_encoder_layers=2,
+                num_decoder_layers=1, num_layers=None), max_seq_len=27, seed=9, weight_gain=5.0,
+           note="--max-seq-len 27 above the model's 16: src 19, tgt 7 + 20 = exactly the limit"),
 ]
 
 
@@ -141,11 +188,29 @@ def validate():
         except reference.ConfigError as e:
             problems.append("%s: %s" % (c.name, e))
             continue
-        if cfg.architecture != "decoder" or not cfg.tokens or not cfg.lm_head or not cfg.causal:
-            problems.append("%s: --generate cases are causal decoders with vocab_size and an LM head"
-                            % c.name)
+        if (cfg.architecture not in ("decoder", "encoder_decoder") or not cfg.tokens
+                or not cfg.lm_head or not cfg.causal):
+            problems.append("%s: --generate cases are causal decoders or encoder_decoders with "
+                            "vocab_size and an LM head" % c.name)
         if c.prompt.dtype not in ("int32", "int64"):
             problems.append("%s: prompt dtype %s" % (c.name, c.prompt.dtype))
+        if cfg.is_encdec:
+            if c.src is None:
+                problems.append("%s: an encoder_decoder case needs src" % c.name)
+            else:
+                if c.src.dtype not in ("int32", "int64"):
+                    problems.append("%s: src dtype %s" % (c.name, c.src.dtype))
+                if c.src.batch != c.prompt.batch:
+                    problems.append("%s: src batch %s != tgt batch %s"
+                                    % (c.name, c.src.batch, c.prompt.batch))
+                if not 1 <= c.src.seq <= c.effective_max_seq_len():
+                    problems.append("%s: src length %d not in [1, max seq len %d]"
+                                    % (c.name, c.src.seq, c.effective_max_seq_len()))
+        else:
+            if c.src is not None:
+                problems.append("%s: src is for encoder_decoder cases" % c.name)
+            if c.shared_embeddings:
+                problems.append("%s: shared embeddings are for encoder_decoder cases" % c.name)
         if c.prompt.seq < 1 or c.new_tokens < 1:
             problems.append("%s: empty prompt or no new tokens" % c.name)
         total = c.prompt.seq + c.new_tokens
@@ -176,29 +241,44 @@ def coverage():
     for c in CASES:
         cfg = reference.Config(c.model)
         n = c.name
+        a = "encdec " if cfg.is_encdec else ""   # decoder features unprefixed
         pos = cfg.positional + ("_" + cfg.rope_style if cfg.positional == "rope" else "")
-        add("positional=%s,norm=%s" % (pos, cfg.norm), n)
-        add("score=" + cfg.attention_score, n)
-        add("lm_head " + ("untied" if cfg.untied_head else "tied"), n)
-        add("prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
-        add("prompt seq=%s" % ("1" if c.prompt.seq == 1 else ">1"), n)
-        add("prompt " + c.prompt.dtype, n)
-        add("activation=" + cfg.activation, n)
+        if cfg.is_encdec:
+            add(a + "positional=" + pos, n)
+            add(a + "norm=" + cfg.norm, n)
+            add(a + "embeddings " + ("shared" if c.shared_embeddings else "separate"), n)
+            if c.src is not None:
+                add(a + "src seq%stgt seq" % ("<" if c.src.seq < c.prompt.seq else
+                                               ">" if c.src.seq > c.prompt.seq else "=="), n)
+                if c.src.dtype != c.prompt.dtype:
+                    add(a + "src dtype!=tgt dtype", n)
+                if c.src.seq > cfg.max_seq_len:
+                    add(a + "src seq>model max_seq_len", n)
+            if cfg.num_encoder_layers != cfg.num_decoder_layers:
+                add(a + "encoder layers!=decoder layers", n)
+        else:
+            add("positional=%s,norm=%s" % (pos, cfg.norm), n)
+        add(a + "score=" + cfg.attention_score, n)
+        add(a + "lm_head " + ("untied" if cfg.untied_head else "tied"), n)
+        add(a + "prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
+        add(a + "prompt seq=%s" % ("1" if c.prompt.seq == 1 else ">1"), n)
+        add(a + "prompt " + c.prompt.dtype, n)
+        add(a + "activation=" + cfg.activation, n)
         if c.max_seq_len is not None:
-            add("--max-seq-len", n)
+            add(a + "--max-seq-len", n)
         if c.prompt.seq + c.new_tokens == c.effective_max_seq_len():
-            add("prompt + N == max seq len", n)
+            add(a + "prompt + N == max seq len", n)
         if cfg.embedding_scale != "none":
-            add("embedding_scale", n)
+            add(a + "embedding_scale", n)
         if "final_norm" in c.model:
-            add("final_norm override", n)
+            add(a + "final_norm override", n)
         if "rope_base" in c.model:
-            add("rope_base!=default", n)
-        add("weights " + c.weight_dtype, n)
+            add(a + "rope_base!=default", n)
+        add(a + "weights " + c.weight_dtype, n)
         for e in c.extras:
-            add("extra " + e, n)
+            add(a + "extra " + e, n)
         if "sample" in c.extras and (c.prompt.batch or 1) > 1:
-            add("sample batch>1", n)
+            add(a + "sample batch>1", n)
     return feats
 
 
@@ -210,6 +290,18 @@ REQUIRED = (
     + ["prompt batch=none", "prompt batch=1", "prompt batch=2", "prompt seq=1", "prompt seq=>1",
        "prompt int32", "prompt int64", "--max-seq-len", "prompt + N == max seq len",
        "extra sample", "extra too_long", "sample batch>1"]
+    # encoder_decoder (prompt = the tgt start; src fixed)
+    + ["encdec positional=" + p for p in ("sinusoidal", "learned", "rope_half", "rope_interleaved", "none")]
+    + ["encdec norm=pre", "encdec norm=post"]
+    + ["encdec score=" + s for s in ("scaled_dot", "dot", "bilinear", "additive")]
+    + ["encdec lm_head tied", "encdec lm_head untied", "encdec embeddings shared",
+       "encdec embeddings separate"]
+    + ["encdec prompt batch=none", "encdec prompt batch=1", "encdec prompt batch=2",
+       "encdec prompt seq=1", "encdec prompt seq=>1", "encdec prompt int32", "encdec prompt int64",
+       "encdec src seq>tgt seq", "encdec src seq<tgt seq", "encdec src dtype!=tgt dtype",
+       "encdec encoder layers!=decoder layers", "encdec --max-seq-len",
+       "encdec prompt + N == max seq len", "encdec src seq>model max_seq_len",
+       "encdec extra sample", "encdec extra too_long"]
 )
 
 

@@ -1,25 +1,38 @@
 #!/usr/bin/python3
 """End-to-end tests of `--generate` (incremental decoding with a KV cache)
-against PyTorch.
+against PyTorch, for decoder and encoder_decoder models.
+
+The prompt: a decoder's `input` ids; for an encoder_decoder (generating the
+target, contract section 4) `src`, fixed for the whole generation, and `tgt`,
+the decoder's start, which the new tokens continue.  Below, "the sequence"
+is what grows (input, or tgt); every forward of an encoder_decoder also gets
+the case's src.
 
 For each case of generate_cases.py:
   1. write CASE.json, make the weights (reference.make_weights, fixed seed,
      the layers' matrices times the case's weight_gain so that greedy paths
-     vary), save them as safetensors and read them back; write the prompt;
+     vary; encoder_decoder: src_embed/tgt_embed, or one shared embed.weight),
+     save them as safetensors and read them back; write the prompt
+     (prompt.npy; encoder_decoder: src.npy and tgt.npy);
   2. the reference, on the weights as read back: PyTorch's greedy loop, i.e.
      the from-the-formulas model (reference.py (b)) run as a full forward
-     over the growing sequence, taking the argmax of the last row (ties: the
-     lowest id), in float32.  Checks of the reference itself: the loop is
-     bit-reproducible; an independent KV-cache implementation in torch
-     (KVCacheDecoder below) gives the same ids and the same logits within
-     1e-5 (relative above 1); the last row of a forward over each prefix
-     equals the matching row of one forward over the whole sequence; where
-     PyTorch's own modules (reference.py (a)) express the model they agree
+     over the growing sequence (encoder_decoder: fm(src=SRC, tgt=growing),
+     the encoder recomputed each time), taking the argmax of the last row
+     (ties: the lowest id), in float32.  Checks of the reference itself: the
+     loop is bit-reproducible; an independent KV-cache implementation in
+     torch (KVCacheDecoder below; encoder_decoder: the encoder run once, the
+     cross-attention keys/values projected from the memory once, a
+     self-attention cache per decoder layer) gives the same ids and the same
+     logits within 1e-5 (relative above 1); the last row of a forward over
+     each prefix equals the matching row of one forward over the whole
+     sequence (causal); where PyTorch's own modules (reference.py (a):
+     nn.TransformerEncoder, nn.Transformer) express the model they agree
      with (b); the fp32 logits are within a tenth of the tolerance of a
      float64 run (well-conditioned);
   3. tfm-compile CASE.json -o CASE.exe [--max-batch N] [--max-seq-len N];
-  4. CASE.exe --generate N --weights W --input input=PROMPT --output IDS
-     --step-logits LOGITS --threads 1, and again with --threads 2:
+  4. CASE.exe --generate N --weights W --input input=PROMPT (encoder_decoder:
+     --input src=SRC --input tgt=TGT) --output IDS --step-logits LOGITS
+     --threads 1, and again with --threads 2:
      * IDS int32 [N] or [batch, N] (batch dim iff the prompt had one), ids
        in range; LOGITS float32 [N, batch, vocab] (batch 1 for an unbatched
        prompt), finite; the last stdout line is
@@ -38,8 +51,9 @@ For each case of generate_cases.py:
      with --threads 2 (same ids), ids in range and within the top K of their
      step logits, step logits against the reference on the sampled prefix
      (raw logits, or divided by T), and another seed (reported, may differ);
-     "too_long": prompt + N > the compiled max seq len must exit 1 with a
-     message.
+     "too_long": prompt (encoder_decoder: tgt) + N > the compiled max seq len
+     must exit 1 with a message, and for encoder_decoder a src one token
+     longer than the limit too (with --generate 1).
 
 One line per case (PASS/FAIL), the last line `N passed, M failed`; the exit
 status is 1 if any case failed, 2 if the case table is invalid or no case
@@ -48,22 +62,26 @@ with its message, like any other failure.
 
 --reference-only does steps 1-2 only, and also fails a case whose reference
 greedy path has a step where the top two logits are within 2*tol (pick
-another seed for it).
+another seed for it).  --self-test checks the helpers, and the torch KV cache
+(decoder and encoder_decoder, prefill in one chunk, in pieces and token by
+token, several src lengths) against full forwards.
 
 Run with Debian's /usr/bin/python3 (it has python3-torch 1.13):
 
   run_generate.py --tfm-compile build/bin/tfm-compile --work-dir /tmp/gen [-k FILTER] [-j N]
-  run_generate.py --reference-only --work-dir /tmp/gen-ref   # torch side only (~15 s)
-  run_generate.py --self-test                                # the harness's helpers (~2 s)
+  run_generate.py --reference-only --work-dir /tmp/gen-ref   # torch side only (~5 s)
+  run_generate.py --self-test                                # the harness's helpers (~3 s)
   run_generate.py --list                                     # the cases
   generate_cases.py -v                                       # table problems, coverage map
   # the harness against a fake compiler (see fake_generate_compile.py for the modes)
   TFM_FAKE_GEN_MODE=flip run_generate.py --tfm-compile fake_generate_compile.py --work-dir /tmp/gf -k batch2
+  TFM_FAKE_GEN_MODE=src_short run_generate.py --tfm-compile fake_generate_compile.py --work-dir /tmp/gf -k 'gen_ed_*'
 
-Each case's directory keeps NAME.json, weights.safetensors, prompt.npy,
-ref_ids.npy, ref_step_logits.npy, NAME.exe, and per run TAG.cmd,
-TAG.stdout, TAG.stderr, ids_TAG.npy, step_logits_TAG.npy (TAG: greedy_t1,
-greedy_t2, sample_a, sample_b, sample_t2, sample_other_seed, too_long).
+Each case's directory keeps NAME.json, weights.safetensors, prompt.npy
+(encoder_decoder: src.npy, tgt.npy), ref_ids.npy, ref_step_logits.npy,
+NAME.exe, and per run TAG.cmd, TAG.stdout, TAG.stderr, ids_TAG.npy,
+step_logits_TAG.npy (TAG: greedy_t1, greedy_t2, sample_a, sample_b,
+sample_t2, sample_other_seed, too_long, too_long_src with src_too_long.npy).
 """
 
 import argparse
@@ -139,29 +157,46 @@ def _torch():
     return torch
 
 
-def last_rows(fm, seqs):
-    """Logits of the last position of a full forward over seqs [B, L] (numpy
-    ids) with the formula model fm: numpy [B, V] in fm's dtype."""
+def model_inputs(cfg, seqs, src=None):
+    """The keyword inputs of a forward over the growing sequence seqs [B, L]
+    (numpy ids): `input` for a decoder; `src` (fixed, [B, S]) and `tgt` for
+    an encoder_decoder, whose target is what generation continues."""
+    torch = _torch()
+
+    def t(a):
+        return torch.from_numpy(np.ascontiguousarray(a, dtype=np.int64))
+    if cfg.is_encdec:
+        if src is None:
+            raise ValueError("an encoder_decoder forward needs src")
+        return {"src": t(src), "tgt": t(seqs)}
+    if src is not None:
+        raise ValueError("src is for encoder_decoder models")
+    return {"input": t(seqs)}
+
+
+def full_rows(fm, seqs, src=None):
+    """Logits of every position of a full forward over seqs [B, L] (numpy
+    ids; encoder_decoder: the target, with the source src [B, S]) with the
+    formula model fm: numpy [B, L, V] in fm's dtype."""
     torch = _torch()
     with torch.no_grad():
-        out = fm(input=torch.from_numpy(np.ascontiguousarray(seqs, dtype=np.int64)))
-    return out[:, -1, :].numpy()
+        return fm(**model_inputs(fm.cfg, seqs, src)).numpy()
 
 
-def full_rows(fm, seqs):
-    torch = _torch()
-    with torch.no_grad():
-        return fm(input=torch.from_numpy(np.ascontiguousarray(seqs, dtype=np.int64))).numpy()
+def last_rows(fm, seqs, src=None):
+    """The last position's logits of full_rows: numpy [B, V]."""
+    return full_rows(fm, seqs, src)[:, -1, :]
 
 
-def greedy_full(fm, prompt2d, n):
+def greedy_full(fm, prompt2d, n, src=None):
     """PyTorch's greedy loop: a full forward over the growing sequence each
-    step, argmax of the last row.  Returns ids [B, n] int64 and the logits
-    each id was chosen from [n, B, V]."""
+    step (encoder_decoder: the target grows, src stays), argmax of the last
+    row.  Returns ids [B, n] int64 and the logits each id was chosen from
+    [n, B, V]."""
     seq = np.array(prompt2d, dtype=np.int64)
     ids, rows = [], []
     for _ in range(n):
-        r = last_rows(fm, seq)
+        r = last_rows(fm, seq, src)
         nxt = argmax_lowest(r)
         rows.append(r)
         ids.append(nxt)
@@ -169,51 +204,92 @@ def greedy_full(fm, prompt2d, n):
     return np.stack(ids, axis=1), np.stack(rows, axis=0)
 
 
-def logits_on_prefix(fm, prompt2d, ids):
+def logits_on_prefix(fm, prompt2d, ids, src=None):
     """Row t: the last row of a full forward over prompt + ids[:, :t]."""
     seq = np.concatenate([np.asarray(prompt2d, np.int64), np.asarray(ids, np.int64)], axis=1)
     L = prompt2d.shape[1]
-    return np.stack([last_rows(fm, seq[:, : L + t]) for t in range(ids.shape[1])], axis=0)
+    return np.stack([last_rows(fm, seq[:, : L + t], src) for t in range(ids.shape[1])], axis=0)
 
 
 class KVCacheDecoder:
     """Incremental decoding written independently of FormulaModel.forward,
-    from the same parameters (a decoder FormulaModel): each layer keeps the
-    keys (after rope) and values of every position so far; a call processes
-    a chunk of new tokens at positions pos..pos+S-1 attending to the cache
-    and to themselves (causally).  Prefill is one chunk, each decode step a
-    chunk of one."""
+    from the same parameters (a causal decoder or encoder_decoder
+    FormulaModel, token inputs).  Each (decoder-stack) layer keeps the
+    self-attention keys (after rope) and values of every position so far; a
+    call of step() processes a chunk of new tokens at positions
+    pos..pos+S-1 attending to the cache and to themselves (causally).
+    Prefill is one chunk, each decode step a chunk of one.
 
-    def __init__(self, fm):
+    encoder_decoder: construct with src [B, S] ids; reset() runs the encoder
+    over src once (not causal, rope over src positions) and projects each
+    decoder layer's cross-attention keys and values from the memory once;
+    step() then attends to those (never causal, never rotated).  Target
+    positions start at 0."""
+
+    def __init__(self, fm, src=None):
         import reference as R
         self.R = R
         self.fm = fm
-        self.cfg = fm.cfg
-        if self.cfg.is_encdec or not self.cfg.tokens or not self.cfg.causal:
-            raise ValueError("KVCacheDecoder is for causal decoders with token inputs")
+        self.cfg = cfg = fm.cfg
+        if not cfg.tokens or not cfg.causal or cfg.architecture not in ("decoder", "encoder_decoder"):
+            raise ValueError("KVCacheDecoder is for causal decoders and encoder_decoders with token inputs")
+        if cfg.is_encdec:
+            if src is None:
+                raise ValueError("an encoder_decoder KVCacheDecoder needs src")
+            self.src = torch_ids(src)
+            self.layers, self.final_norm = fm.decoder.layers, fm.decoder.norm
+        else:
+            if src is not None:
+                raise ValueError("src is for encoder_decoder models")
+            self.src = None
+            self.layers, self.final_norm = fm.layers, fm.norm
+        self.dtype = next(fm.parameters()).dtype
         self.reset()
 
     def reset(self):
-        self.cache = [None] * len(self.fm.layers)
+        self.cache = [None] * len(self.layers)
         self.pos = 0
+        self.cross = None
+        if self.src is not None:
+            self.cross = self._encode(self.src)
 
-    def _attn(self, attn, x, li, rope):
-        torch = _torch()
-        R = self.R
+    # -- pieces, from the formulas ---------------------------------------------
+    def _embed(self, ids, which, p0, p1):
+        cfg, fm, R = self.cfg, self.fm, self.R
+        if not cfg.is_encdec or fm.shared_embeddings:
+            table = fm.embed.weight
+        else:
+            table = fm.src_embed.weight if which == "src" else fm.tgt_embed.weight
+        x = table[ids]
+        if cfg.embedding_scale == "sqrt_d_model":
+            x = x * math.sqrt(cfg.d_model)
+        if cfg.positional == "sinusoidal":
+            x = x + R.sinusoidal_table(p1, cfg.d_model)[p0:p1].to(self.dtype)
+        elif cfg.positional == "learned":
+            pe = fm.pos_embed if not cfg.is_encdec else (
+                fm.src_pos_embed if which == "src" else fm.tgt_pos_embed)
+            x = x + pe.weight[p0:p1]
+        return x
+
+    def _rope(self, p0, p1):
+        cfg = self.cfg
+        if cfg.positional != "rope":
+            return None
+        cos, sin = self.R.rope_cos_sin(p1, cfg.head_dim, cfg.rope_base)
+        return cos[p0:p1].to(self.dtype), sin[p0:p1].to(self.dtype), cfg.rope_style
+
+    def _proj(self, attn, x, part):
+        """Q (part 0), K (1) or V (2) of x [B, S, D] as [B, H, S, dk]."""
         b, s, d = x.shape
-        h, dk = attn.num_heads, attn.head_dim
         w, bias = attn.in_proj_weight, attn.in_proj_bias
-        q = R.linear(x, w[:d], bias[:d]).reshape(b, s, h, dk).transpose(1, 2)
-        k = R.linear(x, w[d:2 * d], bias[d:2 * d]).reshape(b, s, h, dk).transpose(1, 2)
-        v = R.linear(x, w[2 * d:], bias[2 * d:]).reshape(b, s, h, dk).transpose(1, 2)
-        if rope is not None:
-            cos, sin, style = rope
-            q = R.apply_rope(q, cos, sin, style)
-            k = R.apply_rope(k, cos, sin, style)
-        if self.cache[li] is not None:
-            k = torch.cat([self.cache[li][0], k], dim=2)
-            v = torch.cat([self.cache[li][1], v], dim=2)
-        self.cache[li] = (k, v)
+        y = self.R.linear(x, w[part * d:(part + 1) * d], bias[part * d:(part + 1) * d])
+        return y.reshape(b, s, attn.num_heads, attn.head_dim).transpose(1, 2)
+
+    def _attend(self, attn, q, k, v, causal_from=None):
+        """Scores, mask (key position j > query position causal_from + i),
+        softmax, values, out_proj."""
+        torch, R = _torch(), self.R
+        b, h, s, dk = q.shape
         kind = attn.score_kind
         if kind == "scaled_dot":
             sc = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dk)
@@ -221,42 +297,81 @@ class KVCacheDecoder:
             sc = torch.matmul(q, k.transpose(-1, -2))
         else:
             sc = attn.score(q, k)
-        qpos = torch.arange(self.pos, self.pos + s)[:, None]
-        kpos = torch.arange(k.shape[2])[None, :]
-        sc = sc.masked_fill(kpos > qpos, float("-inf"))
+        if causal_from is not None:
+            qpos = torch.arange(causal_from, causal_from + s)[:, None]
+            kpos = torch.arange(k.shape[2])[None, :]
+            sc = sc.masked_fill(kpos > qpos, float("-inf"))
         p = R.softmax_last(sc)
-        o = torch.matmul(p, v).transpose(1, 2).reshape(b, s, d)
+        o = torch.matmul(p, v).transpose(1, 2).reshape(b, s, h * dk)
         return attn.out_proj(o)
+
+    def _self_attn(self, attn, x, rope, li=None):
+        """Self-attention of x; li: the cached decoder layer (causal), None:
+        the encoder (no cache, not causal)."""
+        torch, R = _torch(), self.R
+        q, k, v = (self._proj(attn, x, i) for i in range(3))
+        if rope is not None:
+            cos, sin, style = rope
+            q = R.apply_rope(q, cos, sin, style)
+            k = R.apply_rope(k, cos, sin, style)
+        if li is None:
+            return self._attend(attn, q, k, v)
+        if self.cache[li] is not None:
+            k = torch.cat([self.cache[li][0], k], dim=2)
+            v = torch.cat([self.cache[li][1], v], dim=2)
+        self.cache[li] = (k, v)
+        return self._attend(attn, q, k, v, causal_from=self.pos)
+
+    def _encode(self, src):
+        """The encoder over src, once; returns each decoder layer's
+        cross-attention (K, V) projected from the memory."""
+        torch, fm = _torch(), self.fm
+        with torch.no_grad():
+            s = src.shape[1]
+            x = self._embed(src, "src", 0, s)
+            rope = self._rope(0, s)
+            for layer in fm.encoder.layers:
+                if self.cfg.norm == "pre":
+                    x = x + self._self_attn(layer.self_attn, layer.norm1(x), rope)
+                    x = x + layer.ff(layer.norm2(x))
+                else:
+                    x = layer.norm1(x + self._self_attn(layer.self_attn, x, rope))
+                    x = layer.norm2(x + layer.ff(x))
+            if fm.encoder.norm is not None:
+                x = fm.encoder.norm(x)
+            return [(self._proj(layer.multihead_attn, x, 1), self._proj(layer.multihead_attn, x, 2))
+                    for layer in self.layers]
+
+    def _cross(self, layer, li, x):
+        k, v = self.cross[li]
+        return self._attend(layer.multihead_attn, self._proj(layer.multihead_attn, x, 0), k, v)
 
     def step(self, ids):
         """ids [B, S] (numpy or tensor): the logits [B, S, V] of the new positions."""
-        torch = _torch()
-        R, fm, cfg = self.R, self.fm, self.cfg
-        dt = next(fm.parameters()).dtype
+        torch, fm, cfg = _torch(), self.fm, self.cfg
         with torch.no_grad():
-            ids = torch.as_tensor(np.asarray(ids, dtype=np.int64))
-            b, s = ids.shape
+            ids = torch_ids(ids)
+            s = ids.shape[1]
             p0, p1 = self.pos, self.pos + s
-            x = fm.embed.weight[ids]
-            if cfg.embedding_scale == "sqrt_d_model":
-                x = x * math.sqrt(cfg.d_model)
-            if cfg.positional == "sinusoidal":
-                x = x + R.sinusoidal_table(p1, cfg.d_model)[p0:p1].to(dt)
-            elif cfg.positional == "learned":
-                x = x + fm.pos_embed.weight[p0:p1]
-            rope = None
-            if cfg.positional == "rope":
-                cos, sin = R.rope_cos_sin(p1, cfg.head_dim, cfg.rope_base)
-                rope = (cos[p0:p1].to(dt), sin[p0:p1].to(dt), cfg.rope_style)
-            for li, layer in enumerate(fm.layers):
+            x = self._embed(ids, "tgt", p0, p1)
+            rope = self._rope(p0, p1)
+            for li, layer in enumerate(self.layers):
                 if cfg.norm == "pre":
-                    x = x + self._attn(layer.self_attn, layer.norm1(x), li, rope)
-                    x = x + layer.ff(layer.norm2(x))
+                    x = x + self._self_attn(layer.self_attn, layer.norm1(x), rope, li)
+                    if cfg.is_encdec:
+                        x = x + self._cross(layer, li, layer.norm2(x))
+                        x = x + layer.ff(layer.norm3(x))
+                    else:
+                        x = x + layer.ff(layer.norm2(x))
                 else:
-                    x = layer.norm1(x + self._attn(layer.self_attn, x, li, rope))
-                    x = layer.norm2(x + layer.ff(x))
-            if fm.norm is not None:
-                x = fm.norm(x)
+                    x = layer.norm1(x + self._self_attn(layer.self_attn, x, rope, li))
+                    if cfg.is_encdec:
+                        x = layer.norm2(x + self._cross(layer, li, x))
+                        x = layer.norm3(x + layer.ff(x))
+                    else:
+                        x = layer.norm2(x + layer.ff(x))
+            if self.final_norm is not None:
+                x = self.final_norm(x)
             self.pos = p1
             return fm._head(x)
 
@@ -271,6 +386,10 @@ class KVCacheDecoder:
             if t + 1 < n:
                 r = self.step(nxt[:, None])[:, -1, :].numpy()
         return np.stack(ids, axis=1), np.stack(rows, axis=0)
+
+
+def torch_ids(a):
+    return _torch().as_tensor(np.asarray(a, dtype=np.int64))
 
 
 def min_gap(rows):
@@ -301,11 +420,12 @@ def prepare_reference(case, case_dir, strict_margin):
         f.write("\n")
     info["model"] = model_path
 
-    weights = R.make_weights(cfg, seed)
+    shared = case.shared_embeddings
+    weights = R.make_weights(cfg, seed, shared)
     if case.weight_gain != 1.0:
         gained = ("in_proj_weight", "out_proj.weight", "linear1.weight", "linear2.weight")
         weights = {k: (v * case.weight_gain if k.endswith(gained) else v) for k, v in weights.items()}
-    if {k: tuple(v.shape) for k, v in weights.items()} != R.expected_weights(cfg):
+    if {k: tuple(v.shape) for k, v in weights.items()} != R.expected_weights(cfg, shared):
         raise CaseFailure("internal: generated weights do not match the contract listing")
     arrays = {k: v.numpy() for k, v in weights.items()}
     wpath = os.path.join(case_dir, "weights.safetensors")
@@ -319,44 +439,57 @@ def prepare_reference(case, case_dir, strict_margin):
             raise CaseFailure("safetensors read-back: %s differs" % k)
     info["weights"] = wpath
 
+    # The prompt: decoder `input` (prompt.npy); encoder_decoder `tgt` (the
+    # decoder's start, tgt.npy) drawn first, then the fixed `src` (src.npy).
     rng = np.random.default_rng(seed)
+
+    def write_ids(spec, fname, what):
+        shape = (spec.seq,) if spec.batch is None else (spec.batch, spec.seq)
+        a = rng.integers(0, cfg.vocab_size, size=shape).astype(spec.dtype)
+        path = os.path.join(case_dir, fname)
+        np.save(path, a)
+        b = np.load(path)
+        if b.dtype != a.dtype or b.shape != a.shape or not np.array_equal(b, a):
+            raise CaseFailure("npy read-back of the %s differs" % what)
+        return a, path, (a if spec.batch is not None else a[None, :]).astype(np.int64)
     p = case.prompt
-    shape = (p.seq,) if p.batch is None else (p.batch, p.seq)
-    prompt = rng.integers(0, cfg.vocab_size, size=shape).astype(p.dtype)
-    ppath = os.path.join(case_dir, "prompt.npy")
-    np.save(ppath, prompt)
-    b = np.load(ppath)
-    if b.dtype != prompt.dtype or b.shape != prompt.shape or not np.array_equal(b, prompt):
-        raise CaseFailure("npy read-back of the prompt differs")
-    info.update(prompt_path=ppath, prompt=prompt, batched=p.batch is not None,
-                prompt2d=(prompt if p.batch is not None else prompt[None, :]).astype(np.int64))
-    prompt2d = info["prompt2d"]
+    grow = "tgt" if cfg.is_encdec else "input"
+    prompt, ppath, prompt2d = write_ids(p, "tgt.npy" if cfg.is_encdec else "prompt.npy",
+                                        "tgt start" if cfg.is_encdec else "prompt")
+    inputs = [(grow, ppath)]
+    src2d = None
+    if cfg.is_encdec:
+        _, spath, src2d = write_ids(case.src, "src.npy", "src")
+        inputs.insert(0, ("src", spath))
+    info.update(prompt_path=ppath, prompt=prompt, batched=p.batch is not None, prompt2d=prompt2d,
+                src2d=src2d, inputs=inputs)
     n = case.new_tokens
 
-    fm = R.load_weights(R.build_formula_model(cfg), back)
+    fm = R.load_weights(R.build_formula_model(cfg, shared), back)
     info["fm"] = fm
-    ref_ids, ref_rows = greedy_full(fm, prompt2d, n)
+    ref_ids, ref_rows = greedy_full(fm, prompt2d, n, src2d)
     tol = tolerance(ref_rows)
     info.update(ref_ids=ref_ids, ref_rows=ref_rows, tol=tol)
     np.save(os.path.join(case_dir, "ref_ids.npy"), ref_ids.astype(np.int32))
     np.save(os.path.join(case_dir, "ref_step_logits.npy"), ref_rows.astype(np.float32))
 
     # (i) The loop is reproducible bit for bit.
-    ids2, rows2 = greedy_full(fm, prompt2d, n)
+    ids2, rows2 = greedy_full(fm, prompt2d, n, src2d)
     if not np.array_equal(ids2, ref_ids) or rows2.tobytes() != ref_rows.tobytes():
         raise CaseFailure("reference greedy loop is not reproducible")
     # (ii) Causality: one forward over the whole sequence, row L-1+t == step t.
     L = prompt2d.shape[1]
     full_seq = np.concatenate([prompt2d, ref_ids[:, :-1]], axis=1)
-    whole = full_rows(fm, full_seq)[:, L - 1:, :].transpose(1, 0, 2)
+    whole = full_rows(fm, full_seq, src2d)[:, L - 1:, :].transpose(1, 0, 2)
     scale = max(1.0, float(np.max(np.abs(ref_rows))))
     d_whole = float(np.max(np.abs(whole.astype(np.float64) - ref_rows)))
     if d_whole / scale >= AB_BOUND:
         raise CaseFailure("reference: rows of one full forward differ from per-prefix last rows "
                           "by %.3g (not causal?)" % d_whole)
     # (iii) The independent KV-cache implementation.
-    kv_ids, kv_rows = KVCacheDecoder(fm).greedy(prompt2d, n)
-    d_kv = float(np.max(np.abs(kv_rows.astype(np.float64) - logits_on_prefix(fm, prompt2d, kv_ids))))
+    kv_ids, kv_rows = KVCacheDecoder(fm, src2d).greedy(prompt2d, n)
+    d_kv = float(np.max(np.abs(kv_rows.astype(np.float64)
+                               - logits_on_prefix(fm, prompt2d, kv_ids, src2d))))
     if d_kv / scale >= AB_BOUND:
         raise CaseFailure("reference: torch KV-cache logits differ from full recompute by %.3g" % d_kv)
     if not np.array_equal(kv_ids, ref_ids):
@@ -365,17 +498,17 @@ def prepare_reference(case, case_dir, strict_margin):
                           "row %d (%d vs %d)" % (t, bb, kv_ids[bb, t], ref_ids[bb, t]))
     # (iv) PyTorch's own modules, where they express the model.
     d_ab = None
-    tm = R.build_torch_model(cfg)
+    tm = R.build_torch_model(cfg, shared)
     if tm is not None:
         R.load_weights(tm, back)
         with torch.no_grad():
-            ya = tm(input=torch.from_numpy(full_seq)).numpy()[:, L - 1:, :].transpose(1, 0, 2)
+            ya = tm(**model_inputs(cfg, full_seq, src2d)).numpy()[:, L - 1:, :].transpose(1, 0, 2)
         d_ab = float(np.max(np.abs(ya.astype(np.float64) - ref_rows)))
         if d_ab / scale >= AB_BOUND:
             raise CaseFailure("reference (a) torch modules vs (b) formulas differ by %.3g" % d_ab)
     # (v) Conditioning: fp32 against float64.
-    fm64 = R.load_weights(R.build_formula_model(cfg).double(), back)
-    ref64 = full_rows(fm64, full_seq)[:, L - 1:, :].transpose(1, 0, 2)
+    fm64 = R.load_weights(R.build_formula_model(cfg, shared).double(), back)
+    ref64 = full_rows(fm64, full_seq, src2d)[:, L - 1:, :].transpose(1, 0, 2)
     cond = float(np.max(np.abs(ref_rows.astype(np.float64) - ref64)))
     if cond > CONDITIONING_FRACTION * tol:
         raise CaseFailure("ill-conditioned case: fp32 reference is %.3g from float64 (tolerance %.3g)"
@@ -421,16 +554,18 @@ def compile_case(case, info, tfm_compile, case_dir, timeout):
     return exe
 
 
-def run_exe(exe, info, case_dir, tag, n, threads, timeout, extra=(), step_logits=True):
-    """Runs one --generate; returns (returncode, stdout, stderr, ids_path, logits_path)."""
+def run_exe(exe, info, case_dir, tag, n, threads, timeout, extra=(), step_logits=True, inputs=None):
+    """Runs one --generate (inputs: [(name, path)], default the case's
+    prompt); returns (returncode, stdout, stderr, ids_path, logits_path)."""
     ids_path = os.path.join(case_dir, "ids_%s.npy" % tag)
     lg_path = os.path.join(case_dir, "step_logits_%s.npy" % tag) if step_logits else None
     for pth in (ids_path, lg_path):
         if pth and os.path.exists(pth):
             os.remove(pth)
-    cmd = [exe, "--generate", str(n), "--weights", info["weights"],
-           "--input", "input=%s" % info["prompt_path"], "--output", ids_path,
-           "--threads", str(threads)] + list(extra)
+    cmd = [exe, "--generate", str(n), "--weights", info["weights"]]
+    for name, path in (inputs if inputs is not None else info["inputs"]):
+        cmd += ["--input", "%s=%s" % (name, path)]
+    cmd += ["--output", ids_path, "--threads", str(threads)] + list(extra)
     if lg_path:
         cmd += ["--step-logits", lg_path]
     _write(case_dir, "%s.cmd" % tag, " ".join(cmd) + "\n")
@@ -531,7 +666,7 @@ def compare_greedy(ids, ref_ids, rows, tol):
 
 def compile_and_run(case, info, tfm_compile, case_dir, timeouts):
     exe = compile_case(case, info, tfm_compile, case_dir, timeouts[0])
-    fm, prompt2d, n = info["fm"], info["prompt2d"], case.new_tokens
+    fm, prompt2d, src2d, n = info["fm"], info["prompt2d"], info["src2d"], case.new_tokens
     notes = []
 
     ids, raw1, lg = run_generate_ok(exe, info, case_dir, "greedy_t1", n, 1, timeouts[1])
@@ -543,7 +678,7 @@ def compile_and_run(case, info, tfm_compile, case_dir, timeouts):
                           "argmax %d" % (t, b, ids[b, t], am[b, t]))
     # Step logits against torch on the executable's own prefix.
     ref_ids, ref_rows = info["ref_ids"], info["ref_rows"]
-    rows = ref_rows if np.array_equal(ids, ref_ids) else logits_on_prefix(fm, prompt2d, ids)
+    rows = ref_rows if np.array_equal(ids, ref_ids) else logits_on_prefix(fm, prompt2d, ids, src2d)
     tol = tolerance(rows)
     err = check_logits("greedy_t1", lg, rows, tol)
     # Greedy ids against PyTorch's greedy loop.
@@ -591,7 +726,7 @@ def check_sampling(case, info, exe, case_dir, timeout):
                 raise CaseFailure("sampling: step %d row %d drew id %d of rank %d, outside --top-k %d"
                                   % (t, b, ids_a[b, t], rank, top_k))
     # The step logits on the sampled (non-greedy) prefix against torch.
-    rows = logits_on_prefix(fm, prompt2d, ids_a)
+    rows = logits_on_prefix(fm, prompt2d, ids_a, info["src2d"])
     tol = tolerance(rows)
     err = float(np.max(np.abs(lg_a.astype(np.float64) - rows)))
     how = "raw"
@@ -611,17 +746,36 @@ def check_sampling(case, info, exe, case_dir, timeout):
 
 
 def check_too_long(case, info, exe, case_dir, timeout):
+    """prompt (encoder_decoder: the tgt start) + N > the compiled max seq len
+    must exit 1 with a message; for encoder_decoder also a src one longer
+    than the limit (with --generate 1)."""
     limit = case.effective_max_seq_len()
-    n_bad = limit - info["prompt2d"].shape[1] + 1
-    rc, _, err, _, _ = run_exe(exe, info, case_dir, "too_long", n_bad, 1, timeout, step_logits=False)
-    if rc != 1:
-        what = ("killed by signal %d" % -rc) if rc < 0 else ("exited %d" % rc)
-        raise CaseFailure("prompt %d + --generate %d > max seq len %d: executable %s, expected exit 1 "
-                          "with a message" % (info["prompt2d"].shape[1], n_bad, limit, what))
-    if not err.strip():
-        raise CaseFailure("prompt + N > max seq len: exit 1 but no message on stderr")
-    return "too long (%d+%d > %d) rejected: %s" % (info["prompt2d"].shape[1], n_bad, limit,
-                                                   _clip(err.strip().splitlines()[-1], 100))
+    L = info["prompt2d"].shape[1]
+    what = "tgt" if info["cfg"].is_encdec else "prompt"
+    n_bad = limit - L + 1
+
+    def rejected(tag, n, inputs, desc):
+        rc, _, err, _, _ = run_exe(exe, info, case_dir, tag, n, 1, timeout, step_logits=False,
+                                   inputs=inputs)
+        if rc != 1:
+            how = ("killed by signal %d" % -rc) if rc < 0 else ("exited %d" % rc)
+            raise CaseFailure("%s: executable %s, expected exit 1 with a message" % (desc, how))
+        if not err.strip():
+            raise CaseFailure("%s: exit 1 but no message on stderr" % desc)
+        return _clip(err.strip().splitlines()[-1], 100)
+    msg = rejected("too_long", n_bad, None,
+                   "%s %d + --generate %d > max seq len %d" % (what, L, n_bad, limit))
+    note = "too long (%s %d+%d > %d) rejected: %s" % (what, L, n_bad, limit, msg)
+    if info["src2d"] is not None:
+        src = np.load(dict(info["inputs"])["src"])
+        shape = src.shape[:-1] + (limit + 1,)
+        long_src = np.random.default_rng(0).integers(0, info["cfg"].vocab_size, size=shape).astype(src.dtype)
+        spath = os.path.join(case_dir, "src_too_long.npy")
+        np.save(spath, long_src)
+        inputs = [("src", spath) if k == "src" else (k, v) for k, v in info["inputs"]]
+        msg = rejected("too_long_src", 1, inputs, "src %d > max seq len %d" % (limit + 1, limit))
+        note += "; src %d > %d rejected: %s" % (limit + 1, limit, msg)
+    return note
 
 
 # ---------------------------------------------------------------------------
@@ -740,6 +894,51 @@ def self_test():
             d = float(np.max(np.abs(np.concatenate(outs, axis=1) - full)))
             check("kv cache %s chunks %s vs full forward: %.3g" % (desc["positional"], chunks, d),
                   d < 1e-5 * max(1.0, float(np.max(np.abs(full)))))
+    # encoder_decoder: the encoder once, cross K/V once, the target in chunks;
+    # src lengths other than the target's; and src matters (not vacuous).
+    for desc, shared in ((dict(positional="rope", rope_style="interleaved", norm="pre",
+                               attention_score="additive", num_encoder_layers=1,
+                               num_decoder_layers=2), True),
+                         (dict(positional="rope", attention_score="dot", tie_embeddings=False), False),
+                         (dict(positional="learned", attention_score="bilinear", norm="pre",
+                               num_encoder_layers=2, num_decoder_layers=1), False),
+                         (dict(positional="sinusoidal", embedding_scale="sqrt_d_model"), True),
+                         (dict(positional="none", final_norm=True), False)):
+        desc = dict(dict(num_layers=2) if "num_encoder_layers" not in desc else {},
+                    architecture="encoder_decoder", d_model=16, num_heads=2, d_ff=24,
+                    max_seq_len=12, vocab_size=23, **desc)
+        cfg = R.Config(desc)
+        fm = R.load_weights(R.build_formula_model(cfg, shared), R.make_weights(cfg, 3, shared))
+        rng = np.random.default_rng(1)
+        tgt = rng.integers(0, 23, size=(2, 11))
+        label = "encdec kv cache %s%s" % (desc["positional"], " shared" if shared else "")
+        for src_len in (7, 12, 1):
+            src = rng.integers(0, 23, size=(2, src_len))
+            full = full_rows(fm, tgt, src)
+            scale = max(1.0, float(np.max(np.abs(full))))
+            for chunks in ((11,), (1, 4, 6), (1,) * 11):
+                kv = KVCacheDecoder(fm, src)
+                outs, at = [], 0
+                for c in chunks:
+                    outs.append(kv.step(tgt[:, at:at + c]).numpy())
+                    at += c
+                d = float(np.max(np.abs(np.concatenate(outs, axis=1) - full)))
+                check("%s src %d chunks %s vs full forward: %.3g" % (label, src_len, chunks, d),
+                      d < 1e-5 * scale)
+            other = src.copy()
+            other[:, 0] = (other[:, 0] + 1) % 23
+            d = float(np.max(np.abs(KVCacheDecoder(fm, other).step(tgt).numpy() - full)))
+            check("%s src %d: another src changes the logits (%.3g)" % (label, src_len, d), d > 1e-3)
+        ids_kv, rows_kv = KVCacheDecoder(fm, src).greedy(tgt[:, :1], 6)
+        ids_f, rows_f = greedy_full(fm, tgt[:, :1], 6, src)
+        d = float(np.max(np.abs(rows_kv - rows_f)))
+        check("%s greedy: same ids, logits %.3g" % (label, d),
+              np.array_equal(ids_kv, ids_f) and d < 1e-5 * max(1.0, float(np.max(np.abs(rows_f)))))
+    try:
+        KVCacheDecoder(fm)
+        check("encdec KVCacheDecoder without src is refused", False)
+    except ValueError:
+        pass
     print("run_generate self-test: %d failed" % len(fails))
     return not fails
 
