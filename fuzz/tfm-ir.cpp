@@ -3,13 +3,15 @@
 // What tfm-opt does with a file, on the tfm and func dialects: parse, then
 // verify (every tfm op's verifier and type inference). Beyond not
 // crashing: IR that verifies prints, in the custom and in the generic
-// form, to text that parses and verifies again.
+// form, to text that parses and verifies again; and the tfm-optimize
+// pipeline (with its remarks) turns it into IR that verifies.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FuzzCheck.h"
 
 #include "tfm/IR/TfmDialect.h"
+#include "tfm/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -20,6 +22,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -100,6 +103,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                    << messages;
       FUZZ_CHECK(false, "IR that verifies prints to IR that verifies");
     }
+  }
+
+  PassManager pm(&context);
+  pm.enableVerifier(false); // checked below, with the IR shown
+  tfm::OptimizePipelineOptions options;
+  options.remarks = true;
+  tfm::buildOptimizePipeline(pm, options);
+  messages.clear();
+  if (failed(pm.run(*op)) || failed(verify(*op))) {
+    llvm::errs() << "--- after tfm-optimize:\n"
+                 << print(*op, /*generic=*/true) << "\n--- diagnostics:\n"
+                 << messages;
+    FUZZ_CHECK(false, "tfm-optimize turns IR that verifies into IR that "
+                      "verifies");
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include "tfm/Frontend/ModelConfig.h"
 #include "tfm/Frontend/ModelMemory.h"
 #include "tfm/Lowering/HighwayEmitter.h"
+#include "tfm/Transforms/Passes.h"
 
 #include "NativeBuild.h"
 
@@ -17,7 +18,9 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -71,8 +74,15 @@ cl::opt<int64_t> maxSeqLen(
 cl::opt<int64_t> maxBatch("max-batch",
                           cl::desc("Largest batch the artifact accepts"),
                           cl::value_desc("N"), cl::init(1), cl::cat(category));
-cl::opt<bool> verbose("v", cl::desc("Print each stage and its time"),
+cl::opt<bool> verbose("v",
+                      cl::desc("Print each stage and its time, and the "
+                               "pipeline's remarks (as --remarks)"),
                       cl::cat(category));
+cl::opt<bool> remarks(
+    "remarks",
+    cl::desc("Print a remark for each fusion the pipeline does and each one "
+             "it does not do, with the reason"),
+    cl::cat(category));
 
 constexpr int kUserError = 1;
 constexpr int64_t kMaxSeqLen = int64_t(1) << 24;
@@ -124,6 +134,40 @@ int writeOutput(StringRef path, function_ref<void(raw_ostream &)> print) {
   print(out.os());
   out.keep();
   return 0;
+}
+
+/// `FILE:LINE:COL` of the first file location in `loc`, and the names
+/// (mlir::NameLoc) around it: where a remark points in the model description.
+void describeLocation(mlir::Location loc, std::string &file,
+                      SmallVectorImpl<std::string> &names) {
+  if (auto name = dyn_cast<mlir::NameLoc>(loc)) {
+    names.push_back(name.getName().str());
+    describeLocation(name.getChildLoc(), file, names);
+  } else if (auto fused = dyn_cast<mlir::FusedLoc>(loc)) {
+    for (mlir::Location part : fused.getLocations())
+      describeLocation(part, file, names);
+  } else if (auto fileLoc = dyn_cast<mlir::FileLineColLoc>(loc)) {
+    if (file.empty())
+      file = formatv("{0}:{1}:{2}", fileLoc.getFilename(), fileLoc.getLine(),
+                     fileLoc.getColumn())
+                 .str();
+  }
+}
+
+/// Prints the pipeline's remarks as `FILE:LINE:COL: remark: NAMES: WHAT`;
+/// other diagnostics go on to the default handling.
+LogicalResult printRemark(mlir::Diagnostic &diag) {
+  if (diag.getSeverity() != mlir::DiagnosticSeverity::Remark)
+    return failure();
+  std::string file;
+  SmallVector<std::string> names;
+  describeLocation(diag.getLocation(), file, names);
+  errs() << (file.empty() ? "tfm-compile" : file) << ": ";
+  WithColor(errs(), HighlightColor::Remark) << "remark: ";
+  if (!names.empty())
+    errs() << join(names, "+") << ": ";
+  errs() << diag << "\n";
+  return success();
 }
 
 } // namespace
@@ -223,12 +267,18 @@ int main(int argc, char **argv) {
       os << "\n";
     });
 
-  // The optimisation pipeline: empty until the fusion and tiling passes
-  // land, but already the place where --print-ir-after-all, --mlir-timing
-  // and friends apply.
+  // The optimisation pipeline (tfm-optimize), where --print-ir-after-all,
+  // --mlir-timing and friends apply.
   {
     Stage stage("run pass pipeline");
+    bool showRemarks = remarks || verbose;
+    std::optional<mlir::ScopedDiagnosticHandler> remarkHandler;
+    if (showRemarks)
+      remarkHandler.emplace(&context, printRemark);
     mlir::PassManager pm(&context);
+    mlir::tfm::OptimizePipelineOptions options;
+    options.remarks = showRemarks;
+    mlir::tfm::buildOptimizePipeline(pm, options);
     if (failed(mlir::applyPassManagerCLOptions(pm)) || failed(pm.run(*module)))
       return internalError("the pass pipeline failed");
   }

@@ -294,6 +294,7 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       .Case([&](TakeLastOp o) { return emitTakeLast(o); })
       .Case([&](FeedForwardOp o) { return emitFeedForward(o); })
       .Case([&](AddOp o) { return emitAdd(o); })
+      .Case([&](AddLayerNormOp o) { return emitAddLayerNorm(o); })
       .Case([&](func::CallOp o) { return emitCall(o); })
       .Case([&](func::ReturnOp o) { return emitReturn(o); })
       .Default([&](Operation *o) {
@@ -542,6 +543,27 @@ LogicalResult FunctionEmitter::emitAdd(AddOp op) {
   os << "  k::Add(" << a.ptr << " + r * " << width << ", " << b.ptr << " + r * "
      << width << ", " << out.ptr << " + r * " << width << ", " << width
      << ");\n";
+  os << "});\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitAddLayerNorm(AddLayerNormOp op) {
+  Buffer a = buffers[op.getLhs()];
+  Buffer b = buffers[op.getRhs()];
+  int64_t d = op.getResult().getType().getShape().back();
+  Buffer out = allocate(op.getResult(), a.dims);
+  // An unread sum is not stored: the row is summed into the output and
+  // normalised there.
+  std::string sum = "nullptr";
+  if (!op.getSum().use_empty())
+    sum = allocate(op.getSum(), a.dims).ptr + " + r * " + num(d);
+  os << "pool.parallelFor(" << product(ArrayRef<Dim>(a.dims).drop_back())
+     << ", [&](int64_t r) {\n";
+  os << "  k::AddLayerNormRow(" << a.ptr << " + r * " << d << ", " << b.ptr
+     << " + r * " << d << ", " << buffers[op.getGamma()].ptr << ", "
+     << buffers[op.getBeta()].ptr << ", "
+     << floatLiteral(op.getEps().convertToFloat()) << ", " << d << ", " << sum
+     << ", " << out.ptr << " + r * " << d << ");\n";
   os << "});\n";
   return success();
 }

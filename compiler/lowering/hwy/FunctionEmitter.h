@@ -108,6 +108,7 @@ private:
   mlir::LogicalResult emitTakeLast(mlir::tfm::TakeLastOp op);
   mlir::LogicalResult emitFeedForward(mlir::tfm::FeedForwardOp op);
   mlir::LogicalResult emitAdd(mlir::tfm::AddOp op);
+  mlir::LogicalResult emitAddLayerNorm(mlir::tfm::AddLayerNormOp op);
   mlir::LogicalResult emitCall(mlir::func::CallOp op);
   mlir::LogicalResult emitReturn(mlir::func::ReturnOp op);
 

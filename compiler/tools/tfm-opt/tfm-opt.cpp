@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/IR/TfmDialect.h"
+#include "tfm/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -16,6 +17,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllPasses();
+  mlir::tfm::registerTfmPassesAndPipelines();
   registry.insert<mlir::tfm::TfmDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry));

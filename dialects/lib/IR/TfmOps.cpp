@@ -560,21 +560,32 @@ LogicalResult SoftmaxOp::verify() {
 // Norms, feed-forward
 //===----------------------------------------------------------------------===//
 
-LogicalResult LayerNormOp::verify() {
-  Diag diag(*this);
-  RankedTensorType input = getInput().getType();
+/// What tfm.layer_norm and tfm.add_layer_norm check of their normalisation.
+static LogicalResult verifyNorm(Operation *op, RankedTensorType input,
+                                RankedTensorType gamma, RankedTensorType beta,
+                                APFloat eps) {
+  Diag diag(op);
   if (failed(expectRankAtLeast(diag, "input", input, 1, "[..., d_model]")))
     return failure();
   int64_t dModel = firstStatic({input.getDimSize(input.getRank() - 1),
-                                dimOr(getGamma().getType(), 1, 0),
-                                dimOr(getBeta().getType(), 1, 0)});
-  if (failed(expectShape(diag, "gamma", getGamma().getType(), {dModel})) ||
-      failed(expectShape(diag, "beta", getBeta().getType(), {dModel})))
+                                dimOr(gamma, 1, 0), dimOr(beta, 1, 0)});
+  if (failed(expectShape(diag, "gamma", gamma, {dModel})) ||
+      failed(expectShape(diag, "beta", beta, {dModel})))
     return failure();
-  if (!(getEps().convertToFloat() > 0.0f))
-    return emitOpError("eps must be positive, got ")
-           << getEps().convertToFloat();
+  if (!(eps.convertToFloat() > 0.0f))
+    return op->emitOpError("eps must be positive, got ")
+           << eps.convertToFloat();
   return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  return verifyNorm(*this, getInput().getType(), getGamma().getType(),
+                    getBeta().getType(), getEps());
+}
+
+LogicalResult AddLayerNormOp::verify() {
+  return verifyNorm(*this, getLhs().getType(), getGamma().getType(),
+                    getBeta().getType(), getEps());
 }
 
 LogicalResult FeedForwardOp::verify() {

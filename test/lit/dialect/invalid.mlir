@@ -1091,3 +1091,31 @@ func.func @mha_cache_access_keyword(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf3
   %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c from %p) in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// tfm.add_layer_norm
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @add_layer_norm_gamma(%x: tensor<?x?x32xf32>, %g: tensor<16xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.add_layer_norm' op gamma must be [32], got 'tensor<16xf32>'}}
+  %s, %y = tfm.add_layer_norm %x, %x, %g, %b : tensor<?x?x32xf32>, tensor<16xf32>, tensor<32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @add_layer_norm_eps(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.add_layer_norm' op eps must be positive, got 0}}
+  %s, %y = tfm.add_layer_norm %x, %x, %g, %g {eps = 0.0 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @add_layer_norm_types(%x: tensor<?x?x32xf32>, %z: tensor<2x?x32xf32>, %g: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.add_layer_norm' op failed to verify that all of {lhs, rhs, sum, result} have same type}}
+  %s, %y = "tfm.add_layer_norm"(%x, %z, %g, %g) : (tensor<?x?x32xf32>, tensor<2x?x32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>)
+  return %y : tensor<?x?x32xf32>
+}

@@ -327,3 +327,19 @@ func.func @mha_cached(%x: tensor<?x?x32xf32>, %mem: tensor<?x?x32xf32>, %pos: in
   %3 = tfm.take_last %2 : tensor<?x?x32xf32> -> tensor<?x1x32xf32>
   return %3 : tensor<?x1x32xf32>
 }
+
+// -----
+
+// The residual add and layer norm in one op (from --tfm-fuse-residual-norm);
+// eps elided at its default.
+// CHECK-LABEL: func.func @add_layer_norm(
+// CHECK-NEXT: %sum, %result = tfm.add_layer_norm %arg0, %arg1, %arg2, %arg3 : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+// CHECK-NEXT: %sum_0, %result_1 = tfm.add_layer_norm %sum, %result, %arg2, %arg3 {eps = 9.99999997E-7 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+// CHECK-NEXT: return %result_1
+// GENERIC-LABEL: sym_name = "add_layer_norm"
+// GENERIC: "tfm.add_layer_norm"(%arg0, %arg1, %arg2, %arg3) <{eps = 9.99999974E-6 : f32}> : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>)
+func.func @add_layer_norm(%x: tensor<?x?x32xf32>, %f: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  %s, %y = tfm.add_layer_norm %x, %f, %g, %b : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  %s2, %y2 = tfm.add_layer_norm %s, %y, %g, %b {eps = 1.0e-06 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %y2 : tensor<?x?x32xf32>
+}

@@ -404,6 +404,31 @@ def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
   let hasVerifier = 1;
 }
 
+def Tfm_AddLayerNormOp : Tfm_Op<"add_layer_norm",
+    [Pure, AllTypesMatch<["lhs", "rhs", "sum", "result"]>]> {
+  let summary = "residual add and layer normalisation in one pass over a row";
+  let description = [{
+    `sum = lhs + rhs` and `result = layer_norm(sum, gamma, beta, eps)` (as
+    `tfm.add` then `tfm.layer_norm`), computed row by row so the sum is
+    normalised while it is in cache. Formed by `--tfm-fuse-residual-norm`;
+    `sum` is what later residual connections read (pre-norm), unused after
+    a post-norm sublayer.
+
+    ```mlir
+    %s, %y = tfm.add_layer_norm %x, %attn, %g, %b {eps = 1.0e-05 : f32}
+        : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$lhs, Tfm_Tensor:$rhs, Tfm_Tensor:$gamma,
+                       Tfm_Tensor:$beta,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$eps);
+  let results = (outs Tfm_Tensor:$sum, Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs `,` $gamma `,` $beta attr-dict `:` type($lhs) `,` type($gamma) `,` type($beta)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_FeedForwardOp : Tfm_Op<"ffn", [Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "position-wise feed-forward: linear2(act(linear1(x)))";
   let description = [{

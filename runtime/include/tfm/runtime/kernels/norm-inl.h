@@ -12,6 +12,7 @@
 #include <cstddef>
 
 #include "hwy/highway.h"
+#include "tfm/runtime/kernels/vector-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tfm::rt::kernels {
@@ -54,6 +55,18 @@ HWY_INLINE void LayerNormRow(const float *x, const float *HWY_RESTRICT gamma,
   }
   for (; i < n; ++i)
     y[i] = (x[i] - mean) * rstd * gamma[i] + beta[i];
+}
+
+/// y = LayerNormRow(a + b): the residual add and the norm in one pass over
+/// the row, bit-identical to Add then LayerNormRow. The sum goes to `sum`,
+/// or (null) only through `y`.
+HWY_INLINE void AddLayerNormRow(const float *a, const float *b,
+                                const float *HWY_RESTRICT gamma,
+                                const float *HWY_RESTRICT beta, float eps,
+                                size_t n, float *sum, float *y) {
+  float *s = sum ? sum : y;
+  Add(a, b, s, n);
+  LayerNormRow(s, gamma, beta, eps, n, y);
 }
 
 } // namespace HWY_NAMESPACE
