@@ -20,6 +20,10 @@ Measurements are interleaved (round-robin over workloads and tools, several
 rounds); each is a process run of N timed passes after a warm-up, N chosen to
 fill a time budget.  Results: a table on stdout, bench/results/latest.md,
 latest.json and latest.png.
+
+Then "decode" (bench/decode.py): gpt2-small's decode-step latency at cache
+lengths 128 and 1024, tfm against PyTorch with a hand-kept key/value cache and
+against the memory-bandwidth bound.  Results: bench/results/decode.{md,json}.
 """
 
 import argparse
@@ -157,10 +161,13 @@ def tfm_source(tfm_compile):
 # ---------------------------------------------------------------------------
 
 class TorchWorker:
-    def __init__(self, threads, omp_wait_policy):
+    """A torch worker process (torch_worker.py, or decode_worker.py: the same
+    protocol) with `threads` threads, in the baselines' environment."""
+
+    def __init__(self, threads, omp_wait_policy, script="torch_worker.py"):
         self.threads = threads
         self.proc = subprocess.Popen(
-            ["/usr/bin/python3", os.path.join(HERE, "torch_worker.py"), str(threads)],
+            ["/usr/bin/python3", os.path.join(HERE, script), str(threads)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             env=baseline_env(threads, omp_wait_policy))
 
@@ -522,23 +529,32 @@ def table_rows(rows):
     return out
 
 
-def text_table(rows):
-    cells = [COLUMNS] + table_rows(rows)
-    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+def render_text(columns, cells, left):
+    """A plain-text table: the first `left` columns left-aligned, the others right."""
+    cells = [columns] + cells
+    widths = [max(len(r[i]) for r in cells) for i in range(len(columns))]
     lines = []
     for j, r in enumerate(cells):
-        lines.append("  ".join(s.rjust(w) if i >= 3 else s.ljust(w) for i, (s, w) in enumerate(zip(r, widths))))
+        lines.append("  ".join(s.rjust(w) if i >= left else s.ljust(w) for i, (s, w) in enumerate(zip(r, widths))))
         if j == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
-def md_table(rows):
-    lines = ["| " + " | ".join(COLUMNS) + " |",
-             "|" + "|".join("---" if i < 3 else "---:" for i in range(len(COLUMNS))) + "|"]
-    for r in table_rows(rows):
+def render_md(columns, cells, left):
+    lines = ["| " + " | ".join(columns) + " |",
+             "|" + "|".join("---" if i < left else "---:" for i in range(len(columns))) + "|"]
+    for r in cells:
         lines.append("| " + " | ".join(r) + " |")
     return "\n".join(lines)
+
+
+def text_table(rows):
+    return render_text(COLUMNS, table_rows(rows), left=3)
+
+
+def md_table(rows):
+    return render_md(COLUMNS, table_rows(rows), left=3)
 
 
 def write_chart(rows, peak, path, work):
@@ -704,7 +720,11 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="a short run (about 2 minutes)")
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     p.add_argument("--only", action="append", default=[],
-                   help="a workload (repeatable, or comma-separated); default all: " + ", ".join(WORKLOADS))
+                   help="a workload (repeatable, or comma-separated); default all: "
+                        + ", ".join(WORKLOADS) + ", decode")
+    p.add_argument("--no-decode", action="store_true", help="leave out the decode benchmark")
+    p.add_argument("--decode-runs", type=int, help="decode: runs per row (default 5, quick 2)")
+    p.add_argument("--decode-steps", type=int, default=16, help="decode: timed steps per run (default 16)")
     p.add_argument("--backends", default=",".join(BACKENDS),
                    help="tfm backends to try (those that do not compile are reported and skipped)")
     p.add_argument("--rounds", type=int, help="timed rounds after the calibration round (default 3, quick 1)")
@@ -724,15 +744,21 @@ def main(argv=None):
     if a.list:
         for n, (d, what) in WORKLOADS.items():
             print("%-16s %-45s %.3f GFLOP" % (n, what, matmul_flops(d, d["max_seq_len"]) * 1e-9))
+        print("%-16s %s" % ("decode", "gpt2-small decode steps at cache lengths 128 and 1024 (bench/decode.py)"))
         return 0
     a.threads = [int(t) for t in a.threads.split(",") if t.strip()]
     if not a.threads or min(a.threads) < 1:
         p.error("--threads: positive integers, e.g. 1,2")
     only = [n.strip() for o in a.only for n in o.split(",") if n.strip()]
-    unknown = [n for n in only if n not in WORKLOADS]
+    unknown = [n for n in only if n not in WORKLOADS and n != "decode"]
     if unknown:
-        p.error("unknown workload %s; known: %s" % (unknown, ", ".join(WORKLOADS)))
-    a.only = only or list(WORKLOADS)
+        p.error("unknown workload %s; known: %s, decode" % (unknown, ", ".join(WORKLOADS)))
+    a.decode = ("decode" in only if only else not a.no_decode)
+    a.only = [n for n in only if n != "decode"] if only else list(WORKLOADS)
+    if a.decode_runs is None:
+        a.decode_runs = 2 if a.quick else 5
+    if a.decode_runs < 1 or a.decode_steps < 1:
+        p.error("--decode-runs and --decode-steps: positive integers")
     a.backends = [b for b in a.backends.split(",") if b]
     if a.rounds is None:
         a.rounds = 1 if a.quick else 3
@@ -744,12 +770,18 @@ def main(argv=None):
     a.peak_trials = 3
     if not os.access(a.tfm_compile, os.X_OK):
         sys.exit("bench: %s not found: build tfm first (bench/run.sh does)" % a.tfm_compile)
-    t0 = time.time()
-    b = Bench(a)
-    b.run_all()
-    rows = b.summarise()
-    report(b, rows, time.time() - t0)
-    return 1 if b.errors else 0
+    status = 0
+    if a.only:
+        t0 = time.time()
+        b = Bench(a)
+        b.run_all()
+        rows = b.summarise()
+        report(b, rows, time.time() - t0)
+        status = 1 if b.errors else 0
+    if a.decode:
+        import decode
+        status |= decode.run(a)
+    return status
 
 
 if __name__ == "__main__":

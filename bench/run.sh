@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # One command for the benchmark: installs what it needs, builds tfm, then runs
-# tfm, PyTorch 1.13 and oneDNN on the same workloads and prints the table.
+# tfm, PyTorch 1.13 and oneDNN on the same workloads and prints the table,
+# then gpt2-small's decode-step latency against PyTorch and the bandwidth bound.
 #
-#   bench/run.sh [--quick] [--threads 1,2] [--only NAME] [--no-build] [more: bench/bench.py --help]
+#   bench/run.sh [--quick] [--threads 1,2] [--only NAME|decode] [--no-decode] [--no-build]
+#                [more: bench/bench.py --help]
 #
 # TFM_BUILD_DIR picks the build folder (default build/), as for scripts/build.sh.
-# Results: bench/results/latest.{md,json,png}.
+# Results: bench/results/latest.{md,json,png} and decode.{md,json}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -66,6 +66,18 @@ def cpu_capability():
     return "?"
 
 
+def info():
+    """The answer to {"op": "info"} (decode_worker.py answers with it too)."""
+    return {"ok": True, "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "cpu_capability": cpu_capability(),
+            "blas": blas_libraries(),
+            "openblas_core": openblas_core(),
+            "env": {k: os.environ.get(k) for k in (
+                "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
+                "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}}
+
+
 def main():
     threads = int(sys.argv[1])
     torch.set_num_threads(threads)
@@ -87,14 +99,7 @@ def main():
                 reply({"ok": True})
                 return
             if op == "info":
-                reply({"ok": True, "torch": torch.__version__,
-                       "threads": torch.get_num_threads(),
-                       "cpu_capability": cpu_capability(),
-                       "blas": blas_libraries(),
-                       "openblas_core": openblas_core(),
-                       "env": {k: os.environ.get(k) for k in (
-                           "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "OMP_WAIT_POLICY",
-                           "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}})
+                reply(info())
             elif op == "load":
                 with open(req["model"]) as f:
                     cfg = reference.Config(json.load(f))
