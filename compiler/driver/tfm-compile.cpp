@@ -17,8 +17,9 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
-#include "llvm/Support/CommandLine.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -78,6 +79,23 @@ cl::opt<bool> verbose("v",
                       cl::desc("Print each stage and its time, and the "
                                "pipeline's remarks (as --remarks)"),
                       cl::cat(category));
+// Contract section 1's spelling of MLIR's --mlir-print-ir-* switches.
+cl::opt<bool> printIRAfterAll(
+    "print-ir-after-all",
+    cl::desc("Print the IR after each pass of the pipeline, to stderr"),
+    cl::cat(category));
+cl::list<std::string> printIRAfter(
+    "print-ir-after", cl::value_desc("PASS"), cl::CommaSeparated,
+    cl::desc("Print the IR after the named passes of the pipeline"),
+    cl::cat(category));
+cl::opt<bool> printIRBeforeAll(
+    "print-ir-before-all",
+    cl::desc("Print the IR before each pass of the pipeline, to stderr"),
+    cl::cat(category));
+cl::list<std::string> printIRBefore(
+    "print-ir-before", cl::value_desc("PASS"), cl::CommaSeparated,
+    cl::desc("Print the IR before the named passes of the pipeline"),
+    cl::cat(category));
 cl::opt<bool> remarks(
     "remarks",
     cl::desc("Print a remark for each fusion the pipeline does and each one "
@@ -177,7 +195,20 @@ int main(int argc, char **argv) {
   mlir::registerMLIRContextCLOptions();
   mlir::registerPassManagerCLOptions();
   mlir::registerAsmPrinterCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  // --help lists tfm's options and MLIR's debugging switches (contract
+  // section 1); the hundreds of LLVM backend options libLLVM registers stay
+  // usable but are listed only by --help-hidden.
   cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
+  for (auto &[name, option] : cl::getRegisteredOptions()) {
+    StringRef key = name;
+    bool mlirSwitch = key.starts_with("mlir-") || key.starts_with("print-ir") ||
+                      key.starts_with("pass-") || key == "help" ||
+                      key == "version";
+    bool ours = llvm::is_contained(option->Categories, &category);
+    if (!ours && !mlirSwitch && option->getOptionHiddenFlag() == cl::NotHidden)
+      option->setHiddenFlag(cl::Hidden);
+  }
   cl::ParseCommandLineOptions(
       argc, argv, "tfm-compile: compiles a transformer model description\n");
 
@@ -279,6 +310,36 @@ int main(int argc, char **argv) {
     mlir::tfm::OptimizePipelineOptions options;
     options.remarks = showRemarks;
     mlir::tfm::buildOptimizePipeline(pm, options);
+    // --print-ir-after=PASS must name a pass of the pipeline.
+    SmallVector<StringRef> passNames;
+    for (mlir::Pass &pass : pm.getPasses())
+      passNames.push_back(pass.getArgument());
+    // (cl::list's operator& gives its storage: std::addressof.)
+    for (cl::list<std::string> *option :
+         {std::addressof(printIRAfter), std::addressof(printIRBefore)})
+      for (const std::string &name : *option)
+        if (!llvm::is_contained(passNames, name))
+          return userError("--" + option->ArgStr + "=" + name +
+                           ": the pipeline has no pass '" + name +
+                           "' (its passes: " + join(passNames, ", ") + ")");
+    if (printIRAfterAll || printIRBeforeAll || !printIRAfter.empty() ||
+        !printIRBefore.empty()) {
+      context.disableMultithreading();
+      pm.enableIRPrinting(
+          [](mlir::Pass *pass, mlir::Operation *) {
+            return printIRBeforeAll ||
+                   llvm::is_contained(printIRBefore, pass->getArgument());
+          },
+          [](mlir::Pass *pass, mlir::Operation *) {
+            return printIRAfterAll ||
+                   llvm::is_contained(printIRAfter, pass->getArgument());
+          });
+    }
+    // --mlir-timing reports each pass's time.
+    mlir::DefaultTimingManager timing;
+    mlir::applyDefaultTimingManagerCLOptions(timing);
+    mlir::TimingScope timingScope = timing.getRootScope();
+    pm.enableTiming(timingScope);
     if (failed(mlir::applyPassManagerCLOptions(pm)) || failed(pm.run(*module)))
       return internalError("the pass pipeline failed");
   }
