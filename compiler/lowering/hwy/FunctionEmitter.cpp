@@ -23,17 +23,6 @@ using namespace mlir::tfm;
 
 namespace tfm::hwy {
 
-namespace {
-
-constexpr size_t kAlignment = 64;
-
-size_t alignedBytes(int64_t floats) {
-  size_t bytes = static_cast<size_t>(floats) * sizeof(float);
-  return (bytes + kAlignment - 1) / kAlignment * kAlignment;
-}
-
-} // namespace
-
 std::string num(int64_t v) { return std::to_string(v); }
 
 std::string floatLiteral(float v) {
@@ -74,6 +63,57 @@ std::string FunctionEmitter::fresh(StringRef hint) {
   return (hint + std::to_string(counter++)).str();
 }
 
+int64_t FramePlanner::allocate(int64_t floats) {
+  floats = (floats + 15) / 16 * 16; // whole 64-byte lines
+  for (auto it = free.begin(); it != free.end(); ++it) {
+    if (it->second < floats)
+      continue;
+    int64_t offset = it->first, left = it->second - floats;
+    free.erase(it);
+    if (left)
+      free[offset + floats] = left;
+    return offset;
+  }
+  // Grow the frame, starting inside a free range that ends at the top.
+  int64_t offset = top;
+  if (!free.empty()) {
+    auto last = std::prev(free.end());
+    if (last->first + last->second == top) {
+      offset = last->first;
+      free.erase(last);
+    }
+  }
+  top = offset + floats;
+  return offset;
+}
+
+void FramePlanner::release(int64_t offset, int64_t floats) {
+  floats = (floats + 15) / 16 * 16;
+  auto [it, inserted] = free.emplace(offset, floats);
+  assert(inserted && "a frame range released twice");
+  (void)inserted;
+  // Merge with the free neighbours.
+  if (auto next = std::next(it);
+      next != free.end() && it->first + it->second == next->first) {
+    it->second += next->second;
+    free.erase(next);
+  }
+  if (it != free.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      free.erase(it);
+    }
+  }
+}
+
+std::pair<int64_t, int64_t>
+FunctionEmitter::frameBuffer(const std::string &name, int64_t maxCount) {
+  int64_t offset = frame.allocate(maxCount);
+  os << "float *" << name << " = frame + " << offset << ";\n";
+  return {offset, maxCount};
+}
+
 Buffer FunctionEmitter::allocate(Value value, Dims dims) {
   Buffer buffer{"", std::move(dims)};
   auto it = resultIndex.find(value);
@@ -81,9 +121,7 @@ Buffer FunctionEmitter::allocate(Value value, Dims dims) {
     buffer.ptr = resultPtrs[it->second];
   } else {
     buffer.ptr = fresh("v");
-    os << "float *" << buffer.ptr << " = arena.take(" << product(buffer.dims)
-       << ");\n";
-    ownBytes += alignedBytes(maxProduct(buffer.dims));
+    slots[value] = frameBuffer(buffer.ptr, maxProduct(buffer.dims));
   }
   buffers[value] = buffer;
   return buffer;
@@ -92,9 +130,26 @@ Buffer FunctionEmitter::allocate(Value value, Dims dims) {
 std::string FunctionEmitter::scratch(StringRef hint, const std::string &count,
                                      int64_t maxCount) {
   std::string name = fresh(hint);
-  os << "float *" << name << " = arena.take(" << count << ");\n";
-  ownBytes += alignedBytes(maxCount);
+  os << "// " << name << ": " << count << " floats\n";
+  opScratch.push_back(frameBuffer(name, maxCount));
   return name;
+}
+
+void FunctionEmitter::releaseAfter(Operation &op) {
+  for (auto [offset, floats] : opScratch)
+    frame.release(offset, floats);
+  opScratch.clear();
+  auto releaseDead = [&](Value v, bool dead) {
+    auto it = slots.find(v);
+    if (it == slots.end() || !dead)
+      return;
+    frame.release(it->second.first, it->second.second);
+    slots.erase(it);
+  };
+  for (Value v : op.getOperands())
+    releaseDead(v, lastUse.lookup(v) == &op);
+  for (Value v : op.getResults())
+    releaseDead(v, v.use_empty());
 }
 
 //===----------------------------------------------------------------------===//
@@ -243,12 +298,28 @@ LogicalResult FunctionEmitter::emit(EntryKind entry) {
   if (failed(findPackedArguments()) || failed(emitSignature(entry)))
     return failure();
   os << "const size_t arenaMark = arena.mark();\n";
-  for (Operation &op : func.getBody().front())
+  os.flush();
+  size_t frameLine = text.size();
+  Block &body = func.getBody().front();
+  for (Operation &op : body)
+    for (Value v : op.getOperands())
+      lastUse[v] = &op;
+  for (Operation &op : body) {
     if (failed(emitOp(op)))
       return failure();
+    releaseAfter(op);
+  }
   os << "arena.release(arenaMark);\n";
   os.unindent();
   os << "}\n\n";
+  os.flush();
+  // The frame is sized now that every buffer has its place in it.
+  std::string take = llvm::formatv("  [[maybe_unused]] float *frame = "
+                                   "arena.take({0}); // {1} bytes, planned\n",
+                                   frame.size(), frame.size() * 4)
+                         .str();
+  text.insert(frameLine, take);
+  out << text;
 
   flopsOs << "double flops = 0;\n";
   for (const std::string &term : flopTerms)
@@ -257,7 +328,7 @@ LogicalResult FunctionEmitter::emit(EntryKind entry) {
   flopsOs.unindent();
   flopsOs << "}\n\n";
 
-  summary.peakBytes = std::max(summary.peakBytes, ownBytes);
+  summary.peakBytes = size_t(frame.size()) * sizeof(float) + calleeBytes;
   summaries[summary.name] = summary;
   return success();
 }
@@ -603,7 +674,7 @@ LogicalResult FunctionEmitter::emitCall(func::CallOp op) {
       dims.push_back(substitute(d, dimMap));
     args.push_back(allocate(result, dims).ptr);
   }
-  summary.peakBytes = std::max(summary.peakBytes, ownBytes + callee.peakBytes);
+  calleeBytes = std::max(calleeBytes, callee.peakBytes);
   os << callee.name << "(" << llvm::join(args, ", ") << ");\n";
   addFlops("flops_" + callee.name + "(" + llvm::join(flopArgs, ", ") + ")");
   return success();

@@ -14,6 +14,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,16 +83,33 @@ struct ModelFacts {
 /// runtime as `forward`, or as a generation step (prefill, decode).
 enum class EntryKind { None, Forward, Generation };
 
-/// Emits one function's C++ (into `os`, per Highway target) and its
+/// Memory planning of one function's activations: each buffer gets a
+/// static offset (in floats, at the compiled maxima) into the function's
+/// frame, and its space is reused once the buffer is dead. First fit over
+/// the free ranges; every range starts on a 64-byte line.
+class FramePlanner {
+public:
+  int64_t allocate(int64_t floats);
+  void release(int64_t offset, int64_t floats);
+  /// The frame's size: the most floats in use at once.
+  int64_t size() const { return top; }
+
+private:
+  /// Free ranges inside [0, top): offset -> floats.
+  std::map<int64_t, int64_t> free;
+  int64_t top = 0;
+};
+
+/// Emits one function's C++ (into `out`, per Highway target) and its
 /// matmul-FLOP count (into `flopsOs`, target-independent).
 class FunctionEmitter {
 public:
   FunctionEmitter(mlir::func::FuncOp func, ModelFacts &facts,
                   llvm::StringMap<FunctionSummary> &summaries,
-                  mlir::raw_indented_ostream &os,
+                  mlir::raw_indented_ostream &out,
                   mlir::raw_indented_ostream &flopsOs)
-      : func(func), facts(facts), summaries(summaries), os(os),
-        flopsOs(flopsOs) {}
+      : func(func), facts(facts), summaries(summaries), out(out),
+        textStream(text), os(textStream), flopsOs(flopsOs) {}
 
   mlir::LogicalResult emit(EntryKind entry);
 
@@ -152,20 +170,41 @@ private:
                          const std::string &queryOffset,
                          const std::string &cachedKeysT, int64_t cachedKeysLd);
 
-  /// A new arena buffer for `value` (or the function's result pointer when
-  /// `value` is what it returns).
+  /// A new frame buffer for `value` (or the function's result pointer when
+  /// `value` is what it returns), free again after its last use.
   Buffer allocate(mlir::Value value, Dims dims);
-  /// A scratch arena buffer of `count` floats, `maxCount` at the maxima.
+  /// A scratch frame buffer of `count` floats (`maxCount` at the maxima)
+  /// for the op being emitted, free again after it.
   std::string scratch(llvm::StringRef hint, const std::string &count,
                       int64_t maxCount);
+  /// `float *name = frame + offset;` for a new frame buffer of `maxCount`
+  /// floats; its (offset, floats).
+  std::pair<int64_t, int64_t> frameBuffer(const std::string &name,
+                                          int64_t maxCount);
+  /// After emitting `op`: frees its scratch and the values it used last.
+  void releaseAfter(mlir::Operation &op);
   std::string fresh(llvm::StringRef hint);
   void addFlops(const std::string &term) { flopTerms.push_back(term); }
 
   mlir::func::FuncOp func;
   ModelFacts &facts;
   llvm::StringMap<FunctionSummary> &summaries;
-  mlir::raw_indented_ostream &os;
+  mlir::raw_indented_ostream &out;
+  /// The function's text, written to `out` once its frame size is known.
+  std::string text;
+  llvm::raw_string_ostream textStream;
+  mlir::raw_indented_ostream os;
   mlir::raw_indented_ostream &flopsOs;
+
+  FramePlanner frame;
+  /// Frame ranges of the values that have one, and of the current op's
+  /// scratch buffers.
+  llvm::DenseMap<mlir::Value, std::pair<int64_t, int64_t>> slots;
+  std::vector<std::pair<int64_t, int64_t>> opScratch;
+  /// The op that reads each value last.
+  llvm::DenseMap<mlir::Value, mlir::Operation *> lastUse;
+  /// What the callees take above this function's frame, at most.
+  size_t calleeBytes = 0;
 
   llvm::DenseMap<mlir::Value, Buffer> buffers;
   /// Index values (positions) as C++ int64_t expressions.
@@ -173,7 +212,6 @@ private:
   llvm::DenseMap<mlir::Value, unsigned> resultIndex;
   std::vector<std::string> resultPtrs;
   FunctionSummary summary;
-  size_t ownBytes = 0;
   unsigned counter = 0;
   std::vector<std::string> flopTerms;
 };

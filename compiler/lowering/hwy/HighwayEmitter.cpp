@@ -208,7 +208,11 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       return failure();
     ++functions;
   }
+  // One arena serves every entry point.
   size_t arenaBytes = summaries["forward"].peakBytes;
+  for (StringRef step : {"prefill", "decode"})
+    if (generationEntries.contains(step))
+      arenaBytes = std::max(arenaBytes, summaries[step].peakBytes);
 
   // Inputs and the output, from the entry point's signature.
   SmallVector<std::string> inputs;
