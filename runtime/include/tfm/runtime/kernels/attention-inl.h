@@ -8,6 +8,7 @@
 #define TFM_RUNTIME_KERNELS_ATTENTION_INL_H_
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 
@@ -68,44 +69,150 @@ HWY_INLINE void OnlineSoftmaxStep(OnlineSoftmax &state, float s,
   Axpy(p, v, out, n);
 }
 
-/// Keys scored per step of a query row: one vector's worth on AVX-512.
-constexpr size_t kKeyBlock = 16;
+/// Keys scored per step of a query row: four vectors' worth on AVX-512, so
+/// the scores and the weighted sum of values run as independent FMA chains.
+/// A multiple of 4 vectors on every target.
+constexpr size_t kKeyBlock = 64;
+
+/// Scores of one query against the kV * lanes keys at column j of the
+/// transposed keys (the last vector masked to n): kV independent FMA chains.
+/// No load touches a key past n beyond the last vector's lanes.
+template <size_t kV, class D>
+HWY_INLINE void ScoreKeyVectors(D d, const float *HWY_RESTRICT q,
+                                const float *HWY_RESTRICT kt, size_t ldk,
+                                size_t j, size_t n, size_t dk, float scale,
+                                float *HWY_RESTRICT s) {
+  const size_t lanes = hn::Lanes(d);
+  const auto last = hn::FirstN(d, n - j - (kV - 1) * lanes);
+  auto acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d),
+       acc3 = hn::Zero(d);
+  for (size_t f = 0; f < dk; ++f) {
+    const auto qf = hn::Set(d, q[f]);
+    const float *row = kt + f * ldk + j;
+    auto load = [&](size_t i) {
+      return i + 1 == kV ? hn::MaskedLoad(last, d, row + i * lanes)
+                         : hn::LoadU(d, row + i * lanes);
+    };
+    acc0 = hn::MulAdd(qf, load(0), acc0);
+    if constexpr (kV > 1)
+      acc1 = hn::MulAdd(qf, load(1), acc1);
+    if constexpr (kV > 2)
+      acc2 = hn::MulAdd(qf, load(2), acc2);
+    if constexpr (kV > 3)
+      acc3 = hn::MulAdd(qf, load(3), acc3);
+  }
+  const auto scaleV = hn::Set(d, scale);
+  hn::Store(hn::Mul(acc0, scaleV), d, s + j);
+  if constexpr (kV > 1)
+    hn::Store(hn::Mul(acc1, scaleV), d, s + j + lanes);
+  if constexpr (kV > 2)
+    hn::Store(hn::Mul(acc2, scaleV), d, s + j + 2 * lanes);
+  if constexpr (kV > 3)
+    hn::Store(hn::Mul(acc3, scaleV), d, s + j + 3 * lanes);
+}
 
 /// s[j] = scale * sum_d q[d] * kt[d * ldk + j] for j < n (<= kKeyBlock):
 /// the scores of one query against n consecutive keys stored transposed
 /// (feature-major), so each feature is one contiguous load for all keys.
+/// `s` holds kKeyBlock floats; those past n are left meaningless.
 HWY_INLINE void TransposedKeyScores(const float *HWY_RESTRICT q,
                                     const float *HWY_RESTRICT kt, size_t ldk,
                                     size_t n, size_t dk, float scale,
                                     float *HWY_RESTRICT s) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
-  for (size_t j = 0; j < n; j += lanes) {
-    const size_t count = n - j < lanes ? n - j : lanes;
-    const auto m = hn::FirstN(d, count);
-    auto acc0 = hn::Zero(d), acc1 = hn::Zero(d);
-    size_t f = 0;
-    for (; f + 2 <= dk; f += 2) {
-      acc0 = hn::MulAdd(hn::Set(d, q[f]),
-                        hn::MaskedLoad(m, d, kt + f * ldk + j), acc0);
-      acc1 = hn::MulAdd(hn::Set(d, q[f + 1]),
-                        hn::MaskedLoad(m, d, kt + (f + 1) * ldk + j), acc1);
+  static_assert(kKeyBlock % (4 * hn::MaxLanes(d)) == 0,
+                "kKeyBlock must be a whole number of 4-vector groups");
+  for (size_t j = 0; j < n; j += 4 * lanes) {
+    switch ((std::min(n - j, 4 * lanes) + lanes - 1) / lanes) {
+    case 1:
+      ScoreKeyVectors<1>(d, q, kt, ldk, j, n, dk, scale, s);
+      break;
+    case 2:
+      ScoreKeyVectors<2>(d, q, kt, ldk, j, n, dk, scale, s);
+      break;
+    case 3:
+      ScoreKeyVectors<3>(d, q, kt, ldk, j, n, dk, scale, s);
+      break;
+    default:
+      ScoreKeyVectors<4>(d, q, kt, ldk, j, n, dk, scale, s);
+      break;
     }
-    if (f < dk)
-      acc0 = hn::MulAdd(hn::Set(d, q[f]),
-                        hn::MaskedLoad(m, d, kt + f * ldk + j), acc0);
-    const auto scores = hn::Mul(hn::Add(acc0, acc1), hn::Set(d, scale));
-    HWY_ALIGN float tmp[hn::MaxLanes(d)];
-    hn::Store(scores, d, tmp);
-    for (size_t i = 0; i < count; ++i)
-      s[j + i] = tmp[i];
   }
 }
 
-/// Adds n (<= kKeyBlock) keys with scores s and value rows v + j * ldv to
-/// out and state: one rescale per block, the exponentials as vectors, and
-/// each output vector accumulated in a register over the block's keys.
-/// Overwrites s with the weights.
+/// out[c, c + kV * lanes) (the last vector masked to dv) += sum_j s[j] *
+/// v[j * ldv + c ...]: kV output vectors, keys in pairs with their own
+/// accumulators (2 * kV independent FMA chains).
+template <size_t kV, class D>
+HWY_INLINE void AccumulateValueVectors(D d, const float *HWY_RESTRICT s,
+                                       size_t n, const float *HWY_RESTRICT v,
+                                       size_t ldv, size_t c, size_t dv,
+                                       float *HWY_RESTRICT out) {
+  const size_t lanes = hn::Lanes(d);
+  const auto last = hn::FirstN(d, dv - c - (kV - 1) * lanes);
+  auto load = [&](const float *p, size_t i) {
+    return i + 1 == kV ? hn::MaskedLoad(last, d, p + i * lanes)
+                       : hn::LoadU(d, p + i * lanes);
+  };
+  auto a0 = load(out + c, 0), a1 = hn::Zero(d), a2 = hn::Zero(d),
+       a3 = hn::Zero(d);
+  if constexpr (kV > 1)
+    a1 = load(out + c, 1);
+  if constexpr (kV > 2)
+    a2 = load(out + c, 2);
+  if constexpr (kV > 3)
+    a3 = load(out + c, 3);
+  auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
+  size_t j = 0;
+  for (; j + 2 <= n; j += 2) {
+    const auto w0 = hn::Set(d, s[j]), w1 = hn::Set(d, s[j + 1]);
+    const float *r0 = v + j * ldv + c, *r1 = r0 + ldv;
+    a0 = hn::MulAdd(w0, load(r0, 0), a0);
+    b0 = hn::MulAdd(w1, load(r1, 0), b0);
+    if constexpr (kV > 1) {
+      a1 = hn::MulAdd(w0, load(r0, 1), a1);
+      b1 = hn::MulAdd(w1, load(r1, 1), b1);
+    }
+    if constexpr (kV > 2) {
+      a2 = hn::MulAdd(w0, load(r0, 2), a2);
+      b2 = hn::MulAdd(w1, load(r1, 2), b2);
+    }
+    if constexpr (kV > 3) {
+      a3 = hn::MulAdd(w0, load(r0, 3), a3);
+      b3 = hn::MulAdd(w1, load(r1, 3), b3);
+    }
+  }
+  if (j < n) {
+    const auto w0 = hn::Set(d, s[j]);
+    const float *r0 = v + j * ldv + c;
+    a0 = hn::MulAdd(w0, load(r0, 0), a0);
+    if constexpr (kV > 1)
+      a1 = hn::MulAdd(w0, load(r0, 1), a1);
+    if constexpr (kV > 2)
+      a2 = hn::MulAdd(w0, load(r0, 2), a2);
+    if constexpr (kV > 3)
+      a3 = hn::MulAdd(w0, load(r0, 3), a3);
+  }
+  auto store = [&](decltype(a0) x, size_t i) {
+    if (i + 1 == kV)
+      hn::BlendedStore(x, last, d, out + c + i * lanes);
+    else
+      hn::StoreU(x, d, out + c + i * lanes);
+  };
+  store(hn::Add(a0, b0), 0);
+  if constexpr (kV > 1)
+    store(hn::Add(a1, b1), 1);
+  if constexpr (kV > 2)
+    store(hn::Add(a2, b2), 2);
+  if constexpr (kV > 3)
+    store(hn::Add(a3, b3), 3);
+}
+
+/// Adds n (<= kKeyBlock) keys with scores s (kKeyBlock floats, aligned) and
+/// value rows v + j * ldv to out and state: one rescale per block, the
+/// exponentials as vectors, and each output vector accumulated in registers
+/// over the block's keys. Overwrites s with the weights.
 HWY_INLINE void OnlineSoftmaxBlock(OnlineSoftmax &state, float *HWY_RESTRICT s,
                                    size_t n, const float *HWY_RESTRICT v,
                                    size_t ldv, float *HWY_RESTRICT out,
@@ -122,32 +229,30 @@ HWY_INLINE void OnlineSoftmaxBlock(OnlineSoftmax &state, float *HWY_RESTRICT s,
     state.max = blockMax;
   }
   const auto maxV = hn::Set(d, state.max);
-  float blockSum = 0.0f;
+  auto sumV = hn::Zero(d);
   for (size_t j = 0; j < n; j += lanes) {
-    const size_t count = n - j < lanes ? n - j : lanes;
-    HWY_ALIGN float tmp[hn::MaxLanes(d)] = {};
-    for (size_t i = 0; i < count; ++i)
-      tmp[i] = s[j + i];
-    const auto p = hn::Exp(d, hn::Sub(hn::Load(d, tmp), maxV));
-    hn::Store(p, d, tmp);
-    for (size_t i = 0; i < count; ++i) {
-      s[j + i] = tmp[i];
-      blockSum += tmp[i];
+    const auto p = hn::IfThenElseZero(
+        hn::FirstN(d, n - j), hn::Exp(d, hn::Sub(hn::Load(d, s + j), maxV)));
+    hn::Store(p, d, s + j);
+    sumV = hn::Add(sumV, p);
+  }
+  state.sum += hn::GetLane(hn::SumOfLanes(d, sumV));
+
+  for (size_t c = 0; c < dv; c += 4 * lanes) {
+    switch ((std::min(dv - c, 4 * lanes) + lanes - 1) / lanes) {
+    case 1:
+      AccumulateValueVectors<1>(d, s, n, v, ldv, c, dv, out);
+      break;
+    case 2:
+      AccumulateValueVectors<2>(d, s, n, v, ldv, c, dv, out);
+      break;
+    case 3:
+      AccumulateValueVectors<3>(d, s, n, v, ldv, c, dv, out);
+      break;
+    default:
+      AccumulateValueVectors<4>(d, s, n, v, ldv, c, dv, out);
+      break;
     }
-  }
-  state.sum += blockSum;
-  size_t c = 0;
-  for (; c + lanes <= dv; c += lanes) {
-    auto acc = hn::LoadU(d, out + c);
-    for (size_t j = 0; j < n; ++j)
-      acc = hn::MulAdd(hn::Set(d, s[j]), hn::LoadU(d, v + j * ldv + c), acc);
-    hn::StoreU(acc, d, out + c);
-  }
-  for (; c < dv; ++c) {
-    float acc = out[c];
-    for (size_t j = 0; j < n; ++j)
-      acc += s[j] * v[j * ldv + c];
-    out[c] = acc;
   }
 }
 
