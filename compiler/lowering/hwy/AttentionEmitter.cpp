@@ -192,37 +192,79 @@ void FunctionEmitter::emitAttentionCore(
 
   // One query row per task: scores, online softmax and the weighted sum of
   // value rows in one pass over the keys; the score matrix is never stored.
-  os << "pool.parallelFor(batch * " << heads << " * sq, [&](int64_t t) {\n";
-  os.indent();
-  os << "const int64_t b = t / (" << heads << " * sq), h = (t / sq) % " << heads
-     << ", i = t % sq;\n";
-  os << "const float *q = " << queryRow << ";\n";
-  os << "float *o = " << at(out, "i") << ";\n";
-  os << "k::Zero(o, " << dk << ");\n";
-  os << "k::OnlineSoftmax state;\n";
-  os << "const int64_t keys = "
-     << (causal ? "std::min<int64_t>(sk, " + queryOffset + " + i + 1)"
-                : std::string("sk"))
-     << ";\n";
+  std::string keyLimit =
+      causal ? "std::min<int64_t>(sk, " + queryOffset + " + i + 1)"
+             : std::string("sk");
   if (keysTransposed.empty()) {
+    // One query row per task, one key at a time.
+    os << "pool.parallelFor(batch * " << heads << " * sq, [&](int64_t t) {\n";
+    os.indent();
+    os << "const int64_t b = t / (" << heads << " * sq), h = (t / sq) % "
+       << heads << ", i = t % sq;\n";
+    os << "const float *q = " << queryRow << ";\n";
+    os << "float *o = " << at(out, "i") << ";\n";
+    os << "k::Zero(o, " << dk << ");\n";
+    os << "k::OnlineSoftmax state;\n";
+    os << "const int64_t keys = " << keyLimit << ";\n";
     os << "for (int64_t j = 0; j < keys; ++j)\n";
     os << "  k::OnlineSoftmaxStep(state, " << scoreExpr << ", " << at(v, "j")
        << ", o, " << dk << ");\n";
-  } else {
-    // A block of keys at a time: their scores as one vector, one rescale.
-    os << "HWY_ALIGN float s[k::kKeyBlock];\n";
-    os << "for (int64_t j0 = 0; j0 < keys; j0 += k::kKeyBlock) {\n";
-    os.indent();
-    os << "const int64_t n = std::min<int64_t>(k::kKeyBlock, keys - j0);\n";
-    os << "k::TransposedKeyScores(q, " << keysTransposed << " + (b * " << heads
-       << " + h) * " << dk << " * " << keysLd << " + j0, " << keysLd << ", n, "
-       << dk << ", " << floatLiteral(scale) << ", s);\n";
-    os << "k::OnlineSoftmaxBlock(state, s, n, " << at(v, "j0") << ", "
-       << v.rowStride << ", o, " << dk << ");\n";
+    os << "k::Scale(1.0f / state.sum, o, o, " << dk << ");\n";
+    os.unindent();
+    os << "});\n";
     os.unindent();
     os << "}\n";
+    return;
   }
-  os << "k::Scale(1.0f / state.sum, o, o, " << dk << ");\n";
+
+  // k::kQueryRows query rows per task, a block of keys at a time: each key
+  // block is loaded once for all of them; each row keeps its own online
+  // softmax (and, causal, its own key limit). The rows of a task are fixed
+  // by the shapes alone, so results do not depend on the thread count.
+  os << "const int64_t groups = (sq + k::kQueryRows - 1) / k::kQueryRows;\n";
+  os << "pool.parallelFor(batch * " << heads
+     << " * groups, [&](int64_t task) {\n";
+  os.indent();
+  os << "const int64_t b = task / (" << heads << " * groups), h = (task / "
+     << "groups) % " << heads << ";\n";
+  os << "const int64_t i0 = (task % groups) * k::kQueryRows;\n";
+  os << "const int64_t rows = std::min<int64_t>(k::kQueryRows, sq - i0);\n";
+  os << "const float *qs[k::kQueryRows];\n";
+  os << "float *os[k::kQueryRows];\n";
+  os << "int64_t keys[k::kQueryRows];\n";
+  os << "k::OnlineSoftmax states[k::kQueryRows];\n";
+  os << "for (int64_t r = 0; r < int64_t(k::kQueryRows); ++r) {\n";
+  os.indent();
+  os << "// Rows past the end repeat the last one: scored, never used.\n";
+  os << "const int64_t i = i0 + std::min<int64_t>(r, rows - 1);\n";
+  os << "[[maybe_unused]] const int64_t t = (b * " << heads
+     << " + h) * sq + i;\n";
+  os << "qs[r] = " << queryRow << ";\n";
+  os << "os[r] = " << at(out, "i") << ";\n";
+  os << "keys[r] = " << keyLimit << ";\n";
+  os << "if (r < rows)\n";
+  os << "  k::Zero(os[r], " << dk << ");\n";
+  os.unindent();
+  os << "}\n";
+  os << "HWY_ALIGN float s[k::kQueryRows * k::kKeyBlock];\n";
+  // Causal limits grow with the row: the last row's is the largest.
+  os << "for (int64_t j0 = 0; j0 < keys[rows - 1]; j0 += k::kKeyBlock) {\n";
+  os.indent();
+  os << "const int64_t n = std::min<int64_t>(k::kKeyBlock, keys[rows - 1] - "
+        "j0);\n";
+  os << "k::TransposedKeyScoresRows(qs, " << keysTransposed << " + (b * "
+     << heads << " + h) * " << dk << " * " << keysLd << " + j0, " << keysLd
+     << ", n, " << dk << ", " << floatLiteral(scale) << ", s);\n";
+  os << "for (int64_t r = 0; r < rows; ++r) {\n";
+  os << "  const int64_t nr = std::min<int64_t>(n, keys[r] - j0);\n";
+  os << "  if (nr > 0)\n";
+  os << "    k::OnlineSoftmaxBlock(states[r], s + r * k::kKeyBlock, nr, "
+     << at(v, "j0") << ", " << v.rowStride << ", os[r], " << dk << ");\n";
+  os << "}\n";
+  os.unindent();
+  os << "}\n";
+  os << "for (int64_t r = 0; r < rows; ++r)\n";
+  os << "  k::Scale(1.0f / states[r].sum, os[r], os[r], " << dk << ");\n";
   os.unindent();
   os << "});\n";
   os.unindent();

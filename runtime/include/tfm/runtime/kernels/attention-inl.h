@@ -141,6 +141,72 @@ HWY_INLINE void TransposedKeyScores(const float *HWY_RESTRICT q,
   }
 }
 
+/// Query rows scored together against each block of keys: every key vector
+/// loaded is used by all of them. Four on AVX-512 (4 x 4 accumulators fit
+/// its 32 registers), two on narrower targets.
+constexpr size_t kQueryRows =
+    hn::MaxLanes(hn::ScalableTag<float>()) >= 16 ? 4 : 2;
+
+/// ScoreKeyVectors for kQueryRows queries q[r] at once: s[r * kKeyBlock +
+/// j...] for each.
+template <size_t kV, class D>
+HWY_INLINE void ScoreKeyVectorsRows(D d, const float *const *q,
+                                    const float *HWY_RESTRICT kt, size_t ldk,
+                                    size_t j, size_t n, size_t dk, float scale,
+                                    float *HWY_RESTRICT s) {
+  using V = decltype(hn::Zero(d));
+  const size_t lanes = hn::Lanes(d);
+  const auto last = hn::FirstN(d, n - j - (kV - 1) * lanes);
+  V acc[kQueryRows][kV];
+  for (size_t r = 0; r < kQueryRows; ++r)
+    for (size_t i = 0; i < kV; ++i)
+      acc[r][i] = hn::Zero(d);
+  for (size_t f = 0; f < dk; ++f) {
+    const float *row = kt + f * ldk + j;
+    V keys[kV];
+    for (size_t i = 0; i < kV; ++i)
+      keys[i] = i + 1 == kV ? hn::MaskedLoad(last, d, row + i * lanes)
+                            : hn::LoadU(d, row + i * lanes);
+    for (size_t r = 0; r < kQueryRows; ++r) {
+      const auto qf = hn::Set(d, q[r][f]);
+      for (size_t i = 0; i < kV; ++i)
+        acc[r][i] = hn::MulAdd(qf, keys[i], acc[r][i]);
+    }
+  }
+  const auto scaleV = hn::Set(d, scale);
+  for (size_t r = 0; r < kQueryRows; ++r)
+    for (size_t i = 0; i < kV; ++i)
+      hn::Store(hn::Mul(acc[r][i], scaleV), d,
+                s + r * kKeyBlock + j + i * lanes);
+}
+
+/// TransposedKeyScores for kQueryRows queries q[r] against the same n keys:
+/// s[r * kKeyBlock + j] (s holds kQueryRows x kKeyBlock floats, aligned).
+/// Rows a caller does not need may repeat another row's query.
+HWY_INLINE void TransposedKeyScoresRows(const float *const *q,
+                                        const float *HWY_RESTRICT kt,
+                                        size_t ldk, size_t n, size_t dk,
+                                        float scale, float *HWY_RESTRICT s) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  for (size_t j = 0; j < n; j += 4 * lanes) {
+    switch ((std::min(n - j, 4 * lanes) + lanes - 1) / lanes) {
+    case 1:
+      ScoreKeyVectorsRows<1>(d, q, kt, ldk, j, n, dk, scale, s);
+      break;
+    case 2:
+      ScoreKeyVectorsRows<2>(d, q, kt, ldk, j, n, dk, scale, s);
+      break;
+    case 3:
+      ScoreKeyVectorsRows<3>(d, q, kt, ldk, j, n, dk, scale, s);
+      break;
+    default:
+      ScoreKeyVectorsRows<4>(d, q, kt, ldk, j, n, dk, scale, s);
+      break;
+    }
+  }
+}
+
 /// out[c, c + kV * lanes) (the last vector masked to dv) += sum_j s[j] *
 /// v[j * ldv + c ...]: kV output vectors, keys in pairs with their own
 /// accumulators (2 * kV independent FMA chains).
