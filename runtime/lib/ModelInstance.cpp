@@ -73,8 +73,9 @@ void ModelInstance::decode(const InputView &tokens, int64_t position,
 bool ModelInstance::init(const ModelInfo &info, const char *weightsPath,
                          int threads, std::string &error) {
   model = &info;
+  pool = std::make_unique<ThreadPool>(threads);
   if (weightsPath ? !weights.load(info, weightsPath, error)
-                  : !weights.initRandom(info, error))
+                  : !weights.initRandom(info, error, pool.get()))
     return false;
 
   if (!packWeights(error) || !allocateCaches(error))
@@ -97,7 +98,6 @@ bool ModelInstance::init(const ModelInfo &info, const char *weightsPath,
             std::string(ShapeText(outputShape, 3).c_str());
     return false;
   }
-  pool = std::make_unique<ThreadPool>(threads);
   return true;
 }
 

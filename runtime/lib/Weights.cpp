@@ -4,9 +4,11 @@
 #include "tfm/runtime/HalfFloat.h"
 #include "tfm/runtime/Random.h"
 #include "tfm/runtime/Shape.h"
+#include "tfm/runtime/ThreadPool.h"
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 namespace tfm::rt {
 
@@ -151,7 +153,8 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
   return true;
 }
 
-bool Weights::initRandom(const ModelInfo &model, std::string &error) {
+bool Weights::initRandom(const ModelInfo &model, std::string &error,
+                         ThreadPool *pool) {
   ptrs.assign(model.numParams, nullptr);
   size_t total = 0;
   for (size_t i = 0; i < model.numParams; ++i) {
@@ -169,30 +172,65 @@ bool Weights::initRandom(const ModelInfo &model, std::string &error) {
             " bytes of weights";
     return false;
   }
+
+  // The work in chunks of at most kChunk elements. Each element's value
+  // depends only on its tensor's name and its index, so neither the
+  // chunking nor the thread that fills a chunk changes the numbers.
+  constexpr uint64_t kChunk = uint64_t(1) << 16;
+  struct Chunk {
+    float *out;
+    uint32_t param;
+    uint64_t first, count;
+  };
+  std::vector<Chunk> chunks;
+  std::vector<uint64_t> seeds(model.numParams);
   auto *next = static_cast<unsigned char *>(owned.data());
   for (size_t i = 0; i < model.numParams; ++i) {
-    const ParamInfo &param = model.params[i];
     uint64_t elements = 1;
-    paramElements(param, elements);
+    paramElements(model.params[i], elements);
     auto *out = reinterpret_cast<float *>(next);
     next += alignedFloatBytes(elements);
-    uint64_t seed = seedForName(param.name);
+    ptrs[i] = out;
+    seeds[i] = seedForName(model.params[i].name);
+    for (uint64_t first = 0; first < elements; first += kChunk)
+      chunks.push_back({out + first, uint32_t(i), first,
+                        std::min(kChunk, elements - first)});
+  }
+
+  auto fillChunk = [&](const Chunk &chunk) {
+    const ParamInfo &param = model.params[chunk.param];
+    float *out = chunk.out;
+    size_t count = size_t(chunk.count);
+    uint64_t seed = seeds[chunk.param];
     switch (param.init) {
     case ParamInit::Zeros:
-      std::fill(out, out + elements, 0.0f);
+      std::fill(out, out + count, 0.0f);
       break;
     case ParamInit::Ones:
-      std::fill(out, out + elements, 1.0f);
+      std::fill(out, out + count, 1.0f);
       break;
     case ParamInit::Uniform:
-      fillUniform(out, size_t(elements), param.bound, seed);
+      fillUniform(out, count, param.bound, seed, chunk.first);
       break;
     case ParamInit::Normal:
-      fillNormal(out, size_t(elements), param.bound, seed);
+      fillNormal(out, count, param.bound, seed, chunk.first);
       break;
     }
-    ptrs[i] = out;
+  };
+  int64_t n = int64_t(chunks.size());
+  if (!pool || pool->size() == 1 || n < 2) {
+    for (const Chunk &chunk : chunks)
+      fillChunk(chunk);
+    return true;
   }
+  // The pool gives each thread a contiguous range of indices; a stride
+  // coprime to n (near n / golden ratio) spreads every range over all the
+  // tensors, so that no thread gets all of the slower Normal ones.
+  int64_t stride = std::max<int64_t>(1, int64_t(double(n) * 0.618034));
+  while (std::gcd(stride, n) != 1)
+    ++stride;
+  pool->parallelFor(
+      n, [&](int64_t i) { fillChunk(chunks[size_t(i * stride % n)]); });
   return true;
 }
 

@@ -2,11 +2,14 @@
 
 #include "tfm/runtime/Weights.h"
 #include "RuntimeTestUtil.h"
+#include "tfm/runtime/Random.h"
+#include "tfm/runtime/ThreadPool.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 using namespace tfm::rt;
 using namespace tfm::test;
@@ -257,6 +260,83 @@ TEST(Weights, RandomInitDependsOnNamesNotOrder) {
   }
   // Different names, different streams.
   EXPECT_NE(one.pointers()[0][0], one.pointers()[1][0]);
+}
+
+// Tensors larger than one chunk of initRandom's work (2^16 elements) and of
+// odd sizes (so that the last chunk is a partial, odd-sized one), with
+// small ones between them.
+const ParamInfo kLargeParams[] = {
+    {"embed.weight", nullptr, 2, {1001, 197}, ParamInit::Normal, 1.0f},
+    {"layers.0.linear1.weight",
+     nullptr,
+     2,
+     {513, 257},
+     ParamInit::Uniform,
+     0.0625f},
+    {"layers.0.linear1.bias", nullptr, 1, {513}, ParamInit::Uniform, 0.0625f},
+    {"layers.0.norm1.weight", nullptr, 1, {140001}, ParamInit::Ones, 0.0f},
+    {"layers.0.norm1.bias", nullptr, 1, {140001}, ParamInit::Zeros, 0.0f},
+    {"pos.weight", nullptr, 2, {3, 5}, ParamInit::Normal, 0.5f},
+};
+constexpr size_t kNumLargeParams = sizeof(kLargeParams) / sizeof(ParamInfo);
+
+size_t elementsOf(const ParamInfo &param) {
+  size_t elements = 1;
+  for (int d = 0; d < param.rank; ++d)
+    elements *= size_t(param.shape[d]);
+  return elements;
+}
+
+TEST(Weights, RandomInitSameForAnyThreadCount) {
+  ModelInfo model = modelWith(kLargeParams, kNumLargeParams);
+  Weights serial;
+  std::string error;
+  ASSERT_TRUE(serial.initRandom(model, error)) << error;
+  for (int threads = 1; threads <= 4; ++threads) {
+    ThreadPool pool(threads);
+    Weights parallel;
+    ASSERT_TRUE(parallel.initRandom(model, error, &pool)) << error;
+    for (size_t p = 0; p < kNumLargeParams; ++p)
+      EXPECT_EQ(std::memcmp(serial.pointers()[p], parallel.pointers()[p],
+                            elementsOf(kLargeParams[p]) * sizeof(float)),
+                0)
+          << kLargeParams[p].name << " with " << threads << " threads";
+  }
+}
+
+// Each tensor is its whole stream, as one fill from its name's seed makes
+// it, whatever pieces initRandom cut it into.
+TEST(Weights, RandomInitIsEachNamesStream) {
+  ModelInfo model = modelWith(kLargeParams, kNumLargeParams);
+  ThreadPool pool(3);
+  Weights weights;
+  std::string error;
+  ASSERT_TRUE(weights.initRandom(model, error, &pool)) << error;
+  for (size_t p = 0; p < kNumLargeParams; ++p) {
+    const ParamInfo &param = kLargeParams[p];
+    size_t elements = elementsOf(param);
+    const float *w = weights.pointers()[p];
+    std::vector<float> expected(elements);
+    switch (param.init) {
+    case ParamInit::Zeros:
+      std::fill(expected.begin(), expected.end(), 0.0f);
+      break;
+    case ParamInit::Ones:
+      std::fill(expected.begin(), expected.end(), 1.0f);
+      break;
+    case ParamInit::Uniform:
+      fillUniform(expected.data(), elements, param.bound,
+                  seedForName(param.name));
+      break;
+    case ParamInit::Normal:
+      fillNormal(expected.data(), elements, param.bound,
+                 seedForName(param.name));
+      break;
+    }
+    EXPECT_EQ(std::memcmp(w, expected.data(), elements * sizeof(float)), 0)
+        << param.name;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(w) % 64, 0u);
+  }
 }
 
 } // namespace

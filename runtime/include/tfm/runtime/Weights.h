@@ -12,6 +12,8 @@
 
 namespace tfm::rt {
 
+class ThreadPool;
+
 /// The float32 tensors the forward pass reads, in the order of
 /// ModelInfo::params. float32 data of a weights file is used in place (it
 /// is then only as aligned as the file makes it: 4 bytes at least); what is
@@ -31,8 +33,10 @@ public:
                  size_t size, const char *path, std::string &error);
 
   /// Fills each parameter as its ParamInfo says, from a seed derived from
-  /// its name (so it does not depend on the order of parameters).
-  bool initRandom(const ModelInfo &model, std::string &error);
+  /// its name (so it does not depend on the order of parameters). Runs on
+  /// `pool` if given; the numbers do not depend on it.
+  bool initRandom(const ModelInfo &model, std::string &error,
+                  ThreadPool *pool = nullptr);
 
   const float *const *pointers() const { return ptrs.data(); }
 
