@@ -26,8 +26,12 @@ public:
   size_t size() const { return bytes; }
 
 private:
+  void release();
+
   void *ptr = nullptr;
   size_t bytes = 0;
+  /// Bytes mapped with mmap (large buffers), 0 for heap memory.
+  size_t mapped = 0;
 };
 
 } // namespace tfm::rt
