@@ -74,81 +74,16 @@ HWY_INLINE void OnlineSoftmaxStep(OnlineSoftmax &state, float s,
 /// A multiple of 4 vectors on every target.
 constexpr size_t kKeyBlock = 64;
 
-/// Scores of one query against the kV * lanes keys at column j of the
-/// transposed keys (the last vector masked to n): kV independent FMA chains.
-/// No load touches a key past n beyond the last vector's lanes.
-template <size_t kV, class D>
-HWY_INLINE void ScoreKeyVectors(D d, const float *HWY_RESTRICT q,
-                                const float *HWY_RESTRICT kt, size_t ldk,
-                                size_t j, size_t n, size_t dk, float scale,
-                                float *HWY_RESTRICT s) {
-  const size_t lanes = hn::Lanes(d);
-  const auto last = hn::FirstN(d, n - j - (kV - 1) * lanes);
-  auto acc0 = hn::Zero(d), acc1 = hn::Zero(d), acc2 = hn::Zero(d),
-       acc3 = hn::Zero(d);
-  for (size_t f = 0; f < dk; ++f) {
-    const auto qf = hn::Set(d, q[f]);
-    const float *row = kt + f * ldk + j;
-    auto load = [&](size_t i) {
-      return i + 1 == kV ? hn::MaskedLoad(last, d, row + i * lanes)
-                         : hn::LoadU(d, row + i * lanes);
-    };
-    acc0 = hn::MulAdd(qf, load(0), acc0);
-    if constexpr (kV > 1)
-      acc1 = hn::MulAdd(qf, load(1), acc1);
-    if constexpr (kV > 2)
-      acc2 = hn::MulAdd(qf, load(2), acc2);
-    if constexpr (kV > 3)
-      acc3 = hn::MulAdd(qf, load(3), acc3);
-  }
-  const auto scaleV = hn::Set(d, scale);
-  hn::Store(hn::Mul(acc0, scaleV), d, s + j);
-  if constexpr (kV > 1)
-    hn::Store(hn::Mul(acc1, scaleV), d, s + j + lanes);
-  if constexpr (kV > 2)
-    hn::Store(hn::Mul(acc2, scaleV), d, s + j + 2 * lanes);
-  if constexpr (kV > 3)
-    hn::Store(hn::Mul(acc3, scaleV), d, s + j + 3 * lanes);
-}
-
-/// s[j] = scale * sum_d q[d] * kt[d * ldk + j] for j < n (<= kKeyBlock):
-/// the scores of one query against n consecutive keys stored transposed
-/// (feature-major), so each feature is one contiguous load for all keys.
-/// `s` holds kKeyBlock floats; those past n are left meaningless.
-HWY_INLINE void TransposedKeyScores(const float *HWY_RESTRICT q,
-                                    const float *HWY_RESTRICT kt, size_t ldk,
-                                    size_t n, size_t dk, float scale,
-                                    float *HWY_RESTRICT s) {
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  static_assert(kKeyBlock % (4 * hn::MaxLanes(d)) == 0,
-                "kKeyBlock must be a whole number of 4-vector groups");
-  for (size_t j = 0; j < n; j += 4 * lanes) {
-    switch ((std::min(n - j, 4 * lanes) + lanes - 1) / lanes) {
-    case 1:
-      ScoreKeyVectors<1>(d, q, kt, ldk, j, n, dk, scale, s);
-      break;
-    case 2:
-      ScoreKeyVectors<2>(d, q, kt, ldk, j, n, dk, scale, s);
-      break;
-    case 3:
-      ScoreKeyVectors<3>(d, q, kt, ldk, j, n, dk, scale, s);
-      break;
-    default:
-      ScoreKeyVectors<4>(d, q, kt, ldk, j, n, dk, scale, s);
-      break;
-    }
-  }
-}
-
 /// Query rows scored together against each block of keys: every key vector
 /// loaded is used by all of them. Four on AVX-512 (4 x 4 accumulators fit
 /// its 32 registers), two on narrower targets.
 constexpr size_t kQueryRows =
     hn::MaxLanes(hn::ScalableTag<float>()) >= 16 ? 4 : 2;
 
-/// ScoreKeyVectors for kQueryRows queries q[r] at once: s[r * kKeyBlock +
-/// j...] for each.
+/// The scores of kQueryRows queries q[r] against the kV * lanes keys at
+/// column j of the transposed keys (the last vector masked to n), into
+/// s[r * kKeyBlock + j...]: kQueryRows x kV independent FMA chains, each key
+/// vector loaded once for all rows, no load past the last vector's lanes.
 template <size_t kV, class D>
 HWY_INLINE void ScoreKeyVectorsRows(D d, const float *const *q,
                                     const float *HWY_RESTRICT kt, size_t ldk,
@@ -180,15 +115,20 @@ HWY_INLINE void ScoreKeyVectorsRows(D d, const float *const *q,
                 s + r * kKeyBlock + j + i * lanes);
 }
 
-/// TransposedKeyScores for kQueryRows queries q[r] against the same n keys:
-/// s[r * kKeyBlock + j] (s holds kQueryRows x kKeyBlock floats, aligned).
-/// Rows a caller does not need may repeat another row's query.
+/// s[r * kKeyBlock + j] = scale * sum_d q[r][d] * kt[d * ldk + j] for j < n
+/// (<= kKeyBlock): the scores of kQueryRows queries against n consecutive
+/// keys stored transposed (feature-major), so each feature is one contiguous
+/// load for all keys. s holds kQueryRows x kKeyBlock floats, aligned; those
+/// past n are meaningless. Rows a caller does not need may repeat another
+/// row's query.
 HWY_INLINE void TransposedKeyScoresRows(const float *const *q,
                                         const float *HWY_RESTRICT kt,
                                         size_t ldk, size_t n, size_t dk,
                                         float scale, float *HWY_RESTRICT s) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
+  static_assert(kKeyBlock % (4 * hn::MaxLanes(d)) == 0,
+                "kKeyBlock must be a whole number of 4-vector groups");
   for (size_t j = 0; j < n; j += 4 * lanes) {
     switch ((std::min(n - j, 4 * lanes) + lanes - 1) / lanes) {
     case 1:
