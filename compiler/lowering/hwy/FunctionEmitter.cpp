@@ -63,50 +63,6 @@ std::string FunctionEmitter::fresh(StringRef hint) {
   return (hint + std::to_string(counter++)).str();
 }
 
-int64_t FramePlanner::allocate(int64_t floats) {
-  floats = (floats + 15) / 16 * 16; // whole 64-byte lines
-  for (auto it = free.begin(); it != free.end(); ++it) {
-    if (it->second < floats)
-      continue;
-    int64_t offset = it->first, left = it->second - floats;
-    free.erase(it);
-    if (left)
-      free[offset + floats] = left;
-    return offset;
-  }
-  // Grow the frame, starting inside a free range that ends at the top.
-  int64_t offset = top;
-  if (!free.empty()) {
-    auto last = std::prev(free.end());
-    if (last->first + last->second == top) {
-      offset = last->first;
-      free.erase(last);
-    }
-  }
-  top = offset + floats;
-  return offset;
-}
-
-void FramePlanner::release(int64_t offset, int64_t floats) {
-  floats = (floats + 15) / 16 * 16;
-  auto [it, inserted] = free.emplace(offset, floats);
-  assert(inserted && "a frame range released twice");
-  (void)inserted;
-  // Merge with the free neighbours.
-  if (auto next = std::next(it);
-      next != free.end() && it->first + it->second == next->first) {
-    it->second += next->second;
-    free.erase(next);
-  }
-  if (it != free.begin()) {
-    auto prev = std::prev(it);
-    if (prev->first + prev->second == it->first) {
-      prev->second += it->second;
-      free.erase(it);
-    }
-  }
-}
-
 std::pair<int64_t, int64_t>
 FunctionEmitter::frameBuffer(const std::string &name, int64_t maxCount) {
   int64_t offset = frame.allocate(maxCount);

@@ -7,6 +7,7 @@
 #ifndef TFM_LOWERING_HWY_FUNCTIONEMITTER_H
 #define TFM_LOWERING_HWY_FUNCTIONEMITTER_H
 
+#include "FramePlanner.h"
 #include "tfm/IR/TfmOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,7 +15,6 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -82,23 +82,6 @@ struct ModelFacts {
 /// How a function is called: by other generated functions, or by the
 /// runtime as `forward`, or as a generation step (prefill, decode).
 enum class EntryKind { None, Forward, Generation };
-
-/// Memory planning of one function's activations: each buffer gets a
-/// static offset (in floats, at the compiled maxima) into the function's
-/// frame, and its space is reused once the buffer is dead. First fit over
-/// the free ranges; every range starts on a 64-byte line.
-class FramePlanner {
-public:
-  int64_t allocate(int64_t floats);
-  void release(int64_t offset, int64_t floats);
-  /// The frame's size: the most floats in use at once.
-  int64_t size() const { return top; }
-
-private:
-  /// Free ranges inside [0, top): offset -> floats.
-  std::map<int64_t, int64_t> free;
-  int64_t top = 0;
-};
 
 /// Emits one function's C++ (into `out`, per Highway target) and its
 /// matmul-FLOP count (into `flopsOs`, target-independent).
