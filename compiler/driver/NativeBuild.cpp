@@ -99,7 +99,8 @@ Error buildNative(StringRef cppPath, ArtifactKind kind, StringRef outPath,
   if (!cxx)
     return cxx.takeError();
 
-  std::string objPath = kind == ArtifactKind::Object
+  bool merge = kind == ArtifactKind::Object && !options.extraObjects.empty();
+  std::string objPath = kind == ArtifactKind::Object && !merge
                             ? outPath.str()
                             : (cppPath.drop_back(4) + ".o").str();
   std::vector<std::string> compile = {
@@ -118,6 +119,13 @@ Error buildNative(StringRef cppPath, ArtifactKind kind, StringRef outPath,
   compile.insert(compile.end(), {"-c", cppPath.str(), "-o", objPath});
   if (Error e = run(compile, options.verbose, "compile generated C++"))
     return e;
+  if (merge) {
+    std::vector<std::string> relink = {*cxx, "-r", "-nostdlib", objPath};
+    relink.insert(relink.end(), options.extraObjects.begin(),
+                  options.extraObjects.end());
+    relink.insert(relink.end(), {"-o", outPath.str()});
+    return run(relink, options.verbose, "merge objects");
+  }
   if (kind == ArtifactKind::Object)
     return Error::success();
 
@@ -139,6 +147,8 @@ Error buildNative(StringRef cppPath, ArtifactKind kind, StringRef outPath,
   }
   appendExtraFlags(link, "TFM_LDFLAGS");
   link.push_back(objPath);
+  link.insert(link.end(), options.extraObjects.begin(),
+              options.extraObjects.end());
   if (kind == ArtifactKind::Executable)
     link.push_back(TFM_RUNTIME_MAIN_LIB);
   for (StringRef lib : split(TFM_RUNTIME_LINK_LIBS, ';'))

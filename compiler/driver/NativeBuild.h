@@ -7,6 +7,7 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <vector>
 
 namespace tfm {
 
@@ -20,6 +21,9 @@ struct NativeBuildOptions {
   bool verbose = false;
   /// The model's C identifier: a shared library exports `<cName>_*` only.
   std::string cName;
+  /// Objects to link with the compiled C++ (the LLVM backend's code); for an
+  /// object artifact, merged into it (a relocatable link).
+  std::vector<std::string> extraObjects;
 };
 
 /// Compiles the generated C++ at `cppPath` (absolute) and produces `kind` at

@@ -9,6 +9,7 @@
 #include "tfm/Frontend/ModelConfig.h"
 #include "tfm/Frontend/ModelMemory.h"
 #include "tfm/Lowering/HighwayEmitter.h"
+#include "tfm/Lowering/LLVMBackend.h"
 #include "tfm/Transforms/Passes.h"
 
 #include "NativeBuild.h"
@@ -277,11 +278,21 @@ int main(int argc, char **argv) {
     return kUserError;
   }
 
-  if (backend == Backend::Llvm || emit == Emit::Llvm)
-    return userError("the LLVM backend (--backend=llvm, --emit=llvm) is not "
-                     "available yet; use --backend=hwy");
+  // --emit=llvm is the LLVM backend's output, --emit=cpp the Highway
+  // backend's: either one picks its backend unless --backend says otherwise.
+  bool useLLVM = backend.getNumOccurrences() ? backend == Backend::Llvm
+                                             : emit == Emit::Llvm;
+  if (emit == Emit::Llvm && !useLLVM)
+    return userError("--emit=llvm is the LLVM backend's output; use "
+                     "--backend=llvm (or leave --backend out)");
+  if (emit == Emit::Cpp && useLLVM)
+    return userError("--emit=cpp is the Highway backend's output; with "
+                     "--backend=llvm use --emit=llvm");
 
-  mlir::MLIRContext context;
+  mlir::DialectRegistry registry;
+  if (useLLVM)
+    mlir::tfm::registerLLVMBackendDependencies(registry);
+  mlir::MLIRContext context(registry);
   mlir::OwningOpRef<mlir::ModuleOp> module;
   {
     Stage stage("build tfm IR");
@@ -298,30 +309,48 @@ int main(int argc, char **argv) {
       os << "\n";
     });
 
-  // The optimisation pipeline (tfm-optimize), where --print-ir-after-all,
-  // --mlir-timing and friends apply.
-  {
-    Stage stage("run pass pipeline");
-    bool showRemarks = remarks || verbose;
-    std::optional<mlir::ScopedDiagnosticHandler> remarkHandler;
-    if (showRemarks)
-      remarkHandler.emplace(&context, printRemark);
-    mlir::PassManager pm(&context);
-    mlir::tfm::OptimizePipelineOptions options;
-    options.remarks = showRemarks;
-    mlir::tfm::buildOptimizePipeline(pm, options);
-    // --print-ir-after=PASS must name a pass of the pipeline.
-    SmallVector<StringRef> passNames;
-    for (mlir::Pass &pass : pm.getPasses())
+  // The LLVM backend compiles @forward; generation (@prefill, @decode and
+  // the key/value caches) is the Highway backend's for now.
+  mlir::OwningOpRef<mlir::ModuleOp> declarations;
+  if (useLLVM) {
+    if (tfm::dropGenerationEntries(*module) && verbose)
+      errs() << "tfm-compile: the LLVM backend compiles @forward only: the "
+                "executable has no --generate and the C API's "
+                "prefill/decode return an error\n";
+    declarations = module->clone();
+  }
+
+  // The pass pipelines (tfm-optimize; then the LLVM backend's lowering),
+  // where --print-ir-after-all, --mlir-timing and friends apply.
+  bool showRemarks = remarks || verbose;
+  std::optional<mlir::ScopedDiagnosticHandler> remarkHandler;
+  if (showRemarks)
+    remarkHandler.emplace(&context, printRemark);
+  mlir::DefaultTimingManager timing;
+  mlir::applyDefaultTimingManagerCLOptions(timing);
+  mlir::TimingScope timingScope = timing.getRootScope();
+  mlir::PassManager optimize(&context), lower(&context);
+  mlir::tfm::OptimizePipelineOptions options;
+  options.remarks = showRemarks;
+  mlir::tfm::buildOptimizePipeline(optimize, options);
+  if (useLLVM) {
+    mlir::tfm::buildLLVMEntryPasses(optimize);
+    mlir::tfm::buildLLVMLoweringPasses(lower);
+  }
+  // --print-ir-after=PASS must name a pass of a pipeline.
+  SmallVector<StringRef> passNames;
+  for (mlir::PassManager *pm : {&optimize, &lower})
+    for (mlir::Pass &pass : pm->getPasses())
       passNames.push_back(pass.getArgument());
-    // (cl::list's operator& gives its storage: std::addressof.)
-    for (cl::list<std::string> *option :
-         {std::addressof(printIRAfter), std::addressof(printIRBefore)})
-      for (const std::string &name : *option)
-        if (!llvm::is_contained(passNames, name))
-          return userError("--" + option->ArgStr + "=" + name +
-                           ": the pipeline has no pass '" + name +
-                           "' (its passes: " + join(passNames, ", ") + ")");
+  // (cl::list's operator& gives its storage: std::addressof.)
+  for (cl::list<std::string> *option :
+       {std::addressof(printIRAfter), std::addressof(printIRBefore)})
+    for (const std::string &name : *option)
+      if (!llvm::is_contained(passNames, name))
+        return userError("--" + option->ArgStr + "=" + name +
+                         ": the pipeline has no pass '" + name +
+                         "' (its passes: " + join(passNames, ", ") + ")");
+  auto run = [&](mlir::PassManager &pm) -> LogicalResult {
     if (printIRAfterAll || printIRBeforeAll || !printIRAfter.empty() ||
         !printIRBefore.empty()) {
       context.disableMultithreading();
@@ -336,12 +365,28 @@ int main(int argc, char **argv) {
           });
     }
     // --mlir-timing reports each pass's time.
-    mlir::DefaultTimingManager timing;
-    mlir::applyDefaultTimingManagerCLOptions(timing);
-    mlir::TimingScope timingScope = timing.getRootScope();
     pm.enableTiming(timingScope);
-    if (failed(mlir::applyPassManagerCLOptions(pm)) || failed(pm.run(*module)))
+    if (failed(mlir::applyPassManagerCLOptions(pm)))
+      return failure();
+    return pm.run(*module);
+  };
+  {
+    Stage stage("run pass pipeline");
+    if (failed(run(optimize)))
       return internalError("the pass pipeline failed");
+  }
+  std::string cName = tfm::cIdentifier(config->name);
+  std::string llvmGlue;
+  if (useLLVM) {
+    Expected<std::string> glue = tfm::emitLLVMGlue(
+        *declarations, module->lookupSymbol<mlir::func::FuncOp>("forward"),
+        cName);
+    if (!glue)
+      return internalError(toString(glue.takeError()));
+    llvmGlue = std::move(*glue);
+    Stage stage("lower to the LLVM dialect");
+    if (failed(run(lower)))
+      return internalError("lowering to the LLVM dialect failed");
   }
   if (emit == Emit::MlirOpt)
     return writeOutput(defaultOutput("-"), [&](raw_ostream &os) {
@@ -349,9 +394,19 @@ int main(int argc, char **argv) {
       os << "\n";
     });
 
-  std::string cName = tfm::cIdentifier(config->name);
   std::string cpp;
-  {
+  std::string llvmObject;
+  if (useLLVM) {
+    Stage stage(emit == Emit::Llvm ? "emit LLVM IR" : "emit object (LLVM)");
+    raw_string_ostream os(emit == Emit::Llvm ? cpp : llvmObject);
+    if (Error e = tfm::emitLLVMCode(*module, target == Target::Native,
+                                    emit == Emit::Llvm, os))
+      return internalError(toString(std::move(e)));
+    if (emit == Emit::Llvm)
+      return writeOutput(defaultOutput("-"),
+                         [&](raw_ostream &out) { out << cpp; });
+    cpp = std::move(llvmGlue);
+  } else {
     Stage stage("emit Highway C++");
     raw_string_ostream os(cpp);
     tfm::HighwayEmitStats stats;
@@ -398,11 +453,21 @@ int main(int argc, char **argv) {
       return internalError("cannot write " + cppPath + ": " + ec.message());
     os << cpp;
   }
-  tfm::NativeBuildOptions options;
-  options.native = target == Target::Native;
-  options.verbose = verbose;
-  options.cName = cName;
-  Error built = tfm::buildNative(cppPath, kind, out, options);
+  tfm::NativeBuildOptions buildOptions;
+  if (useLLVM) {
+    SmallString<128> objPath(scratchDir);
+    sys::path::append(objPath, cName + "-llvm.o");
+    std::error_code ec;
+    raw_fd_ostream os(objPath, ec, sys::fs::OF_None);
+    if (ec)
+      return internalError("cannot write " + objPath + ": " + ec.message());
+    os << llvmObject;
+    buildOptions.extraObjects.push_back(objPath.str().str());
+  }
+  buildOptions.native = target == Target::Native;
+  buildOptions.verbose = verbose;
+  buildOptions.cName = cName;
+  Error built = tfm::buildNative(cppPath, kind, out, buildOptions);
   sys::fs::remove_directories(scratchDir);
   if (built)
     return internalError(toString(std::move(built)));

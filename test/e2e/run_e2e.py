@@ -11,7 +11,8 @@ For each case of cases.py:
      both apply they must agree (max abs diff < 1e-5, relative above
      magnitude 1), and the fp32 reference must be within a tenth of the
      tolerance of a float64 run of (b) (the case is well-conditioned);
-  4. tfm-compile CASE.json -o CASE.exe [--max-batch N] [--max-seq-len N];
+  4. tfm-compile CASE.json -o CASE.exe [--max-batch N] [--max-seq-len N]
+     [--backend B] (--backend llvm: the same cases through the LLVM backend);
   5. run it with --threads 1 and --threads 2; the outputs must have the
      reference's shape and dtype (float32), satisfy contract section 6,
      max|out - ref| <= 1e-4 * (1 + max|ref|), and be bit-identical.
@@ -258,11 +259,13 @@ def check_ir(case, info, tfm_compile, case_dir, timeout):
 # Compile and run.
 # ---------------------------------------------------------------------------
 
-def compile_and_run(case, info, tfm_compile, case_dir, timeouts):
+def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend):
     exe = os.path.join(case_dir, case.name + ".exe")
     if os.path.exists(exe):
         os.remove(exe)
     cmd = [tfm_compile, info["model"], "-o", exe] + case.compile_args()
+    if backend:
+        cmd += ["--backend=" + backend]
     _write(case_dir, "compile.cmd", " ".join(cmd) + "\n")
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeouts[0], cwd=case_dir)
@@ -353,7 +356,7 @@ def run_one(case_name, opts):
         if opts["check_ir"]:
             check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"])
         err = compile_and_run(case, info, opts["tfm_compile"], case_dir,
-                              (opts["compile_timeout"], opts["run_timeout"]))
+                              (opts["compile_timeout"], opts["run_timeout"]), opts["backend"])
         return True, "PASS %s (max_err=%.3g, tol=%.3g)" % (case.name, err, info["tol"])
     except CaseFailure as e:
         return False, "FAIL %s: %s" % (case.name, e)
@@ -408,6 +411,8 @@ def main(argv=None):
     ap.add_argument("--compile-timeout", type=int, default=300)
     ap.add_argument("--run-timeout", type=int, default=120)
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--backend", choices=["hwy", "llvm"], default=None,
+                    help="passed to tfm-compile as --backend (default: tfm-compile's own, hwy)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
 
@@ -438,7 +443,7 @@ def main(argv=None):
         return 2
     opts = dict(work_dir=work_dir, tfm_compile=tfm_compile, reference_only=args.reference_only,
                 check_ir=check_ir, compile_timeout=args.compile_timeout,
-                run_timeout=args.run_timeout, verbose=args.verbose)
+                run_timeout=args.run_timeout, verbose=args.verbose, backend=args.backend)
 
     passed = failed = 0
     jobs = max(1, args.jobs)

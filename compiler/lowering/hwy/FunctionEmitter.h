@@ -10,6 +10,8 @@
 #include "FramePlanner.h"
 #include "tfm/IR/TfmOps.h"
 
+#include "tfm/Lowering/ModelGlue.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/IndentedOstream.h"
 #include "llvm/ADT/DenseMap.h"
@@ -41,15 +43,7 @@ struct Buffer {
 /// each segment of rows split into panels of k::kPanel (32) output columns,
 /// zero-padded, panel after panel. Segments let a stacked weight (Q, K, V of
 /// in_proj) be used whole or in parts.
-struct PackSpec {
-  unsigned param;
-  int64_t segments, segmentRows, k;
-  int64_t panelsPerSegment() const { return (segmentRows + 31) / 32; }
-  int64_t floats() const { return segments * panelsPerSegment() * 32 * k; }
-  bool sameLayout(const PackSpec &o) const {
-    return segments == o.segments && segmentRows == o.segmentRows && k == o.k;
-  }
-};
+using ::tfm::PackSpec;
 
 /// What the callers of an emitted function need to know about it.
 struct FunctionSummary {

@@ -6,18 +6,22 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/IR/TfmDialect.h"
+#include "tfm/Lowering/LLVMBackend.h"
 #include "tfm/Transforms/Passes.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
   mlir::registerAllPasses();
   mlir::tfm::registerTfmPassesAndPipelines();
+  mlir::tfm::registerLLVMBackendPassesAndPipelines();
   registry.insert<mlir::tfm::TfmDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry));

@@ -1,0 +1,71 @@
+//===- LLVMBackend.h - tfm through MLIR's own dialects to LLVM --*- C++ -*-===//
+
+#ifndef TFM_LOWERING_LLVMBACKEND_H
+#define TFM_LOWERING_LLVMBACKEND_H
+
+#include "tfm/IR/TfmOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace mlir::tfm {
+
+#define GEN_PASS_DECL
+#include "tfm/Lowering/LLVMPasses.h.inc"
+
+/// One pattern per tfm op that computes (not weights or caches).
+void populateTfmToLinalgPatterns(RewritePatternSet &patterns);
+
+/// tfm IR (after tfm-optimize) -> the LLVM dialect: every LLVM backend pass
+/// and the upstream ones between them, in order; the entry passes (the
+/// calling convention the C++ glue follows) then the lowering passes.
+void buildLowerToLLVMPipeline(OpPassManager &pm);
+void buildLLVMEntryPasses(OpPassManager &pm);
+void buildLLVMLoweringPasses(OpPassManager &pm);
+
+/// Every dialect, interface and pass the lowering uses (upstream
+/// bufferization and conversion interfaces included).
+void registerLLVMBackendDependencies(DialectRegistry &registry);
+
+#define GEN_PASS_REGISTRATION
+#include "tfm/Lowering/LLVMPasses.h.inc"
+
+/// Registers the LLVM backend's passes and the `tfm-lower-to-llvm` pipeline.
+void registerLLVMBackendPassesAndPipelines();
+
+} // namespace mlir::tfm
+
+namespace tfm {
+
+/// Erases @prefill, @decode and the functions only they call; returns
+/// whether there were any.
+bool dropGenerationEntries(mlir::ModuleOp module);
+
+/// The C++ glue of an LLVM-backend model: `tfm::rt::kModel`, the weight
+/// tables, the C API, and the adapter from the runtime's entry point to the
+/// generated function's `_mlir_ciface_forward` (memref descriptors built
+/// from the runtime's pointers and shapes). `entry` is @forward after
+/// tfm-weights-to-arguments; `tfmModule` the module before it.
+llvm::Expected<std::string> emitLLVMGlue(mlir::ModuleOp tfmModule,
+                                         mlir::func::FuncOp entry,
+                                         llvm::StringRef cName);
+
+/// Translates `module` (LLVM dialect) to LLVM IR and writes an object file
+/// for this CPU (`native`) or baseline x86-64; or, with `emitIR`, the LLVM
+/// IR as text.
+llvm::Error emitLLVMCode(mlir::ModuleOp module, bool native, bool emitIR,
+                         llvm::raw_ostream &os);
+
+} // namespace tfm
+
+#endif // TFM_LOWERING_LLVMBACKEND_H

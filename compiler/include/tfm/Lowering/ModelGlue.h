@@ -1,0 +1,58 @@
+//===- ModelGlue.h - the tables every backend's C++ glue shares -*- C++ -*-===//
+//
+// Whatever lowers the computation, the runtime learns about a compiled model
+// from `tfm::rt::kModel` (runtime/include/tfm/runtime/Model.h): its weights,
+// their default initialisation and packing, its inputs, caches, entry points,
+// and the C API under the model's name. Both backends print that part with
+// this one emitter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_LOWERING_MODELGLUE_H
+#define TFM_LOWERING_MODELGLUE_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tfm {
+
+/// A weight rearranged once after loading into GEMM panels: `segments`
+/// stacked blocks of `segmentRows` output rows (in_proj's Q, K, V), each
+/// packed in panels of 32 output columns (zero-padded) holding every k.
+struct PackSpec {
+  unsigned param;
+  int64_t segments, segmentRows, k;
+  int64_t panelsPerSegment() const { return (segmentRows + 31) / 32; }
+  int64_t floats() const { return segments * panelsPerSegment() * 32 * k; }
+  bool sameLayout(const PackSpec &o) const {
+    return segments == o.segments && segmentRows == o.segmentRows && k == o.k;
+  }
+};
+
+struct ModelGlue {
+  mlir::ModuleOp module;
+  std::string cName;
+  /// @forward: its arguments are the inputs, its result the output.
+  mlir::func::FuncOp entry;
+  size_t arenaBytes = 0;
+  std::vector<PackSpec> packs;
+  /// C++ defining `static double matmulFlops(const tfm::rt::InputView *in)`.
+  std::string flopsDefinition;
+  /// `forwardDispatch` and, when `generation`, `prefillDispatch` and
+  /// `decodeDispatch` are defined before the glue, in tfm_generated.
+  bool generation = false;
+};
+
+/// Prints, inside an open `namespace tfm_generated {`, the weight, input,
+/// cache and packing tables; closes the namespace; then defines
+/// `tfm::rt::kModel` and the C API functions `<cName>_*`.
+void emitModelGlue(const ModelGlue &glue, llvm::raw_ostream &out);
+
+} // namespace tfm
+
+#endif // TFM_LOWERING_MODELGLUE_H

@@ -1,0 +1,214 @@
+//===- ModelGlue.cpp - kModel, the weight tables and the C API ------------===//
+
+#include "tfm/Lowering/ModelGlue.h"
+
+#include "tfm/IR/TfmOps.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace tfm {
+
+namespace {
+
+/// PyTorch's default initialisation of the module a weight belongs to, by
+/// its state_dict name: what `--weights`-less runs fill it with.
+std::pair<StringRef, float> defaultInit(StringRef name,
+                                        ArrayRef<int64_t> shape) {
+  auto uniform = [](int64_t fanIn) {
+    return 1.0f / std::sqrt(static_cast<float>(fanIn));
+  };
+  if (name.ends_with("in_proj_weight")) // xavier_uniform over [3d, d]
+    return {"Uniform",
+            std::sqrt(6.0f / static_cast<float>(shape[0] + shape[1]))};
+  if (name.ends_with("in_proj_bias") || name.ends_with("out_proj.bias"))
+    return {"Zeros", 0.0f};
+  if (name.contains("norm") && name.ends_with(".weight"))
+    return {"Ones", 0.0f};
+  if (name.contains("norm") && name.ends_with(".bias"))
+    return {"Zeros", 0.0f};
+  if (name.contains("embed"))
+    return {"Normal", 1.0f};
+  if (name.ends_with(".bias")) // nn.Linear bias: fan-in of its weight
+    return {"Uniform", 0.0f};
+  // nn.Linear weights [out, in] and per-head score tensors [h, a, dk]: 1/sqrt
+  // of the last dimension.
+  return {"Uniform", uniform(shape.back())};
+}
+
+void emitParamTable(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
+                    const llvm::StringMap<unsigned> &paramIndex,
+                    raw_ostream &os) {
+  os << "static const tfm::rt::ParamInfo kParams[] = {\n";
+  for (ParamOp p : params) {
+    ArrayRef<int64_t> shape = p.getTensorType().getShape();
+    auto [init, bound] = defaultInit(p.getSymName(), shape);
+    if (init == "Uniform" && bound == 0.0f) {
+      // A Linear bias: its weight is the same name with ".weight".
+      std::string weightName =
+          (p.getSymName().drop_back(strlen("bias")) + "weight").str();
+      auto it = paramIndex.find(weightName);
+      int64_t fanIn =
+          it == paramIndex.end()
+              ? shape.back()
+              : params[it->second].getTensorType().getShape().back();
+      bound = 1.0f / std::sqrt(static_cast<float>(fanIn));
+    }
+    SmallVector<std::string> dims;
+    for (int64_t d : shape)
+      dims.push_back(std::to_string(d));
+    os << llvm::formatv("    {{\"{0}\", {1}, {2}, {{{3}}, "
+                        "tfm::rt::ParamInit::{4}, {5:e9}f},\n",
+                        p.getSymName(),
+                        p.getAlias() ? "\"" + p.getAlias()->str() + "\""
+                                     : std::string("nullptr"),
+                        shape.size(), llvm::join(dims, ", "), init, bound);
+  }
+  os << "};\n\n";
+}
+
+void emitPacking(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
+                 raw_ostream &os) {
+  os << "// GEMM weights, packed once after loading: panels of 32 output\n"
+        "// columns (zero-padded), each holding every k; a stacked weight\n"
+        "// (in_proj's Q, K, V) is packed segment by segment.\n"
+        "static float *packPanels(const float *src, int64_t k, int64_t "
+        "rowOffset, int64_t rows, float *dst) {\n"
+        "  for (int64_t p = 0; p < (rows + 31) / 32; ++p)\n"
+        "    for (int64_t kk = 0; kk < k; ++kk)\n"
+        "      for (int64_t j = 0; j < 32; ++j) {\n"
+        "        const int64_t n = p * 32 + j;\n"
+        "        *dst++ = n < rows ? src[(rowOffset + n) * k + kk] : 0.0f;\n"
+        "      }\n"
+        "  return dst;\n"
+        "}\n\n";
+  SmallVector<std::string> sizes;
+  for (const PackSpec &p : glue.packs)
+    sizes.push_back(std::to_string(p.floats()));
+  sizes.push_back("0"); // keeps the array non-empty
+  os << "static const size_t kPackedFloats[] = {" << llvm::join(sizes, ", ")
+     << "};\n\n";
+  os << "static void packWeights(const float *const *w, float *const *packed) "
+        "{\n";
+  for (auto [j, p] : llvm::enumerate(glue.packs)) {
+    os << "  // " << params[p.param].getSymName() << ": " << p.segments << " x "
+       << p.segmentRows << " rows, k = " << p.k << "\n";
+    os << "  {\n    float *dst = packed[" << j << "];\n";
+    os << "    for (int64_t s = 0; s < " << p.segments << "; ++s)\n";
+    os << "      dst = packPanels(w[" << p.param << "], " << p.k << ", s * "
+       << p.segmentRows << ", " << p.segmentRows << ", dst);\n  }\n";
+  }
+  os << "}\n\n";
+}
+
+} // namespace
+
+void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
+  ModuleOp module = glue.module;
+  SmallVector<ParamOp> params;
+  llvm::StringMap<unsigned> paramIndex;
+  for (ParamOp p : module.getOps<ParamOp>()) {
+    paramIndex[p.getSymName()] = params.size();
+    params.push_back(p);
+  }
+  SmallVector<KVCacheDeclOp> caches(module.getOps<KVCacheDeclOp>());
+  auto intAttr = [&](StringRef name) -> int64_t {
+    if (auto a = module->getAttrOfType<IntegerAttr>(name))
+      return a.getInt();
+    return 1;
+  };
+
+  // Inputs and the output, from the entry point's signature.
+  func::FuncOp entry = glue.entry;
+  SmallVector<std::string> inputs;
+  int64_t dModel = 0, vocab = 0;
+  for (auto [i, arg] : llvm::enumerate(entry.getArguments())) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    auto name = entry.getArgAttrOfType<StringAttr>(i, "tfm.input");
+    bool tokens = type.getElementType().isInteger(32);
+    if (!tokens)
+      dModel = type.getShape().back();
+    inputs.push_back(llvm::formatv("{{\"{0}\", tfm::rt::InputKind::{1}}",
+                                   name ? name.getValue() : "input",
+                                   tokens ? "TokenIds" : "Embeddings")
+                         .str());
+  }
+  entry.walk([&](EmbeddingOp e) {
+    vocab = e.getTable().getType().getDimSize(0);
+    dModel = e.getTable().getType().getDimSize(1);
+  });
+  auto resultType = cast<RankedTensorType>(entry.getResultTypes()[0]);
+  StringRef name = module.getSymName() ? *module.getSymName() : "model";
+  StringRef cName = glue.cName;
+
+  SmallVector<std::string> cacheSizes;
+  for (KVCacheDeclOp c : caches) {
+    auto t = cast<KVCacheType>(c.getType());
+    cacheSizes.push_back(std::to_string(2 * t.getMaxBatch() * t.getHeads() *
+                                        t.getMaxSeq() * t.getHeadDim()));
+  }
+  cacheSizes.push_back("0"); // keeps the array non-empty
+  out << "// Keys then values of each self-attention, kept across calls.\n"
+      << "static const size_t kCacheFloats[] = {"
+      << llvm::join(cacheSizes, ", ") << "};\n\n"
+      << glue.flopsDefinition;
+  emitParamTable(glue, params, paramIndex, out);
+  emitPacking(glue, params, out);
+  out << "static const tfm::rt::InputInfo kInputs[] = {"
+      << llvm::join(inputs, ", ") << "};\n\n"
+      << "} // namespace tfm_generated\n\n"
+      << "const tfm::rt::ModelInfo tfm::rt::kModel = {\n"
+      << "    \"" << name << "\",\n"
+      << "    tfm_generated::kParams, " << params.size() << ",\n"
+      << "    tfm_generated::kInputs, " << inputs.size() << ",\n"
+      << "    /*dModel=*/" << dModel << ", /*vocabSize=*/" << vocab
+      << ", /*outputWidth=*/" << resultType.getShape().back() << ",\n"
+      << "    /*maxSeqLen=*/" << intAttr("tfm.max_seq_len") << ", /*maxBatch=*/"
+      << intAttr("tfm.max_batch") << ",\n"
+      << "    /*arenaBytes=*/" << glue.arenaBytes << ",\n"
+      << "    tfm_generated::matmulFlops, tfm_generated::forwardDispatch,\n"
+      << "    /*numPacked=*/" << glue.packs.size()
+      << ", tfm_generated::kPackedFloats, tfm_generated::packWeights,\n"
+      << "    /*numCaches=*/" << (glue.generation ? caches.size() : 0)
+      << ", tfm_generated::kCacheFloats,\n"
+      << (glue.generation ? "    tfm_generated::prefillDispatch, "
+                            "tfm_generated::decodeDispatch};\n\n"
+                          : "    nullptr, nullptr};\n\n")
+      << "// The C API of contract section 5, under the model's name.\n"
+      << "extern \"C\" {\n"
+      << "tfm_model *" << cName
+      << "_create(const char *weights_path, char *err, size_t err_len) {\n"
+      << "  return tfm_rt_create(&tfm::rt::kModel, weights_path, err, "
+         "err_len);\n"
+      << "}\n"
+      << "int " << cName
+      << "_forward(tfm_model *model, const tfm_tensor *inputs, size_t "
+         "n_inputs, tfm_tensor *output) {\n"
+      << "  return tfm_rt_forward(model, inputs, n_inputs, output);\n"
+      << "}\n"
+      << "int " << cName
+      << "_prefill(tfm_model *model, const tfm_tensor *inputs, size_t "
+         "n_inputs, tfm_tensor *output) {\n"
+      << "  return tfm_rt_prefill(model, inputs, n_inputs, output);\n"
+      << "}\n"
+      << "int " << cName
+      << "_decode(tfm_model *model, const tfm_tensor *tokens, tfm_tensor "
+         "*output) {\n"
+      << "  return tfm_rt_decode(model, tokens, output);\n"
+      << "}\n"
+      << "const char *" << cName << "_last_error(const tfm_model *model) {\n"
+      << "  return tfm_rt_last_error(model);\n"
+      << "}\n"
+      << "void " << cName << "_destroy(tfm_model *model) { "
+      << "tfm_rt_destroy(model); }\n"
+      << "}\n";
+}
+
+} // namespace tfm

@@ -1,0 +1,831 @@
+//===- ConvertTfmToLinalg.cpp - tfm ops -> linalg on tensors --------------===//
+//
+// The first step of the LLVM backend: every tfm op becomes linalg.generic
+// ops (matmuls as contractions, norms and softmax as a reduction then an
+// elementwise op) plus tensor reshapes, on tensors; later passes tile,
+// vectorise and bufferize them with upstream machinery. Each lowering keeps
+// the arithmetic of the PyTorch reference (the bias added after the
+// product, the angles of positional encodings in double).
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Lowering/LLVMBackend.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_CONVERTTFMTOLINALG
+#include "tfm/Lowering/LLVMPasses.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+using utils::IteratorType;
+
+/// Builds linalg on tensors at one location; the lowerings below share it.
+class TensorBuilder {
+public:
+  TensorBuilder(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  OpBuilder &b;
+  Location loc;
+
+  Type f32() { return b.getF32Type(); }
+  Value f32Const(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value f64Const(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v));
+  }
+
+  /// The sizes of `t`, static or read with tensor.dim.
+  SmallVector<OpFoldResult> sizes(Value t) {
+    return tensor::getMixedSizes(b, loc, t);
+  }
+
+  Value empty(ArrayRef<OpFoldResult> sizes) {
+    return tensor::EmptyOp::create(b, loc, sizes, f32());
+  }
+
+  Value filled(ArrayRef<OpFoldResult> sizes, double value) {
+    return linalg::FillOp::create(b, loc, ValueRange{f32Const(value)},
+                                  ValueRange{empty(sizes)})
+        .getResult(0);
+  }
+
+  /// A linalg.generic with one f32 result of `sizes` over `loops` loops.
+  Value generic(ValueRange inputs, Value init, ArrayRef<AffineMap> maps,
+                ArrayRef<IteratorType> iterators,
+                function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{init.getType()}, inputs, ValueRange{init},
+               maps, iterators,
+               [&](OpBuilder &nb, Location nl, ValueRange args) {
+                 linalg::YieldOp::create(nb, nl, body(nb, nl, args));
+               })
+        .getResult(0);
+  }
+
+  AffineMap map(unsigned loops, ArrayRef<unsigned> dims) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d : dims)
+      exprs.push_back(b.getAffineDimExpr(d));
+    return AffineMap::get(loops, 0, exprs, b.getContext());
+  }
+
+  static SmallVector<unsigned> range(unsigned begin, unsigned end) {
+    SmallVector<unsigned> r;
+    for (unsigned i = begin; i < end; ++i)
+      r.push_back(i);
+    return r;
+  }
+
+  static SmallVector<IteratorType> parallel(unsigned n) {
+    return SmallVector<IteratorType>(n, IteratorType::parallel);
+  }
+
+  /// out[l..., n] = sum_k x[l..., k] * w[n, k] (+ bias[n]): nn.Linear.
+  Value linear(Value x, Value w, Value bias) {
+    auto xType = cast<RankedTensorType>(x.getType());
+    unsigned rank = xType.getRank();
+    unsigned loops = rank + 1; // lead..., n, k
+    SmallVector<OpFoldResult> outSizes = sizes(x);
+    outSizes.back() =
+        b.getIndexAttr(cast<RankedTensorType>(w.getType()).getDimSize(0));
+    SmallVector<unsigned> lead = range(0, rank - 1);
+    SmallVector<unsigned> xDims = lead, outDims = lead;
+    xDims.push_back(rank);
+    outDims.push_back(rank - 1);
+    SmallVector<IteratorType> iterators = parallel(rank);
+    iterators.push_back(IteratorType::reduction);
+    Value product = generic(
+        {x, w}, filled(outSizes, 0.0),
+        {map(loops, xDims), map(loops, {rank - 1, rank}), map(loops, outDims)},
+        iterators, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+          return arith::AddFOp::create(nb, nl, a[2], m);
+        });
+    if (!bias)
+      return product;
+    return addLastDim(product, bias);
+  }
+
+  /// x[l..., n] + v[n].
+  Value addLastDim(Value x, Value v) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    return generic({x, v}, empty(sizes(x)),
+                   {map(rank, range(0, rank)), map(rank, {rank - 1}),
+                    map(rank, range(0, rank))},
+                   parallel(rank),
+                   [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                     return arith::AddFOp::create(nb, nl, a[0], a[1]);
+                   });
+  }
+
+  /// Elementwise `fn` of tensors of one shape.
+  Value elementwise(ValueRange inputs,
+                    function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
+    unsigned rank = cast<RankedTensorType>(inputs[0].getType()).getRank();
+    SmallVector<AffineMap> maps(inputs.size() + 1, map(rank, range(0, rank)));
+    return generic(inputs, empty(sizes(inputs[0])), maps, parallel(rank),
+                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                     return fn(nb, nl, a.drop_back());
+                   });
+  }
+
+  /// Reduces `x` along `dim` with `fn(acc, element)` from `init`; the result
+  /// drops the dimension.
+  Value reduce(Value x, unsigned dim, double init,
+               function_ref<Value(OpBuilder &, Location, Value, Value)> fn) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    SmallVector<OpFoldResult> outSizes = sizes(x);
+    outSizes.erase(outSizes.begin() + dim);
+    SmallVector<unsigned> outDims = range(0, rank);
+    outDims.erase(outDims.begin() + dim);
+    SmallVector<IteratorType> iterators = parallel(rank);
+    iterators[dim] = IteratorType::reduction;
+    return generic({x}, filled(outSizes, init),
+                   {map(rank, range(0, rank)), map(rank, outDims)}, iterators,
+                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                     return fn(nb, nl, a[1], a[0]);
+                   });
+  }
+
+  /// Applies fn(element, reduced) where `reduced` (x's shape without `dim`)
+  /// is broadcast along `dim`.
+  Value
+  withReduced(Value x, Value reduced, unsigned dim,
+              function_ref<Value(OpBuilder &, Location, Value, Value)> fn) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    SmallVector<unsigned> rDims = range(0, rank);
+    rDims.erase(rDims.begin() + dim);
+    return generic({x, reduced}, empty(sizes(x)),
+                   {map(rank, range(0, rank)), map(rank, rDims),
+                    map(rank, range(0, rank))},
+                   parallel(rank),
+                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                     return fn(nb, nl, a[0], a[1]);
+                   });
+  }
+
+  /// nn.LayerNorm over the last dimension.
+  Value layerNorm(Value x, Value gamma, Value beta, float eps) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    int64_t d = cast<RankedTensorType>(x.getType()).getShape().back();
+    unsigned last = rank - 1;
+    auto add = [](OpBuilder &nb, Location nl, Value acc, Value v) -> Value {
+      return arith::AddFOp::create(nb, nl, acc, v);
+    };
+    Value invD = f32Const(1.0 / static_cast<double>(d));
+    Value sum = reduce(x, last, 0.0, add);
+    Value mean = elementwise(
+        {sum}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          return arith::MulFOp::create(nb, nl, a[0], invD);
+        });
+    Value centered = withReduced(
+        x, mean, last, [](OpBuilder &nb, Location nl, Value v, Value m) {
+          return arith::SubFOp::create(nb, nl, v, m).getResult();
+        });
+    Value squares =
+        reduce(centered, last, 0.0,
+               [](OpBuilder &nb, Location nl, Value acc, Value v) {
+                 Value sq = arith::MulFOp::create(nb, nl, v, v);
+                 return arith::AddFOp::create(nb, nl, acc, sq).getResult();
+               });
+    Value epsV = f32Const(eps);
+    Value invStd = elementwise(
+        {squares}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value var = arith::MulFOp::create(nb, nl, a[0], invD);
+          Value s = math::SqrtOp::create(
+              nb, nl, arith::AddFOp::create(nb, nl, var, epsV));
+          Value one =
+              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1.0f));
+          return arith::DivFOp::create(nb, nl, one, s);
+        });
+    SmallVector<unsigned> rowDims = range(0, last);
+    return generic(
+        {centered, invStd, gamma, beta}, empty(sizes(x)),
+        {map(rank, range(0, rank)), map(rank, rowDims), map(rank, {last}),
+         map(rank, {last}), map(rank, range(0, rank))},
+        parallel(rank), [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value n = arith::MulFOp::create(nb, nl, a[0], a[1]);
+          Value g = arith::MulFOp::create(nb, nl, n, a[2]);
+          return arith::AddFOp::create(nb, nl, g, a[3]);
+        });
+  }
+
+  /// Softmax of `x` along `dim`.
+  Value softmax(Value x, unsigned dim) {
+    Value max = reduce(
+        x, dim, -INFINITY, [](OpBuilder &nb, Location nl, Value acc, Value v) {
+          return arith::MaximumFOp::create(nb, nl, acc, v).getResult();
+        });
+    Value exps = withReduced(
+        x, max, dim, [](OpBuilder &nb, Location nl, Value v, Value m) {
+          return math::ExpOp::create(nb, nl,
+                                     arith::SubFOp::create(nb, nl, v, m))
+              .getResult();
+        });
+    Value sum = reduce(
+        exps, dim, 0.0, [](OpBuilder &nb, Location nl, Value acc, Value v) {
+          return arith::AddFOp::create(nb, nl, acc, v).getResult();
+        });
+    return withReduced(exps, sum, dim,
+                       [](OpBuilder &nb, Location nl, Value v, Value s) {
+                         return arith::DivFOp::create(nb, nl, v, s).getResult();
+                       });
+  }
+
+  /// The feed-forward activation of `x`.
+  Value activation(Value x, Activation kind) {
+    return elementwise(
+        {x}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          auto c = [&](double v) -> Value {
+            return arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(v));
+          };
+          Value v = a[0];
+          switch (kind) {
+          case Activation::Relu:
+            return arith::MaximumFOp::create(nb, nl, v, c(0.0));
+          case Activation::Gelu: { // 0.5 x (1 + erf(x / sqrt 2))
+            Value e = math::ErfOp::create(
+                nb, nl, arith::MulFOp::create(nb, nl, v, c(M_SQRT1_2)));
+            Value h = arith::MulFOp::create(nb, nl, v, c(0.5));
+            return arith::MulFOp::create(
+                nb, nl, h, arith::AddFOp::create(nb, nl, e, c(1.0)));
+          }
+          case Activation::GeluTanh: { // 0.5 x (1 + tanh(sqrt(2/pi)(x +
+                                       // .044715x^3)))
+            Value x3 = arith::MulFOp::create(
+                nb, nl, arith::MulFOp::create(nb, nl, v, v), v);
+            Value inner = arith::AddFOp::create(
+                nb, nl, v, arith::MulFOp::create(nb, nl, x3, c(0.044715)));
+            Value t = math::TanhOp::create(
+                nb, nl,
+                arith::MulFOp::create(nb, nl, inner, c(std::sqrt(2.0 / M_PI))));
+            Value h = arith::MulFOp::create(nb, nl, v, c(0.5));
+            return arith::MulFOp::create(
+                nb, nl, h, arith::AddFOp::create(nb, nl, t, c(1.0)));
+          }
+          }
+          llvm_unreachable("unknown activation");
+        });
+  }
+
+  /// [..., seq, heads*dk] -> [..., heads, seq, dk].
+  Value splitHeads(Value x, int64_t heads) {
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    int64_t d = type.getShape().back();
+    SmallVector<OpFoldResult> s = sizes(x);
+    SmallVector<OpFoldResult> expanded(s.begin(), s.end() - 1);
+    expanded.push_back(b.getIndexAttr(heads));
+    expanded.push_back(b.getIndexAttr(d / heads));
+    SmallVector<ReassociationIndices> reassoc;
+    for (unsigned i = 0; i + 1 < rank; ++i)
+      reassoc.push_back({static_cast<int64_t>(i)});
+    reassoc.push_back({rank - 1, rank});
+    SmallVector<int64_t> expandedShape(type.getShape().drop_back());
+    expandedShape.append({heads, d / heads});
+    Value e = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(expandedShape, f32()), x, reassoc,
+        expanded);
+    // [..., seq, h, dk] -> [..., h, seq, dk]
+    SmallVector<int64_t> perm;
+    for (unsigned i = 0; i + 2 < rank; ++i)
+      perm.push_back(i);
+    perm.append({rank - 1, rank - 2, rank});
+    return transpose(e, perm);
+  }
+
+  /// [..., heads, seq, dk] -> [..., seq, heads*dk].
+  Value mergeHeads(Value x) {
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    SmallVector<int64_t> perm;
+    for (unsigned i = 0; i + 3 < rank; ++i)
+      perm.push_back(i);
+    perm.append({rank - 2, rank - 3, rank - 1});
+    Value t = transpose(x, perm);
+    SmallVector<ReassociationIndices> reassoc;
+    for (unsigned i = 0; i + 2 < rank; ++i)
+      reassoc.push_back({static_cast<int64_t>(i)});
+    reassoc.push_back({rank - 2, rank - 1});
+    return tensor::CollapseShapeOp::create(b, loc, t, reassoc);
+  }
+
+  Value transpose(Value x, ArrayRef<int64_t> perm) {
+    SmallVector<OpFoldResult> s = sizes(x), permuted;
+    for (int64_t p : perm)
+      permuted.push_back(s[p]);
+    return linalg::TransposeOp::create(b, loc, x, empty(permuted), perm)
+        .getResult()[0];
+  }
+
+  /// Rotary positions on [..., seq, dk], position = offset + row index.
+  Value rotary(Value x, RopeStyle style, float base, Value offset) {
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    int64_t dk = type.getShape().back();
+    int64_t half = dk / 2;
+    bool interleaved = style == RopeStyle::Interleaved;
+    SmallVector<AffineMap> maps = {map(rank, range(0, rank))};
+    return generic(
+        {}, empty(sizes(x)), maps, parallel(rank),
+        [&](OpBuilder &nb, Location nl, ValueRange) -> Value {
+          auto idx = [&](unsigned d) -> Value {
+            return linalg::IndexOp::create(nb, nl, d);
+          };
+          auto cIdx = [&](int64_t v) -> Value {
+            return arith::ConstantIndexOp::create(nb, nl, v);
+          };
+          Value c = idx(rank - 1);
+          // Pair index i and which member of the pair this element is.
+          Value i, partner, first;
+          if (interleaved) {
+            i = arith::DivUIOp::create(nb, nl, c, cIdx(2));
+            Value odd = arith::RemUIOp::create(nb, nl, c, cIdx(2));
+            first = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, odd,
+                                          cIdx(0));
+            partner = arith::SelectOp::create(
+                nb, nl, first, arith::AddIOp::create(nb, nl, c, cIdx(1)),
+                arith::SubIOp::create(nb, nl, c, cIdx(1)));
+          } else {
+            first = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, c,
+                                          cIdx(half));
+            i = arith::SelectOp::create(
+                nb, nl, first, c, arith::SubIOp::create(nb, nl, c, cIdx(half)));
+            partner = arith::SelectOp::create(
+                nb, nl, first, arith::AddIOp::create(nb, nl, c, cIdx(half)),
+                arith::SubIOp::create(nb, nl, c, cIdx(half)));
+          }
+          Value pos = idx(rank - 2);
+          if (offset)
+            pos = arith::AddIOp::create(nb, nl, pos, offset);
+          auto toF64 = [&](Value index) -> Value {
+            Value i64 =
+                arith::IndexCastOp::create(nb, nl, nb.getI64Type(), index);
+            return arith::SIToFPOp::create(nb, nl, nb.getF64Type(), i64);
+          };
+          // angle = pos * base^(-2i/dk), in double as the reference does.
+          Value expo = arith::MulFOp::create(
+              nb, nl, toF64(i),
+              arith::ConstantOp::create(nb, nl, nb.getF64FloatAttr(-2.0 / dk)));
+          Value scale = math::PowFOp::create(
+              nb, nl,
+              arith::ConstantOp::create(nb, nl, nb.getF64FloatAttr(base)),
+              expo);
+          Value angle = arith::MulFOp::create(nb, nl, toF64(pos), scale);
+          Value cosV = arith::TruncFOp::create(
+              nb, nl, nb.getF32Type(), math::CosOp::create(nb, nl, angle));
+          Value sinV = arith::TruncFOp::create(
+              nb, nl, nb.getF32Type(), math::SinOp::create(nb, nl, angle));
+          SmallVector<Value> at;
+          for (unsigned d = 0; d + 1 < rank; ++d)
+            at.push_back(idx(d));
+          SmallVector<Value> selfAt = at, partnerAt = at;
+          selfAt.push_back(c);
+          partnerAt.push_back(partner);
+          Value self = tensor::ExtractOp::create(nb, nl, x, selfAt);
+          Value other = tensor::ExtractOp::create(nb, nl, x, partnerAt);
+          // first: x1 cos - x2 sin; second: x1 sin + x2 cos (x1 = partner).
+          Value selfCos = arith::MulFOp::create(nb, nl, self, cosV);
+          Value otherSin = arith::MulFOp::create(nb, nl, other, sinV);
+          return arith::SelectOp::create(
+              nb, nl, first, arith::SubFOp::create(nb, nl, selfCos, otherSin),
+              arith::AddFOp::create(nb, nl, otherSin, selfCos));
+        });
+  }
+
+  /// q [L..., sq, e] x w [h, e, f] -> [L..., sq, f] with h the dimension just
+  /// before the sequence: per-head projections of score functions. With
+  /// `transposedW` the weight is [h, f, e].
+  Value perHeadProject(Value q, Value w, bool transposedW) {
+    auto type = cast<RankedTensorType>(q.getType());
+    unsigned rank = type.getRank();
+    auto wType = cast<RankedTensorType>(w.getType());
+    int64_t f = wType.getDimSize(transposedW ? 1 : 2);
+    unsigned loops = rank + 1; // L..., s, f, e
+    unsigned head = rank - 3, s = rank - 2, fDim = rank - 1, eDim = rank;
+    SmallVector<unsigned> lead = range(0, rank - 1);
+    SmallVector<unsigned> qDims = lead, outDims = lead;
+    qDims.push_back(eDim);
+    outDims.push_back(fDim);
+    (void)s;
+    SmallVector<OpFoldResult> outSizes = sizes(q);
+    outSizes.back() = b.getIndexAttr(f);
+    SmallVector<IteratorType> iterators = parallel(rank);
+    iterators.push_back(IteratorType::reduction);
+    SmallVector<unsigned> wDims = transposedW
+                                      ? SmallVector<unsigned>{head, fDim, eDim}
+                                      : SmallVector<unsigned>{head, eDim, fDim};
+    return generic({q, w}, filled(outSizes, 0.0),
+                   {map(loops, qDims), map(loops, wDims), map(loops, outDims)},
+                   iterators,
+                   [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                     Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+                     return arith::AddFOp::create(nb, nl, a[2], m);
+                   });
+  }
+
+  /// The attention core on [L..., s, dk] queries/keys/values: scores,
+  /// causal mask (key j after query i + keyOffset), softmax, times values.
+  Value attention(ScoreKind score, Value q, Value k, Value v, ValueRange params,
+                  bool causal) {
+    auto qType = cast<RankedTensorType>(q.getType());
+    unsigned rank = qType.getRank();
+    int64_t dk = qType.getShape().back();
+    unsigned loops = rank + 1; // L..., i, j, c
+    unsigned iDim = rank - 2, jDim = rank - 1, cDim = rank;
+    SmallVector<unsigned> lead = range(0, rank - 2);
+    auto with = [&](ArrayRef<unsigned> tail) {
+      SmallVector<unsigned> d = lead;
+      d.append(tail.begin(), tail.end());
+      return d;
+    };
+    SmallVector<OpFoldResult> qSizes = sizes(q), kSizes = sizes(k);
+    SmallVector<OpFoldResult> scoreSizes(qSizes.begin(), qSizes.end() - 1);
+    scoreSizes.push_back(kSizes[rank - 2]);
+    SmallVector<IteratorType> contraction = parallel(rank);
+    contraction.push_back(IteratorType::reduction);
+
+    Value scores;
+    if (score == ScoreKind::Additive) {
+      // v_hᵀ tanh(W_key k + W_query q), summed over the inner dimension a.
+      Value kp = perHeadProject(k, params[0], /*transposedW=*/true);
+      Value qp = perHeadProject(q, params[1], /*transposedW=*/true);
+      unsigned head = rank - 3;
+      scores = generic(
+          {qp, kp, params[2]}, filled(scoreSizes, 0.0),
+          {map(loops, with({iDim, cDim})), map(loops, with({jDim, cDim})),
+           map(loops, {head, cDim}), map(loops, with({iDim, jDim}))},
+          contraction, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+            Value t = math::TanhOp::create(
+                nb, nl, arith::AddFOp::create(nb, nl, a[0], a[1]));
+            return arith::AddFOp::create(
+                nb, nl, a[3], arith::MulFOp::create(nb, nl, a[2], t));
+          });
+    } else {
+      Value query = q;
+      if (score == ScoreKind::Bilinear) // qᵀ W k = (qᵀ W) k
+        query = perHeadProject(q, params[0], /*transposedW=*/false);
+      scores = generic(
+          {query, k}, filled(scoreSizes, 0.0),
+          {map(loops, with({iDim, cDim})), map(loops, with({jDim, cDim})),
+           map(loops, with({iDim, jDim}))},
+          contraction, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+            Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+            return arith::AddFOp::create(nb, nl, a[2], m);
+          });
+    }
+    if (score == ScoreKind::ScaledDot || causal) {
+      double scale = score == ScoreKind::ScaledDot
+                         ? 1.0 / std::sqrt(static_cast<double>(dk))
+                         : 1.0;
+      unsigned sRank = rank;
+      Value scaleV = f32Const(scale);
+      Value minusInf = f32Const(-INFINITY);
+      scores =
+          generic({}, scores, {map(sRank, range(0, sRank))}, parallel(sRank),
+                  [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                    Value s = a[0];
+                    if (score == ScoreKind::ScaledDot)
+                      s = arith::MulFOp::create(nb, nl, s, scaleV);
+                    if (!causal)
+                      return s;
+                    Value i = linalg::IndexOp::create(nb, nl, sRank - 2);
+                    Value j = linalg::IndexOp::create(nb, nl, sRank - 1);
+                    Value after = arith::CmpIOp::create(
+                        nb, nl, arith::CmpIPredicate::ugt, j, i);
+                    return arith::SelectOp::create(nb, nl, after, minusInf, s);
+                  });
+    }
+    Value probs = softmax(scores, rank - 1);
+    // out[L, i, e] = sum_j p[L, i, j] v[L, j, e]
+    SmallVector<OpFoldResult> outSizes(qSizes.begin(), qSizes.end() - 1);
+    outSizes.push_back(sizes(v)[rank - 1]);
+    return generic(
+        {probs, v}, filled(outSizes, 0.0),
+        {map(loops, with({iDim, cDim})), map(loops, with({cDim, jDim})),
+         map(loops, with({iDim, jDim}))},
+        contraction, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+          return arith::AddFOp::create(nb, nl, a[2], m);
+        });
+  }
+
+  /// Rows [begin, begin+count) of a weight [n, ...] or a bias [n].
+  Value rows(Value w, int64_t begin, int64_t count) {
+    auto type = cast<RankedTensorType>(w.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sz = sizes(w);
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    offsets[0] = b.getIndexAttr(begin);
+    sz[0] = b.getIndexAttr(count);
+    return tensor::ExtractSliceOp::create(b, loc, w, offsets, sz, strides);
+  }
+
+  /// Features [begin, begin+count) of the last dimension of x.
+  Value features(Value x, int64_t begin, int64_t count) {
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sz = sizes(x);
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    offsets[rank - 1] = b.getIndexAttr(begin);
+    sz[rank - 1] = b.getIndexAttr(count);
+    return tensor::ExtractSliceOp::create(b, loc, x, offsets, sz, strides);
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Patterns, one per op
+//===----------------------------------------------------------------------===//
+
+template <typename Op> struct TfmLowering : OpRewritePattern<Op> {
+  using OpRewritePattern<Op>::OpRewritePattern;
+  LogicalResult matchAndRewrite(Op op,
+                                PatternRewriter &rewriter) const override {
+    TensorBuilder tb(rewriter, op.getLoc());
+    FailureOr<Value> result = lower(op, tb);
+    if (failed(result))
+      return failure();
+    rewriter.replaceOp(op, *result);
+    return success();
+  }
+  virtual FailureOr<Value> lower(Op op, TensorBuilder &tb) const = 0;
+};
+
+struct LowerAdd : TfmLowering<AddOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(AddOp op, TensorBuilder &tb) const override {
+    return tb.elementwise(
+        {op.getLhs(), op.getRhs()},
+        [](OpBuilder &nb, Location nl, ValueRange a) {
+          return arith::AddFOp::create(nb, nl, a[0], a[1]).getResult();
+        });
+  }
+};
+
+struct LowerLinear : TfmLowering<LinearOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(LinearOp op, TensorBuilder &tb) const override {
+    return tb.linear(op.getInput(), op.getWeight(), op.getBias());
+  }
+};
+
+struct LowerLayerNorm : TfmLowering<LayerNormOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(LayerNormOp op, TensorBuilder &tb) const override {
+    return tb.layerNorm(op.getInput(), op.getGamma(), op.getBeta(),
+                        op.getEps().convertToFloat());
+  }
+};
+
+struct LowerAddLayerNorm : OpRewritePattern<AddLayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddLayerNormOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorBuilder tb(rewriter, op.getLoc());
+    Value sum = tb.elementwise(
+        {op.getLhs(), op.getRhs()},
+        [](OpBuilder &nb, Location nl, ValueRange a) {
+          return arith::AddFOp::create(nb, nl, a[0], a[1]).getResult();
+        });
+    Value norm = tb.layerNorm(sum, op.getGamma(), op.getBeta(),
+                              op.getEps().convertToFloat());
+    rewriter.replaceOp(op, {sum, norm});
+    return success();
+  }
+};
+
+struct LowerSoftmax : TfmLowering<SoftmaxOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(SoftmaxOp op, TensorBuilder &tb) const override {
+    int64_t rank = op.getInput().getType().getRank();
+    int64_t dim = op.getDim() < 0 ? op.getDim() + rank : op.getDim();
+    return tb.softmax(op.getInput(), dim);
+  }
+};
+
+struct LowerFeedForward : TfmLowering<FeedForwardOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(FeedForwardOp op, TensorBuilder &tb) const override {
+    Value hidden = tb.linear(op.getInput(), op.getW1(), op.getB1());
+    hidden = tb.activation(hidden, op.getActivation());
+    return tb.linear(hidden, op.getW2(), op.getB2());
+  }
+};
+
+struct LowerSplitHeads : TfmLowering<SplitHeadsOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(SplitHeadsOp op, TensorBuilder &tb) const override {
+    return tb.splitHeads(op.getInput(), op.getNumHeads());
+  }
+};
+
+struct LowerMergeHeads : TfmLowering<MergeHeadsOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(MergeHeadsOp op, TensorBuilder &tb) const override {
+    return tb.mergeHeads(op.getInput());
+  }
+};
+
+struct LowerRotary : TfmLowering<RotaryOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(RotaryOp op, TensorBuilder &tb) const override {
+    return tb.rotary(op.getInput(), op.getStyle(),
+                     op.getBase().convertToFloat(), Value());
+  }
+};
+
+struct LowerAttention : TfmLowering<AttentionOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(AttentionOp op, TensorBuilder &tb) const override {
+    return tb.attention(op.getScore(), op.getQuery(), op.getKey(),
+                        op.getValue(), op.getScoreParams(), op.getCausal());
+  }
+};
+
+struct LowerMultiHeadAttention : TfmLowering<MultiHeadAttentionOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(MultiHeadAttentionOp op,
+                         TensorBuilder &tb) const override {
+    if (op.getCache())
+      return failure(); // reported by the pass
+    int64_t d = op.getQuery().getType().getShape().back();
+    int64_t heads = op.getNumHeads();
+    Value w = op.getInProjWeight(), bias = op.getInProjBias();
+    Value q, k, v;
+    if (Value memory = op.getMemory()) {
+      q = tb.linear(op.getQuery(), tb.rows(w, 0, d), tb.rows(bias, 0, d));
+      Value kv =
+          tb.linear(memory, tb.rows(w, d, 2 * d), tb.rows(bias, d, 2 * d));
+      k = tb.features(kv, 0, d);
+      v = tb.features(kv, d, d);
+    } else {
+      // One GEMM over the stacked Q/K/V weight.
+      Value qkv = tb.linear(op.getQuery(), w, bias);
+      q = tb.features(qkv, 0, d);
+      k = tb.features(qkv, d, d);
+      v = tb.features(qkv, 2 * d, d);
+    }
+    q = tb.splitHeads(q, heads);
+    k = tb.splitHeads(k, heads);
+    v = tb.splitHeads(v, heads);
+    if (auto rope = op.getRope()) {
+      float base =
+          op.getRopeBase() ? op.getRopeBase()->convertToFloat() : 10000.0f;
+      q = tb.rotary(q, *rope, base, Value());
+      k = tb.rotary(k, *rope, base, Value());
+    }
+    Value o = tb.attention(op.getScore(), q, k, v, op.getScoreParams(),
+                           op.getCausal());
+    return tb.linear(tb.mergeHeads(o), op.getOutProjWeight(),
+                     op.getOutProjBias());
+  }
+};
+
+struct LowerEmbedding : TfmLowering<EmbeddingOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(EmbeddingOp op, TensorBuilder &tb) const override {
+    Value ids = op.getIds(), table = op.getTable();
+    auto idsType = cast<RankedTensorType>(ids.getType());
+    unsigned rank = idsType.getRank() + 1;
+    SmallVector<OpFoldResult> outSizes = tb.sizes(ids);
+    outSizes.push_back(tb.b.getIndexAttr(
+        cast<RankedTensorType>(table.getType()).getDimSize(1)));
+    Value scale = tb.f32Const(op.getScale().convertToFloat());
+    bool scaled = op.getScale().convertToFloat() != 1.0f;
+    return tb.generic(
+        {ids}, tb.empty(outSizes),
+        {tb.map(rank, TensorBuilder::range(0, rank - 1)),
+         tb.map(rank, TensorBuilder::range(0, rank))},
+        TensorBuilder::parallel(rank),
+        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value row =
+              arith::IndexCastOp::create(nb, nl, nb.getIndexType(), a[0]);
+          Value col = linalg::IndexOp::create(nb, nl, rank - 1);
+          Value e =
+              tensor::ExtractOp::create(nb, nl, table, ValueRange{row, col});
+          return scaled ? arith::MulFOp::create(nb, nl, e, scale).getResult()
+                        : e;
+        });
+  }
+};
+
+struct LowerPositionEncoding : TfmLowering<PositionEncodingOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(PositionEncodingOp op,
+                         TensorBuilder &tb) const override {
+    Value x = op.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    int64_t d = type.getShape().back();
+    Value offset = op.getOffset(), table = op.getTable();
+    bool learned = op.getKind() == PositionKind::Learned;
+    return tb.elementwise(
+        {x}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value pos = linalg::IndexOp::create(nb, nl, rank - 2);
+          if (offset)
+            pos = arith::AddIOp::create(nb, nl, pos, offset);
+          Value c = linalg::IndexOp::create(nb, nl, rank - 1);
+          Value pe;
+          if (learned) {
+            pe = tensor::ExtractOp::create(nb, nl, table, ValueRange{pos, c});
+          } else {
+            // PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(same), in
+            // double.
+            auto toF64 = [&](Value index) -> Value {
+              Value i64 =
+                  arith::IndexCastOp::create(nb, nl, nb.getI64Type(), index);
+              return arith::SIToFPOp::create(nb, nl, nb.getF64Type(), i64);
+            };
+            Value two = arith::ConstantIndexOp::create(nb, nl, 2);
+            Value odd = arith::RemUIOp::create(nb, nl, c, two);
+            Value even = arith::SubIOp::create(nb, nl, c, odd);
+            Value expo = arith::MulFOp::create(
+                nb, nl, toF64(even),
+                arith::ConstantOp::create(nb, nl,
+                                          nb.getF64FloatAttr(-1.0 / d)));
+            Value scale = math::PowFOp::create(
+                nb, nl,
+                arith::ConstantOp::create(nb, nl, nb.getF64FloatAttr(10000.0)),
+                expo);
+            Value angle = arith::MulFOp::create(nb, nl, toF64(pos), scale);
+            Value isOdd = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::ne, odd,
+                arith::ConstantIndexOp::create(nb, nl, 0));
+            Value v = arith::SelectOp::create(
+                nb, nl, isOdd, math::CosOp::create(nb, nl, angle),
+                math::SinOp::create(nb, nl, angle));
+            pe = arith::TruncFOp::create(nb, nl, nb.getF32Type(), v);
+          }
+          return arith::AddFOp::create(nb, nl, a[0], pe);
+        });
+  }
+};
+
+struct LowerTakeLast : TfmLowering<TakeLastOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(TakeLastOp op, TensorBuilder &tb) const override {
+    Value x = op.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    SmallVector<OpFoldResult> sz = tb.sizes(x);
+    SmallVector<OpFoldResult> offsets(rank, tb.b.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(rank, tb.b.getIndexAttr(1));
+    Value seq = getValueOrCreateConstantIndexOp(tb.b, tb.loc, sz[rank - 2]);
+    offsets[rank - 2] =
+        arith::SubIOp::create(tb.b, tb.loc, seq,
+                              arith::ConstantIndexOp::create(tb.b, tb.loc, 1))
+            .getResult();
+    sz[rank - 2] = tb.b.getIndexAttr(1);
+    return tensor::ExtractSliceOp::create(tb.b, tb.loc, op.getType(), x,
+                                          offsets, sz, strides)
+        .getResult();
+  }
+};
+
+struct ConvertTfmToLinalgPass
+    : mlir::tfm::impl::ConvertTfmToLinalgBase<ConvertTfmToLinalgPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateTfmToLinalgPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    // Weights, parameters and caches are the ABI's business; everything
+    // that computes must be gone.
+    WalkResult left = getOperation()->walk([](Operation *op) {
+      if (!isa<TfmDialect>(op->getDialect()) ||
+          isa<WeightOp, ParamOp, KVCacheDeclOp, CacheOp>(op))
+        return WalkResult::advance();
+      op->emitError("the LLVM backend cannot lower '")
+          << op->getName() << "' in this form";
+      return WalkResult::interrupt();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<LowerAdd, LowerLinear, LowerLayerNorm, LowerAddLayerNorm,
+               LowerSoftmax, LowerFeedForward, LowerSplitHeads, LowerMergeHeads,
+               LowerRotary, LowerAttention, LowerMultiHeadAttention,
+               LowerEmbedding, LowerPositionEncoding, LowerTakeLast>(
+      patterns.getContext());
+}

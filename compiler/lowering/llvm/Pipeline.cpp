@@ -1,0 +1,91 @@
+//===- Pipeline.cpp - the tfm-lower-to-llvm pipeline ----------------------===//
+//
+// tfm IR -> linalg on tensors (our passes) -> buffers (one-shot
+// bufferization; ownership-based deallocation frees every temporary and
+// hands the result to the caller) -> loops -> the LLVM dialect (upstream
+// conversions). Every step is a pass a user can stop after with
+// --print-ir-after.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Lowering/LLVMBackend.h"
+
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace mlir;
+
+namespace {
+/// Adds `pipeline` (upstream passes by their registered names: the textual
+/// form is the one tfm-opt users read in the docs) to `pm`.
+void addPipeline(OpPassManager &pm, StringRef pipeline) {
+  if (failed(parsePassPipeline(pipeline, pm)))
+    llvm::report_fatal_error("tfm-lower-to-llvm: a pass is not registered");
+}
+} // namespace
+
+void mlir::tfm::buildLLVMEntryPasses(OpPassManager &pm) {
+  pm.addPass(createTfmWeightsToArguments());
+}
+
+void mlir::tfm::buildLLVMLoweringPasses(OpPassManager &pm) {
+  pm.addPass(createConvertTfmToLinalg());
+  addPipeline(pm, "canonicalize,cse,"
+                  "linalg-fuse-elementwise-ops,"
+                  "one-shot-bufferize{bufferize-function-boundaries=1 "
+                  "function-boundary-type-conversion=identity-layout-map},"
+                  "buffer-deallocation-pipeline,"
+                  "convert-linalg-to-loops,"
+                  "convert-math-to-libm,"
+                  "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
+                  "convert-to-llvm,reconcile-unrealized-casts,"
+                  "canonicalize,cse");
+}
+
+void mlir::tfm::buildLowerToLLVMPipeline(OpPassManager &pm) {
+  buildLLVMEntryPasses(pm);
+  buildLLVMLoweringPasses(pm);
+}
+
+void mlir::tfm::registerLLVMBackendDependencies(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registry.insert<TfmDialect>();
+  static bool passesRegistered = [] {
+    registerAllPasses();
+    return true;
+  }();
+  (void)passesRegistered;
+}
+
+void mlir::tfm::registerLLVMBackendPassesAndPipelines() {
+  registerTfmLLVMPasses();
+  PassPipelineRegistration<>(
+      "tfm-lower-to-llvm",
+      "the LLVM backend: tfm IR to the LLVM dialect, through linalg, "
+      "bufferization and loops",
+      buildLowerToLLVMPipeline);
+}
+
+bool ::tfm::dropGenerationEntries(ModuleOp module) {
+  bool dropped = false;
+  for (StringRef name : {"prefill", "decode"})
+    if (Operation *f = module.lookupSymbol(name)) {
+      f->erase();
+      dropped = true;
+    }
+  // Private functions nothing calls any more, until none is left.
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (func::FuncOp f :
+         llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+      if (f.isPrivate() && SymbolTable::symbolKnownUseEmpty(f, module)) {
+        f.erase();
+        erased = true;
+      }
+  }
+  return dropped;
+}
