@@ -309,16 +309,11 @@ int main(int argc, char **argv) {
       os << "\n";
     });
 
-  // The LLVM backend compiles @forward; generation (@prefill, @decode and
-  // the key/value caches) is the Highway backend's for now.
+  // The LLVM backend's glue needs the declarations its entry passes
+  // replace with arguments.
   mlir::OwningOpRef<mlir::ModuleOp> declarations;
-  if (useLLVM) {
-    if (tfm::dropGenerationEntries(*module) && verbose)
-      errs() << "tfm-compile: the LLVM backend compiles @forward only: the "
-                "executable has no --generate and the C API's "
-                "prefill/decode return an error\n";
+  if (useLLVM)
     declarations = module->clone();
-  }
 
   // The pass pipelines (tfm-optimize; then the LLVM backend's lowering),
   // where --print-ir-after-all, --mlir-timing and friends apply.
@@ -378,9 +373,8 @@ int main(int argc, char **argv) {
   std::string cName = tfm::cIdentifier(config->name);
   std::string llvmGlue;
   if (useLLVM) {
-    Expected<std::string> glue = tfm::emitLLVMGlue(
-        *declarations, module->lookupSymbol<mlir::func::FuncOp>("forward"),
-        cName);
+    Expected<std::string> glue =
+        tfm::emitLLVMGlue(*declarations, *module, cName);
     if (!glue)
       return internalError(toString(glue.takeError()));
     llvmGlue = std::move(*glue);

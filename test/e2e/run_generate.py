@@ -534,11 +534,13 @@ def _first_mismatch(a, b):
 # Compile and run.
 # ---------------------------------------------------------------------------
 
-def compile_case(case, info, tfm_compile, case_dir, timeout):
+def compile_case(case, info, tfm_compile, case_dir, timeout, backend):
     exe = os.path.join(case_dir, case.name + ".exe")
     if os.path.exists(exe):
         os.remove(exe)
     cmd = [tfm_compile, info["model"], "-o", exe] + case.compile_args()
+    if backend:
+        cmd += ["--backend=" + backend]
     _write(case_dir, "compile.cmd", " ".join(cmd) + "\n")
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=case_dir)
@@ -664,8 +666,8 @@ def compare_greedy(ids, ref_ids, rows, tol):
     return notes
 
 
-def compile_and_run(case, info, tfm_compile, case_dir, timeouts):
-    exe = compile_case(case, info, tfm_compile, case_dir, timeouts[0])
+def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend):
+    exe = compile_case(case, info, tfm_compile, case_dir, timeouts[0], backend)
     fm, prompt2d, src2d, n = info["fm"], info["prompt2d"], info["src2d"], case.new_tokens
     notes = []
 
@@ -796,7 +798,8 @@ def run_one(case_name, opts):
                           % (case.name, info["tol"], info["cond"], info["d_kv"], ab, info["gap"],
                              info["gap"] / info["tol"], _short_ids(info["ref_ids"])))
         err, tol, notes = compile_and_run(case, info, opts["tfm_compile"], case_dir,
-                                          (opts["compile_timeout"], opts["run_timeout"]))
+                                          (opts["compile_timeout"], opts["run_timeout"]),
+                                          opts["backend"])
         extra = "".join("; " + s for s in notes)
         return True, "PASS %s (max_err=%.3g, tol=%.3g, %d tokens%s)" % (
             case.name, err, tol, case.new_tokens, extra)
@@ -957,6 +960,8 @@ def main(argv=None):
     ap.add_argument("--compile-timeout", type=int, default=300)
     ap.add_argument("--run-timeout", type=int, default=120)
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--backend", choices=["hwy", "llvm"], default=None,
+                    help="passed to tfm-compile as --backend (default: tfm-compile's own, hwy)")
     ap.add_argument("-v", "--verbose", action="store_true")
     ap.add_argument("--self-test", action="store_true", help="check the harness's own helpers and exit")
     args = ap.parse_args(argv)
@@ -988,7 +993,7 @@ def main(argv=None):
         return 2
     opts = dict(work_dir=work_dir, tfm_compile=tfm_compile, reference_only=args.reference_only,
                 compile_timeout=args.compile_timeout, run_timeout=args.run_timeout,
-                verbose=args.verbose)
+                verbose=args.verbose, backend=args.backend)
 
     passed = failed = 0
     jobs = max(1, args.jobs)

@@ -13,9 +13,11 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -442,7 +444,7 @@ public:
   /// The attention core on [L..., s, dk] queries/keys/values: scores,
   /// causal mask (key j after query i + keyOffset), softmax, times values.
   Value attention(ScoreKind score, Value q, Value k, Value v, ValueRange params,
-                  bool causal) {
+                  bool causal, Value keyOffset = Value()) {
     auto qType = cast<RankedTensorType>(q.getType());
     unsigned rank = qType.getRank();
     int64_t dk = qType.getShape().back();
@@ -506,6 +508,8 @@ public:
                       return s;
                     Value i = linalg::IndexOp::create(nb, nl, sRank - 2);
                     Value j = linalg::IndexOp::create(nb, nl, sRank - 1);
+                    if (keyOffset) // query row i is position keyOffset + i
+                      i = arith::AddIOp::create(nb, nl, i, keyOffset);
                     Value after = arith::CmpIOp::create(
                         nb, nl, arith::CmpIPredicate::ugt, j, i);
                     return arith::SelectOp::create(nb, nl, after, minusInf, s);
@@ -523,6 +527,49 @@ public:
           Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
           return arith::AddFOp::create(nb, nl, a[2], m);
         });
+  }
+
+  /// Writes `t` ([b, heads, s, dk]) into half `which` (0 keys, 1 values)
+  /// of `cache` ([2, maxBatch, heads, maxSeq, dk]) at positions pos...
+  void writeCache(Value cache, int64_t which, Value t, Value pos) {
+    SmallVector<OpFoldResult> ts = sizes(t);
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(which),
+                                         b.getIndexAttr(0), b.getIndexAttr(0),
+                                         pos, b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sz = {b.getIndexAttr(1), ts[0], ts[1], ts[2],
+                                    ts[3]};
+    SmallVector<OpFoldResult> strides(5, b.getIndexAttr(1));
+    Value dest = memref::SubViewOp::create(b, loc, cache, offsets, sz, strides);
+    auto tType = cast<RankedTensorType>(t.getType());
+    SmallVector<int64_t> shape = {1};
+    shape.append(tType.getShape().begin(), tType.getShape().end());
+    Value expanded = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, f32()), t,
+        SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}}, sz);
+    auto write = bufferization::MaterializeInDestinationOp::create(
+        b, loc, TypeRange{}, expanded, dest);
+    write.setWritable(true);
+  }
+
+  /// Positions [0, count) of half `which` of `cache` for `batch` sequences,
+  /// as [batch, heads, count, dk].
+  Value readCache(Value cache, int64_t which, OpFoldResult batch,
+                  OpFoldResult count) {
+    auto type = cast<MemRefType>(cache.getType());
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(which),
+                                         b.getIndexAttr(0), b.getIndexAttr(0),
+                                         b.getIndexAttr(0), b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sz = {b.getIndexAttr(1), batch,
+                                    b.getIndexAttr(type.getDimSize(2)), count,
+                                    b.getIndexAttr(type.getDimSize(4))};
+    SmallVector<OpFoldResult> strides(5, b.getIndexAttr(1));
+    Value view = memref::SubViewOp::create(b, loc, cache, offsets, sz, strides);
+    auto viewType = cast<MemRefType>(view.getType());
+    auto tensorType = RankedTensorType::get(viewType.getShape(), f32());
+    auto read = bufferization::ToTensorOp::create(b, loc, tensorType, view);
+    read.setRestrict(true);
+    return tensor::CollapseShapeOp::create(
+        b, loc, read, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
   }
 
   /// Rows [begin, begin+count) of a weight [n, ...] or a bias [n].
@@ -662,36 +709,58 @@ struct LowerMultiHeadAttention : TfmLowering<MultiHeadAttentionOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(MultiHeadAttentionOp op,
                          TensorBuilder &tb) const override {
-    if (op.getCache())
-      return failure(); // reported by the pass
     int64_t d = op.getQuery().getType().getShape().back();
     int64_t heads = op.getNumHeads();
     Value w = op.getInProjWeight(), bias = op.getInProjBias();
-    Value q, k, v;
-    if (Value memory = op.getMemory()) {
-      q = tb.linear(op.getQuery(), tb.rows(w, 0, d), tb.rows(bias, 0, d));
-      Value kv =
-          tb.linear(memory, tb.rows(w, d, 2 * d), tb.rows(bias, d, 2 * d));
-      k = tb.features(kv, 0, d);
-      v = tb.features(kv, d, d);
+    Value cache = op.getCache(), pos = op.getPosition();
+    OpFoldResult batch = tb.sizes(op.getQuery())[0];
+    Value q, k, v, keyOffset;
+    if (cache && op.getCacheReadOnly()) {
+      // Cross-attention over the `pos` positions an earlier call appended.
+      q = tb.splitHeads(
+          tb.linear(op.getQuery(), tb.rows(w, 0, d), tb.rows(bias, 0, d)),
+          heads);
+      k = tb.readCache(cache, 0, batch, pos);
+      v = tb.readCache(cache, 1, batch, pos);
     } else {
-      // One GEMM over the stacked Q/K/V weight.
-      Value qkv = tb.linear(op.getQuery(), w, bias);
-      q = tb.features(qkv, 0, d);
-      k = tb.features(qkv, d, d);
-      v = tb.features(qkv, 2 * d, d);
-    }
-    q = tb.splitHeads(q, heads);
-    k = tb.splitHeads(k, heads);
-    v = tb.splitHeads(v, heads);
-    if (auto rope = op.getRope()) {
-      float base =
-          op.getRopeBase() ? op.getRopeBase()->convertToFloat() : 10000.0f;
-      q = tb.rotary(q, *rope, base, Value());
-      k = tb.rotary(k, *rope, base, Value());
+      Value memory = op.getMemory();
+      if (memory) {
+        q = tb.linear(op.getQuery(), tb.rows(w, 0, d), tb.rows(bias, 0, d));
+        Value kv =
+            tb.linear(memory, tb.rows(w, d, 2 * d), tb.rows(bias, d, 2 * d));
+        k = tb.features(kv, 0, d);
+        v = tb.features(kv, d, d);
+      } else {
+        // One GEMM over the stacked Q/K/V weight.
+        Value qkv = tb.linear(op.getQuery(), w, bias);
+        q = tb.features(qkv, 0, d);
+        k = tb.features(qkv, d, d);
+        v = tb.features(qkv, 2 * d, d);
+      }
+      q = tb.splitHeads(q, heads);
+      k = tb.splitHeads(k, heads);
+      v = tb.splitHeads(v, heads);
+      if (auto rope = op.getRope()) {
+        float base =
+            op.getRopeBase() ? op.getRopeBase()->convertToFloat() : 10000.0f;
+        q = tb.rotary(q, *rope, base, memory ? Value() : pos);
+        k = tb.rotary(k, *rope, base, memory ? Value() : pos);
+      }
+      if (cache) {
+        // Append the new keys and values, attend over everything so far.
+        tb.writeCache(cache, 0, k, pos);
+        tb.writeCache(cache, 1, v, pos);
+        Value added =
+            getValueOrCreateConstantIndexOp(tb.b, tb.loc, tb.sizes(k)[2]);
+        Value total = arith::AddIOp::create(tb.b, tb.loc, pos, added);
+        k = tb.readCache(cache, 0, batch, total);
+        v = tb.readCache(cache, 1, batch, total);
+        if (!memory)
+          keyOffset = pos;
+      }
     }
     Value o = tb.attention(op.getScore(), q, k, v, op.getScoreParams(),
-                           op.getCausal());
+                           op.getCausal(), keyOffset);
     return tb.linear(tb.mergeHeads(o), op.getOutProjWeight(),
                      op.getOutProjBias());
   }
@@ -798,9 +867,35 @@ struct LowerTakeLast : TfmLowering<TakeLastOp> {
   }
 };
 
+/// A cache is a buffer the runtime keeps across calls: keys then values,
+/// [2, maxBatch, heads, maxSeq, headDim].
+MemRefType cacheBuffer(KVCacheType type) {
+  return MemRefType::get({2, type.getMaxBatch(), type.getHeads(),
+                          type.getMaxSeq(), type.getHeadDim()},
+                         Float32Type::get(type.getContext()));
+}
+
+/// Function arguments of !tfm.kv_cache type become buffers (the handles
+/// were only ever passed along, down to the attention that uses them).
+void convertCacheArguments(Operation *root) {
+  root->walk([](func::FuncOp f) {
+    if (f.isExternal())
+      return;
+    SmallVector<Type> inputs;
+    for (BlockArgument arg : f.getArguments()) {
+      if (auto cache = dyn_cast<KVCacheType>(arg.getType()))
+        arg.setType(cacheBuffer(cache));
+      inputs.push_back(arg.getType());
+    }
+    f.setFunctionType(FunctionType::get(f.getContext(), inputs,
+                                        f.getFunctionType().getResults()));
+  });
+}
+
 struct ConvertTfmToLinalgPass
     : mlir::tfm::impl::ConvertTfmToLinalgBase<ConvertTfmToLinalgPass> {
   void runOnOperation() override {
+    convertCacheArguments(getOperation());
     RewritePatternSet patterns(&getContext());
     populateTfmToLinalgPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -38,9 +38,9 @@ llvm::Error error(const llvm::Twine &message) {
 
 /// "{d0, d1, ...}" of a memref descriptor's sizes: static sizes as numbers,
 /// dynamic ones from the input they belong to.
-std::string sizesOf(RankedTensorType type, StringRef batch, StringRef seq) {
+std::string sizesOf(ArrayRef<int64_t> shape, StringRef batch, StringRef seq) {
   SmallVector<std::string> sizes;
-  for (auto [i, d] : llvm::enumerate(type.getShape())) {
+  for (auto [i, d] : llvm::enumerate(shape)) {
     if (!ShapedType::isDynamic(d))
       sizes.push_back(std::to_string(d));
     else
@@ -51,15 +51,118 @@ std::string sizesOf(RankedTensorType type, StringRef batch, StringRef seq) {
 
 } // namespace
 
-llvm::Expected<std::string> emitLLVMGlue(ModuleOp tfmModule, func::FuncOp entry,
-                                         StringRef cName) {
-  llvm::StringMap<unsigned> paramIndex;
-  for (ParamOp p : tfmModule.getOps<ParamOp>())
+namespace {
+
+/// The adapter from the runtime's entry point to `_mlir_ciface_NAME` of
+/// `entry` (after tfm-weights-to-arguments): a memref descriptor per tensor,
+/// weight and cache argument; `position` and `memory_length` by value.
+llvm::Error emitDispatch(func::FuncOp entry, bool step,
+                         const llvm::StringMap<unsigned> &paramIndex,
+                         const llvm::StringMap<unsigned> &cacheIndex,
+                         raw_ostream &os) {
+  StringRef name = entry.getSymName();
+  if (entry.getNumResults() != 1)
+    return error("@" + name + " must have one result");
+  SmallVector<std::string> declParams = {"void *"}, setup,
+                           callArgs = {"&result"};
+  unsigned tensorInputs = 0;
+  for (auto [i, arg] : llvm::enumerate(entry.getArguments())) {
+    std::string var = "a" + std::to_string(i);
+    auto input = entry.getArgAttrOfType<StringAttr>(i, "tfm.input");
+    auto param = entry.getArgAttrOfType<StringAttr>(i, "tfm.param");
+    auto cache = entry.getArgAttrOfType<StringAttr>(i, "tfm.cache");
+    if (arg.getType().isIndex()) {
+      StringRef which = input ? input.getValue() : "";
+      if (!step || (which != "position" && which != "memory_length"))
+        return error(llvm::formatv("argument {0} of @{1} is an index other "
+                                   "than a step's position or memory_length",
+                                   i, name));
+      declParams.push_back("int64_t");
+      callArgs.push_back(which == "position" ? "position" : "memoryLength");
+      continue;
+    }
+    std::string elem = "float", data, batch = "1", seq = "1";
+    SmallVector<int64_t> shape;
+    if (auto type = dyn_cast<KVCacheType>(arg.getType())) {
+      auto it = cache ? cacheIndex.find(cache.getValue()) : cacheIndex.end();
+      if (it == cacheIndex.end())
+        return error(llvm::formatv(
+            "argument {0} of @{1} is a cache no tfm.kv_cache declares", i,
+            name));
+      data = "caches[" + std::to_string(it->second) + "]";
+      shape = {2, type.getMaxBatch(), type.getHeads(), type.getMaxSeq(),
+               type.getHeadDim()};
+    } else if (auto type = dyn_cast<RankedTensorType>(arg.getType())) {
+      shape.assign(type.getShape().begin(), type.getShape().end());
+      if (param) {
+        auto it = paramIndex.find(param.getValue());
+        if (it == paramIndex.end())
+          return error(llvm::formatv(
+              "argument {0} of @{1} is a weight no tfm.param declares", i,
+              name));
+        data = "w[" + std::to_string(it->second) + "]";
+      } else {
+        if (type.getElementType().isInteger(32))
+          elem = "int32_t";
+        std::string in = "in[" + std::to_string(tensorInputs++) + "]";
+        data = "static_cast<const " + elem + " *>(" + in + ".data)";
+        batch = in + ".batch";
+        seq = in + ".seq";
+      }
+    } else {
+      return error(llvm::formatv("argument {0} of @{1} has a type the glue "
+                                 "cannot pass",
+                                 i, name));
+    }
+    setup.push_back(llvm::formatv("  MemRef<{0}, {1}> {2}({3}, {4});\n", elem,
+                                  shape.size(), var, data,
+                                  sizesOf(shape, batch, seq)));
+    declParams.push_back("void *");
+    callArgs.push_back("&" + var);
+  }
+  if (tensorInputs == 0)
+    return error("@" + name + " takes no input tensor");
+  // The result comes back as a descriptor of a buffer the function
+  // allocated (the first parameter); the glue copies it out and frees it.
+  auto resultType = cast<RankedTensorType>(entry.getResultTypes()[0]);
+  std::string last = "in[" + std::to_string(tensorInputs - 1) + "]";
+  std::string resultSizes =
+      sizesOf(resultType.getShape(), last + ".batch", last + ".seq");
+
+  os << "extern \"C\" void _mlir_ciface_" << name << "("
+     << llvm::join(declParams, ", ") << ");\n\n"
+     << "static void " << name << "Dispatch(const float *const *w, "
+     << (step ? "float *const *caches, " : "")
+     << "const tfm::rt::InputView *in, "
+     << (step ? "int64_t position, int64_t memoryLength, " : "")
+     << "float *out, tfm::rt::Arena &, tfm::rt::ThreadPool &) {\n";
+  for (const std::string &line : setup)
+    os << line;
+  os << "  MemRef<float, " << resultType.getRank() << "> result(nullptr, "
+     << resultSizes << ");\n"
+     << "  _mlir_ciface_" << name << "(" << llvm::join(callArgs, ", ") << ");\n"
+     << "  copyOut(result, out);\n"
+     << "}\n\n";
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
+                                         ModuleOp entries, StringRef cName) {
+  llvm::StringMap<unsigned> paramIndex, cacheIndex;
+  for (ParamOp p : declarations.getOps<ParamOp>())
     paramIndex.try_emplace(p.getSymName(), paramIndex.size());
-  func::FuncOp original = tfmModule.lookupSymbol<func::FuncOp>("forward");
-  if (!original || entry.getNumResults() != 1)
-    return error("the module has no @forward function with one result");
-  unsigned numInputs = original.getNumArguments();
+  for (KVCacheDeclOp c : declarations.getOps<KVCacheDeclOp>())
+    cacheIndex.try_emplace(c.getSymName(), cacheIndex.size());
+  func::FuncOp original = declarations.lookupSymbol<func::FuncOp>("forward");
+  func::FuncOp forward = entries.lookupSymbol<func::FuncOp>("forward");
+  if (!original || !forward)
+    return error("the module has no @forward function");
+  func::FuncOp prefill = entries.lookupSymbol<func::FuncOp>("prefill");
+  func::FuncOp decode = entries.lookupSymbol<func::FuncOp>("decode");
+  if (bool(prefill) != bool(decode))
+    return error("a model has both @prefill and @decode or neither");
 
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -88,69 +191,32 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp tfmModule, func::FuncOp entry,
      << "      stride *= dims[i];\n"
      << "    }\n"
      << "  }\n"
-     << "};\n\n";
-
-  SmallVector<std::string> declParams, setup, callArgs;
-  for (auto [i, arg] : llvm::enumerate(entry.getArguments())) {
-    auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!type)
-      return error("@forward takes a non-tensor argument");
-    std::string var = "a" + std::to_string(i);
-    std::string elem =
-        type.getElementType().isInteger(32) ? "int32_t" : "float";
-    std::string data;
-    std::string batch = "1", seq = "1";
-    if (i < numInputs) {
-      std::string in = "in[" + std::to_string(i) + "]";
-      data = "static_cast<const " + elem + " *>(" + in + ".data)";
-      batch = in + ".batch";
-      seq = in + ".seq";
-    } else {
-      auto name = entry.getArgAttrOfType<StringAttr>(i, "tfm.param");
-      auto it = name ? paramIndex.find(name.getValue()) : paramIndex.end();
-      if (it == paramIndex.end())
-        return error(llvm::formatv("argument {0} of @forward is neither an "
-                                   "input nor a tfm.param",
-                                   i));
-      data = "w[" + std::to_string(it->second) + "]";
-    }
-    setup.push_back(llvm::formatv("  MemRef<{0}, {1}> {2}({3}, {4});\n", elem,
-                                  type.getRank(), var, data,
-                                  sizesOf(type, batch, seq)));
-    declParams.push_back("void *");
-    callArgs.push_back("&" + var);
-  }
-  // The result comes back as a descriptor of a buffer the function
-  // allocated (its first parameter); the glue copies it out and frees it.
-  auto resultType = cast<RankedTensorType>(entry.getResultTypes()[0]);
-  std::string last = "in[" + std::to_string(numInputs - 1) + "]";
-  std::string resultSizes = sizesOf(resultType, last + ".batch", last + ".seq");
-  declParams.insert(declParams.begin(), "void *");
-  callArgs.insert(callArgs.begin(), "&result");
-
-  os << "extern \"C\" void _mlir_ciface_forward("
-     << llvm::join(declParams, ", ") << ");\n\n"
-     << "static void forwardDispatch(const float *const *w, const "
-        "tfm::rt::InputView *in, float *out, tfm::rt::Arena &, "
-        "tfm::rt::ThreadPool &) {\n";
-  for (const std::string &s : setup)
-    os << s;
-  os << "  MemRef<float, " << resultType.getRank() << "> result(nullptr, "
-     << resultSizes << ");\n"
-     << "  _mlir_ciface_forward(" << llvm::join(callArgs, ", ") << ");\n"
-     << "  const int64_t expected[] = " << resultSizes << ";\n"
+     << "};\n\n"
+     << "// The result buffer the generated function allocated, copied to\n"
+     << "// the runtime's output and freed.\n"
+     << "template <int R> void copyOut(const MemRef<float, R> &result, "
+        "float *out) {\n"
      << "  int64_t count = 1;\n"
-     << "  for (int i = 0; i < " << resultType.getRank() << "; ++i)\n"
-     << "    count *= expected[i];\n"
+     << "  for (int i = 0; i < R; ++i)\n"
+     << "    count *= result.sizes[i];\n"
      << "  std::memcpy(out, result.aligned + result.offset, count * "
         "sizeof(float));\n"
      << "  std::free(result.allocated);\n"
      << "}\n\n";
+  if (llvm::Error e = emitDispatch(forward, false, paramIndex, cacheIndex, os))
+    return std::move(e);
+  if (prefill) {
+    if (llvm::Error e = emitDispatch(prefill, true, paramIndex, cacheIndex, os))
+      return std::move(e);
+    if (llvm::Error e = emitDispatch(decode, true, paramIndex, cacheIndex, os))
+      return std::move(e);
+  }
 
   ModelGlue glue;
-  glue.module = tfmModule;
+  glue.module = declarations;
   glue.cName = cName.str();
   glue.entry = original;
+  glue.generation = bool(prefill);
   glue.flopsDefinition =
       "// Not counted by the LLVM backend yet: --bench reports no GFLOP/s.\n"
       "static double matmulFlops(const tfm::rt::InputView *) { return 0.0; "

@@ -10,7 +10,6 @@
 
 #include "tfm/Lowering/LLVMBackend.h"
 
-#include "mlir/IR/SymbolTable.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
@@ -37,8 +36,9 @@ void mlir::tfm::buildLLVMLoweringPasses(OpPassManager &pm) {
                   "linalg-fuse-elementwise-ops,"
                   "one-shot-bufferize{bufferize-function-boundaries=1 "
                   "function-boundary-type-conversion=identity-layout-map},"
-                  "buffer-deallocation-pipeline,"
-                  "convert-linalg-to-loops,"
+                  "buffer-deallocation-pipeline");
+  pm.addPass(createTfmStridedCopiesToLinalg());
+  addPipeline(pm, "convert-linalg-to-loops,"
                   "convert-math-to-libm,"
                   "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
                   "convert-to-llvm,reconcile-unrealized-casts,"
@@ -68,24 +68,4 @@ void mlir::tfm::registerLLVMBackendPassesAndPipelines() {
       "the LLVM backend: tfm IR to the LLVM dialect, through linalg, "
       "bufferization and loops",
       buildLowerToLLVMPipeline);
-}
-
-bool ::tfm::dropGenerationEntries(ModuleOp module) {
-  bool dropped = false;
-  for (StringRef name : {"prefill", "decode"})
-    if (Operation *f = module.lookupSymbol(name)) {
-      f->erase();
-      dropped = true;
-    }
-  // Private functions nothing calls any more, until none is left.
-  for (bool erased = true; erased;) {
-    erased = false;
-    for (func::FuncOp f :
-         llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
-      if (f.isPrivate() && SymbolTable::symbolKnownUseEmpty(f, module)) {
-        f.erase();
-        erased = true;
-      }
-  }
-  return dropped;
 }

@@ -32,29 +32,38 @@ struct WeightsToArgumentsPass
       // (_mlir_ciface_NAME: one pointer per memref descriptor).
       if (f.isPublic())
         f->setAttr("llvm.emit_c_interface", UnitAttr::get(&getContext()));
-      // One argument per parameter, in order of first read.
-      llvm::MapVector<StringAttr, SmallVector<WeightOp>> reads;
-      f.walk(
-          [&](WeightOp w) { reads[w.getParamAttr().getAttr()].push_back(w); });
+      // One argument per parameter or cache, in order of first read.
+      llvm::MapVector<std::pair<StringAttr, StringAttr>,
+                      SmallVector<Operation *>>
+          reads;
+      StringAttr param = StringAttr::get(&getContext(), "tfm.param");
+      StringAttr cache = StringAttr::get(&getContext(), "tfm.cache");
+      f.walk([&](Operation *op) {
+        if (auto w = dyn_cast<WeightOp>(op))
+          reads[{param, w.getParamAttr().getAttr()}].push_back(op);
+        else if (auto c = dyn_cast<CacheOp>(op))
+          reads[{cache, c.getNameAttr().getAttr()}].push_back(op);
+      });
       if (reads.empty())
         continue;
       if (!f.isPublic()) {
-        reads.front().second.front().emitError(
-            "tfm.weight in a private function: only entry points read "
-            "weights; others take them as arguments");
+        reads.front().second.front()->emitError(
+            "a weight or cache read in a private function: only entry "
+            "points read them; others take them as arguments");
         return signalPassFailure();
       }
       Block &body = f.getBody().front();
-      for (auto &[name, ops] : reads) {
+      for (auto &[key, ops] : reads) {
         unsigned index = f.getNumArguments();
-        if (failed(f.insertArgument(index, ops.front().getType(),
+        Value first = ops.front()->getResult(0);
+        if (failed(f.insertArgument(index, first.getType(),
                                     DictionaryAttr::get(&getContext()),
-                                    ops.front().getLoc())))
+                                    ops.front()->getLoc())))
           return signalPassFailure();
-        f.setArgAttr(index, "tfm.param", name);
-        for (WeightOp w : ops) {
-          w.replaceAllUsesWith(body.getArgument(index));
-          w.erase();
+        f.setArgAttr(index, key.first, key.second);
+        for (Operation *op : ops) {
+          op->getResult(0).replaceAllUsesWith(body.getArgument(index));
+          op->erase();
         }
       }
     }

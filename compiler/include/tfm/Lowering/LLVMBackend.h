@@ -6,9 +6,11 @@
 #include "tfm/IR/TfmOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
@@ -47,17 +49,15 @@ void registerLLVMBackendPassesAndPipelines();
 
 namespace tfm {
 
-/// Erases @prefill, @decode and the functions only they call; returns
-/// whether there were any.
-bool dropGenerationEntries(mlir::ModuleOp module);
-
 /// The C++ glue of an LLVM-backend model: `tfm::rt::kModel`, the weight
-/// tables, the C API, and the adapter from the runtime's entry point to the
-/// generated function's `_mlir_ciface_forward` (memref descriptors built
-/// from the runtime's pointers and shapes). `entry` is @forward after
-/// tfm-weights-to-arguments; `tfmModule` the module before it.
-llvm::Expected<std::string> emitLLVMGlue(mlir::ModuleOp tfmModule,
-                                         mlir::func::FuncOp entry,
+/// tables, the C API, and for each entry point (@forward; @prefill and
+/// @decode when there are caches) an adapter from the runtime's call to the
+/// generated `_mlir_ciface_NAME` (memref descriptors built from the
+/// runtime's pointers and shapes). `declarations` is the tfm module with its
+/// tfm.param and tfm.kv_cache ops; `entries` the module after
+/// tfm-weights-to-arguments.
+llvm::Expected<std::string> emitLLVMGlue(mlir::ModuleOp declarations,
+                                         mlir::ModuleOp entries,
                                          llvm::StringRef cName);
 
 /// Translates `module` (LLVM dialect) to LLVM IR and writes an object file

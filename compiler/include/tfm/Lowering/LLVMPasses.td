@@ -12,11 +12,13 @@
 include "mlir/Pass/PassBase.td"
 
 def TfmWeightsToArguments : Pass<"tfm-weights-to-arguments", "mlir::ModuleOp"> {
-  let summary = "make the weights an entry point reads its arguments";
+  let summary = "make the weights and caches an entry point reads its arguments";
   let description = [{
     Each public function's `tfm.weight @p` reads become one new argument per
     parameter (after the existing ones, in order of first use), marked
-    `{tfm.param = "p"}`, so the function computes on what its caller passes:
+    `{tfm.param = "p"}`, and its `tfm.cache @c` handles one argument per
+    cache, marked `{tfm.cache = "c"}`, so the function computes on what its
+    caller passes:
     the runtime's weight pointers; public functions are marked
     `llvm.emit_c_interface`, the entry the glue calls. The `tfm.param` and
     `tfm.kv_cache`
@@ -32,13 +34,29 @@ def ConvertTfmToLinalg : Pass<"convert-tfm-to-linalg"> {
     layers, attention scores and their product with V) become contractions
     as `linalg.generic`; layer norm and softmax a reduction and an
     elementwise op; heads reshapes and transposes; positional encodings
-    elementwise ops over `linalg.index`. Key/value caches are not lowered
-    yet: an op that uses one is an error.
+    elementwise ops over `linalg.index`. A key/value cache
+    (`!tfm.kv_cache` arguments) becomes the buffer the runtime keeps,
+    `memref<2 x maxBatch x heads x maxSeq x headDim>` (keys, then values):
+    new keys and values are written into it with
+    `bufferization.materialize_in_destination`, and attention reads the
+    positions so far through `bufferization.to_tensor`.
   }];
   let dependentDialects = [
-    "mlir::arith::ArithDialect", "mlir::linalg::LinalgDialect",
-    "mlir::math::MathDialect", "mlir::tensor::TensorDialect",
+    "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",
+    "mlir::linalg::LinalgDialect", "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect", "mlir::tensor::TensorDialect",
   ];
+}
+
+def TfmStridedCopiesToLinalg : Pass<"tfm-strided-copies-to-linalg"> {
+  let summary = "rewrite memref.copy of non-contiguous views as linalg.copy";
+  let description = [{
+    After bufferization: a copy into or out of a strided view (a slice of a
+    key/value cache) would lower to a call into MLIR's C runner library;
+    as `linalg.copy` it becomes loops. Copies between contiguous buffers
+    stay (they become memcpy).
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
 #endif // TFM_LOWERING_LLVMPASSES_TD
