@@ -97,8 +97,121 @@ public:
     return SmallVector<IteratorType>(n, IteratorType::parallel);
   }
 
-  /// out[l..., n] = sum_k x[l..., k] * w[n, k] (+ bias[n]): nn.Linear.
+  /// out[l..., n] = sum_k x[l..., k] * w[n, k] (+ bias[n]): nn.Linear; by
+  /// the packed panels of `w` when tfm-pack-gemm-weights gave it some.
   Value linear(Value x, Value w, Value bias) {
+    int64_t n = cast<RankedTensorType>(w.getType()).getDimSize(0);
+    if (Value panels = packedOf(w)) {
+      Value out = unflatten(gemmPanels(x, panels), 0, n, x);
+      return bias ? addLastDim(out, bias) : out;
+    }
+    return linearUnpacked(x, w, bias);
+  }
+
+  /// The packed panels of weight `w`: its sibling argument marked
+  /// `tfm.packs`, or null.
+  Value packedOf(Value w) {
+    auto arg = dyn_cast<BlockArgument>(w);
+    auto f = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                 : func::FuncOp();
+    if (!f)
+      return Value();
+    std::optional<unsigned> packed = packedArgumentOf(f, arg.getArgNumber());
+    return packed ? f.getArgument(*packed) : Value();
+  }
+
+  /// Panels [first, first + count) of packed panels [P, K, 32].
+  Value panelRange(Value panels, int64_t first, int64_t count) {
+    auto type = cast<RankedTensorType>(panels.getType());
+    if (first == 0 && count == type.getDimSize(0))
+      return panels;
+    return tensor::ExtractSliceOp::create(
+        b, loc, panels,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(first), b.getIndexAttr(0),
+                               b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(count),
+                               b.getIndexAttr(type.getDimSize(1)),
+                               b.getIndexAttr(32)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1),
+                               b.getIndexAttr(1)});
+  }
+
+  /// x [lead..., K] times packed panels [P, K, 32]: [lead..., P*32]. The
+  /// contraction is a `linalg.generic` over (lead..., panel, column, k),
+  /// marked `tfm.gemm` for the register tiling to find.
+  Value gemmPanels(Value x, Value panels) {
+    auto xType = cast<RankedTensorType>(x.getType());
+    unsigned lead = xType.getRank() - 1;
+    unsigned loops = lead + 3; // lead..., panel, column, k
+    auto pType = cast<RankedTensorType>(panels.getType());
+    int64_t p = pType.getDimSize(0);
+    SmallVector<OpFoldResult> outSizes = sizes(x);
+    outSizes.back() = b.getIndexAttr(p);
+    outSizes.push_back(b.getIndexAttr(32));
+    SmallVector<unsigned> xDims = range(0, lead), outDims = range(0, lead);
+    xDims.push_back(lead + 2);
+    outDims.append({lead, lead + 1});
+    SmallVector<IteratorType> iterators = parallel(lead + 2);
+    iterators.push_back(IteratorType::reduction);
+    auto gemm = linalg::GenericOp::create(
+        b, loc,
+        TypeRange{RankedTensorType::get(
+            [&] {
+              SmallVector<int64_t> shape(xType.getShape());
+              shape.back() = p;
+              shape.push_back(32);
+              return shape;
+            }(),
+            f32())},
+        ValueRange{x, panels}, ValueRange{filled(outSizes, 0.0)},
+        ArrayRef<AffineMap>{map(loops, xDims),
+                            map(loops, {lead, lead + 2, lead + 1}),
+                            map(loops, outDims)},
+        iterators, [](OpBuilder &nb, Location nl, ValueRange a) {
+          Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+          linalg::YieldOp::create(
+              nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], m)});
+        });
+    gemm->setAttr("tfm.gemm", b.getUnitAttr());
+    SmallVector<ReassociationIndices> reassoc;
+    for (unsigned i = 0; i < lead; ++i)
+      reassoc.push_back({static_cast<int64_t>(i)});
+    reassoc.push_back(
+        {static_cast<int64_t>(lead), static_cast<int64_t>(lead + 1)});
+    return tensor::CollapseShapeOp::create(b, loc, gemm.getResult(0), reassoc);
+  }
+
+  /// Columns [begin, begin+count) of a GEMM result [lead..., C].
+  Value unflatten(Value t, int64_t begin, int64_t count, Value x) {
+    (void)x;
+    int64_t width = cast<RankedTensorType>(t.getType()).getShape().back();
+    if (begin == 0 && count == width)
+      return t;
+    return features(t, begin, count);
+  }
+
+  /// Segments [first, first+count) of the stacked Q/K/V projection of x
+  /// (`d` features each), bias added: one GEMM over their panels.
+  SmallVector<Value> projectSegments(Value x, Value w, Value bias,
+                                     int64_t first, int64_t count, int64_t d) {
+    SmallVector<Value> out;
+    Value panels = packedOf(w);
+    if (!panels) {
+      for (int64_t s = first; s < first + count; ++s)
+        out.push_back(
+            linearUnpacked(x, rows(w, s * d, d), rows(bias, s * d, d)));
+      return out;
+    }
+    int64_t perSegment = (d + 31) / 32;
+    Value product = gemmPanels(
+        x, panelRange(panels, first * perSegment, count * perSegment));
+    for (int64_t s = 0; s < count; ++s)
+      out.push_back(addLastDim(unflatten(product, s * perSegment * 32, d, x),
+                               rows(bias, (first + s) * d, d)));
+    return out;
+  }
+
+  Value linearUnpacked(Value x, Value w, Value bias) {
     auto xType = cast<RankedTensorType>(x.getType());
     unsigned rank = xType.getRank();
     unsigned loops = rank + 1; // lead..., n, k
@@ -717,25 +830,24 @@ struct LowerMultiHeadAttention : TfmLowering<MultiHeadAttentionOp> {
     Value q, k, v, keyOffset;
     if (cache && op.getCacheReadOnly()) {
       // Cross-attention over the `pos` positions an earlier call appended.
-      q = tb.splitHeads(
-          tb.linear(op.getQuery(), tb.rows(w, 0, d), tb.rows(bias, 0, d)),
-          heads);
+      q = tb.splitHeads(tb.projectSegments(op.getQuery(), w, bias, 0, 1, d)[0],
+                        heads);
       k = tb.readCache(cache, 0, batch, pos);
       v = tb.readCache(cache, 1, batch, pos);
     } else {
       Value memory = op.getMemory();
       if (memory) {
-        q = tb.linear(op.getQuery(), tb.rows(w, 0, d), tb.rows(bias, 0, d));
-        Value kv =
-            tb.linear(memory, tb.rows(w, d, 2 * d), tb.rows(bias, d, 2 * d));
-        k = tb.features(kv, 0, d);
-        v = tb.features(kv, d, d);
+        q = tb.projectSegments(op.getQuery(), w, bias, 0, 1, d)[0];
+        SmallVector<Value> kv = tb.projectSegments(memory, w, bias, 1, 2, d);
+        k = kv[0];
+        v = kv[1];
       } else {
         // One GEMM over the stacked Q/K/V weight.
-        Value qkv = tb.linear(op.getQuery(), w, bias);
-        q = tb.features(qkv, 0, d);
-        k = tb.features(qkv, d, d);
-        v = tb.features(qkv, 2 * d, d);
+        SmallVector<Value> qkv =
+            tb.projectSegments(op.getQuery(), w, bias, 0, 3, d);
+        q = qkv[0];
+        k = qkv[1];
+        v = qkv[2];
       }
       q = tb.splitHeads(q, heads);
       k = tb.splitHeads(k, heads);

@@ -59,7 +59,7 @@ namespace {
 llvm::Error emitDispatch(func::FuncOp entry, bool step,
                          const llvm::StringMap<unsigned> &paramIndex,
                          const llvm::StringMap<unsigned> &cacheIndex,
-                         raw_ostream &os) {
+                         std::vector<PackSpec> &packs, raw_ostream &os) {
   StringRef name = entry.getSymName();
   if (entry.getNumResults() != 1)
     return error("@" + name + " must have one result");
@@ -71,6 +71,7 @@ llvm::Error emitDispatch(func::FuncOp entry, bool step,
     auto input = entry.getArgAttrOfType<StringAttr>(i, "tfm.input");
     auto param = entry.getArgAttrOfType<StringAttr>(i, "tfm.param");
     auto cache = entry.getArgAttrOfType<StringAttr>(i, "tfm.cache");
+    auto packsArg = entry.getArgAttrOfType<IntegerAttr>(i, "tfm.packs");
     if (arg.getType().isIndex()) {
       StringRef which = input ? input.getValue() : "";
       if (!step || (which != "position" && which != "memory_length"))
@@ -94,7 +95,31 @@ llvm::Error emitDispatch(func::FuncOp entry, bool step,
                type.getHeadDim()};
     } else if (auto type = dyn_cast<RankedTensorType>(arg.getType())) {
       shape.assign(type.getShape().begin(), type.getShape().end());
-      if (param) {
+      if (packsArg) {
+        // The runtime's packed copy of the weight argument it packs.
+        unsigned of = packsArg.getInt();
+        auto ofName = of < entry.getNumArguments()
+                          ? entry.getArgAttrOfType<StringAttr>(of, "tfm.param")
+                          : StringAttr();
+        auto it =
+            ofName ? paramIndex.find(ofName.getValue()) : paramIndex.end();
+        auto segments = entry.getArgAttrOfType<IntegerAttr>(i, "tfm.segments");
+        if (it == paramIndex.end() || !segments)
+          return error(llvm::formatv(
+              "argument {0} of @{1} packs no weight argument", i, name));
+        auto weightType =
+            cast<RankedTensorType>(entry.getArgument(of).getType());
+        PackSpec spec{it->second, segments.getInt(),
+                      weightType.getDimSize(0) / segments.getInt(),
+                      weightType.getDimSize(1)};
+        size_t j = 0;
+        while (j < packs.size() &&
+               !(packs[j].param == spec.param && packs[j].sameLayout(spec)))
+          ++j;
+        if (j == packs.size())
+          packs.push_back(spec);
+        data = "w[" + std::to_string(paramIndex.size() + j) + "]";
+      } else if (param) {
         auto it = paramIndex.find(param.getValue());
         if (it == paramIndex.end())
           return error(llvm::formatv(
@@ -203,16 +228,13 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
         "sizeof(float));\n"
      << "  std::free(result.allocated);\n"
      << "}\n\n";
-  if (llvm::Error e = emitDispatch(forward, false, paramIndex, cacheIndex, os))
-    return std::move(e);
-  if (prefill) {
-    if (llvm::Error e = emitDispatch(prefill, true, paramIndex, cacheIndex, os))
-      return std::move(e);
-    if (llvm::Error e = emitDispatch(decode, true, paramIndex, cacheIndex, os))
-      return std::move(e);
-  }
-
   ModelGlue glue;
+  for (auto [f, step] : {std::pair{forward, false}, std::pair{prefill, true},
+                         std::pair{decode, true}})
+    if (f)
+      if (llvm::Error e =
+              emitDispatch(f, step, paramIndex, cacheIndex, glue.packs, os))
+        return std::move(e);
   glue.module = declarations;
   glue.cName = cName.str();
   glue.entry = original;
@@ -252,6 +274,8 @@ llvm::Error emitLLVMCode(ModuleOp module, bool native, bool emitIR,
     features = llvm::join(enabled, ",");
   }
   llvm::TargetOptions options;
+  // a * b + c as one FMA (the vectorised GEMM's multiply-add).
+  options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
       llvm::Triple(triple), cpu, features, options, llvm::Reloc::PIC_,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));

@@ -28,6 +28,7 @@ void addPipeline(OpPassManager &pm, StringRef pipeline) {
 
 void mlir::tfm::buildLLVMEntryPasses(OpPassManager &pm) {
   pm.addPass(createTfmWeightsToArguments());
+  pm.addPass(createTfmPackGemmWeights());
 }
 
 void mlir::tfm::buildLLVMLoweringPasses(OpPassManager &pm) {

@@ -25,6 +25,13 @@ namespace mlir::tfm {
 #define GEN_PASS_DECL
 #include "tfm/Lowering/LLVMPasses.h.inc"
 
+/// The panels [segments * ceil(rows/32), K, 32] a weight [N, K] is packed
+/// into for the vectorised GEMM (rows = N / segments, each segment padded).
+RankedTensorType packedPanelsType(RankedTensorType weight, int64_t segments);
+
+/// The argument of `f` marked as the packed form of argument `arg`.
+std::optional<unsigned> packedArgumentOf(func::FuncOp f, unsigned arg);
+
 /// One pattern per tfm op that computes (not weights or caches).
 void populateTfmToLinalgPatterns(RewritePatternSet &patterns);
 

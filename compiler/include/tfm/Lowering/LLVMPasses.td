@@ -27,6 +27,20 @@ def TfmWeightsToArguments : Pass<"tfm-weights-to-arguments", "mlir::ModuleOp"> {
   let dependentDialects = ["mlir::func::FuncDialect"];
 }
 
+def TfmPackGemmWeights : Pass<"tfm-pack-gemm-weights", "mlir::ModuleOp"> {
+  let summary = "pass each GEMM weight also in the micro-kernel's panel layout";
+  let description = [{
+    For every weight argument a `tfm.linear`, `tfm.ffn` or
+    `tfm.multi_head_attention` multiplies by, the function gets a second
+    argument `tensor<panels x K x 32>` marked `{tfm.packs = i,
+    tfm.segments = s}` (`i` the weight's argument; `s` 3 for the stacked
+    Q/K/V projection, packed segment by segment, else 1): for each k, 32
+    consecutive output columns, zero-padded. Callers pass theirs, up to the
+    entry points, whose packed arguments the runtime fills once after
+    loading the weights. convert-tfm-to-linalg multiplies by the packed form.
+  }];
+}
+
 def ConvertTfmToLinalg : Pass<"convert-tfm-to-linalg"> {
   let summary = "lower tfm ops to linalg, tensor, arith and math on tensors";
   let description = [{

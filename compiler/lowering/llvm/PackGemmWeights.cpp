@@ -1,0 +1,122 @@
+//===- PackGemmWeights.cpp - GEMM weights in the micro-kernel's panels ----===//
+//
+// A weight [N, K] as nn.Linear stores it is read with stride K along N; the
+// vectorised GEMM wants, for each k, 32 consecutive output columns. The
+// runtime packs each GEMM weight once after loading (kModel.pack, as for the
+// Highway backend) into panels [ceil(N/32), K, 32]; this pass gives every
+// function that multiplies by a weight argument a second argument with that
+// packed form, through the call graph up to the entry points, where the
+// glue passes the runtime's packed tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Lowering/LLVMBackend.h"
+
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_TFMPACKGEMMWEIGHTS
+#include "tfm/Lowering/LLVMPasses.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+RankedTensorType mlir::tfm::packedPanelsType(RankedTensorType weight,
+                                             int64_t segments) {
+  int64_t rows = weight.getDimSize(0) / segments;
+  int64_t panels = segments * ((rows + 31) / 32);
+  return RankedTensorType::get({panels, weight.getDimSize(1), 32},
+                               weight.getElementType());
+}
+
+std::optional<unsigned> mlir::tfm::packedArgumentOf(func::FuncOp f,
+                                                    unsigned arg) {
+  for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i)
+    if (auto of = f.getArgAttrOfType<IntegerAttr>(i, "tfm.packs"))
+      if (of.getInt() == arg)
+        return i;
+  return std::nullopt;
+}
+
+namespace {
+
+struct PackGemmWeightsPass
+    : mlir::tfm::impl::TfmPackGemmWeightsBase<PackGemmWeightsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SymbolTableCollection symbols;
+    SymbolUserMap users(symbols, module);
+
+    // The GEMM weights each function multiplies by, with their segments.
+    SmallVector<std::pair<Value, int64_t>> weights;
+    module.walk([&](Operation *op) {
+      if (auto linear = dyn_cast<LinearOp>(op)) {
+        weights.push_back({linear.getWeight(), 1});
+      } else if (auto ffn = dyn_cast<FeedForwardOp>(op)) {
+        weights.push_back({ffn.getW1(), 1});
+        weights.push_back({ffn.getW2(), 1});
+      } else if (auto mha = dyn_cast<MultiHeadAttentionOp>(op)) {
+        weights.push_back({mha.getInProjWeight(), 3});
+        weights.push_back({mha.getOutProjWeight(), 1});
+      }
+    });
+    for (auto [weight, segments] : weights)
+      if (failed(ensurePacked(weight, segments, users)))
+        return signalPassFailure();
+  }
+
+  /// The packed argument beside the argument `weight`, added (with one in
+  /// each caller, recursively) if missing.
+  FailureOr<unsigned> ensurePacked(Value weight, int64_t segments,
+                                   SymbolUserMap &users) {
+    auto arg = dyn_cast<BlockArgument>(weight);
+    auto f = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                 : func::FuncOp();
+    if (!f)
+      return emitError(weight.getLoc(), "a GEMM weight that is not an "
+                                        "argument of its function cannot be "
+                                        "packed");
+    unsigned index = arg.getArgNumber();
+    if (std::optional<unsigned> packed = packedArgumentOf(f, index)) {
+      auto have = f.getArgAttrOfType<IntegerAttr>(*packed, "tfm.segments");
+      if (have.getInt() != segments)
+        return f.emitError("argument ")
+               << index << " is used as two differently packed GEMM weights";
+      return *packed;
+    }
+    auto type = cast<RankedTensorType>(weight.getType());
+    if (type.getDimSize(0) % segments != 0)
+      return f.emitError("argument ")
+             << index << " has " << type.getDimSize(0) << " rows, not "
+             << segments << " segments";
+    unsigned packed = f.getNumArguments();
+    if (failed(f.insertArgument(packed, packedPanelsType(type, segments),
+                                DictionaryAttr::get(&getContext()),
+                                weight.getLoc())))
+      return failure();
+    Builder b(&getContext());
+    f.setArgAttr(packed, "tfm.packs", b.getI64IntegerAttr(index));
+    f.setArgAttr(packed, "tfm.segments", b.getI64IntegerAttr(segments));
+    if (f.isPublic())
+      return packed; // the glue passes the runtime's packed tensor
+    // Every caller passes its own packed form of what it passes here.
+    for (Operation *user : users.getUsers(f)) {
+      auto call = dyn_cast<func::CallOp>(user);
+      if (!call)
+        return user->emitError("uses @")
+               << f.getSymName() << " other than by a call";
+      FailureOr<unsigned> callerPacked =
+          ensurePacked(call.getOperand(index), segments, users);
+      if (failed(callerPacked))
+        return failure();
+      auto caller = call->getParentOfType<func::FuncOp>();
+      SmallVector<Value> operands(call.getOperands());
+      operands.push_back(caller.getArgument(*callerPacked));
+      call->setOperands(operands);
+    }
+    return packed;
+  }
+};
+
+} // namespace
