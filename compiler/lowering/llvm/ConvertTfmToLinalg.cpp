@@ -11,6 +11,7 @@
 
 #include "tfm/Lowering/LLVMBackend.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -101,10 +102,8 @@ public:
   /// the packed panels of `w` when tfm-pack-gemm-weights gave it some.
   Value linear(Value x, Value w, Value bias) {
     int64_t n = cast<RankedTensorType>(w.getType()).getDimSize(0);
-    if (Value panels = packedOf(w)) {
-      Value out = unflatten(gemmPanels(x, panels), 0, n, x);
-      return bias ? addLastDim(out, bias) : out;
-    }
+    if (Value panels = packedOf(w))
+      return gemmColumns(gemmPanels(x, panels), 0, n, bias, x);
     return linearUnpacked(x, w, bias);
   }
 
@@ -136,36 +135,66 @@ public:
                                b.getIndexAttr(1)});
   }
 
-  /// x [lead..., K] times packed panels [P, K, 32]: [lead..., P*32]. The
-  /// contraction is a `linalg.generic` over (lead..., panel, column, k),
-  /// marked `tfm.gemm` for the register tiling to find.
+  /// x [lead..., rows, K] times packed panels [P, K, 32]: [lead..., rows',
+  /// P*32], rows' = rows rounded up to 8 so that every register tile is a
+  /// full 8 x 32 one (x gets zero rows). The contraction is a
+  /// `linalg.generic` over (lead..., row block, row, panel, column, k) on x
+  /// as [lead..., rows'/8, 8, K], marked `tfm.gemm` for tfm-vectorize-gemm.
+  /// (Only the last leading dimension is split: upstream's
+  /// expand-strided-metadata cannot expand one dynamic dimension into two.)
   Value gemmPanels(Value x, Value panels) {
     auto xType = cast<RankedTensorType>(x.getType());
-    unsigned lead = xType.getRank() - 1;
-    unsigned loops = lead + 3; // lead..., panel, column, k
-    auto pType = cast<RankedTensorType>(panels.getType());
-    int64_t p = pType.getDimSize(0);
-    SmallVector<OpFoldResult> outSizes = sizes(x);
-    outSizes.back() = b.getIndexAttr(p);
-    outSizes.push_back(b.getIndexAttr(32));
-    SmallVector<unsigned> xDims = range(0, lead), outDims = range(0, lead);
-    xDims.push_back(lead + 2);
-    outDims.append({lead, lead + 1});
-    SmallVector<IteratorType> iterators = parallel(lead + 2);
+    unsigned rank = xType.getRank();
+    unsigned outer = rank - 2; // leading dimensions kept as they are
+    int64_t k = xType.getShape().back();
+    SmallVector<OpFoldResult> xSizes = sizes(x);
+    Value rows = getValueOrCreateConstantIndexOp(b, loc, xSizes[outer]);
+    AffineExpr r = b.getAffineSymbolExpr(0);
+    Value blocks = affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(0, 1, r.ceilDiv(8)), ValueRange{rows});
+    Value extra = affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(0, 1, r.ceilDiv(8) * 8 - r), ValueRange{rows});
+    SmallVector<OpFoldResult> low(rank, b.getIndexAttr(0));
+    SmallVector<OpFoldResult> high(rank, b.getIndexAttr(0));
+    high[outer] = extra;
+    SmallVector<int64_t> padShape(xType.getShape());
+    padShape[outer] = ShapedType::kDynamic;
+    Value xPad =
+        tensor::PadOp::create(b, loc, RankedTensorType::get(padShape, f32()), x,
+                              low, high, f32Const(0.0));
+    // [lead..., blocks, 8, K]
+    SmallVector<int64_t> blockShape(xType.getShape().take_front(outer));
+    blockShape.append({ShapedType::kDynamic, 8, k});
+    SmallVector<OpFoldResult> blockSizes(xSizes.begin(),
+                                         xSizes.begin() + outer);
+    blockSizes.append({blocks, b.getIndexAttr(8), b.getIndexAttr(k)});
+    SmallVector<ReassociationIndices> split;
+    for (unsigned i = 0; i < outer; ++i)
+      split.push_back({static_cast<int64_t>(i)});
+    split.push_back(
+        {static_cast<int64_t>(outer), static_cast<int64_t>(outer + 1)});
+    split.push_back({static_cast<int64_t>(outer + 2)});
+    Value x3 = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(blockShape, f32()), xPad, split,
+        blockSizes);
+    int64_t p = cast<RankedTensorType>(panels.getType()).getDimSize(0);
+    // loops: lead..., block, row, panel, column, k
+    unsigned loops = outer + 5;
+    unsigned block = outer, row = outer + 1, panel = outer + 2,
+             column = outer + 3, kk = outer + 4;
+    SmallVector<unsigned> xDims = range(0, outer), outDims = range(0, outer);
+    xDims.append({block, row, kk});
+    outDims.append({block, row, panel, column});
+    SmallVector<OpFoldResult> outSizes(blockSizes.begin(),
+                                       blockSizes.begin() + outer + 2);
+    outSizes.append({b.getIndexAttr(p), b.getIndexAttr(32)});
+    SmallVector<IteratorType> iterators = parallel(loops - 1);
     iterators.push_back(IteratorType::reduction);
+    Value init = filled(outSizes, 0.0);
     auto gemm = linalg::GenericOp::create(
-        b, loc,
-        TypeRange{RankedTensorType::get(
-            [&] {
-              SmallVector<int64_t> shape(xType.getShape());
-              shape.back() = p;
-              shape.push_back(32);
-              return shape;
-            }(),
-            f32())},
-        ValueRange{x, panels}, ValueRange{filled(outSizes, 0.0)},
-        ArrayRef<AffineMap>{map(loops, xDims),
-                            map(loops, {lead, lead + 2, lead + 1}),
+        b, loc, TypeRange{init.getType()}, ValueRange{x3, panels},
+        ValueRange{init},
+        ArrayRef<AffineMap>{map(loops, xDims), map(loops, {panel, kk, column}),
                             map(loops, outDims)},
         iterators, [](OpBuilder &nb, Location nl, ValueRange a) {
           Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
@@ -173,21 +202,33 @@ public:
               nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], m)});
         });
     gemm->setAttr("tfm.gemm", b.getUnitAttr());
-    SmallVector<ReassociationIndices> reassoc;
-    for (unsigned i = 0; i < lead; ++i)
-      reassoc.push_back({static_cast<int64_t>(i)});
-    reassoc.push_back(
-        {static_cast<int64_t>(lead), static_cast<int64_t>(lead + 1)});
-    return tensor::CollapseShapeOp::create(b, loc, gemm.getResult(0), reassoc);
+    // [lead..., blocks * 8, P * 32]
+    SmallVector<ReassociationIndices> merge;
+    for (unsigned i = 0; i < outer; ++i)
+      merge.push_back({static_cast<int64_t>(i)});
+    merge.push_back({static_cast<int64_t>(block), static_cast<int64_t>(row)});
+    merge.push_back(
+        {static_cast<int64_t>(panel), static_cast<int64_t>(column)});
+    return tensor::CollapseShapeOp::create(b, loc, gemm.getResult(0), merge);
   }
 
-  /// Columns [begin, begin+count) of a GEMM result [lead..., C].
-  Value unflatten(Value t, int64_t begin, int64_t count, Value x) {
-    (void)x;
-    int64_t width = cast<RankedTensorType>(t.getType()).getShape().back();
-    if (begin == 0 && count == width)
-      return t;
-    return features(t, begin, count);
+  /// Columns [begin, begin+count) of the real rows of a GEMM result
+  /// [lead..., rows', C] (+ bias), as [lead..., rows, count] like x: the
+  /// GEMM's epilogue, one elementwise op that writes a fresh tensor.
+  Value gemmColumns(Value t, int64_t begin, int64_t count, Value bias,
+                    Value x) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sz = sizes(x);
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    offsets[rank - 1] = b.getIndexAttr(begin);
+    sz[rank - 1] = b.getIndexAttr(count);
+    Value cols =
+        tensor::ExtractSliceOp::create(b, loc, t, offsets, sz, strides);
+    return bias ? addLastDim(cols, bias)
+                : elementwise({cols}, [](OpBuilder &, Location, ValueRange a) {
+                    return a[0];
+                  });
   }
 
   /// Segments [first, first+count) of the stacked Q/K/V projection of x
@@ -206,8 +247,8 @@ public:
     Value product = gemmPanels(
         x, panelRange(panels, first * perSegment, count * perSegment));
     for (int64_t s = 0; s < count; ++s)
-      out.push_back(addLastDim(unflatten(product, s * perSegment * 32, d, x),
-                               rows(bias, (first + s) * d, d)));
+      out.push_back(gemmColumns(product, s * perSegment * 32, d,
+                                rows(bias, (first + s) * d, d), x));
     return out;
   }
 
@@ -574,6 +615,9 @@ public:
     scoreSizes.push_back(kSizes[rank - 2]);
     SmallVector<IteratorType> contraction = parallel(rank);
     contraction.push_back(IteratorType::reduction);
+    // (L..., i, reduction, innermost parallel)
+    SmallVector<IteratorType> middleReduction = parallel(rank + 1);
+    middleReduction[rank - 1] = IteratorType::reduction;
 
     Value scores;
     if (score == ScoreKind::Additive) {
@@ -595,14 +639,23 @@ public:
       Value query = q;
       if (score == ScoreKind::Bilinear) // qᵀ W k = (qᵀ W) k
         query = perHeadProject(q, params[0], /*transposedW=*/false);
-      scores = generic(
-          {query, k}, filled(scoreSizes, 0.0),
-          {map(loops, with({iDim, cDim})), map(loops, with({jDim, cDim})),
-           map(loops, with({iDim, jDim}))},
-          contraction, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-            Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
-            return arith::AddFOp::create(nb, nl, a[2], m);
-          });
+      // s[L, i, j] = sum_c q[L, i, c] kᵀ[L, c, j], the key index innermost:
+      // contiguous in kᵀ, so the loop vectorises without reassociating
+      // the sum.
+      SmallVector<int64_t> perm;
+      for (unsigned d = 0; d + 2 < rank; ++d)
+        perm.push_back(d);
+      perm.append({rank - 1, rank - 2});
+      Value keysT = transpose(k, perm);
+      scores = generic({query, keysT}, filled(scoreSizes, 0.0),
+                       {map(loops, with({iDim, jDim})),
+                        map(loops, with({jDim, cDim})),
+                        map(loops, with({iDim, cDim}))},
+                       middleReduction,
+                       [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                         Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+                         return arith::AddFOp::create(nb, nl, a[2], m);
+                       });
     }
     if (score == ScoreKind::ScaledDot || causal) {
       double scale = score == ScoreKind::ScaledDot
@@ -629,14 +682,15 @@ public:
                   });
     }
     Value probs = softmax(scores, rank - 1);
-    // out[L, i, e] = sum_j p[L, i, j] v[L, j, e]
+    // out[L, i, e] = sum_j p[L, i, j] v[L, j, e], the feature e innermost
+    // (contiguous in v and out).
     SmallVector<OpFoldResult> outSizes(qSizes.begin(), qSizes.end() - 1);
     outSizes.push_back(sizes(v)[rank - 1]);
     return generic(
         {probs, v}, filled(outSizes, 0.0),
-        {map(loops, with({iDim, cDim})), map(loops, with({cDim, jDim})),
-         map(loops, with({iDim, jDim}))},
-        contraction, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+        {map(loops, with({iDim, jDim})), map(loops, with({jDim, cDim})),
+         map(loops, with({iDim, cDim}))},
+        middleReduction, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
           Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
           return arith::AddFOp::create(nb, nl, a[2], m);
         });

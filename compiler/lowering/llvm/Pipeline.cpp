@@ -33,11 +33,16 @@ void mlir::tfm::buildLLVMEntryPasses(OpPassManager &pm) {
 
 void mlir::tfm::buildLLVMLoweringPasses(OpPassManager &pm) {
   pm.addPass(createConvertTfmToLinalg());
-  addPipeline(pm, "canonicalize,cse,"
-                  "linalg-fuse-elementwise-ops,"
-                  "one-shot-bufferize{bufferize-function-boundaries=1 "
+  addPipeline(pm, "canonicalize,cse");
+  pm.addPass(createTfmVectorizeGemm());
+  // (Not linalg-fuse-elementwise-ops: its reshape propagation moves the
+  // GEMM epilogue's expand_shape onto a strided slice, which upstream's
+  // expand-strided-metadata crashes on.)
+  addPipeline(pm, "one-shot-bufferize{bufferize-function-boundaries=1 "
                   "function-boundary-type-conversion=identity-layout-map},"
+                  "canonicalize,cse,canonicalize,"
                   "buffer-deallocation-pipeline");
+  pm.addPass(createTfmLowerVectors());
   pm.addPass(createTfmStridedCopiesToLinalg());
   addPipeline(pm, "convert-linalg-to-loops,"
                   "convert-math-to-libm,"

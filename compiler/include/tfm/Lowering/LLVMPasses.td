@@ -56,9 +56,45 @@ def ConvertTfmToLinalg : Pass<"convert-tfm-to-linalg"> {
     positions so far through `bufferization.to_tensor`.
   }];
   let dependentDialects = [
-    "mlir::arith::ArithDialect", "mlir::bufferization::BufferizationDialect",
+    "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
     "mlir::linalg::LinalgDialect", "mlir::math::MathDialect",
     "mlir::memref::MemRefDialect", "mlir::tensor::TensorDialect",
+  ];
+}
+
+def TfmVectorizeGemm : Pass<"tfm-vectorize-gemm", "mlir::ModuleOp"> {
+  let summary = "tile and vectorise the GEMMs on packed panels";
+  let description = [{
+    On tensors, for each `linalg.generic` marked `tfm.gemm` (as
+    convert-tfm-to-linalg makes them: x [lead..., K] times panels
+    [P, K, 32]): tiles of 8 rows of the last leading dimension (the loop is
+    peeled; the remaining rows are tiled one by one) by one panel of 32
+    columns; unit dimensions folded; k tiled by 1; vectorised, with the
+    accumulator tile hoisted out of the k loop (`vector<8x32xf32>`, 16 zmm
+    registers with AVX-512). Runs upstream transform ops
+    (transform.structured.tile_using_for, transform.loop.peel,
+    vectorize_children_and_apply_patterns,
+    transform.loop.hoist_loop_invariant_subsets).
+  }];
+  let dependentDialects = [
+    "mlir::transform::TransformDialect", "mlir::linalg::LinalgDialect",
+    "mlir::scf::SCFDialect", "mlir::vector::VectorDialect",
+    "mlir::tensor::TensorDialect", "mlir::arith::ArithDialect",
+  ];
+}
+
+def TfmLowerVectors : Pass<"tfm-lower-vectors", "mlir::ModuleOp"> {
+  let summary = "lower vector contractions to FMAs and transfers to loads";
+  let description = [{
+    After bufferization: vector.contract -> outer products -> vector.fma;
+    multi-dimensional transfer_read/transfer_write -> 1-D loads and stores
+    (fully unrolled); shape casts and broadcasts lowered. The result is what
+    convert-vector-to-llvm takes.
+  }];
+  let dependentDialects = [
+    "mlir::transform::TransformDialect", "mlir::vector::VectorDialect",
+    "mlir::scf::SCFDialect", "mlir::memref::MemRefDialect",
   ];
 }
 

@@ -1,0 +1,121 @@
+//===- VectorizeGemm.cpp - register-blocked, vectorised GEMMs -------------===//
+//
+// Each `tfm.gemm` contraction (x [lead..., K] times packed panels
+// [P, K, 32]) becomes a loop nest around an 8 x 32 register tile: 8 rows of
+// the last leading dimension (peeled: the remainder rows go one by one), one
+// panel of 32 columns, and k one at a time, vectorised so the accumulators
+// stay in 16 zmm registers (AVX-512) across the k loop. The steps are
+// upstream transform ops, printed below as the script the pass runs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TransformScript.h"
+#include "tfm/Lowering/LLVMBackend.h"
+
+#include "mlir/Dialect/Transform/IR/TransformDialect.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_TFMVECTORIZEGEMM
+#include "tfm/Lowering/LLVMPasses.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// Tiles of 8 rows (one row block: every block is full, convert-tfm-to-linalg
+/// pads the rows) x 1 panel x 32 columns; the unit dimensions folded away;
+/// k one step at a time; vectorised, the accumulator hoisted.
+constexpr const char *kScript = R"mlir(
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %gemms = transform.structured.match ops{["linalg.generic"]} attributes{tfm.gemm = @OUTER@ : i64} in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %gemms : !transform.any_op {
+    ^bb0(%gemm: !transform.any_op):
+      %tile, %loops:@NLOOPS@ = transform.structured.tile_using_for %gemm tile_sizes [@ONES@1, 8, 1, 32, 0]
+          : (!transform.any_op) -> (!transform.any_op@LOOPTYPES@)
+      transform.yield
+    }
+    %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %funcs {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_patterns to %funcs {
+      transform.apply_patterns.linalg.fold_unit_extent_dims_via_reshapes
+    } : !transform.any_op
+    // The register tiles, 8 x 32 over all of k (the only static 8 x 32
+    // generics there are), one k at a time.
+    %tiles = transform.structured.match ops{["linalg.generic"]} filter_result_type = tensor<8x32xf32> in %root
+        : (!transform.any_op) -> !transform.any_op
+    transform.foreach %tiles : !transform.any_op {
+    ^bb0(%t: !transform.any_op):
+      %kTile, %kLoop = transform.structured.tile_using_for %t tile_sizes [0, 0, 1]
+          : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+      transform.yield
+    }
+    transform.foreach %funcs : !transform.any_op {
+    ^bb0(%func: !transform.any_op):
+      %vectorized = transform.structured.vectorize_children_and_apply_patterns %func
+          : (!transform.any_op) -> !transform.any_op
+      transform.apply_patterns to %vectorized {
+        transform.apply_patterns.canonicalization
+      } : !transform.any_op
+      transform.apply_cse to %vectorized : !transform.any_op
+      %loops = transform.structured.match ops{["scf.for"]} in %vectorized : (!transform.any_op) -> !transform.any_op
+      transform.foreach %loops : !transform.any_op {
+      ^bb0(%loop: !transform.any_op):
+        transform.loop.hoist_loop_invariant_subsets %loop : !transform.any_op
+        transform.yield
+      }
+      transform.apply_cse to %vectorized : !transform.any_op
+      transform.yield
+    }
+    transform.yield
+  }
+}
+)mlir";
+
+/// kScript for GEMMs with `outer` leading dimensions before the rows.
+std::string scriptFor(int64_t outer) {
+  std::string script = kScript, ones, loopTypes;
+  for (int64_t i = 0; i < outer; ++i)
+    ones += "1, ";
+  for (int64_t i = 0; i < outer + 4; ++i)
+    loopTypes += ", !transform.any_op";
+  auto replace = [&](StringRef key, const std::string &value) {
+    size_t at = script.find(key.str());
+    script.replace(at, key.size(), value);
+  };
+  replace("@NLOOPS@", std::to_string(outer + 4));
+  replace("@ONES@", ones);
+  replace("@LOOPTYPES@", loopTypes);
+  replace("@OUTER@", std::to_string(outer));
+  return script;
+}
+
+struct VectorizeGemmPass
+    : mlir::tfm::impl::TfmVectorizeGemmBase<VectorizeGemmPass> {
+  void runOnOperation() override {
+    // One script per number of leading dimensions (x's rank) present.
+    llvm::SmallSetVector<int64_t, 2> outers;
+    getOperation()->walk([&](linalg::GenericOp g) {
+      if (auto mark = g->getAttr("tfm.gemm")) {
+        int64_t outer = g.getNumLoops() - 5;
+        g->setAttr("tfm.gemm", IntegerAttr::get(
+                                   IntegerType::get(&getContext(), 64), outer));
+        outers.insert(outer);
+      }
+    });
+    for (int64_t outer : outers) {
+      OwningOpRef<ModuleOp> script =
+          parseTransformScript(&getContext(), scriptFor(outer));
+      if (!script || failed(applyTransformScript(getOperation(), *script)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
