@@ -19,13 +19,19 @@ func.func @linear(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32
 
 // -----
 
-// With a packed sibling (tfm-pack-gemm-weights): the contraction reads the
-// panels [P, K, 32] over (rows..., panel, column, k), marked tfm.gemm; the
-// padding columns are sliced off.
+// With a packed sibling (tfm-pack-gemm-weights): the rows are padded to a
+// multiple of 8 and split into blocks, the contraction reads the panels
+// [P, K, 32] over (batch, block, row, panel, column, k), marked tfm.gemm;
+// the epilogue takes the real rows and columns into a fresh tensor.
 // CHECK-LABEL: func.func @linear_packed(
-// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%arg0, %arg2 : tensor<?x?x8xf32>, tensor<2x8x32xf32>) outs({{.*}} : tensor<?x?x2x32xf32>) attrs = {tfm.gemm}
-// CHECK: tensor.collapse_shape {{.*}} {{\[\[}}0], [1], [2, 3]] : tensor<?x?x2x32xf32> into tensor<?x?x64xf32>
+// CHECK: %[[PAD:.*]] = tensor.pad %arg0 low[0, 0, 0] high[0, %{{.*}}, 0]
+// CHECK: %[[BLOCKS:.*]] = tensor.expand_shape %[[PAD]] {{\[\[}}0], [1, 2], [3]] output_shape [%{{.*}}, %{{.*}}, 8, 8] : tensor<?x?x8xf32> into tensor<?x?x8x8xf32>
+// CHECK: linalg.generic {indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[BLOCKS]], %arg2 : tensor<?x?x8x8xf32>, tensor<2x8x32xf32>) outs({{.*}} : tensor<?x?x8x2x32xf32>) attrs = {tfm.gemm}
+// CHECK: tensor.collapse_shape {{.*}} {{\[\[}}0], [1, 2], [3, 4]] : tensor<?x?x8x2x32xf32> into tensor<?x?x64xf32>
 // CHECK: tensor.extract_slice {{.*}}[0, 0, 0] [{{.*}}, {{.*}}, 40] [1, 1, 1] : tensor<?x?x64xf32> to tensor<?x?x40xf32>
+// CHECK: linalg.generic
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %{{.*}}: f32):
+// CHECK-NEXT: linalg.yield %[[IN]]
 func.func @linear_packed(%x: tensor<?x?x8xf32>, %w: tensor<40x8xf32>, %p: tensor<2x8x32xf32> {tfm.packs = 1 : i64, tfm.segments = 1 : i64}) -> tensor<?x?x40xf32> {
   %y = tfm.linear %x, %w : (tensor<?x?x8xf32>, tensor<40x8xf32>) -> tensor<?x?x40xf32>
   return %y : tensor<?x?x40xf32>
@@ -47,18 +53,21 @@ func.func @layer_norm(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32
 
 // -----
 
-// Causal scaled-dot attention: scores, scale and mask (key j > query i gets
-// -inf), the softmax (max, exp, sum, divide), then the product with V.
+// Causal scaled-dot attention: scores (against the transposed keys, the
+// key index innermost), scale and mask (key j > query i gets -inf), the
+// softmax (max, exp, sum, divide), then the product with V (the feature
+// innermost).
 // CHECK-LABEL: func.func @attention(
 // CHECK: arith.constant 0.353553385 : f32
-// CHECK: iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]
+// CHECK: linalg.transpose ins(%arg1 : tensor<1x2x?x8xf32>) outs({{.*}} : tensor<1x2x8x?xf32>) permutation = [0, 1, 3, 2]
+// CHECK: iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]
 // CHECK: linalg.index 2
 // CHECK: linalg.index 3
 // CHECK: arith.cmpi ugt
 // CHECK: arith.maximumf
 // CHECK: math.exp
 // CHECK: arith.divf
-// CHECK: iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]
+// CHECK: iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]
 func.func @attention(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
   %o = tfm.attention <scaled_dot> %q, %k, %v causal : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
   return %o : tensor<1x2x?x8xf32>
