@@ -206,6 +206,7 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
 
   if (stats) {
     stats->arenaBytes = arenaBytes;
+    stats->matmulFlops = flops;
     stats->functions = functions;
   }
   return success();

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tfm/Lowering/HighwayEmitter.h"
 #include "tfm/Lowering/LLVMBackend.h"
 #include "tfm/Lowering/ModelGlue.h"
 
@@ -261,10 +262,15 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
   glue.cName = cName.str();
   glue.entry = original;
   glue.generation = bool(prefill);
-  glue.flopsDefinition =
-      "// Not counted by the LLVM backend yet: --bench reports no GFLOP/s.\n"
-      "static double matmulFlops(const tfm::rt::InputView *) { return 0.0; "
-      "}\n\n";
+  // The matmul FLOPs as the Highway backend counts them, so --bench and
+  // the benchmark compare like with like.
+  HighwayEmitStats counted;
+  std::string unused;
+  llvm::raw_string_ostream discard(unused);
+  if (failed(emitHighwayCpp(declarations, cName, cName.str() + ".cpp", discard,
+                            &counted)))
+    return error("counting the model's matmul FLOPs failed");
+  glue.flopsDefinition = counted.matmulFlops;
   emitModelGlue(glue, os);
   return text;
 }

@@ -15,6 +15,10 @@ namespace tfm {
 struct HighwayEmitStats {
   size_t arenaBytes = 0;
   size_t functions = 0;
+  /// The C++ of `static double matmulFlops(const tfm::rt::InputView *)`:
+  /// the matmul FLOPs of one forward pass for given inputs (the LLVM
+  /// backend's glue reports the same count).
+  std::string matmulFlops;
 };
 
 /// Prints `module` (tfm IR as the frontend builds it) as one C++ file that
