@@ -287,12 +287,12 @@ llvm::Error emitLLVMCode(ModuleOp module, bool native, bool emitIR,
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  std::string triple = llvm::sys::getDefaultTargetTriple();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
   std::string lookupError;
   const llvm::Target *target =
       llvm::TargetRegistry::lookupTarget(triple, lookupError);
   if (!target)
-    return error("no LLVM target for " + triple + ": " + lookupError);
+    return error("no LLVM target for " + triple.str() + ": " + lookupError);
   std::string cpu = native ? llvm::sys::getHostCPUName().str() : "x86-64";
   std::string features;
   if (native) {
@@ -305,10 +305,10 @@ llvm::Error emitLLVMCode(ModuleOp module, bool native, bool emitIR,
   // a * b + c as one FMA (the vectorised GEMM's multiply-add).
   options.AllowFPOpFusion = llvm::FPOpFusion::Fast;
   std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
-      llvm::Triple(triple), cpu, features, options, llvm::Reloc::PIC_,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      triple, cpu, features, options, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
   llvmModule->setDataLayout(machine->createDataLayout());
-  llvmModule->setTargetTriple(llvm::Triple(triple));
+  llvmModule->setTargetTriple(triple);
 
   // The middle end at -O3 (vectorisers, inlining of the loop nests).
   llvm::LoopAnalysisManager lam;

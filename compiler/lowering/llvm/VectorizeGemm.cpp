@@ -1,11 +1,11 @@
 //===- VectorizeGemm.cpp - register-blocked, vectorised GEMMs -------------===//
 //
-// Each `tfm.gemm` contraction (x [lead..., K] times packed panels
-// [P, K, 32]) becomes a loop nest around an 8 x 32 register tile: 8 rows of
-// the last leading dimension (peeled: the remainder rows go one by one), one
-// panel of 32 columns, and k one at a time, vectorised so the accumulators
-// stay in 16 zmm registers (AVX-512) across the k loop. The steps are
-// upstream transform ops, printed below as the script the pass runs.
+// Each `tfm.gemm` contraction (x [lead..., blocks, 8, K] times packed panels
+// [P, K, 32]; convert-tfm-to-linalg padded the rows to whole blocks of 8)
+// becomes a loop nest around an 8 x 32 register tile: one block of 8 rows,
+// one panel of 32 columns, and k one at a time, vectorised so the
+// accumulators stay in 16 zmm registers (AVX-512) across the k loop. The
+// steps are upstream transform ops, the script below.
 //
 //===----------------------------------------------------------------------===//
 

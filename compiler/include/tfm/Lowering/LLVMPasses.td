@@ -67,13 +67,13 @@ def TfmVectorizeGemm : Pass<"tfm-vectorize-gemm", "mlir::ModuleOp"> {
   let summary = "tile and vectorise the GEMMs on packed panels";
   let description = [{
     On tensors, for each `linalg.generic` marked `tfm.gemm` (as
-    convert-tfm-to-linalg makes them: x [lead..., K] times panels
-    [P, K, 32]): tiles of 8 rows of the last leading dimension (the loop is
-    peeled; the remaining rows are tiled one by one) by one panel of 32
-    columns; unit dimensions folded; k tiled by 1; vectorised, with the
-    accumulator tile hoisted out of the k loop (`vector<8x32xf32>`, 16 zmm
-    registers with AVX-512). Runs upstream transform ops
-    (transform.structured.tile_using_for, transform.loop.peel,
+    convert-tfm-to-linalg makes them: x [lead..., blocks, 8, K], the rows
+    padded to whole blocks, times panels [P, K, 32]): tiles of one block of
+    8 rows by one panel of 32 columns; unit dimensions folded; k tiled by 1;
+    vectorised, with the accumulator tile hoisted out of the k loop
+    (`vector<8x32xf32>`, 16 zmm registers with AVX-512). Runs upstream
+    transform ops (transform.structured.tile_using_for,
+    fold_unit_extent_dims_via_reshapes,
     vectorize_children_and_apply_patterns,
     transform.loop.hoist_loop_invariant_subsets).
   }];
