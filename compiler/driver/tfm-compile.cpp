@@ -393,7 +393,7 @@ int main(int argc, char **argv) {
   if (useLLVM) {
     Stage stage(emit == Emit::Llvm ? "emit LLVM IR" : "emit object (LLVM)");
     raw_string_ostream os(emit == Emit::Llvm ? cpp : llvmObject);
-    if (Error e = tfm::emitLLVMCode(*module, target == Target::Native,
+    if (Error e = tfm::emitLLVMCode(*module, cName, target == Target::Native,
                                     emit == Emit::Llvm, os))
       return internalError(toString(std::move(e)));
     if (emit == Emit::Llvm)

@@ -4,7 +4,7 @@
 // needs besides the computation (kModel, the weight tables, the C API) is
 // the same C++ the Highway backend prints (ModelGlue), plus an adapter that
 // wraps the runtime's pointers and shapes into memref descriptors for
-// `_mlir_ciface_forward`.
+// `_mlir_ciface_forward` (exported as `tfm_<model>_forward`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,7 +57,7 @@ namespace {
 /// The adapter from the runtime's entry point to `_mlir_ciface_NAME` of
 /// `entry` (after tfm-weights-to-arguments): a memref descriptor per tensor,
 /// weight and cache argument; `position` and `memory_length` by value.
-llvm::Error emitDispatch(func::FuncOp entry, bool step,
+llvm::Error emitDispatch(StringRef cName, func::FuncOp entry, bool step,
                          const llvm::StringMap<unsigned> &paramIndex,
                          const llvm::StringMap<unsigned> &cacheIndex,
                          std::vector<PackSpec> &packs, raw_ostream &os) {
@@ -155,7 +155,7 @@ llvm::Error emitDispatch(func::FuncOp entry, bool step,
   std::string resultSizes =
       sizesOf(resultType.getShape(), last + ".batch", last + ".seq");
 
-  os << "extern \"C\" void _mlir_ciface_" << name << "("
+  os << "extern \"C\" void " << entrySymbol(cName, name) << "("
      << llvm::join(declParams, ", ") << ");\n\n"
      << "static void " << name << "Dispatch(const float *const *w, "
      << (step ? "float *const *caches, " : "")
@@ -166,13 +166,18 @@ llvm::Error emitDispatch(func::FuncOp entry, bool step,
     os << line;
   os << "  MemRef<float, " << resultType.getRank() << "> result(nullptr, "
      << resultSizes << ");\n"
-     << "  _mlir_ciface_" << name << "(" << llvm::join(callArgs, ", ") << ");\n"
+     << "  " << entrySymbol(cName, name) << "(" << llvm::join(callArgs, ", ")
+     << ");\n"
      << "  copyOut(result, out);\n"
      << "}\n\n";
   return llvm::Error::success();
 }
 
 } // namespace
+
+std::string entrySymbol(StringRef cName, StringRef entry) {
+  return ("tfm_" + cName + "_" + entry).str();
+}
 
 llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
                                          ModuleOp entries, StringRef cName) {
@@ -255,8 +260,8 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
   for (auto [f, step] : {std::pair{forward, false}, std::pair{prefill, true},
                          std::pair{decode, true}})
     if (f)
-      if (llvm::Error e =
-              emitDispatch(f, step, paramIndex, cacheIndex, glue.packs, os))
+      if (llvm::Error e = emitDispatch(cName, f, step, paramIndex, cacheIndex,
+                                       glue.packs, os))
         return std::move(e);
   glue.module = declarations;
   glue.cName = cName.str();
@@ -275,8 +280,8 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
   return text;
 }
 
-llvm::Error emitLLVMCode(ModuleOp module, bool native, bool emitIR,
-                         llvm::raw_ostream &os) {
+llvm::Error emitLLVMCode(ModuleOp module, StringRef cName, bool native,
+                         bool emitIR, llvm::raw_ostream &os) {
   registerBuiltinDialectTranslation(*module.getContext());
   registerLLVMDialectTranslation(*module.getContext());
   llvm::LLVMContext llvmContext;
@@ -284,6 +289,18 @@ llvm::Error emitLLVMCode(ModuleOp module, bool native, bool emitIR,
       translateModuleToLLVMIR(module, llvmContext, "tfm");
   if (!llvmModule)
     return error("translating the LLVM dialect to LLVM IR failed");
+  // Only the entry points' C interfaces leave the object, under the
+  // model's name: `forward`, `encoder_layer` and the like stay internal and
+  // cannot clash with a program's own symbols when it links the object.
+  for (llvm::Function &f : *llvmModule) {
+    if (f.isDeclaration())
+      continue;
+    StringRef name = f.getName();
+    if (name.consume_front("_mlir_ciface_"))
+      f.setName(entrySymbol(cName, name));
+    else
+      f.setLinkage(llvm::GlobalValue::InternalLinkage);
+  }
 
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();

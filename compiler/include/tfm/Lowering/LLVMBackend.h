@@ -70,11 +70,16 @@ llvm::Expected<std::string> emitLLVMGlue(mlir::ModuleOp declarations,
                                          mlir::ModuleOp entries,
                                          llvm::StringRef cName);
 
+/// The symbol under which the object exports entry point `entry`'s C
+/// interface (`_mlir_ciface_<entry>` renamed): `tfm_<cName>_<entry>`. Every
+/// other function of the object is internal.
+std::string entrySymbol(llvm::StringRef cName, llvm::StringRef entry);
+
 /// Translates `module` (LLVM dialect) to LLVM IR and writes an object file
 /// for this CPU (`native`) or baseline x86-64; or, with `emitIR`, the LLVM
 /// IR as text.
-llvm::Error emitLLVMCode(mlir::ModuleOp module, bool native, bool emitIR,
-                         llvm::raw_ostream &os);
+llvm::Error emitLLVMCode(mlir::ModuleOp module, llvm::StringRef cName,
+                         bool native, bool emitIR, llvm::raw_ostream &os);
 
 } // namespace tfm
 
