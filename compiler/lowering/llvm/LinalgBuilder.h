@@ -1,0 +1,753 @@
+//===- LinalgBuilder.h - linalg on tensors for convert-tfm-to-linalg -*- C++
+//-*-===//
+//
+// The building blocks the tfm op lowerings are made of: GEMMs on packed
+// panels and their epilogues, reductions, softmax, layer norm, heads,
+// rotary positions, attention, key/value cache slices, all as linalg on
+// tensors at one location.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_LOWERING_LLVM_LINALGBUILDER_H
+#define TFM_LOWERING_LLVM_LINALGBUILDER_H
+
+#include "tfm/Lowering/LLVMBackend.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+
+#include <cmath>
+
+namespace mlir::tfm {
+
+using utils::IteratorType;
+
+/// Builds linalg on tensors at one location; the lowerings below share it.
+class TensorBuilder {
+public:
+  TensorBuilder(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  OpBuilder &b;
+  Location loc;
+
+  Type f32() { return b.getF32Type(); }
+  Value f32Const(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value f64Const(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF64FloatAttr(v));
+  }
+
+  /// The sizes of `t`, static or read with tensor.dim.
+  SmallVector<OpFoldResult> sizes(Value t) {
+    return tensor::getMixedSizes(b, loc, t);
+  }
+
+  Value empty(ArrayRef<OpFoldResult> sizes) {
+    return tensor::EmptyOp::create(b, loc, sizes, f32());
+  }
+
+  Value filled(ArrayRef<OpFoldResult> sizes, double value) {
+    return linalg::FillOp::create(b, loc, ValueRange{f32Const(value)},
+                                  ValueRange{empty(sizes)})
+        .getResult(0);
+  }
+
+  /// A linalg.generic with one f32 result of `sizes` over `loops` loops.
+  Value generic(ValueRange inputs, Value init, ArrayRef<AffineMap> maps,
+                ArrayRef<IteratorType> iterators,
+                function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{init.getType()}, inputs, ValueRange{init},
+               maps, iterators,
+               [&](OpBuilder &nb, Location nl, ValueRange args) {
+                 linalg::YieldOp::create(nb, nl, body(nb, nl, args));
+               })
+        .getResult(0);
+  }
+
+  AffineMap map(unsigned loops, ArrayRef<unsigned> dims) {
+    SmallVector<AffineExpr> exprs;
+    for (unsigned d : dims)
+      exprs.push_back(b.getAffineDimExpr(d));
+    return AffineMap::get(loops, 0, exprs, b.getContext());
+  }
+
+  static SmallVector<unsigned> range(unsigned begin, unsigned end) {
+    SmallVector<unsigned> r;
+    for (unsigned i = begin; i < end; ++i)
+      r.push_back(i);
+    return r;
+  }
+
+  static SmallVector<IteratorType> parallel(unsigned n) {
+    return SmallVector<IteratorType>(n, IteratorType::parallel);
+  }
+
+  /// out[l..., n] = sum_k x[l..., k] * w[n, k] (+ bias[n]): nn.Linear; by
+  /// the packed panels of `w` when tfm-pack-gemm-weights gave it some.
+  Value linear(Value x, Value w, Value bias) {
+    int64_t n = cast<RankedTensorType>(w.getType()).getDimSize(0);
+    if (Value panels = packedOf(w))
+      return gemmColumns(gemmPanels(x, panels), 0, n, bias, x);
+    return linearUnpacked(x, w, bias);
+  }
+
+  /// The packed panels of weight `w`: its sibling argument marked
+  /// `tfm.packs`, or null.
+  Value packedOf(Value w) {
+    auto arg = dyn_cast<BlockArgument>(w);
+    auto f = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                 : func::FuncOp();
+    if (!f)
+      return Value();
+    std::optional<unsigned> packed = packedArgumentOf(f, arg.getArgNumber());
+    return packed ? f.getArgument(*packed) : Value();
+  }
+
+  /// Panels [first, first + count) of packed panels [P, K, 32].
+  Value panelRange(Value panels, int64_t first, int64_t count) {
+    auto type = cast<RankedTensorType>(panels.getType());
+    if (first == 0 && count == type.getDimSize(0))
+      return panels;
+    return tensor::ExtractSliceOp::create(
+        b, loc, panels,
+        ArrayRef<OpFoldResult>{b.getIndexAttr(first), b.getIndexAttr(0),
+                               b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(count),
+                               b.getIndexAttr(type.getDimSize(1)),
+                               b.getIndexAttr(32)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1),
+                               b.getIndexAttr(1)});
+  }
+
+  /// x [lead..., rows, K] times packed panels [P, K, 32]: [lead..., rows',
+  /// P*32], rows' = rows rounded up to 8 so that every register tile is a
+  /// full 8 x 32 one (x gets zero rows). The contraction is a
+  /// `linalg.generic` over (lead..., row block, row, panel, column, k) on x
+  /// as [lead..., rows'/8, 8, K], marked `tfm.gemm` for tfm-vectorize-gemm.
+  /// (Only the last leading dimension is split: upstream's
+  /// expand-strided-metadata cannot expand one dynamic dimension into two.)
+  Value gemmPanels(Value x, Value panels) {
+    auto xType = cast<RankedTensorType>(x.getType());
+    unsigned rank = xType.getRank();
+    unsigned outer = rank - 2; // leading dimensions kept as they are
+    int64_t k = xType.getShape().back();
+    SmallVector<OpFoldResult> xSizes = sizes(x);
+    Value rows = getValueOrCreateConstantIndexOp(b, loc, xSizes[outer]);
+    AffineExpr r = b.getAffineSymbolExpr(0);
+    Value blocks = affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(0, 1, r.ceilDiv(8)), ValueRange{rows});
+    Value extra = affine::AffineApplyOp::create(
+        b, loc, AffineMap::get(0, 1, r.ceilDiv(8) * 8 - r), ValueRange{rows});
+    SmallVector<OpFoldResult> low(rank, b.getIndexAttr(0));
+    SmallVector<OpFoldResult> high(rank, b.getIndexAttr(0));
+    high[outer] = extra;
+    SmallVector<int64_t> padShape(xType.getShape());
+    padShape[outer] = ShapedType::kDynamic;
+    Value xPad =
+        tensor::PadOp::create(b, loc, RankedTensorType::get(padShape, f32()), x,
+                              low, high, f32Const(0.0));
+    // [lead..., blocks, 8, K]
+    SmallVector<int64_t> blockShape(xType.getShape().take_front(outer));
+    blockShape.append({ShapedType::kDynamic, 8, k});
+    SmallVector<OpFoldResult> blockSizes(xSizes.begin(),
+                                         xSizes.begin() + outer);
+    blockSizes.append({blocks, b.getIndexAttr(8), b.getIndexAttr(k)});
+    SmallVector<ReassociationIndices> split;
+    for (unsigned i = 0; i < outer; ++i)
+      split.push_back({static_cast<int64_t>(i)});
+    split.push_back(
+        {static_cast<int64_t>(outer), static_cast<int64_t>(outer + 1)});
+    split.push_back({static_cast<int64_t>(outer + 2)});
+    Value x3 = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(blockShape, f32()), xPad, split,
+        blockSizes);
+    int64_t p = cast<RankedTensorType>(panels.getType()).getDimSize(0);
+    // loops: lead..., block, row, panel, column, k
+    unsigned loops = outer + 5;
+    unsigned block = outer, row = outer + 1, panel = outer + 2,
+             column = outer + 3, kk = outer + 4;
+    SmallVector<unsigned> xDims = range(0, outer), outDims = range(0, outer);
+    xDims.append({block, row, kk});
+    outDims.append({block, row, panel, column});
+    SmallVector<OpFoldResult> outSizes(blockSizes.begin(),
+                                       blockSizes.begin() + outer + 2);
+    outSizes.append({b.getIndexAttr(p), b.getIndexAttr(32)});
+    SmallVector<IteratorType> iterators = parallel(loops - 1);
+    iterators.push_back(IteratorType::reduction);
+    Value init = filled(outSizes, 0.0);
+    auto gemm = linalg::GenericOp::create(
+        b, loc, TypeRange{init.getType()}, ValueRange{x3, panels},
+        ValueRange{init},
+        ArrayRef<AffineMap>{map(loops, xDims), map(loops, {panel, kk, column}),
+                            map(loops, outDims)},
+        iterators, [](OpBuilder &nb, Location nl, ValueRange a) {
+          Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+          linalg::YieldOp::create(
+              nb, nl, ValueRange{arith::AddFOp::create(nb, nl, a[2], m)});
+        });
+    gemm->setAttr("tfm.gemm", b.getUnitAttr());
+    // [lead..., blocks * 8, P * 32]
+    SmallVector<ReassociationIndices> merge;
+    for (unsigned i = 0; i < outer; ++i)
+      merge.push_back({static_cast<int64_t>(i)});
+    merge.push_back({static_cast<int64_t>(block), static_cast<int64_t>(row)});
+    merge.push_back(
+        {static_cast<int64_t>(panel), static_cast<int64_t>(column)});
+    return tensor::CollapseShapeOp::create(b, loc, gemm.getResult(0), merge);
+  }
+
+  /// Columns [begin, begin+count) of the real rows of a GEMM result
+  /// [lead..., rows', C] (+ bias), as [lead..., rows, count] like x: the
+  /// GEMM's epilogue, one elementwise op that writes a fresh tensor.
+  Value gemmColumns(Value t, int64_t begin, int64_t count, Value bias,
+                    Value x) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sz = sizes(x);
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    offsets[rank - 1] = b.getIndexAttr(begin);
+    sz[rank - 1] = b.getIndexAttr(count);
+    Value cols =
+        tensor::ExtractSliceOp::create(b, loc, t, offsets, sz, strides);
+    return bias ? addLastDim(cols, bias)
+                : elementwise({cols}, [](OpBuilder &, Location, ValueRange a) {
+                    return a[0];
+                  });
+  }
+
+  /// Segments [first, first+count) of the stacked Q/K/V projection of x
+  /// (`d` features each), bias added: one GEMM over their panels.
+  SmallVector<Value> projectSegments(Value x, Value w, Value bias,
+                                     int64_t first, int64_t count, int64_t d) {
+    SmallVector<Value> out;
+    Value panels = packedOf(w);
+    if (!panels) {
+      for (int64_t s = first; s < first + count; ++s)
+        out.push_back(
+            linearUnpacked(x, rows(w, s * d, d), rows(bias, s * d, d)));
+      return out;
+    }
+    int64_t perSegment = (d + 31) / 32;
+    Value product = gemmPanels(
+        x, panelRange(panels, first * perSegment, count * perSegment));
+    for (int64_t s = 0; s < count; ++s)
+      out.push_back(gemmColumns(product, s * perSegment * 32, d,
+                                rows(bias, (first + s) * d, d), x));
+    return out;
+  }
+
+  Value linearUnpacked(Value x, Value w, Value bias) {
+    auto xType = cast<RankedTensorType>(x.getType());
+    unsigned rank = xType.getRank();
+    unsigned loops = rank + 1; // lead..., n, k
+    SmallVector<OpFoldResult> outSizes = sizes(x);
+    outSizes.back() =
+        b.getIndexAttr(cast<RankedTensorType>(w.getType()).getDimSize(0));
+    SmallVector<unsigned> lead = range(0, rank - 1);
+    SmallVector<unsigned> xDims = lead, outDims = lead;
+    xDims.push_back(rank);
+    outDims.push_back(rank - 1);
+    SmallVector<IteratorType> iterators = parallel(rank);
+    iterators.push_back(IteratorType::reduction);
+    Value product = generic(
+        {x, w}, filled(outSizes, 0.0),
+        {map(loops, xDims), map(loops, {rank - 1, rank}), map(loops, outDims)},
+        iterators, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+          return arith::AddFOp::create(nb, nl, a[2], m);
+        });
+    if (!bias)
+      return product;
+    return addLastDim(product, bias);
+  }
+
+  /// x[l..., n] + v[n].
+  Value addLastDim(Value x, Value v) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    return generic({x, v}, empty(sizes(x)),
+                   {map(rank, range(0, rank)), map(rank, {rank - 1}),
+                    map(rank, range(0, rank))},
+                   parallel(rank),
+                   [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                     return arith::AddFOp::create(nb, nl, a[0], a[1]);
+                   });
+  }
+
+  /// Elementwise `fn` of tensors of one shape.
+  Value elementwise(ValueRange inputs,
+                    function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
+    unsigned rank = cast<RankedTensorType>(inputs[0].getType()).getRank();
+    SmallVector<AffineMap> maps(inputs.size() + 1, map(rank, range(0, rank)));
+    return generic(inputs, empty(sizes(inputs[0])), maps, parallel(rank),
+                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                     return fn(nb, nl, a.drop_back());
+                   });
+  }
+
+  /// Reduces `x` along `dim` with `fn(acc, element)` from `init`; the result
+  /// drops the dimension.
+  Value reduce(Value x, unsigned dim, double init,
+               function_ref<Value(OpBuilder &, Location, Value, Value)> fn) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    SmallVector<OpFoldResult> outSizes = sizes(x);
+    outSizes.erase(outSizes.begin() + dim);
+    SmallVector<unsigned> outDims = range(0, rank);
+    outDims.erase(outDims.begin() + dim);
+    SmallVector<IteratorType> iterators = parallel(rank);
+    iterators[dim] = IteratorType::reduction;
+    return generic({x}, filled(outSizes, init),
+                   {map(rank, range(0, rank)), map(rank, outDims)}, iterators,
+                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                     return fn(nb, nl, a[1], a[0]);
+                   });
+  }
+
+  /// Applies fn(element, reduced) where `reduced` (x's shape without `dim`)
+  /// is broadcast along `dim`.
+  Value
+  withReduced(Value x, Value reduced, unsigned dim,
+              function_ref<Value(OpBuilder &, Location, Value, Value)> fn) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    SmallVector<unsigned> rDims = range(0, rank);
+    rDims.erase(rDims.begin() + dim);
+    return generic({x, reduced}, empty(sizes(x)),
+                   {map(rank, range(0, rank)), map(rank, rDims),
+                    map(rank, range(0, rank))},
+                   parallel(rank),
+                   [&](OpBuilder &nb, Location nl, ValueRange a) {
+                     return fn(nb, nl, a[0], a[1]);
+                   });
+  }
+
+  /// nn.LayerNorm over the last dimension.
+  Value layerNorm(Value x, Value gamma, Value beta, float eps) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    int64_t d = cast<RankedTensorType>(x.getType()).getShape().back();
+    unsigned last = rank - 1;
+    auto add = [](OpBuilder &nb, Location nl, Value acc, Value v) -> Value {
+      return arith::AddFOp::create(nb, nl, acc, v);
+    };
+    Value invD = f32Const(1.0 / static_cast<double>(d));
+    Value sum = reduce(x, last, 0.0, add);
+    Value mean = elementwise(
+        {sum}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          return arith::MulFOp::create(nb, nl, a[0], invD);
+        });
+    Value centered = withReduced(
+        x, mean, last, [](OpBuilder &nb, Location nl, Value v, Value m) {
+          return arith::SubFOp::create(nb, nl, v, m).getResult();
+        });
+    Value squares =
+        reduce(centered, last, 0.0,
+               [](OpBuilder &nb, Location nl, Value acc, Value v) {
+                 Value sq = arith::MulFOp::create(nb, nl, v, v);
+                 return arith::AddFOp::create(nb, nl, acc, sq).getResult();
+               });
+    Value epsV = f32Const(eps);
+    Value invStd = elementwise(
+        {squares}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value var = arith::MulFOp::create(nb, nl, a[0], invD);
+          Value s = math::SqrtOp::create(
+              nb, nl, arith::AddFOp::create(nb, nl, var, epsV));
+          Value one =
+              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1.0f));
+          return arith::DivFOp::create(nb, nl, one, s);
+        });
+    SmallVector<unsigned> rowDims = range(0, last);
+    return generic(
+        {centered, invStd, gamma, beta}, empty(sizes(x)),
+        {map(rank, range(0, rank)), map(rank, rowDims), map(rank, {last}),
+         map(rank, {last}), map(rank, range(0, rank))},
+        parallel(rank), [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value n = arith::MulFOp::create(nb, nl, a[0], a[1]);
+          Value g = arith::MulFOp::create(nb, nl, n, a[2]);
+          return arith::AddFOp::create(nb, nl, g, a[3]);
+        });
+  }
+
+  /// Softmax of `x` along `dim`.
+  Value softmax(Value x, unsigned dim) {
+    Value max = reduce(
+        x, dim, -INFINITY, [](OpBuilder &nb, Location nl, Value acc, Value v) {
+          return arith::MaximumFOp::create(nb, nl, acc, v).getResult();
+        });
+    Value exps = withReduced(
+        x, max, dim, [](OpBuilder &nb, Location nl, Value v, Value m) {
+          return math::ExpOp::create(nb, nl,
+                                     arith::SubFOp::create(nb, nl, v, m))
+              .getResult();
+        });
+    Value sum = reduce(
+        exps, dim, 0.0, [](OpBuilder &nb, Location nl, Value acc, Value v) {
+          return arith::AddFOp::create(nb, nl, acc, v).getResult();
+        });
+    return withReduced(exps, sum, dim,
+                       [](OpBuilder &nb, Location nl, Value v, Value s) {
+                         return arith::DivFOp::create(nb, nl, v, s).getResult();
+                       });
+  }
+
+  /// The feed-forward activation of `x`.
+  Value activation(Value x, Activation kind) {
+    return elementwise(
+        {x}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          auto c = [&](double v) -> Value {
+            return arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(v));
+          };
+          Value v = a[0];
+          switch (kind) {
+          case Activation::Relu:
+            return arith::MaximumFOp::create(nb, nl, v, c(0.0));
+          case Activation::Gelu: { // 0.5 x (1 + erf(x / sqrt 2))
+            Value e = math::ErfOp::create(
+                nb, nl, arith::MulFOp::create(nb, nl, v, c(M_SQRT1_2)));
+            Value h = arith::MulFOp::create(nb, nl, v, c(0.5));
+            return arith::MulFOp::create(
+                nb, nl, h, arith::AddFOp::create(nb, nl, e, c(1.0)));
+          }
+          case Activation::GeluTanh: { // 0.5 x (1 + tanh(sqrt(2/pi)(x +
+                                       // .044715x^3)))
+            Value x3 = arith::MulFOp::create(
+                nb, nl, arith::MulFOp::create(nb, nl, v, v), v);
+            Value inner = arith::AddFOp::create(
+                nb, nl, v, arith::MulFOp::create(nb, nl, x3, c(0.044715)));
+            Value t = math::TanhOp::create(
+                nb, nl,
+                arith::MulFOp::create(nb, nl, inner, c(std::sqrt(2.0 / M_PI))));
+            Value h = arith::MulFOp::create(nb, nl, v, c(0.5));
+            return arith::MulFOp::create(
+                nb, nl, h, arith::AddFOp::create(nb, nl, t, c(1.0)));
+          }
+          }
+          llvm_unreachable("unknown activation");
+        });
+  }
+
+  /// [..., seq, heads*dk] -> [..., heads, seq, dk].
+  Value splitHeads(Value x, int64_t heads) {
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    int64_t d = type.getShape().back();
+    SmallVector<OpFoldResult> s = sizes(x);
+    SmallVector<OpFoldResult> expanded(s.begin(), s.end() - 1);
+    expanded.push_back(b.getIndexAttr(heads));
+    expanded.push_back(b.getIndexAttr(d / heads));
+    SmallVector<ReassociationIndices> reassoc;
+    for (unsigned i = 0; i + 1 < rank; ++i)
+      reassoc.push_back({static_cast<int64_t>(i)});
+    reassoc.push_back({rank - 1, rank});
+    SmallVector<int64_t> expandedShape(type.getShape().drop_back());
+    expandedShape.append({heads, d / heads});
+    Value e = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(expandedShape, f32()), x, reassoc,
+        expanded);
+    // [..., seq, h, dk] -> [..., h, seq, dk]
+    SmallVector<int64_t> perm;
+    for (unsigned i = 0; i + 2 < rank; ++i)
+      perm.push_back(i);
+    perm.append({rank - 1, rank - 2, rank});
+    return transpose(e, perm);
+  }
+
+  /// [..., heads, seq, dk] -> [..., seq, heads*dk].
+  Value mergeHeads(Value x) {
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    SmallVector<int64_t> perm;
+    for (unsigned i = 0; i + 3 < rank; ++i)
+      perm.push_back(i);
+    perm.append({rank - 2, rank - 3, rank - 1});
+    Value t = transpose(x, perm);
+    SmallVector<ReassociationIndices> reassoc;
+    for (unsigned i = 0; i + 2 < rank; ++i)
+      reassoc.push_back({static_cast<int64_t>(i)});
+    reassoc.push_back({rank - 2, rank - 1});
+    return tensor::CollapseShapeOp::create(b, loc, t, reassoc);
+  }
+
+  Value transpose(Value x, ArrayRef<int64_t> perm) {
+    SmallVector<OpFoldResult> s = sizes(x), permuted;
+    for (int64_t p : perm)
+      permuted.push_back(s[p]);
+    return linalg::TransposeOp::create(b, loc, x, empty(permuted), perm)
+        .getResult()[0];
+  }
+
+  /// Rotary positions on [..., seq, dk], position = offset + row index.
+  Value rotary(Value x, RopeStyle style, float base, Value offset) {
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    int64_t dk = type.getShape().back();
+    int64_t half = dk / 2;
+    bool interleaved = style == RopeStyle::Interleaved;
+    SmallVector<AffineMap> maps = {map(rank, range(0, rank))};
+    return generic(
+        {}, empty(sizes(x)), maps, parallel(rank),
+        [&](OpBuilder &nb, Location nl, ValueRange) -> Value {
+          auto idx = [&](unsigned d) -> Value {
+            return linalg::IndexOp::create(nb, nl, d);
+          };
+          auto cIdx = [&](int64_t v) -> Value {
+            return arith::ConstantIndexOp::create(nb, nl, v);
+          };
+          Value c = idx(rank - 1);
+          // Pair index i and which member of the pair this element is.
+          Value i, partner, first;
+          if (interleaved) {
+            i = arith::DivUIOp::create(nb, nl, c, cIdx(2));
+            Value odd = arith::RemUIOp::create(nb, nl, c, cIdx(2));
+            first = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::eq, odd,
+                                          cIdx(0));
+            partner = arith::SelectOp::create(
+                nb, nl, first, arith::AddIOp::create(nb, nl, c, cIdx(1)),
+                arith::SubIOp::create(nb, nl, c, cIdx(1)));
+          } else {
+            first = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult, c,
+                                          cIdx(half));
+            i = arith::SelectOp::create(
+                nb, nl, first, c, arith::SubIOp::create(nb, nl, c, cIdx(half)));
+            partner = arith::SelectOp::create(
+                nb, nl, first, arith::AddIOp::create(nb, nl, c, cIdx(half)),
+                arith::SubIOp::create(nb, nl, c, cIdx(half)));
+          }
+          Value pos = idx(rank - 2);
+          if (offset)
+            pos = arith::AddIOp::create(nb, nl, pos, offset);
+          auto toF64 = [&](Value index) -> Value {
+            Value i64 =
+                arith::IndexCastOp::create(nb, nl, nb.getI64Type(), index);
+            return arith::SIToFPOp::create(nb, nl, nb.getF64Type(), i64);
+          };
+          // angle = pos * base^(-2i/dk), in double as the reference does.
+          Value expo = arith::MulFOp::create(
+              nb, nl, toF64(i),
+              arith::ConstantOp::create(nb, nl, nb.getF64FloatAttr(-2.0 / dk)));
+          Value scale = math::PowFOp::create(
+              nb, nl,
+              arith::ConstantOp::create(nb, nl, nb.getF64FloatAttr(base)),
+              expo);
+          Value angle = arith::MulFOp::create(nb, nl, toF64(pos), scale);
+          Value cosV = arith::TruncFOp::create(
+              nb, nl, nb.getF32Type(), math::CosOp::create(nb, nl, angle));
+          Value sinV = arith::TruncFOp::create(
+              nb, nl, nb.getF32Type(), math::SinOp::create(nb, nl, angle));
+          SmallVector<Value> at;
+          for (unsigned d = 0; d + 1 < rank; ++d)
+            at.push_back(idx(d));
+          SmallVector<Value> selfAt = at, partnerAt = at;
+          selfAt.push_back(c);
+          partnerAt.push_back(partner);
+          Value self = tensor::ExtractOp::create(nb, nl, x, selfAt);
+          Value other = tensor::ExtractOp::create(nb, nl, x, partnerAt);
+          // first: x1 cos - x2 sin; second: x1 sin + x2 cos (x1 = partner).
+          Value selfCos = arith::MulFOp::create(nb, nl, self, cosV);
+          Value otherSin = arith::MulFOp::create(nb, nl, other, sinV);
+          return arith::SelectOp::create(
+              nb, nl, first, arith::SubFOp::create(nb, nl, selfCos, otherSin),
+              arith::AddFOp::create(nb, nl, otherSin, selfCos));
+        });
+  }
+
+  /// q [L..., sq, e] x w [h, e, f] -> [L..., sq, f] with h the dimension just
+  /// before the sequence: per-head projections of score functions. With
+  /// `transposedW` the weight is [h, f, e].
+  Value perHeadProject(Value q, Value w, bool transposedW) {
+    auto type = cast<RankedTensorType>(q.getType());
+    unsigned rank = type.getRank();
+    auto wType = cast<RankedTensorType>(w.getType());
+    int64_t f = wType.getDimSize(transposedW ? 1 : 2);
+    unsigned loops = rank + 1; // L..., s, f, e
+    unsigned head = rank - 3, fDim = rank - 1, eDim = rank;
+    SmallVector<unsigned> lead = range(0, rank - 1);
+    SmallVector<unsigned> qDims = lead, outDims = lead;
+    qDims.push_back(eDim);
+    outDims.push_back(fDim);
+    SmallVector<OpFoldResult> outSizes = sizes(q);
+    outSizes.back() = b.getIndexAttr(f);
+    SmallVector<IteratorType> iterators = parallel(rank);
+    iterators.push_back(IteratorType::reduction);
+    SmallVector<unsigned> wDims = transposedW
+                                      ? SmallVector<unsigned>{head, fDim, eDim}
+                                      : SmallVector<unsigned>{head, eDim, fDim};
+    return generic({q, w}, filled(outSizes, 0.0),
+                   {map(loops, qDims), map(loops, wDims), map(loops, outDims)},
+                   iterators,
+                   [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                     Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+                     return arith::AddFOp::create(nb, nl, a[2], m);
+                   });
+  }
+
+  /// The attention core on [L..., s, dk] queries/keys/values: scores,
+  /// causal mask (key j after query i + keyOffset), softmax, times values.
+  Value attention(ScoreKind score, Value q, Value k, Value v, ValueRange params,
+                  bool causal, Value keyOffset = Value()) {
+    auto qType = cast<RankedTensorType>(q.getType());
+    unsigned rank = qType.getRank();
+    int64_t dk = qType.getShape().back();
+    unsigned loops = rank + 1; // L..., i, j, c
+    unsigned iDim = rank - 2, jDim = rank - 1, cDim = rank;
+    SmallVector<unsigned> lead = range(0, rank - 2);
+    auto with = [&](ArrayRef<unsigned> tail) {
+      SmallVector<unsigned> d = lead;
+      d.append(tail.begin(), tail.end());
+      return d;
+    };
+    SmallVector<OpFoldResult> qSizes = sizes(q), kSizes = sizes(k);
+    SmallVector<OpFoldResult> scoreSizes(qSizes.begin(), qSizes.end() - 1);
+    scoreSizes.push_back(kSizes[rank - 2]);
+    SmallVector<IteratorType> contraction = parallel(rank);
+    contraction.push_back(IteratorType::reduction);
+    // (L..., i, reduction, innermost parallel)
+    SmallVector<IteratorType> middleReduction = parallel(rank + 1);
+    middleReduction[rank - 1] = IteratorType::reduction;
+
+    Value scores;
+    if (score == ScoreKind::Additive) {
+      // v_hᵀ tanh(W_key k + W_query q), summed over the inner dimension a.
+      Value kp = perHeadProject(k, params[0], /*transposedW=*/true);
+      Value qp = perHeadProject(q, params[1], /*transposedW=*/true);
+      unsigned head = rank - 3;
+      scores = generic(
+          {qp, kp, params[2]}, filled(scoreSizes, 0.0),
+          {map(loops, with({iDim, cDim})), map(loops, with({jDim, cDim})),
+           map(loops, {head, cDim}), map(loops, with({iDim, jDim}))},
+          contraction, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+            Value t = math::TanhOp::create(
+                nb, nl, arith::AddFOp::create(nb, nl, a[0], a[1]));
+            return arith::AddFOp::create(
+                nb, nl, a[3], arith::MulFOp::create(nb, nl, a[2], t));
+          });
+    } else {
+      Value query = q;
+      if (score == ScoreKind::Bilinear) // qᵀ W k = (qᵀ W) k
+        query = perHeadProject(q, params[0], /*transposedW=*/false);
+      // s[L, i, j] = sum_c q[L, i, c] kᵀ[L, c, j], the key index innermost:
+      // contiguous in kᵀ, so the loop vectorises without reassociating
+      // the sum.
+      SmallVector<int64_t> perm;
+      for (unsigned d = 0; d + 2 < rank; ++d)
+        perm.push_back(d);
+      perm.append({rank - 1, rank - 2});
+      Value keysT = transpose(k, perm);
+      scores = generic({query, keysT}, filled(scoreSizes, 0.0),
+                       {map(loops, with({iDim, jDim})),
+                        map(loops, with({jDim, cDim})),
+                        map(loops, with({iDim, cDim}))},
+                       middleReduction,
+                       [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                         Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+                         return arith::AddFOp::create(nb, nl, a[2], m);
+                       });
+    }
+    if (score == ScoreKind::ScaledDot || causal) {
+      double scale = score == ScoreKind::ScaledDot
+                         ? 1.0 / std::sqrt(static_cast<double>(dk))
+                         : 1.0;
+      unsigned sRank = rank;
+      Value scaleV = f32Const(scale);
+      Value minusInf = f32Const(-INFINITY);
+      scores =
+          generic({}, scores, {map(sRank, range(0, sRank))}, parallel(sRank),
+                  [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                    Value s = a[0];
+                    if (score == ScoreKind::ScaledDot)
+                      s = arith::MulFOp::create(nb, nl, s, scaleV);
+                    if (!causal)
+                      return s;
+                    Value i = linalg::IndexOp::create(nb, nl, sRank - 2);
+                    Value j = linalg::IndexOp::create(nb, nl, sRank - 1);
+                    if (keyOffset) // query row i is position keyOffset + i
+                      i = arith::AddIOp::create(nb, nl, i, keyOffset);
+                    Value after = arith::CmpIOp::create(
+                        nb, nl, arith::CmpIPredicate::ugt, j, i);
+                    return arith::SelectOp::create(nb, nl, after, minusInf, s);
+                  });
+    }
+    Value probs = softmax(scores, rank - 1);
+    // out[L, i, e] = sum_j p[L, i, j] v[L, j, e], the feature e innermost
+    // (contiguous in v and out).
+    SmallVector<OpFoldResult> outSizes(qSizes.begin(), qSizes.end() - 1);
+    outSizes.push_back(sizes(v)[rank - 1]);
+    return generic(
+        {probs, v}, filled(outSizes, 0.0),
+        {map(loops, with({iDim, jDim})), map(loops, with({jDim, cDim})),
+         map(loops, with({iDim, cDim}))},
+        middleReduction, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+          return arith::AddFOp::create(nb, nl, a[2], m);
+        });
+  }
+
+  /// Writes `t` ([b, heads, s, dk]) into half `which` (0 keys, 1 values)
+  /// of `cache` ([2, maxBatch, heads, maxSeq, dk]) at positions pos...
+  void writeCache(Value cache, int64_t which, Value t, Value pos) {
+    SmallVector<OpFoldResult> ts = sizes(t);
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(which),
+                                         b.getIndexAttr(0), b.getIndexAttr(0),
+                                         pos, b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sz = {b.getIndexAttr(1), ts[0], ts[1], ts[2],
+                                    ts[3]};
+    SmallVector<OpFoldResult> strides(5, b.getIndexAttr(1));
+    Value dest = memref::SubViewOp::create(b, loc, cache, offsets, sz, strides);
+    auto tType = cast<RankedTensorType>(t.getType());
+    SmallVector<int64_t> shape = {1};
+    shape.append(tType.getShape().begin(), tType.getShape().end());
+    Value expanded = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, f32()), t,
+        SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}}, sz);
+    auto write = bufferization::MaterializeInDestinationOp::create(
+        b, loc, TypeRange{}, expanded, dest);
+    write.setWritable(true);
+  }
+
+  /// Positions [0, count) of half `which` of `cache` for `batch` sequences,
+  /// as [batch, heads, count, dk].
+  Value readCache(Value cache, int64_t which, OpFoldResult batch,
+                  OpFoldResult count) {
+    auto type = cast<MemRefType>(cache.getType());
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(which),
+                                         b.getIndexAttr(0), b.getIndexAttr(0),
+                                         b.getIndexAttr(0), b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sz = {b.getIndexAttr(1), batch,
+                                    b.getIndexAttr(type.getDimSize(2)), count,
+                                    b.getIndexAttr(type.getDimSize(4))};
+    SmallVector<OpFoldResult> strides(5, b.getIndexAttr(1));
+    Value view = memref::SubViewOp::create(b, loc, cache, offsets, sz, strides);
+    auto viewType = cast<MemRefType>(view.getType());
+    auto tensorType = RankedTensorType::get(viewType.getShape(), f32());
+    auto read = bufferization::ToTensorOp::create(b, loc, tensorType, view);
+    read.setRestrict(true);
+    return tensor::CollapseShapeOp::create(
+        b, loc, read, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
+  }
+
+  /// Rows [begin, begin+count) of a weight [n, ...] or a bias [n].
+  Value rows(Value w, int64_t begin, int64_t count) {
+    auto type = cast<RankedTensorType>(w.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sz = sizes(w);
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    offsets[0] = b.getIndexAttr(begin);
+    sz[0] = b.getIndexAttr(count);
+    return tensor::ExtractSliceOp::create(b, loc, w, offsets, sz, strides);
+  }
+
+  /// Features [begin, begin+count) of the last dimension of x.
+  Value features(Value x, int64_t begin, int64_t count) {
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sz = sizes(x);
+    SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+    offsets[rank - 1] = b.getIndexAttr(begin);
+    sz[rank - 1] = b.getIndexAttr(count);
+    return tensor::ExtractSliceOp::create(b, loc, x, offsets, sz, strides);
+  }
+};
+
+} // namespace mlir::tfm
+
+#endif // TFM_LOWERING_LLVM_LINALGBUILDER_H
