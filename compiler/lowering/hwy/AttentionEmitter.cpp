@@ -259,12 +259,11 @@ void FunctionEmitter::emitAttentionCore(
   os << "k::TransposedKeyScoresRows(qs, " << keysTransposed << " + (b * "
      << heads << " + h) * " << dk << " * " << keysLd << " + j0, " << keysLd
      << ", n, " << dk << ", " << floatLiteral(scale) << ", s);\n";
-  os << "for (int64_t r = 0; r < rows; ++r) {\n";
-  os << "  const int64_t nr = std::min<int64_t>(n, keys[r] - j0);\n";
-  os << "  if (nr > 0)\n";
-  os << "    k::OnlineSoftmaxBlock(states[r], s + r * k::kKeyBlock, nr, "
-     << at(v, "j0") << ", " << v.rowStride << ", os[r], " << dk << ");\n";
-  os << "}\n";
+  os << "size_t blockKeys[k::kQueryRows];\n";
+  os << "for (int64_t r = 0; r < rows; ++r)\n";
+  os << "  blockKeys[r] = size_t(std::clamp<int64_t>(keys[r] - j0, 0, n));\n";
+  os << "k::OnlineSoftmaxBlockRows(states, s, n, blockKeys, rows, "
+     << at(v, "j0") << ", " << v.rowStride << ", os, " << dk << ");\n";
   os.unindent();
   os << "}\n";
   os << "for (int64_t r = 0; r < rows; ++r)\n";

@@ -147,119 +147,126 @@ HWY_INLINE void TransposedKeyScoresRows(const float *const *q,
   }
 }
 
-/// out[c, c + kV * lanes) (the last vector masked to dv) += sum_j s[j] *
-/// v[j * ldv + c ...]: kV output vectors, keys in pairs with their own
-/// accumulators (2 * kV independent FMA chains).
-template <size_t kV, class D>
-HWY_INLINE void AccumulateValueVectors(D d, const float *HWY_RESTRICT s,
-                                       size_t n, const float *HWY_RESTRICT v,
-                                       size_t ldv, size_t c, size_t dv,
-                                       float *HWY_RESTRICT out) {
+/// out[r][c, c + kV * lanes) (the last vector masked to dv) += sum_j
+/// w[r * kKeyBlock + j] * v[j * ldv + c ...] for r < kRows: kRows x kV
+/// accumulators, each value vector loaded once for all rows.
+template <size_t kRows, size_t kV, class D>
+HWY_INLINE void
+AccumulateValueVectorsRows(D d, const float *HWY_RESTRICT w, size_t n,
+                           const float *HWY_RESTRICT v, size_t ldv, size_t c,
+                           size_t dv, float *const *out) {
+  using V = decltype(hn::Zero(d));
   const size_t lanes = hn::Lanes(d);
   const auto last = hn::FirstN(d, dv - c - (kV - 1) * lanes);
   auto load = [&](const float *p, size_t i) {
     return i + 1 == kV ? hn::MaskedLoad(last, d, p + i * lanes)
                        : hn::LoadU(d, p + i * lanes);
   };
-  auto a0 = load(out + c, 0), a1 = hn::Zero(d), a2 = hn::Zero(d),
-       a3 = hn::Zero(d);
-  if constexpr (kV > 1)
-    a1 = load(out + c, 1);
-  if constexpr (kV > 2)
-    a2 = load(out + c, 2);
-  if constexpr (kV > 3)
-    a3 = load(out + c, 3);
-  auto b0 = hn::Zero(d), b1 = hn::Zero(d), b2 = hn::Zero(d), b3 = hn::Zero(d);
-  size_t j = 0;
-  for (; j + 2 <= n; j += 2) {
-    const auto w0 = hn::Set(d, s[j]), w1 = hn::Set(d, s[j + 1]);
-    const float *r0 = v + j * ldv + c, *r1 = r0 + ldv;
-    a0 = hn::MulAdd(w0, load(r0, 0), a0);
-    b0 = hn::MulAdd(w1, load(r1, 0), b0);
-    if constexpr (kV > 1) {
-      a1 = hn::MulAdd(w0, load(r0, 1), a1);
-      b1 = hn::MulAdd(w1, load(r1, 1), b1);
-    }
-    if constexpr (kV > 2) {
-      a2 = hn::MulAdd(w0, load(r0, 2), a2);
-      b2 = hn::MulAdd(w1, load(r1, 2), b2);
-    }
-    if constexpr (kV > 3) {
-      a3 = hn::MulAdd(w0, load(r0, 3), a3);
-      b3 = hn::MulAdd(w1, load(r1, 3), b3);
+  V acc[kRows][kV];
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t i = 0; i < kV; ++i)
+      acc[r][i] = load(out[r] + c, i);
+  for (size_t j = 0; j < n; ++j) {
+    const float *row = v + j * ldv + c;
+    V values[kV];
+    for (size_t i = 0; i < kV; ++i)
+      values[i] = load(row, i);
+    for (size_t r = 0; r < kRows; ++r) {
+      const auto weight = hn::Set(d, w[r * kKeyBlock + j]);
+      for (size_t i = 0; i < kV; ++i)
+        acc[r][i] = hn::MulAdd(weight, values[i], acc[r][i]);
     }
   }
-  if (j < n) {
-    const auto w0 = hn::Set(d, s[j]);
-    const float *r0 = v + j * ldv + c;
-    a0 = hn::MulAdd(w0, load(r0, 0), a0);
-    if constexpr (kV > 1)
-      a1 = hn::MulAdd(w0, load(r0, 1), a1);
-    if constexpr (kV > 2)
-      a2 = hn::MulAdd(w0, load(r0, 2), a2);
-    if constexpr (kV > 3)
-      a3 = hn::MulAdd(w0, load(r0, 3), a3);
-  }
-  auto store = [&](decltype(a0) x, size_t i) {
-    if (i + 1 == kV)
-      hn::BlendedStore(x, last, d, out + c + i * lanes);
-    else
-      hn::StoreU(x, d, out + c + i * lanes);
-  };
-  store(hn::Add(a0, b0), 0);
-  if constexpr (kV > 1)
-    store(hn::Add(a1, b1), 1);
-  if constexpr (kV > 2)
-    store(hn::Add(a2, b2), 2);
-  if constexpr (kV > 3)
-    store(hn::Add(a3, b3), 3);
+  for (size_t r = 0; r < kRows; ++r)
+    for (size_t i = 0; i < kV; ++i) {
+      if (i + 1 == kV)
+        hn::BlendedStore(acc[r][i], last, d, out[r] + c + i * lanes);
+      else
+        hn::StoreU(acc[r][i], d, out[r] + c + i * lanes);
+    }
 }
 
-/// Adds n (<= kKeyBlock) keys with scores s (kKeyBlock floats, aligned) and
-/// value rows v + j * ldv to out and state: one rescale per block, the
-/// exponentials as vectors, and each output vector accumulated in registers
-/// over the block's keys. Overwrites s with the weights.
-HWY_INLINE void OnlineSoftmaxBlock(OnlineSoftmax &state, float *HWY_RESTRICT s,
-                                   size_t n, const float *HWY_RESTRICT v,
-                                   size_t ldv, float *HWY_RESTRICT out,
-                                   size_t dv) {
-  const hn::ScalableTag<float> d;
+/// AccumulateValueVectorsRows over all of out's dv columns, 4 vectors at a
+/// time.
+template <size_t kRows, class D>
+HWY_INLINE void AccumulateValuesRows(D d, const float *HWY_RESTRICT w, size_t n,
+                                     const float *HWY_RESTRICT v, size_t ldv,
+                                     size_t dv, float *const *out) {
   const size_t lanes = hn::Lanes(d);
-  float blockMax = s[0];
-  for (size_t j = 1; j < n; ++j)
-    blockMax = s[j] > blockMax ? s[j] : blockMax;
-  if (blockMax > state.max) {
-    const float rescale = std::exp(state.max - blockMax);
-    Scale(rescale, out, out, dv);
-    state.sum *= rescale;
-    state.max = blockMax;
-  }
-  const auto maxV = hn::Set(d, state.max);
-  auto sumV = hn::Zero(d);
-  for (size_t j = 0; j < n; j += lanes) {
-    const auto p = hn::IfThenElseZero(
-        hn::FirstN(d, n - j), hn::Exp(d, hn::Sub(hn::Load(d, s + j), maxV)));
-    hn::Store(p, d, s + j);
-    sumV = hn::Add(sumV, p);
-  }
-  state.sum += hn::GetLane(hn::SumOfLanes(d, sumV));
-
   for (size_t c = 0; c < dv; c += 4 * lanes) {
     switch ((std::min(dv - c, 4 * lanes) + lanes - 1) / lanes) {
     case 1:
-      AccumulateValueVectors<1>(d, s, n, v, ldv, c, dv, out);
+      AccumulateValueVectorsRows<kRows, 1>(d, w, n, v, ldv, c, dv, out);
       break;
     case 2:
-      AccumulateValueVectors<2>(d, s, n, v, ldv, c, dv, out);
+      AccumulateValueVectorsRows<kRows, 2>(d, w, n, v, ldv, c, dv, out);
       break;
     case 3:
-      AccumulateValueVectors<3>(d, s, n, v, ldv, c, dv, out);
+      AccumulateValueVectorsRows<kRows, 3>(d, w, n, v, ldv, c, dv, out);
       break;
     default:
-      AccumulateValueVectors<4>(d, s, n, v, ldv, c, dv, out);
+      AccumulateValueVectorsRows<kRows, 4>(d, w, n, v, ldv, c, dv, out);
       break;
     }
   }
+}
+
+/// Adds a block of n (<= kKeyBlock) keys, value rows v + j * ldv, to `rows`
+/// (<= kQueryRows) query rows: row r's scores are s[r * kKeyBlock + j]
+/// (aligned) and it takes the first keys[r] (<= n) of the block. Per row one
+/// rescale and the exponentials as vectors; then one pass over the value
+/// rows for all rows at once. Overwrites s with the weights (0 past
+/// keys[r]).
+HWY_INLINE void OnlineSoftmaxBlockRows(OnlineSoftmax *states,
+                                       float *HWY_RESTRICT s, size_t n,
+                                       const size_t *keys, size_t rows,
+                                       const float *HWY_RESTRICT v, size_t ldv,
+                                       float *const *out, size_t dv) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  for (size_t r = 0; r < rows; ++r) {
+    float *sr = s + r * kKeyBlock;
+    const size_t nr = keys[r];
+    OnlineSoftmax &state = states[r];
+    if (nr > 0) {
+      auto maxV = hn::Set(d, -INFINITY);
+      for (size_t j = 0; j < nr; j += lanes)
+        maxV = hn::Max(maxV, hn::IfThenElse(hn::FirstN(d, nr - j),
+                                            hn::Load(d, sr + j), maxV));
+      const float blockMax = hn::GetLane(hn::MaxOfLanes(d, maxV));
+      if (blockMax > state.max) {
+        const float rescale = std::exp(state.max - blockMax);
+        Scale(rescale, out[r], out[r], dv);
+        state.sum *= rescale;
+        state.max = blockMax;
+      }
+    }
+    const auto maxV = hn::Set(d, state.max);
+    auto sumV = hn::Zero(d);
+    for (size_t j = 0; j < n; j += lanes) {
+      const auto p =
+          hn::IfThenElseZero(hn::FirstN(d, nr > j ? nr - j : 0),
+                             hn::Exp(d, hn::Sub(hn::Load(d, sr + j), maxV)));
+      hn::Store(p, d, sr + j);
+      sumV = hn::Add(sumV, p);
+    }
+    state.sum += hn::GetLane(hn::SumOfLanes(d, sumV));
+  }
+  switch (rows) {
+  case 4:
+    if constexpr (kQueryRows >= 4)
+      return AccumulateValuesRows<4>(d, s, n, v, ldv, dv, out);
+    break;
+  case 3:
+    if constexpr (kQueryRows >= 3)
+      return AccumulateValuesRows<3>(d, s, n, v, ldv, dv, out);
+    break;
+  case 2:
+    return AccumulateValuesRows<2>(d, s, n, v, ldv, dv, out);
+  default:
+    break;
+  }
+  AccumulateValuesRows<1>(d, s, n, v, ldv, dv, out);
 }
 
 } // namespace HWY_NAMESPACE
