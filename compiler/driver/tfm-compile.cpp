@@ -99,8 +99,8 @@ cl::list<std::string> printIRBefore(
     cl::cat(category));
 cl::opt<bool> remarks(
     "remarks",
-    cl::desc("Print a remark for each fusion the pipeline does and each one "
-             "it does not do, with the reason"),
+    cl::desc("Print a remark for each fusion the pipeline (and the Highway "
+             "backend) does and each one it does not do, with the reason"),
     cl::cat(category));
 
 constexpr int kUserError = 1;
@@ -410,7 +410,8 @@ int main(int argc, char **argv) {
         emit == Emit::Cpp && !outputPath.empty() && outputPath != "-"
             ? sys::path::filename(outputPath).str()
             : cName + ".cpp";
-    if (failed(tfm::emitHighwayCpp(*module, cName, fileName, os, &stats)))
+    if (failed(tfm::emitHighwayCpp(*module, cName, fileName, os, &stats,
+                                   showRemarks)))
       return internalError("the Highway backend failed");
     if (verbose)
       errs() << "tfm-compile: " << stats.functions << " functions, "

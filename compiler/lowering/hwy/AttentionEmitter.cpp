@@ -397,7 +397,52 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
   emitMatmul("out_proj", rows, merged, d,
              packedWeight(op.getOutProjWeight(), 1, d), 0, 1, d, d,
              buffers[op.getOutProjBias()].ptr, out.ptr, d, std::nullopt);
+  if (facts.remarks)
+    remark(op, describeAttentionFusion(op));
   return success();
+}
+
+std::string FunctionEmitter::describeAttentionFusion(MultiHeadAttentionOp op) {
+  std::string text;
+  llvm::raw_string_ostream what(text);
+  if (op.isSelfAttention())
+    what << "Q, K and V projections fused into one GEMM over the stacked "
+            "in_proj weight";
+  else if (op.getMemory())
+    what << "Q projected by one GEMM over in_proj's first d_model rows, K and "
+            "V of the memory fused into one GEMM over the other 2 x d_model";
+  else
+    what << "Q projected by one GEMM over in_proj's first d_model rows; K and "
+            "V read from the cache (projected when it was filled)";
+  if (op.getRope())
+    what << "; rotary positions applied to Q and K in place";
+  if (op.getCache() && !op.getCacheReadOnly())
+    what << "; the new keys and values appended to the cache";
+  switch (op.getScore()) {
+  case ScoreKind::Additive:
+    what << "; attention fused one key at a time (score, online softmax, "
+            "product with V; the score matrix never stored), not in blocks "
+            "of keys: additive scores are not a product with the keys; "
+            "W_key k and W_query q computed once per key and query";
+    break;
+  case ScoreKind::Bilinear:
+  case ScoreKind::Dot:
+  case ScoreKind::ScaledDot:
+    what << "; attention fused (flash form): scores";
+    if (op.getScore() == ScoreKind::ScaledDot)
+      what << ", scale";
+    what << ", online softmax (running max and sum) and the product with V "
+            "per block of 64 keys for a group of query rows (4 on AVX-512), "
+            "the score matrix never stored";
+    if (op.getScore() == ScoreKind::Bilinear)
+      what << "; bilinear W folded into each query row once";
+    break;
+  }
+  if (op.getCausal())
+    what << "; causal mask in the loop bounds: each query row stops at its "
+            "own position, no key above the diagonal is scored";
+  what << "; out_proj one GEMM, its bias added as each tile is stored";
+  return text;
 }
 
 } // namespace tfm::hwy

@@ -330,6 +330,11 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       });
 }
 
+void FunctionEmitter::remark(Operation *op, const Twine &what) {
+  if (facts.remarks)
+    op->emitRemark() << "in @" << func.getName() << ": " << what;
+}
+
 //===----------------------------------------------------------------------===//
 // Matmul
 //===----------------------------------------------------------------------===//
@@ -452,6 +457,10 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
   Buffer out = allocate(op.getResult(), outDims);
   emitMatmul("linear", product(lead), x.ptr, k, packed, 0, 1, n, k, bias,
              out.ptr, n, std::nullopt);
+  remark(op, Twine("GEMM over the weight packed into 32-column panels") +
+                 (bias.empty() ? ""
+                               : ", the bias added as each register "
+                                 "tile is stored"));
   return success();
 }
 
@@ -541,6 +550,10 @@ LogicalResult FunctionEmitter::emitFeedForward(FeedForwardOp op) {
   Buffer out = allocate(op.getResult(), x.dims);
   emitMatmul("linear2", rows, hidden, ff, packedWeight(op.getW2(), 1, d), 0, 1,
              d, ff, buffers[op.getB2()].ptr, out.ptr, d, std::nullopt);
+  remark(op, Twine("bias and ") + stringifyActivation(op.getActivation()) +
+                 " fused into the first GEMM (applied to each register tile "
+                 "as it is stored, while in cache); bias fused into the "
+                 "second; the hidden activations are one arena buffer");
   return success();
 }
 

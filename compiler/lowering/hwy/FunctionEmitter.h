@@ -71,6 +71,8 @@ struct ModelFacts {
   std::vector<PackSpec> packs;
   /// Caches by symbol, in the order of the runtime's `caches[i]`.
   llvm::StringMap<unsigned> cacheIndex;
+  /// Whether to report what each op's code fuses as MLIR remarks.
+  bool remarks = false;
 };
 
 /// How a function is called: by other generated functions, or by the
@@ -162,6 +164,10 @@ private:
   void releaseAfter(mlir::Operation &op);
   std::string fresh(llvm::StringRef hint);
   void addFlops(const std::string &term) { flopTerms.push_back(term); }
+  /// What emitMultiHeadAttention's code for `op` fuses, and what not.
+  std::string describeAttentionFusion(mlir::tfm::MultiHeadAttentionOp op);
+  /// With `facts.remarks`: a remark at `op` saying what its code fuses.
+  void remark(mlir::Operation *op, const llvm::Twine &what);
 
   mlir::func::FuncOp func;
   ModelFacts &facts;

@@ -46,8 +46,10 @@ namespace {
 class ModuleEmitter {
 public:
   ModuleEmitter(ModuleOp module, StringRef cName, StringRef fileName,
-                raw_ostream &out)
-      : module(module), cName(cName), fileName(fileName), out(out) {}
+                raw_ostream &out, bool remarks)
+      : module(module), cName(cName), fileName(fileName), out(out) {
+    facts.remarks = remarks;
+  }
 
   LogicalResult emit(HighwayEmitStats *stats);
 
@@ -216,8 +218,8 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
 
 LogicalResult emitHighwayCpp(ModuleOp module, StringRef cName,
                              StringRef fileName, raw_ostream &os,
-                             HighwayEmitStats *stats) {
-  return ModuleEmitter(module, cName, fileName, os).emit(stats);
+                             HighwayEmitStats *stats, bool remarks) {
+  return ModuleEmitter(module, cName, fileName, os, remarks).emit(stats);
 }
 
 } // namespace tfm

@@ -26,11 +26,15 @@ struct HighwayEmitStats {
 /// API functions `<cName>_create/_forward/_destroy`. Highway compiles the
 /// file once per SIMD target by including itself as "<fileName>", so it must
 /// be saved under that name and compiled with its folder on the include
-/// path. Errors are MLIR diagnostics on the offending op.
+/// path. Errors are MLIR diagnostics on the offending op. With `remarks`,
+/// each op whose code fuses work (projections into one GEMM, attention in
+/// the flash form, activations and biases into GEMM stores) gets an MLIR
+/// remark that says what was fused and what was not, and why.
 mlir::LogicalResult emitHighwayCpp(mlir::ModuleOp module, llvm::StringRef cName,
                                    llvm::StringRef fileName,
                                    llvm::raw_ostream &os,
-                                   HighwayEmitStats *stats = nullptr);
+                                   HighwayEmitStats *stats = nullptr,
+                                   bool remarks = false);
 
 /// `name` made into a C identifier: other characters become '_', and a
 /// leading digit gets a '_' in front.
