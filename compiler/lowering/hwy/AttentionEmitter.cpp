@@ -432,7 +432,7 @@ std::string FunctionEmitter::describeAttentionFusion(MultiHeadAttentionOp op) {
     if (op.getScore() == ScoreKind::ScaledDot)
       what << ", scale";
     what << ", online softmax (running max and sum) and the product with V "
-            "per block of 64 keys for a group of query rows (4 on AVX-512), "
+            "per block of 64 keys for a group of query rows (8 on AVX-512), "
             "the score matrix never stored";
     if (op.getScore() == ScoreKind::Bilinear)
       what << "; bilinear W folded into each query row once";

@@ -74,11 +74,16 @@ HWY_INLINE void OnlineSoftmaxStep(OnlineSoftmax &state, float s,
 /// A multiple of 4 vectors on every target.
 constexpr size_t kKeyBlock = 64;
 
-/// Query rows scored together against each block of keys: every key vector
-/// loaded is used by all of them. Four on AVX-512 (4 x 4 accumulators fit
-/// its 32 registers), two on narrower targets.
+/// Query rows scored together against each block of keys: every key and
+/// value vector loaded is used by all of them. Eight on AVX-512, two on
+/// narrower targets.
 constexpr size_t kQueryRows =
-    hn::MaxLanes(hn::ScalableTag<float>()) >= 16 ? 4 : 2;
+    hn::MaxLanes(hn::ScalableTag<float>()) >= 16 ? 8 : 2;
+
+/// Vectors of keys (scores) or of value columns (weighted sum) a pass
+/// covers: kQueryRows x kAttentionVecs accumulators (16 on AVX-512, 8 on
+/// narrower targets) beside the loaded vectors fit the register file.
+constexpr size_t kAttentionVecs = kQueryRows >= 8 ? 2 : 4;
 
 /// The scores of kQueryRows queries q[r] against the kV * lanes keys at
 /// column j of the transposed keys (the last vector masked to n), into
@@ -127,21 +132,24 @@ HWY_INLINE void TransposedKeyScoresRows(const float *const *q,
                                         float scale, float *HWY_RESTRICT s) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
-  static_assert(kKeyBlock % (4 * hn::MaxLanes(d)) == 0,
-                "kKeyBlock must be a whole number of 4-vector groups");
-  for (size_t j = 0; j < n; j += 4 * lanes) {
-    switch ((std::min(n - j, 4 * lanes) + lanes - 1) / lanes) {
+  static_assert(kKeyBlock % (kAttentionVecs * hn::MaxLanes(d)) == 0,
+                "kKeyBlock must be a whole number of passes");
+  constexpr size_t kPass = kAttentionVecs;
+  for (size_t j = 0; j < n; j += kPass * lanes) {
+    switch ((std::min(n - j, kPass * lanes) + lanes - 1) / lanes) {
     case 1:
       ScoreKeyVectorsRows<1>(d, q, kt, ldk, j, n, dk, scale, s);
       break;
     case 2:
-      ScoreKeyVectorsRows<2>(d, q, kt, ldk, j, n, dk, scale, s);
+      ScoreKeyVectorsRows<std::min<size_t>(2, kPass)>(d, q, kt, ldk, j, n, dk,
+                                                      scale, s);
       break;
     case 3:
-      ScoreKeyVectorsRows<3>(d, q, kt, ldk, j, n, dk, scale, s);
+      ScoreKeyVectorsRows<std::min<size_t>(3, kPass)>(d, q, kt, ldk, j, n, dk,
+                                                      scale, s);
       break;
     default:
-      ScoreKeyVectorsRows<4>(d, q, kt, ldk, j, n, dk, scale, s);
+      ScoreKeyVectorsRows<kPass>(d, q, kt, ldk, j, n, dk, scale, s);
       break;
     }
   }
@@ -186,29 +194,46 @@ AccumulateValueVectorsRows(D d, const float *HWY_RESTRICT w, size_t n,
     }
 }
 
-/// AccumulateValueVectorsRows over all of out's dv columns, 4 vectors at a
-/// time.
+/// AccumulateValueVectorsRows over all of out's dv columns, kAttentionVecs
+/// vectors at a time.
 template <size_t kRows, class D>
 HWY_INLINE void AccumulateValuesRows(D d, const float *HWY_RESTRICT w, size_t n,
                                      const float *HWY_RESTRICT v, size_t ldv,
                                      size_t dv, float *const *out) {
   const size_t lanes = hn::Lanes(d);
-  for (size_t c = 0; c < dv; c += 4 * lanes) {
-    switch ((std::min(dv - c, 4 * lanes) + lanes - 1) / lanes) {
+  constexpr size_t kPass = kAttentionVecs;
+  for (size_t c = 0; c < dv; c += kPass * lanes) {
+    switch ((std::min(dv - c, kPass * lanes) + lanes - 1) / lanes) {
     case 1:
       AccumulateValueVectorsRows<kRows, 1>(d, w, n, v, ldv, c, dv, out);
       break;
     case 2:
-      AccumulateValueVectorsRows<kRows, 2>(d, w, n, v, ldv, c, dv, out);
+      AccumulateValueVectorsRows<kRows, std::min<size_t>(2, kPass)>(
+          d, w, n, v, ldv, c, dv, out);
       break;
     case 3:
-      AccumulateValueVectorsRows<kRows, 3>(d, w, n, v, ldv, c, dv, out);
+      AccumulateValueVectorsRows<kRows, std::min<size_t>(3, kPass)>(
+          d, w, n, v, ldv, c, dv, out);
       break;
     default:
-      AccumulateValueVectorsRows<kRows, 4>(d, w, n, v, ldv, c, dv, out);
+      AccumulateValueVectorsRows<kRows, kPass>(d, w, n, v, ldv, c, dv, out);
       break;
     }
   }
+}
+
+/// AccumulateValuesRows for `rows` (1..kRows) rows, chosen at run time.
+template <size_t kRows, class D>
+HWY_INLINE void
+AccumulateValuesRowsUpTo(D d, size_t rows, const float *HWY_RESTRICT w,
+                         size_t n, const float *HWY_RESTRICT v, size_t ldv,
+                         size_t dv, float *const *out) {
+  if constexpr (kRows > 1) {
+    if (rows < kRows)
+      return AccumulateValuesRowsUpTo<kRows - 1>(d, rows, w, n, v, ldv, dv,
+                                                 out);
+  }
+  AccumulateValuesRows<kRows>(d, w, n, v, ldv, dv, out);
 }
 
 /// Adds a block of n (<= kKeyBlock) keys, value rows v + j * ldv, to `rows`
@@ -252,21 +277,7 @@ HWY_INLINE void OnlineSoftmaxBlockRows(OnlineSoftmax *states,
     }
     state.sum += hn::GetLane(hn::SumOfLanes(d, sumV));
   }
-  switch (rows) {
-  case 4:
-    if constexpr (kQueryRows >= 4)
-      return AccumulateValuesRows<4>(d, s, n, v, ldv, dv, out);
-    break;
-  case 3:
-    if constexpr (kQueryRows >= 3)
-      return AccumulateValuesRows<3>(d, s, n, v, ldv, dv, out);
-    break;
-  case 2:
-    return AccumulateValuesRows<2>(d, s, n, v, ldv, dv, out);
-  default:
-    break;
-  }
-  AccumulateValuesRows<1>(d, s, n, v, ldv, dv, out);
+  AccumulateValuesRowsUpTo<kQueryRows>(d, rows, s, n, v, ldv, dv, out);
 }
 
 } // namespace HWY_NAMESPACE
