@@ -580,10 +580,83 @@ public:
                    });
   }
 
-  /// The attention core on [L..., s, dk] queries/keys/values: scores,
-  /// causal mask (key j after query i + keyOffset), softmax, times values.
+  /// Query rows per block of `attention`: a block's scores ([L..., 64, keys],
+  /// 1.5 MiB for 12 heads over 512 keys) are all it stores at a time.
+  static constexpr int64_t kQueryBlock = 64;
+
+  /// `t` [..., n, m] restricted to `size` rows from `offset` along `dim`.
+  Value sliceDim(Value t, unsigned dim, OpFoldResult offset,
+                 OpFoldResult size) {
+    SmallVector<OpFoldResult> sz = sizes(t);
+    SmallVector<OpFoldResult> offsets(sz.size(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(sz.size(), b.getIndexAttr(1));
+    offsets[dim] = offset;
+    sz[dim] = size;
+    return tensor::ExtractSliceOp::create(b, loc, t, offsets, sz, strides);
+  }
+
+  /// The attention core on [L..., s, dk] queries/keys/values (see
+  /// attentionBlock), kQueryBlock query rows at a time: a causal block reads
+  /// only the keys up to its last row (no block of keys above the diagonal
+  /// is scored, only the diagonal block is masked), and no block stores
+  /// more than its own scores. Dot-product keys are transposed once for all
+  /// blocks. Additive scores run in one block: their key projections would
+  /// be repeated per block.
   Value attention(ScoreKind score, Value q, Value k, Value v, ValueRange params,
                   bool causal, Value keyOffset = Value()) {
+    auto qType = cast<RankedTensorType>(q.getType());
+    unsigned rank = qType.getRank();
+    int64_t staticRows = qType.getDimSize(rank - 2);
+    if (score == ScoreKind::Additive ||
+        (!ShapedType::isDynamic(staticRows) && staticRows <= kQueryBlock))
+      return attentionBlock(score, q, k, v, params, causal, keyOffset);
+    SmallVector<OpFoldResult> qSizes = sizes(q), vSizes = sizes(v);
+    Value sq = getValueOrCreateConstantIndexOp(b, loc, qSizes[rank - 2]);
+    Value sk = getValueOrCreateConstantIndexOp(b, loc, sizes(k)[rank - 2]);
+    SmallVector<int64_t> perm;
+    for (unsigned d = 0; d + 2 < rank; ++d)
+      perm.push_back(d);
+    perm.append({rank - 1, rank - 2});
+    Value keysT = transpose(k, perm);
+    SmallVector<OpFoldResult> outSizes(qSizes.begin(), qSizes.end() - 1);
+    outSizes.push_back(vSizes[rank - 1]);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value step = arith::ConstantIndexOp::create(b, loc, kQueryBlock);
+    auto loop = scf::ForOp::create(
+        b, loc, zero, sq, step, ValueRange{empty(outSizes)},
+        [&](OpBuilder &nb, Location, Value i0, ValueRange out) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value rows = arith::MinSIOp::create(
+              b, loc, step, arith::SubIOp::create(b, loc, sq, i0));
+          // The position of the block's first query row.
+          Value first =
+              keyOffset ? arith::AddIOp::create(b, loc, keyOffset, i0) : i0;
+          Value keys = sk;
+          if (causal)
+            keys = arith::MinSIOp::create(
+                b, loc, sk, arith::AddIOp::create(b, loc, first, rows));
+          Value block =
+              attentionBlock(score, sliceDim(q, rank - 2, i0, rows),
+                             sliceDim(keysT, rank - 1, b.getIndexAttr(0), keys),
+                             sliceDim(v, rank - 2, b.getIndexAttr(0), keys),
+                             params, causal, first, /*keysTransposed=*/true);
+          SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+          offsets[rank - 2] = i0;
+          SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+          Value updated = tensor::InsertSliceOp::create(
+              b, loc, block, out[0], offsets, sizes(block), strides);
+          scf::YieldOp::create(b, loc, updated);
+        });
+    return loop.getResult(0);
+  }
+
+  /// The attention core on [L..., s, dk] queries/keys/values: scores,
+  /// causal mask (key j after query i + keyOffset), softmax, times values.
+  /// With `keysTransposed`, dot-product keys come as [L..., dk, s].
+  Value attentionBlock(ScoreKind score, Value q, Value k, Value v,
+                       ValueRange params, bool causal, Value keyOffset,
+                       bool keysTransposed = false) {
     auto qType = cast<RankedTensorType>(q.getType());
     unsigned rank = qType.getRank();
     int64_t dk = qType.getShape().back();
@@ -597,7 +670,7 @@ public:
     };
     SmallVector<OpFoldResult> qSizes = sizes(q), kSizes = sizes(k);
     SmallVector<OpFoldResult> scoreSizes(qSizes.begin(), qSizes.end() - 1);
-    scoreSizes.push_back(kSizes[rank - 2]);
+    scoreSizes.push_back(kSizes[keysTransposed ? rank - 1 : rank - 2]);
     SmallVector<IteratorType> contraction = parallel(rank);
     contraction.push_back(IteratorType::reduction);
     // (L..., i, reduction, innermost parallel)
@@ -627,11 +700,14 @@ public:
       // s[L, i, j] = sum_c q[L, i, c] kᵀ[L, c, j], the key index innermost:
       // contiguous in kᵀ, so the loop vectorises without reassociating
       // the sum.
-      SmallVector<int64_t> perm;
-      for (unsigned d = 0; d + 2 < rank; ++d)
-        perm.push_back(d);
-      perm.append({rank - 1, rank - 2});
-      Value keysT = transpose(k, perm);
+      Value keysT = k;
+      if (!keysTransposed) {
+        SmallVector<int64_t> perm;
+        for (unsigned d = 0; d + 2 < rank; ++d)
+          perm.push_back(d);
+        perm.append({rank - 1, rank - 2});
+        keysT = transpose(k, perm);
+      }
       scores = generic({query, keysT}, filled(scoreSizes, 0.0),
                        {map(loops, with({iDim, jDim})),
                         map(loops, with({jDim, cDim})),

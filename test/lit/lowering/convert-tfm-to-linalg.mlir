@@ -53,23 +53,62 @@ func.func @layer_norm(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32
 
 // -----
 
-// Causal scaled-dot attention: scores (against the transposed keys, the
-// key index innermost), scale and mask (key j > query i gets -inf), the
-// softmax (max, exp, sum, divide), then the product with V (the feature
-// innermost).
+// Causal scaled-dot attention over a dynamic number of rows: the keys
+// transposed once, then blocks of 64 query rows; a block reads the keys up to
+// its last row (min(sk, i0 + rows)), scores them (the key index innermost),
+// scales and masks (key j > query i0 + i gets -inf), takes the softmax (max,
+// exp, sum, divide) and the product with V (the feature innermost), and goes
+// into the result at its rows.
 // CHECK-LABEL: func.func @attention(
-// CHECK: arith.constant 0.353553385 : f32
-// CHECK: linalg.transpose ins(%arg1 : tensor<1x2x?x8xf32>) outs({{.*}} : tensor<1x2x8x?xf32>) permutation = [0, 1, 3, 2]
+// CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
+// CHECK-DAG: arith.constant 0.353553385 : f32
+// CHECK: %[[SQ:.*]] = tensor.dim %arg0
+// CHECK: %[[SK:.*]] = tensor.dim %arg1
+// CHECK: %[[KT:.*]] = linalg.transpose ins(%arg1 : tensor<1x2x?x8xf32>) outs({{.*}} : tensor<1x2x8x?xf32>) permutation = [0, 1, 3, 2]
+// CHECK: scf.for %[[I0:.*]] = %{{.*}} to %[[SQ]] step %[[C64]] iter_args(%[[OUT:.*]] = %{{.*}}) -> (tensor<1x2x?x8xf32>)
+// CHECK: %[[LEFT:.*]] = arith.subi %[[SQ]], %[[I0]]
+// CHECK: %[[ROWS:.*]] = arith.minsi %[[LEFT]], %[[C64]]
+// CHECK: %[[END:.*]] = arith.addi %[[I0]], %[[ROWS]]
+// CHECK: %[[KEYS:.*]] = arith.minsi %[[SK]], %[[END]]
+// CHECK: tensor.extract_slice %arg0[0, 0, %[[I0]], 0] [1, 2, %[[ROWS]], 8]
+// CHECK: tensor.extract_slice %[[KT]][0, 0, 0, 0] [1, 2, 8, %[[KEYS]]]
+// CHECK: tensor.extract_slice %arg2[0, 0, 0, 0] [1, 2, %[[KEYS]], 8]
 // CHECK: iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]
 // CHECK: linalg.index 2
 // CHECK: linalg.index 3
+// CHECK: arith.addi %{{.*}}, %[[I0]]
 // CHECK: arith.cmpi ugt
 // CHECK: arith.maximumf
 // CHECK: math.exp
 // CHECK: arith.divf
 // CHECK: iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]
+// CHECK: tensor.insert_slice %{{.*}} into %[[OUT]][0, 0, %[[I0]], 0]
+// CHECK: scf.yield
 func.func @attention(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
   %o = tfm.attention <scaled_dot> %q, %k, %v causal : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  return %o : tensor<1x2x?x8xf32>
+}
+
+// -----
+
+// Not blocked: at most 64 query rows (one block), and additive scores (their
+// key projections would be repeated per block): all keys scored, the causal
+// ones masked.
+// CHECK-LABEL: func.func @attention_one_block(
+// CHECK-NOT: scf.for
+// CHECK: linalg.transpose
+// CHECK: arith.cmpi ugt
+// CHECK-LABEL: func.func @attention_additive(
+// CHECK-NOT: scf.for
+// CHECK: math.tanh
+// CHECK: arith.cmpi ugt
+// CHECK: return
+func.func @attention_one_block(%q: tensor<1x2x64x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>) -> tensor<1x2x64x8xf32> {
+  %o = tfm.attention <scaled_dot> %q, %k, %v causal : (tensor<1x2x64x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x64x8xf32>
+  return %o : tensor<1x2x64x8xf32>
+}
+func.func @attention_additive(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>, %wk: tensor<2x4x8xf32>, %wq: tensor<2x4x8xf32>, %va: tensor<2x4xf32>) -> tensor<1x2x?x8xf32> {
+  %o = tfm.attention <additive> %q, %k, %v params(%wk, %wq, %va) causal : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x4xf32>) -> tensor<1x2x?x8xf32>
   return %o : tensor<1x2x?x8xf32>
 }
 

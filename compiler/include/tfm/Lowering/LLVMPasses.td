@@ -54,12 +54,19 @@ def ConvertTfmToLinalg : Pass<"convert-tfm-to-linalg"> {
     new keys and values are written into it with
     `bufferization.materialize_in_destination`, and attention reads the
     positions so far through `bufferization.to_tensor`.
+
+    Attention with more than 64 query rows (or a dynamic number) runs in an
+    `scf.for` over blocks of 64 query rows: each block scores only the keys
+    up to its last row when causal (the blocks of keys above the diagonal
+    are never computed; only the diagonal block is masked), and stores only
+    its own scores. Additive scores stay one block.
   }];
   let dependentDialects = [
     "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
     "mlir::bufferization::BufferizationDialect",
     "mlir::linalg::LinalgDialect", "mlir::math::MathDialect",
-    "mlir::memref::MemRefDialect", "mlir::tensor::TensorDialect",
+    "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect",
   ];
 }
 
