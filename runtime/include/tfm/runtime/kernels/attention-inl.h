@@ -1,5 +1,8 @@
-// Pieces of the attention inner loop that are not plain dot products: the
-// additive (Bahdanau) score and the online-softmax update of one key.
+// The attention inner loops: the additive (Bahdanau) score and the
+// online-softmax update of one key; and the blocked form of dot-product
+// scores, where a group of query rows takes the keys a block at a time
+// (scores against transposed keys, one online-softmax update per row, one
+// pass over the block's value rows for all rows).
 
 #if defined(TFM_RUNTIME_KERNELS_ATTENTION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef TFM_RUNTIME_KERNELS_ATTENTION_INL_H_
@@ -69,9 +72,10 @@ HWY_INLINE void OnlineSoftmaxStep(OnlineSoftmax &state, float s,
   Axpy(p, v, out, n);
 }
 
-/// Keys scored per step of a query row: four vectors' worth on AVX-512, so
-/// the scores and the weighted sum of values run as independent FMA chains.
-/// A multiple of 4 vectors on every target.
+/// Keys per block of the attention loop: one online-softmax update (max,
+/// rescale, exponentials) per query row and block. Four vectors' worth on
+/// AVX-512, a whole number of score passes on every target (measured: 128
+/// is no faster).
 constexpr size_t kKeyBlock = 64;
 
 /// Query rows scored together against each block of keys: every key and
