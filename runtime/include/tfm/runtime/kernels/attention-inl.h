@@ -39,10 +39,10 @@ HWY_INLINE float AdditiveScore(const float *HWY_RESTRICT qp,
     acc = hn::MulAdd(hn::LoadU(d, v + i), t, acc);
   }
   if (i < n) {
-    const auto m = hn::FirstN(d, n - i);
-    const auto t = hn::Tanh(
-        d, hn::Add(hn::MaskedLoad(m, d, qp + i), hn::MaskedLoad(m, d, kp + i)));
-    acc = hn::MulAdd(hn::MaskedLoad(m, d, v + i), t, acc);
+    const size_t m = n - i;
+    const auto t =
+        hn::Tanh(d, hn::Add(LoadFirst(d, qp + i, m), LoadFirst(d, kp + i, m)));
+    acc = hn::MulAdd(LoadFirst(d, v + i, m), t, acc);
   }
   return hn::GetLane(hn::SumOfLanes(d, acc));
 }
@@ -100,7 +100,7 @@ HWY_INLINE void ScoreKeyVectorsRows(D d, const float *const *q,
                                     float *HWY_RESTRICT s) {
   using V = decltype(hn::Zero(d));
   const size_t lanes = hn::Lanes(d);
-  const auto last = hn::FirstN(d, n - j - (kV - 1) * lanes);
+  const size_t lastLanes = n - j - (kV - 1) * lanes;
   V acc[kQueryRows][kV];
   for (size_t r = 0; r < kQueryRows; ++r)
     for (size_t i = 0; i < kV; ++i)
@@ -109,7 +109,7 @@ HWY_INLINE void ScoreKeyVectorsRows(D d, const float *const *q,
     const float *row = kt + f * ldk + j;
     V keys[kV];
     for (size_t i = 0; i < kV; ++i)
-      keys[i] = i + 1 == kV ? hn::MaskedLoad(last, d, row + i * lanes)
+      keys[i] = i + 1 == kV ? LoadFirst(d, row + i * lanes, lastLanes)
                             : hn::LoadU(d, row + i * lanes);
     for (size_t r = 0; r < kQueryRows; ++r) {
       const auto qf = hn::Set(d, q[r][f]);
@@ -169,9 +169,10 @@ AccumulateValueVectorsRows(D d, const float *HWY_RESTRICT w, size_t n,
                            size_t dv, float *const *out) {
   using V = decltype(hn::Zero(d));
   const size_t lanes = hn::Lanes(d);
-  const auto last = hn::FirstN(d, dv - c - (kV - 1) * lanes);
+  const size_t lastLanes = dv - c - (kV - 1) * lanes;
+  const auto last = hn::FirstN(d, lastLanes);
   auto load = [&](const float *p, size_t i) {
-    return i + 1 == kV ? hn::MaskedLoad(last, d, p + i * lanes)
+    return i + 1 == kV ? LoadFirst(d, p + i * lanes, lastLanes)
                        : hn::LoadU(d, p + i * lanes);
   };
   V acc[kRows][kV];

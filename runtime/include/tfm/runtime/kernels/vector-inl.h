@@ -22,7 +22,26 @@ namespace tfm::rt::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// sum_i a[i] * b[i]. The tail is a masked load, so nothing past n is read.
+/// The first `count` floats at p (a whole vector when count >= lanes), zero
+/// after them, reading nothing past p + count. Highway 1.0.3's MaskedLoad
+/// is a masked load only on AVX2 and AVX-512; on the older targets (SSE4,
+/// SSSE3, EMU128) it loads the whole vector, aligned, and faults on an
+/// unaligned p: those copy the floats into an aligned vector instead.
+template <class D>
+HWY_INLINE hn::Vec<D> LoadFirst(D d, const float *p, size_t count) {
+#if HWY_TARGET <= HWY_AVX2
+  return hn::MaskedLoad(hn::FirstN(d, count), d, p);
+#else
+  if (count >= hn::Lanes(d))
+    return hn::LoadU(d, p);
+  HWY_ALIGN float lanes[hn::MaxLanes(d)] = {};
+  for (size_t i = 0; i < count; ++i)
+    lanes[i] = p[i];
+  return hn::Load(d, lanes);
+#endif
+}
+
+/// sum_i a[i] * b[i]. The tail is a partial load, so nothing past n is read.
 HWY_INLINE float Dot(const float *HWY_RESTRICT a, const float *HWY_RESTRICT b,
                      size_t n) {
   const hn::ScalableTag<float> d;
@@ -37,8 +56,7 @@ HWY_INLINE float Dot(const float *HWY_RESTRICT a, const float *HWY_RESTRICT b,
   for (; i + lanes <= n; i += lanes)
     acc0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), acc0);
   if (i < n) {
-    const auto m = hn::FirstN(d, n - i);
-    acc1 = hn::MulAdd(hn::MaskedLoad(m, d, a + i), hn::MaskedLoad(m, d, b + i),
+    acc1 = hn::MulAdd(LoadFirst(d, a + i, n - i), LoadFirst(d, b + i, n - i),
                       acc1);
   }
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(acc0, acc1)));
@@ -63,12 +81,12 @@ HWY_INLINE void Dot4(const float *HWY_RESTRICT x, size_t xStride,
     a3 = hn::MulAdd(hn::LoadU(d, x3 + i), wv, a3);
   }
   if (i < n) {
-    const auto m = hn::FirstN(d, n - i);
-    const auto wv = hn::MaskedLoad(m, d, w + i);
-    a0 = hn::MulAdd(hn::MaskedLoad(m, d, x0 + i), wv, a0);
-    a1 = hn::MulAdd(hn::MaskedLoad(m, d, x1 + i), wv, a1);
-    a2 = hn::MulAdd(hn::MaskedLoad(m, d, x2 + i), wv, a2);
-    a3 = hn::MulAdd(hn::MaskedLoad(m, d, x3 + i), wv, a3);
+    const size_t m = n - i;
+    const auto wv = LoadFirst(d, w + i, m);
+    a0 = hn::MulAdd(LoadFirst(d, x0 + i, m), wv, a0);
+    a1 = hn::MulAdd(LoadFirst(d, x1 + i, m), wv, a1);
+    a2 = hn::MulAdd(LoadFirst(d, x2 + i, m), wv, a2);
+    a3 = hn::MulAdd(LoadFirst(d, x3 + i, m), wv, a3);
   }
   out[0] = hn::GetLane(hn::SumOfLanes(d, a0));
   out[1] = hn::GetLane(hn::SumOfLanes(d, a1));
