@@ -76,45 +76,26 @@ HWY_INLINE void GemmTile(const float *HWY_RESTRICT a, size_t lda,
   }
 }
 
+/// GemmTile for `rows` (1..kRows) rows, chosen at run time.
+template <size_t kRows>
+HWY_INLINE void GemmTileUpTo(size_t rows, const float *HWY_RESTRICT a,
+                             size_t lda, const float *HWY_RESTRICT panel,
+                             size_t k, const float *HWY_RESTRICT bias,
+                             float *HWY_RESTRICT c, size_t ldc, size_t cols) {
+  if constexpr (kRows > 1) {
+    if (rows < kRows)
+      return GemmTileUpTo<kRows - 1>(rows, a, lda, panel, k, bias, c, ldc,
+                                     cols);
+  }
+  GemmTile<kRows>(a, lda, panel, k, bias, c, ldc, cols);
+}
+
 /// GemmTile for 1..kGemmRows rows, chosen at run time (the last rows of C).
 HWY_INLINE void GemmTileRows(size_t rows, const float *HWY_RESTRICT a,
                              size_t lda, const float *HWY_RESTRICT panel,
                              size_t k, const float *HWY_RESTRICT bias,
                              float *HWY_RESTRICT c, size_t ldc, size_t cols) {
-  switch (rows) {
-  case 8:
-    if constexpr (kGemmRows >= 8)
-      return GemmTile<8>(a, lda, panel, k, bias, c, ldc, cols);
-    break;
-  case 7:
-    if constexpr (kGemmRows >= 7)
-      return GemmTile<7>(a, lda, panel, k, bias, c, ldc, cols);
-    break;
-  case 6:
-    if constexpr (kGemmRows >= 6)
-      return GemmTile<6>(a, lda, panel, k, bias, c, ldc, cols);
-    break;
-  case 5:
-    if constexpr (kGemmRows >= 5)
-      return GemmTile<5>(a, lda, panel, k, bias, c, ldc, cols);
-    break;
-  case 4:
-    if constexpr (kGemmRows >= 4)
-      return GemmTile<4>(a, lda, panel, k, bias, c, ldc, cols);
-    break;
-  case 3:
-    if constexpr (kGemmRows >= 3)
-      return GemmTile<3>(a, lda, panel, k, bias, c, ldc, cols);
-    break;
-  case 2:
-    if constexpr (kGemmRows >= 2)
-      return GemmTile<2>(a, lda, panel, k, bias, c, ldc, cols);
-    break;
-  default:
-    break;
-  }
-  for (size_t r = 0; r < rows; ++r)
-    GemmTile<1>(a + r * lda, lda, panel, k, bias, c + r * ldc, ldc, cols);
+  GemmTileUpTo<kGemmRows>(rows, a, lda, panel, k, bias, c, ldc, cols);
 }
 
 } // namespace HWY_NAMESPACE
