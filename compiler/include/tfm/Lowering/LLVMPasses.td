@@ -116,20 +116,4 @@ def TfmStridedCopiesToLinalg : Pass<"tfm-strided-copies-to-linalg"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
-def TfmApproximateMath : Pass<"tfm-approximate-math"> {
-  let summary = "f32 math.exp, math.erf and math.tanh as polynomials";
-  let description = [{
-    Upstream's polynomial approximations (populateMathPolynomialApproximation-
-    Patterns) for the f32 exponential (softmax), erf (GELU) and tanh
-    (GELU's tanh form, additive scores): arithmetic that LLVM vectorises,
-    instead of one libm call per element after convert-math-to-libm.
-    Other math ops, and f64 ones (the angles of positional encodings), are
-    left to libm.
-  }];
-  let dependentDialects = [
-    "mlir::arith::ArithDialect", "mlir::math::MathDialect",
-    "mlir::vector::VectorDialect",
-  ];
-}
-
 #endif // TFM_LOWERING_LLVMPASSES_TD
