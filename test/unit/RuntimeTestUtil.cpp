@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
@@ -13,8 +14,12 @@ namespace tfm::test {
 
 namespace {
 
-const std::string &tempDir() {
-  static const std::string dir = [] {
+/// The process's scratch folder, removed with all it holds when the process
+/// exits: ctest runs every test in a process of its own, so folders left
+/// behind would pile up by the thousand.
+class ScratchFolder {
+public:
+  ScratchFolder() {
     const char *base = std::getenv("TMPDIR");
     std::string pattern =
         std::string(base && *base ? base : "/tmp") + "/tfm-runtime-XXXXXX";
@@ -24,9 +29,18 @@ const std::string &tempDir() {
       std::perror("mkdtemp");
       std::abort();
     }
-    return std::string(buffer.data());
-  }();
-  return dir;
+    path = buffer.data();
+  }
+  ~ScratchFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  std::string path;
+};
+
+const std::string &tempDir() {
+  static const ScratchFolder folder;
+  return folder.path;
 }
 
 template <typename T> std::string rawBytes(const std::vector<T> &values) {
