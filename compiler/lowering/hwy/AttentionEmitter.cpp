@@ -1,8 +1,9 @@
 //===- AttentionEmitter.cpp - multi-head attention -> Highway C++ ---------===//
 //
 // The attention part of FunctionEmitter: Q/K/V projections, rotary
-// positions, the key/value cache, and the attention core (one query row per
-// task, online softmax over blocks of keys, the score matrix never stored).
+// positions, the key/value cache, and the attention core (a group of query
+// rows per task, online softmax over blocks of keys, the score matrix never
+// stored).
 //
 //===----------------------------------------------------------------------===//
 
