@@ -467,6 +467,16 @@ public:
     return tensor::CollapseShapeOp::create(b, loc, t, reassoc);
   }
 
+  /// [..., n, m] -> [..., m, n].
+  Value transposeLastTwo(Value x) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    SmallVector<int64_t> perm;
+    for (unsigned d = 0; d + 2 < rank; ++d)
+      perm.push_back(d);
+    perm.append({rank - 1, rank - 2});
+    return transpose(x, perm);
+  }
+
   Value transpose(Value x, ArrayRef<int64_t> perm) {
     SmallVector<OpFoldResult> s = sizes(x), permuted;
     for (int64_t p : perm)
@@ -613,11 +623,7 @@ public:
     SmallVector<OpFoldResult> qSizes = sizes(q), vSizes = sizes(v);
     Value sq = getValueOrCreateConstantIndexOp(b, loc, qSizes[rank - 2]);
     Value sk = getValueOrCreateConstantIndexOp(b, loc, sizes(k)[rank - 2]);
-    SmallVector<int64_t> perm;
-    for (unsigned d = 0; d + 2 < rank; ++d)
-      perm.push_back(d);
-    perm.append({rank - 1, rank - 2});
-    Value keysT = transpose(k, perm);
+    Value keysT = transposeLastTwo(k);
     SmallVector<OpFoldResult> outSizes(qSizes.begin(), qSizes.end() - 1);
     outSizes.push_back(vSizes[rank - 1]);
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -701,13 +707,8 @@ public:
       // contiguous in kᵀ, so the loop vectorises without reassociating
       // the sum.
       Value keysT = k;
-      if (!keysTransposed) {
-        SmallVector<int64_t> perm;
-        for (unsigned d = 0; d + 2 < rank; ++d)
-          perm.push_back(d);
-        perm.append({rank - 1, rank - 2});
-        keysT = transpose(k, perm);
-      }
+      if (!keysTransposed)
+        keysT = transposeLastTwo(k);
       scores = generic({query, keysT}, filled(scoreSizes, 0.0),
                        {map(loops, with({iDim, jDim})),
                         map(loops, with({jDim, cDim})),
