@@ -365,7 +365,7 @@ Value ModelBuilder::lmHead(OpBuilder &b, Value x, StringRef tiedTable) {
   Value head = c.tieEmbeddings
                    ? weight(b, tiedTable, {*c.vocabSize, c.dModel})
                    : weight(b, "lm_head.weight", {*c.vocabSize, c.dModel});
-  return LinearOp::create(b, named("lm_head"), x, head, Value());
+  return LinearOp::create(b, named("lm_head"), x, head);
 }
 
 void ModelBuilder::buildDecoderGeneration() {

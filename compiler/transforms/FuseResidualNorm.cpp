@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PassRemarks.h"
 #include "tfm/Transforms/Passes.h"
 
 #include "mlir/IR/Dominance.h"
@@ -29,14 +30,6 @@ struct FusionPlan {
   AddOp add;
   bool atNorm;
 };
-
-/// A remark at `op`, naming the function it is in.
-InFlightDiagnostic remarkAt(Operation *op) {
-  InFlightDiagnostic remark = emitRemark(op->getLoc());
-  if (auto func = op->getParentOfType<FunctionOpInterface>())
-    remark << "in @" << func.getName() << ": ";
-  return remark;
-}
 
 /// The plan for `norm`, or why there is none.
 FailureOr<FusionPlan> planFusion(LayerNormOp norm, std::string &whyNot) {
@@ -119,18 +112,17 @@ struct FuseResidualNormPass
     walkAndApplyPatterns(getOperation(), std::move(patterns));
     if (!remarks)
       return;
-    getOperation()->walk(
-        [](Operation *op) {
-          std::string whyNot;
-          if (auto norm = dyn_cast<LayerNormOp>(op)) {
-            if (failed(planFusion(norm, whyNot)))
-              remarkAt(norm) << "layer norm not fused: " << whyNot;
-          } else if (auto add = dyn_cast<AddOp>(op)) {
-            if (llvm::none_of(add->getUsers(), llvm::IsaPred<LayerNormOp>))
-              remarkAt(add)
-                  << "residual add not fused: no tfm.layer_norm reads its sum";
-          }
-        });
+    getOperation()->walk([](Operation *op) {
+      std::string whyNot;
+      if (auto norm = dyn_cast<LayerNormOp>(op)) {
+        if (failed(planFusion(norm, whyNot)))
+          remarkAt(norm) << "layer norm not fused: " << whyNot;
+      } else if (auto add = dyn_cast<AddOp>(op)) {
+        if (llvm::none_of(add->getUsers(), llvm::IsaPred<LayerNormOp>))
+          remarkAt(add) << "residual add not fused with a layer norm: no "
+                           "tfm.layer_norm reads its sum";
+      }
+    });
   }
 };
 

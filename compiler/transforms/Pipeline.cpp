@@ -8,9 +8,15 @@ using namespace mlir;
 
 void mlir::tfm::buildOptimizePipeline(OpPassManager &pm,
                                       const OptimizePipelineOptions &options) {
+  TfmFuseAttentionOptions fuseAttention;
+  fuseAttention.remarks = options.remarks;
+  pm.addPass(createTfmFuseAttention(fuseAttention));
   TfmFuseResidualNormOptions fuseNorm;
   fuseNorm.remarks = options.remarks;
   pm.addPass(createTfmFuseResidualNorm(fuseNorm));
+  TfmFuseEpilogueOptions fuseEpilogue;
+  fuseEpilogue.remarks = options.remarks;
+  pm.addPass(createTfmFuseEpilogue(fuseEpilogue));
 }
 
 void mlir::tfm::registerTfmPassesAndPipelines() {

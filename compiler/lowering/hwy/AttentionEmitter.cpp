@@ -297,18 +297,8 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
         scratch("qkv", rows + " * " + num(3 * d), maxRows * 3 * d);
     emitMatmul("in_proj (Q, K, V)", rows, x.ptr, d, wIn, 0, 3, d, d, bIn, qkv,
                3 * d, std::nullopt);
-    std::string stride = seq.expr + " * " + num(3 * d);
-    q = {qkv, stride, dk, 3 * d};
-    k = {qkv + " + " + num(d), stride, dk, 3 * d};
-    v = {qkv + " + " + num(2 * d), stride, dk, 3 * d};
-    if (std::optional<RopeStyle> rope = op.getRope()) {
-      float base =
-          op.getRopeBase() ? op.getRopeBase()->convertToFloat() : 10000.0f;
-      emitRotary(q, batch.expr, seq.expr, seq.max, heads, dk, *rope, base,
-                 position);
-      emitRotary(k, batch.expr, seq.expr, seq.max, heads, dk, *rope, base,
-                 position);
-    }
+    emitStackedHeads(qkv, batch, seq, heads, dk, op.getRope(), op.getRopeBase(),
+                     position, q, k, v);
   } else {
     std::string qp = scratch("q", rows + " * " + num(d), maxRows * d);
     emitMatmul("in_proj (Q)", rows, x.ptr, d, wIn, 0, 1, d, d, bIn, qp, d,
@@ -403,6 +393,87 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
   return success();
 }
 
+void FunctionEmitter::emitStackedHeads(
+    const std::string &qkv, const Dim &batch, const Dim &seq, int64_t heads,
+    int64_t dk, std::optional<RopeStyle> rope, std::optional<APFloat> ropeBase,
+    const std::string &position, HeadView &q, HeadView &k, HeadView &v) {
+  int64_t d = heads * dk;
+  std::string stride = seq.expr + " * " + num(3 * d);
+  q = {qkv, stride, dk, 3 * d};
+  k = {qkv + " + " + num(d), stride, dk, 3 * d};
+  v = {qkv + " + " + num(2 * d), stride, dk, 3 * d};
+  if (!rope)
+    return;
+  float base = ropeBase ? ropeBase->convertToFloat() : 10000.0f;
+  emitRotary(q, batch.expr, seq.expr, seq.max, heads, dk, *rope, base,
+             position);
+  emitRotary(k, batch.expr, seq.expr, seq.max, heads, dk, *rope, base,
+             position);
+}
+
+LogicalResult FunctionEmitter::emitFlashAttention(FlashAttentionOp op) {
+  Buffer qkv = buffers[op.getQkv()];
+  if (qkv.dims.size() != 3)
+    return op.emitError("the Highway backend expects [batch, seq, 3*d_model]");
+  int64_t d = op.getQkv().getType().getDimSize(2) / 3;
+  int64_t heads = op.getNumHeads(), dk = d / heads;
+  const Dim &batch = qkv.dims[0], &seq = qkv.dims[1];
+  std::string rows = product(ArrayRef<Dim>(qkv.dims).take_front(2));
+  std::string rowsIn = qkv.ptr;
+  // Rotary positions rotate the queries and keys where they are: only in a
+  // buffer that no other op reads and that is this function's own.
+  if (op.getRope() && !(op.getQkv().hasOneUse() && slots.count(op.getQkv()))) {
+    rowsIn = scratch("qkv", rows + " * " + num(3 * d),
+                     maxProduct(ArrayRef<Dim>(qkv.dims)));
+    os << "std::memcpy(" << rowsIn << ", " << qkv.ptr << ", sizeof(float) * "
+       << rows << " * " << 3 * d << ");\n";
+  }
+  HeadView q, k, v;
+  emitStackedHeads(rowsIn, batch, seq, heads, dk, op.getRope(),
+                   op.getRopeBase(), "0", q, k, v);
+  Buffer out = allocate(op.getResult(), {batch, seq, staticDim(d)});
+  HeadView o{out.ptr, seq.expr + " * " + num(d), dk, d};
+  emitAttentionCore(op.getScore(), op.getCausal(), batch.expr, batch.max,
+                    seq.expr, seq.max, seq.expr, seq.max, heads, dk, q, k, v, o,
+                    op.getScoreParams(), "0", "", 0);
+  if (facts.remarks) {
+    std::string text;
+    llvm::raw_string_ostream what(text);
+    if (op.getRope())
+      what << "rotary positions applied to Q and K in place; ";
+    describeAttentionCore(what, op.getScore(), op.getCausal());
+    remark(op, text);
+  }
+  return success();
+}
+
+void FunctionEmitter::describeAttentionCore(llvm::raw_ostream &what,
+                                            ScoreKind score, bool causal) {
+  switch (score) {
+  case ScoreKind::Additive:
+    what << "attention fused one key at a time (score, online softmax, "
+            "product with V; the score matrix never stored), not in blocks "
+            "of keys: additive scores are not a product with the keys; "
+            "W_key k and W_query q computed once per key and query";
+    break;
+  case ScoreKind::Bilinear:
+  case ScoreKind::Dot:
+  case ScoreKind::ScaledDot:
+    what << "attention fused (flash form): scores";
+    if (score == ScoreKind::ScaledDot)
+      what << ", scale";
+    what << ", online softmax (running max and sum) and the product with V "
+            "per block of 64 keys for a group of query rows (8 on AVX-512), "
+            "the score matrix never stored";
+    if (score == ScoreKind::Bilinear)
+      what << "; bilinear W folded into each query row once";
+    break;
+  }
+  if (causal)
+    what << "; causal mask in the loop bounds: each query row stops at its "
+            "own position, no key above the diagonal is scored";
+}
+
 std::string FunctionEmitter::describeAttentionFusion(MultiHeadAttentionOp op) {
   std::string text;
   llvm::raw_string_ostream what(text);
@@ -419,29 +490,8 @@ std::string FunctionEmitter::describeAttentionFusion(MultiHeadAttentionOp op) {
     what << "; rotary positions applied to Q and K in place";
   if (op.getCache() && !op.getCacheReadOnly())
     what << "; the new keys and values appended to the cache";
-  switch (op.getScore()) {
-  case ScoreKind::Additive:
-    what << "; attention fused one key at a time (score, online softmax, "
-            "product with V; the score matrix never stored), not in blocks "
-            "of keys: additive scores are not a product with the keys; "
-            "W_key k and W_query q computed once per key and query";
-    break;
-  case ScoreKind::Bilinear:
-  case ScoreKind::Dot:
-  case ScoreKind::ScaledDot:
-    what << "; attention fused (flash form): scores";
-    if (op.getScore() == ScoreKind::ScaledDot)
-      what << ", scale";
-    what << ", online softmax (running max and sum) and the product with V "
-            "per block of 64 keys for a group of query rows (8 on AVX-512), "
-            "the score matrix never stored";
-    if (op.getScore() == ScoreKind::Bilinear)
-      what << "; bilinear W folded into each query row once";
-    break;
-  }
-  if (op.getCausal())
-    what << "; causal mask in the loop bounds: each query row stops at its "
-            "own position, no key above the diagonal is scored";
+  what << "; ";
+  describeAttentionCore(what, op.getScore(), op.getCausal());
   what << "; out_proj one GEMM, its bias added as each tile is stored";
   return text;
 }

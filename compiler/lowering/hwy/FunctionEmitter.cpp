@@ -317,6 +317,7 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       .Case([&](EmbeddingOp o) { return emitEmbedding(o); })
       .Case([&](PositionEncodingOp o) { return emitPositions(o); })
       .Case([&](MultiHeadAttentionOp o) { return emitMultiHeadAttention(o); })
+      .Case([&](FlashAttentionOp o) { return emitFlashAttention(o); })
       .Case([&](LayerNormOp o) { return emitLayerNorm(o); })
       .Case([&](TakeLastOp o) { return emitTakeLast(o); })
       .Case([&](FeedForwardOp o) { return emitFeedForward(o); })
@@ -343,7 +344,8 @@ void FunctionEmitter::emitMatmul(
     StringRef what, const std::string &rows, const std::string &x,
     int64_t xStride, const std::string &packedW, int64_t firstSegment,
     int64_t segments, int64_t segmentRows, int64_t k, const std::string &bias,
-    const std::string &out, int64_t outStride, std::optional<Activation> act) {
+    const std::string &out, int64_t outStride, std::optional<Activation> act,
+    const std::string &residual) {
   int64_t perSegment = (segmentRows + 31) / 32;
   int64_t panels = segments * perSegment;
   int64_t n = segments * segmentRows;
@@ -385,6 +387,13 @@ void FunctionEmitter::emitMatmul(
     os << "for (int64_t r = 0; r < nRows; ++r)\n";
     os << "  k::" << kernel << "(" << out << " + (r0 + r) * " << outStride
        << " + col, cols);\n";
+  }
+  if (!residual.empty()) {
+    // The residual connection, while the tile is in cache.
+    std::string at = " + (r0 + r) * " + num(outStride) + " + col";
+    os << "for (int64_t r = 0; r < nRows; ++r)\n";
+    os << "  k::Add(" << residual << at << ", " << out << at << ", " << out
+       << at << ", cols);\n";
   }
   os.unindent();
   os << "});\n";
@@ -453,14 +462,31 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
   Dims outDims(lead.begin(), lead.end());
   outDims.push_back(staticDim(n));
   std::string bias = op.getBias() ? buffers[op.getBias()].ptr : "";
+  std::string residual = op.getResidual() ? buffers[op.getResidual()].ptr : "";
   std::string packed = packedWeight(op.getWeight(), 1, n);
   Buffer out = allocate(op.getResult(), outDims);
-  emitMatmul("linear", product(lead), x.ptr, k, packed, 0, 1, n, k, bias,
-             out.ptr, n, std::nullopt);
-  remark(op, Twine("GEMM over the weight packed into 32-column panels") +
-                 (bias.empty() ? ""
-                               : ", the bias added as each register "
-                                 "tile is stored"));
+  std::optional<Activation> act = op.getActivation();
+  std::string what = "linear";
+  if (act)
+    what += " + " + stringifyActivation(*act).str();
+  if (!residual.empty())
+    what += " + residual";
+  emitMatmul(what, product(lead), x.ptr, k, packed, 0, 1, n, k, bias, out.ptr,
+             n, act, residual);
+  if (!facts.remarks)
+    return success();
+  SmallVector<std::string> epilogue;
+  if (!bias.empty())
+    epilogue.push_back("bias");
+  if (act)
+    epilogue.push_back(stringifyActivation(*act).str());
+  if (!residual.empty())
+    epilogue.push_back("residual add");
+  std::string text = "GEMM over the weight packed into 32-column panels";
+  if (!epilogue.empty())
+    text += "; as each register tile is stored, while in cache: " +
+            llvm::join(epilogue, ", ");
+  remark(op, text);
   return success();
 }
 

@@ -101,6 +101,7 @@ private:
   mlir::LogicalResult emitPositions(mlir::tfm::PositionEncodingOp op);
   mlir::LogicalResult
   emitMultiHeadAttention(mlir::tfm::MultiHeadAttentionOp op);
+  mlir::LogicalResult emitFlashAttention(mlir::tfm::FlashAttentionOp op);
   mlir::LogicalResult emitLayerNorm(mlir::tfm::LayerNormOp op);
   mlir::LogicalResult emitTakeLast(mlir::tfm::TakeLastOp op);
   mlir::LogicalResult emitFeedForward(mlir::tfm::FeedForwardOp op);
@@ -116,16 +117,18 @@ private:
   std::string packedWeight(mlir::Value v, int64_t segments,
                            int64_t segmentRows);
 
-  /// out[r, c] = sum_k x[r, k] W[c, k] (+ bias[c]) (then act) for `rows`
-  /// rows and the `segments` x `segmentRows` columns of packed W, starting
-  /// at W's segment `firstSegment`; rows of x and out are `xStride` and
-  /// `outStride` floats apart.
+  /// out[r, c] = sum_k x[r, k] W[c, k] (+ bias[c]) (then act) (+
+  /// residual[r, c]) for `rows` rows and the `segments` x `segmentRows`
+  /// columns of packed W, starting at W's segment `firstSegment`; rows of x
+  /// and out are `xStride` and `outStride` floats apart, rows of `residual`
+  /// (when not empty) `outStride` too.
   void emitMatmul(llvm::StringRef what, const std::string &rows,
                   const std::string &x, int64_t xStride,
                   const std::string &packedW, int64_t firstSegment,
                   int64_t segments, int64_t segmentRows, int64_t k,
                   const std::string &bias, const std::string &out,
-                  int64_t outStride, std::optional<mlir::tfm::Activation> act);
+                  int64_t outStride, std::optional<mlir::tfm::Activation> act,
+                  const std::string &residual = "");
 
   /// A strided view for attention: element (b, h, i, c) of the tensor is at
   /// ptr + b*batchStride + h*headStride + i*rowStride + c.
@@ -139,6 +142,15 @@ private:
                   const std::string &seq, int64_t maxSeq, int64_t heads,
                   int64_t dk, mlir::tfm::RopeStyle style, float base,
                   const std::string &offset);
+  /// Views of the heads of stacked query/key/value rows ([batch, seq, 3*d]
+  /// at `qkv`); with `rope`, rotates the queries and keys in place
+  /// (positions from `position`).
+  void emitStackedHeads(const std::string &qkv, const Dim &batch,
+                        const Dim &seq, int64_t heads, int64_t dk,
+                        std::optional<mlir::tfm::RopeStyle> rope,
+                        std::optional<llvm::APFloat> ropeBase,
+                        const std::string &position, HeadView &q, HeadView &k,
+                        HeadView &v);
   void emitAttentionCore(mlir::tfm::ScoreKind score, bool causal,
                          const std::string &batch, int64_t maxBatch,
                          const std::string &sq, int64_t maxSq,
@@ -164,6 +176,9 @@ private:
   void releaseAfter(mlir::Operation &op);
   std::string fresh(llvm::StringRef hint);
   void addFlops(const std::string &term) { flopTerms.push_back(term); }
+  /// What emitAttentionCore's code fuses for `score` (and `causal`).
+  void describeAttentionCore(llvm::raw_ostream &what,
+                             mlir::tfm::ScoreKind score, bool causal);
   /// What emitMultiHeadAttention's code for `op` fuses, and what not.
   std::string describeAttentionFusion(mlir::tfm::MultiHeadAttentionOp op);
   /// With `facts.remarks`: a remark at `op` saying what its code fuses.

@@ -55,18 +55,19 @@ template <typename Op> struct TfmLowering : OpRewritePattern<Op> {
 struct LowerAdd : TfmLowering<AddOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(AddOp op, TensorBuilder &tb) const override {
-    return tb.elementwise(
-        {op.getLhs(), op.getRhs()},
-        [](OpBuilder &nb, Location nl, ValueRange a) {
-          return arith::AddFOp::create(nb, nl, a[0], a[1]).getResult();
-        });
+    return tb.add(op.getLhs(), op.getRhs());
   }
 };
 
 struct LowerLinear : TfmLowering<LinearOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(LinearOp op, TensorBuilder &tb) const override {
-    return tb.linear(op.getInput(), op.getWeight(), op.getBias());
+    Value y = tb.linear(op.getInput(), op.getWeight(), op.getBias());
+    if (std::optional<Activation> act = op.getActivation())
+      y = tb.activation(y, *act);
+    if (Value residual = op.getResidual())
+      y = tb.add(y, residual);
+    return y;
   }
 };
 
@@ -200,6 +201,28 @@ struct LowerMultiHeadAttention : TfmLowering<MultiHeadAttentionOp> {
                            op.getCausal(), keyOffset);
     return tb.linear(tb.mergeHeads(o), op.getOutProjWeight(),
                      op.getOutProjBias());
+  }
+};
+
+struct LowerFlashAttention : TfmLowering<FlashAttentionOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(FlashAttentionOp op,
+                         TensorBuilder &tb) const override {
+    int64_t d = op.getQkv().getType().getShape().back() / 3;
+    int64_t heads = op.getNumHeads();
+    // Each row holds its query, key and value side by side.
+    SmallVector<Value, 3> qkv;
+    for (int64_t i = 0; i < 3; ++i)
+      qkv.push_back(tb.splitHeads(tb.features(op.getQkv(), i * d, d), heads));
+    if (auto rope = op.getRope()) {
+      float base =
+          op.getRopeBase() ? op.getRopeBase()->convertToFloat() : 10000.0f;
+      qkv[0] = tb.rotary(qkv[0], *rope, base, Value());
+      qkv[1] = tb.rotary(qkv[1], *rope, base, Value());
+    }
+    return tb.mergeHeads(tb.attention(op.getScore(), qkv[0], qkv[1], qkv[2],
+                                      op.getScoreParams(), op.getCausal(),
+                                      Value()));
   }
 };
 
@@ -358,6 +381,6 @@ void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerAdd, LowerLinear, LowerLayerNorm, LowerAddLayerNorm,
                LowerSoftmax, LowerFeedForward, LowerSplitHeads, LowerMergeHeads,
                LowerRotary, LowerAttention, LowerMultiHeadAttention,
-               LowerEmbedding, LowerPositionEncoding, LowerTakeLast>(
-      patterns.getContext());
+               LowerFlashAttention, LowerEmbedding, LowerPositionEncoding,
+               LowerTakeLast>(patterns.getContext());
 }

@@ -286,6 +286,13 @@ public:
                    });
   }
 
+  /// a + b, elementwise (tensors of one shape).
+  Value add(Value a, Value b) {
+    return elementwise({a, b}, [](OpBuilder &nb, Location nl, ValueRange v) {
+      return arith::AddFOp::create(nb, nl, v[0], v[1]).getResult();
+    });
+  }
+
   /// Reduces `x` along `dim` with `fn(acc, element)` from `init`; the result
   /// drops the dimension.
   Value reduce(Value x, unsigned dim, double init,

@@ -157,6 +157,21 @@ LogicalResult verifyScoreParams(Diag &diag, ScoreKind kind, ValueRange params,
   return expectShape(diag, "additive score v", v, {heads, inner});
 }
 
+/// Checks rotary positions (`rope`, `rope_base`) for heads of `dk` features.
+LogicalResult verifyRope(Diag &diag, std::optional<RopeStyle> rope,
+                         std::optional<APFloat> base, int64_t dk) {
+  if (rope && dk % 2 != 0)
+    return diag.fail("rotary positions need an even head size, got dk = ", dk);
+  if (base) {
+    if (!rope)
+      return diag.fail("rope_base is set but rope is not");
+    if (!(base->convertToFloat() > 0.0f))
+      return diag.fail("rope_base must be positive, got ",
+                       base->convertToFloat());
+  }
+  return success();
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -328,6 +343,9 @@ LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   }
   SmallVector<int64_t> shape(input.getShape());
   shape.back() = out;
+  if (Value residual = adaptor.getResidual())
+    if (failed(expectShape(diag, "residual", tensorType(residual), shape)))
+      return failure();
   inferredReturnTypes.push_back(
       RankedTensorType::get(shape, input.getElementType()));
   return success();
@@ -484,9 +502,8 @@ LogicalResult MultiHeadAttentionOp::verify() {
       failed(verifyScoreParams(diag, getScore(), getScoreParams(), heads, dk)))
     return failure();
 
-  if (getRope() && dk % 2 != 0)
-    return emitOpError("rotary positions need an even head size, got dk = ")
-           << dk;
+  if (failed(verifyRope(diag, getRope(), getRopeBase(), dk)))
+    return failure();
   if (bool(getCache()) != bool(getPosition()))
     return emitOpError("a cache needs a position and a position a cache");
   if (getCacheReadOnly() && !getCache())
@@ -508,13 +525,40 @@ LogicalResult MultiHeadAttentionOp::verify() {
       return emitOpError("cache ")
              << type << " does not hold " << heads << " heads of " << dk;
   }
-  if (std::optional<APFloat> base = getRopeBase()) {
-    if (!getRope())
-      return emitOpError("rope_base is set but rope is not");
-    if (!(base->convertToFloat() > 0.0f))
-      return emitOpError("rope_base must be positive, got ")
-             << base->convertToFloat();
-  }
+  return success();
+}
+
+LogicalResult
+FlashAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                   Adaptor adaptor,
+                                   SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag(loc, getOperationName());
+  RankedTensorType qkv = tensorType(adaptor.getQkv());
+  if (failed(expectRankAtLeast(diag, "qkv", qkv, 2, "[..., seq, 3*d_model]")))
+    return failure();
+  int64_t heads = adaptor.getNumHeads();
+  if (heads <= 0)
+    return diag.fail("num_heads must be positive, got ", heads);
+  int64_t stacked = qkv.getShape().back();
+  if (isDynamic(stacked))
+    return diag.fail("3*d_model (the last dimension of qkv) must be static");
+  if (stacked == 0 || stacked % 3 != 0)
+    return diag.fail("the last dimension of qkv, ", stacked,
+                     ", is not 3 x d_model (each row's query, key and value "
+                     "side by side)");
+  int64_t dModel = stacked / 3;
+  if (dModel % heads != 0)
+    return diag.fail("d_model ", dModel, " is not divisible by ", heads,
+                     " heads");
+  int64_t dk = dModel / heads;
+  if (failed(verifyScoreParams(diag, adaptor.getScore(),
+                               adaptor.getScoreParams(), heads, dk)) ||
+      failed(verifyRope(diag, adaptor.getRope(), adaptor.getRopeBase(), dk)))
+    return failure();
+  SmallVector<int64_t> shape(qkv.getShape());
+  shape.back() = dModel;
+  inferredReturnTypes.push_back(
+      RankedTensorType::get(shape, qkv.getElementType()));
   return success();
 }
 

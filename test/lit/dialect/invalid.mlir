@@ -245,8 +245,37 @@ func.func @rotary_bad_style(%x: tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32> {
 func.func @linear_scalar_input(%x: tensor<f32>, %w: tensor<64x32xf32>) -> tensor<f32> {
   // expected-error @+2 {{'tfm.linear' op input must be [..., in_features] (rank >= 1), got 'tensor<f32>'}}
   // expected-error @+1 {{'tfm.linear' op failed to infer returned types}}
-  %0 = "tfm.linear"(%x, %w) : (tensor<f32>, tensor<64x32xf32>) -> tensor<f32>
+  %0 = "tfm.linear"(%x, %w) <{operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<f32>, tensor<64x32xf32>) -> tensor<f32>
   return %0 : tensor<f32>
+}
+
+// -----
+
+// The residual epilogue adds a tensor of the result's shape.
+func.func @linear_residual_shape(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %r: tensor<?x?x32xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+2 {{'tfm.linear' op residual must be [?, ?, 64], got 'tensor<?x?x32xf32>'}}
+  // expected-error @+1 {{'tfm.linear' op failed to infer returned types}}
+  %0 = tfm.linear %x, %w residual %r : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @linear_residual_rank(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>, %r: tensor<?x64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+2 {{'tfm.linear' op residual must be [?, ?, 64], got 'tensor<?x64xf32>'}}
+  // expected-error @+1 {{'tfm.linear' op failed to infer returned types}}
+  %0 = tfm.linear %x, %w, %b activation <relu> residual %r : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<?x64xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+// Not one of the activations.
+func.func @linear_unknown_activation(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+2 {{expected ::mlir::tfm::Activation to be one of: relu, gelu, gelu_tanh}}
+  // expected-error @+1 {{failed to parse Tfm_ActivationAttr parameter 'value'}}
+  %0 = tfm.linear %x, %w activation <swish> : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
 }
 
 // -----
@@ -254,7 +283,7 @@ func.func @linear_scalar_input(%x: tensor<f32>, %w: tensor<64x32xf32>) -> tensor
 func.func @linear_weight_rank(%x: tensor<?x?x32xf32>, %w: tensor<32xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+2 {{'tfm.linear' op weight must be [out_features, in_features], got 'tensor<32xf32>'}}
   // expected-error @+1 {{'tfm.linear' op failed to infer returned types}}
-  %0 = "tfm.linear"(%x, %w) : (tensor<?x?x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %0 = "tfm.linear"(%x, %w) <{operandSegmentSizes = array<i32: 1, 1, 0, 0>}> : (tensor<?x?x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -766,6 +795,249 @@ func.func @mha_result_type(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: 
   // expected-error @+1 {{'tfm.multi_head_attention' op failed to verify that all of {query, result} have same type}}
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<2x?x32xf32>
   return %0 : tensor<2x?x32xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.flash_attention
+//===----------------------------------------------------------------------===//
+
+func.func @flash_qkv_rank(%qkv: tensor<96xf32>) -> tensor<32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op qkv must be [..., seq, 3*d_model] (rank >= 2), got 'tensor<96xf32>'}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<96xf32>) -> tensor<32xf32>
+  return %0 : tensor<32xf32>
+}
+
+// -----
+
+func.func @flash_zero_heads(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op num_heads must be positive, got 0}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 0 : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_negative_heads(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op num_heads must be positive, got -4}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads -4 : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_dynamic_d_model(%qkv: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op 3*d_model (the last dimension of qkv) must be static}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  return %0 : tensor<?x?x?xf32>
+}
+
+// -----
+
+// 96 is 3 x 32, but 32 features do not split into 5 heads.
+func.func @flash_not_divisible(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op d_model 32 is not divisible by 5 heads}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 5 : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// No features at all.
+func.func @flash_empty_rows(%qkv: tensor<?x?x0xf32>) -> tensor<?x?x0xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op the last dimension of qkv, 0, is not 3 x d_model (each row's query, key and value side by side)}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<?x?x0xf32>) -> tensor<?x?x0xf32>
+  return %0 : tensor<?x?x0xf32>
+}
+
+// -----
+
+// So many heads that 3 x heads would overflow: no wrap-around.
+func.func @flash_huge_heads(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op d_model 32 is not divisible by 6148914691236517206 heads}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 6148914691236517206 : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Not a multiple of 3 at all (a [..., d_model] input, not the stacked rows).
+func.func @flash_not_stacked(%qkv: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op the last dimension of qkv, 32, is not 3 x d_model (each row's query, key and value side by side)}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_dot_with_param(%qkv: tensor<?x?x96xf32>, %w: tensor<4x8x8xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op score <dot> takes no parameters, got 1}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <dot> %qkv heads 4 params(%w) : (tensor<?x?x96xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_scaled_dot_with_param(%qkv: tensor<?x?x96xf32>, %w: tensor<4x8x8xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op score <scaled_dot> takes no parameters, got 2}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 params(%w, %w) causal : (tensor<?x?x96xf32>, tensor<4x8x8xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_bilinear_no_param(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op score <bilinear> takes 1 parameter(s) (weight [heads, dk, dk]), got 0}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <bilinear> %qkv heads 4 : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_additive_two_params(%qkv: tensor<?x?x96xf32>, %w: tensor<4x16x8xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op score <additive> takes 3 parameter(s) (w_key [heads, A, dk], w_query [heads, A, dk], v [heads, A]), got 2}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <additive> %qkv heads 4 params(%w, %w) : (tensor<?x?x96xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_bilinear_weight(%qkv: tensor<?x?x96xf32>, %w: tensor<4x8x16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op bilinear score weight must be [4, 8, 8], got 'tensor<4x8x16xf32>'}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <bilinear> %qkv heads 4 params(%w) : (tensor<?x?x96xf32>, tensor<4x8x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// The heads come from num_heads: a weight for 2 heads of 16 does not fit 4 of 8.
+func.func @flash_bilinear_heads(%qkv: tensor<?x?x96xf32>, %w: tensor<2x16x16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op bilinear score weight must be [4, 8, 8], got 'tensor<2x16x16xf32>'}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <bilinear> %qkv heads 4 params(%w) : (tensor<?x?x96xf32>, tensor<2x16x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_additive_w_key(%qkv: tensor<?x?x96xf32>, %wk: tensor<4x16x4xf32>, %wq: tensor<4x16x8xf32>, %v: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op additive score w_key must be [4, 16, 8], got 'tensor<4x16x4xf32>'}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <additive> %qkv heads 4 params(%wk, %wq, %v) : (tensor<?x?x96xf32>, tensor<4x16x4xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_additive_w_query(%qkv: tensor<?x?x96xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<2x16x8xf32>, %v: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op additive score w_query must be [4, 16, 8], got 'tensor<2x16x8xf32>'}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <additive> %qkv heads 4 params(%wk, %wq, %v) : (tensor<?x?x96xf32>, tensor<4x16x8xf32>, tensor<2x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_additive_v(%qkv: tensor<?x?x96xf32>, %wk: tensor<4x16x8xf32>, %v: tensor<4x8xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op additive score v must be [4, 16], got 'tensor<4x8xf32>'}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <additive> %qkv heads 4 params(%wk, %wk, %v) causal : (tensor<?x?x96xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_additive_inner_zero(%qkv: tensor<?x?x96xf32>, %wk: tensor<4x0x8xf32>, %v: tensor<4x0xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op additive score inner size (A) must be positive}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <additive> %qkv heads 4 params(%wk, %wk, %v) : (tensor<?x?x96xf32>, tensor<4x0x8xf32>, tensor<4x0x8xf32>, tensor<4x0xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// 36 = 3 x 12: 4 heads of 3 features, which rotary pairs cannot cover.
+func.func @flash_rope_odd_dk(%qkv: tensor<?x?x36xf32>) -> tensor<?x?x12xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op rotary positions need an even head size, got dk = 3}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal {rope = #tfm.rope<half>} : (tensor<?x?x36xf32>) -> tensor<?x?x12xf32>
+  return %0 : tensor<?x?x12xf32>
+}
+
+// -----
+
+func.func @flash_rope_base_without_rope(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op rope_base is set but rope is not}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal {rope_base = 5.0e+05 : f32} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_rope_base_zero(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op rope_base must be positive, got 0.000000e+00}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal {rope = #tfm.rope<interleaved>, rope_base = 0.0 : f32} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_rope_base_negative(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op rope_base must be positive, got -1.000000e+04}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal {rope = #tfm.rope<half>, rope_base = -1.0e+04 : f32} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_rope_base_type(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{custom op 'tfm.flash_attention' 'tfm.flash_attention' op attribute 'rope_base' failed to satisfy constraint: 32-bit float attribute}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal {rope = #tfm.rope<half>, rope_base = 1.0e+04 : f64} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_wrong_result(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x96xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op inferred type(s) 'tensor<?x?x32xf32>' are incompatible with return type(s) of operation 'tensor<?x?x96xf32>'}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal : (tensor<?x?x96xf32>) -> tensor<?x?x96xf32>
+  return %0 : tensor<?x?x96xf32>
+}
+
+// -----
+
+// The leading dimensions carry over as they are: a batch of 2 is not ?.
+func.func @flash_wrong_result_batch(%qkv: tensor<2x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+2 {{'tfm.flash_attention' op inferred type(s) 'tensor<2x?x32xf32>' are incompatible with return type(s) of operation 'tensor<?x?x32xf32>'}}
+  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<2x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_f16(%qkv: tensor<?x?x96xf16>) -> tensor<?x?x32xf16> {
+  // expected-error @+1 {{'tfm.flash_attention' op operand #0 must be ranked tensor of 32-bit float values, but got 'tensor<?x?x96xf16>'}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<?x?x96xf16>) -> tensor<?x?x32xf16>
+  return %0 : tensor<?x?x32xf16>
 }
 
 // -----

@@ -102,6 +102,28 @@ func.func @linear(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf
 
 // -----
 
+// Epilogues: an activation, a residual, both, with and without bias. The
+// generic form counts the optional operands.
+// CHECK-LABEL: func.func @linear_epilogue(
+// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1, %arg2 activation <gelu> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: %1 = tfm.linear %arg0, %arg1 residual %0 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: %2 = tfm.linear %arg0, %arg1, %arg2 activation <relu> residual %1 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: %3 = tfm.linear %arg0, %arg1 activation <gelu_tanh> : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: return %2, %3
+// GENERIC-LABEL: "func.func"() <{function_type = (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>), sym_name = "linear_epilogue"}>
+// GENERIC: "tfm.linear"(%arg0, %arg1, %arg2) <{activation = #tfm.activation<gelu>, operandSegmentSizes = array<i32: 1, 1, 1, 0>}>
+// GENERIC: "tfm.linear"(%arg0, %arg1, %0) <{operandSegmentSizes = array<i32: 1, 1, 0, 1>}>
+// GENERIC: "tfm.linear"(%arg0, %arg1, %arg2, %1) <{activation = #tfm.activation<relu>, operandSegmentSizes = array<i32: 1, 1, 1, 1>}>
+func.func @linear_epilogue(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> (tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  %0 = tfm.linear %x, %w, %b activation <gelu> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %1 = tfm.linear %x, %w residual %0 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %2 = tfm.linear %x, %w, %b activation <relu> residual %1 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %3 = tfm.linear %x, %w activation <gelu_tanh> : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+  return %2, %3 : tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
+
+// -----
+
 // split_heads/merge_heads with dynamic and static batch/seq.
 // CHECK-LABEL: func.func @heads(
 // CHECK-NEXT: %0 = tfm.split_heads %arg0 into 4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>
@@ -223,6 +245,70 @@ func.func @mha_bilinear(%x: tensor<2x5x32xf32>, %m: tensor<2x7x32xf32>, %wi: ten
 func.func @mha_additive(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
   %0 = tfm.multi_head_attention <additive> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%wk, %wq, %va) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// The attention core over stacked Q/K/V rows (from --tfm-fuse-attention):
+// scaled_dot causal, dot with interleaved rope and a rope_base, and half
+// rope without one (rope_base has no default: absent, it is not printed).
+// CHECK-LABEL: func.func @flash_attention(
+// CHECK-NEXT: %0 = tfm.flash_attention <scaled_dot> %arg0 heads 4 causal : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.flash_attention <dot> %arg0 heads 2 causal {rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %2 = tfm.flash_attention <scaled_dot> %arg0 heads 4 {rope = #tfm.rope<half>} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+// GENERIC-LABEL: sym_name = "flash_attention"
+// GENERIC: "tfm.flash_attention"(%arg0) <{causal, num_heads = 4 : i64, score = #tfm.score<scaled_dot>}> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+// GENERIC: "tfm.flash_attention"(%arg0) <{causal, num_heads = 2 : i64, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+// GENERIC: "tfm.flash_attention"(%arg0) <{num_heads = 4 : i64, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+func.func @flash_attention(%qkv: tensor<?x?x96xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  %1 = tfm.flash_attention <dot> %qkv heads 2 causal {rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  %2 = tfm.flash_attention <scaled_dot> %qkv heads 4 {rope = #tfm.rope<half>} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
+// Bilinear score with its [heads, dk, dk] weight.
+// CHECK-LABEL: func.func @flash_attention_bilinear(
+// CHECK-NEXT: %0 = tfm.flash_attention <bilinear> %arg0 heads 4 params(%arg1) : (tensor<?x?x96xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %0 : tensor<?x?x32xf32>
+// GENERIC-LABEL: sym_name = "flash_attention_bilinear"
+// GENERIC: "tfm.flash_attention"(%arg0, %arg1) <{num_heads = 4 : i64, score = #tfm.score<bilinear>}> : (tensor<?x?x96xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
+func.func @flash_attention_bilinear(%qkv: tensor<?x?x96xf32>, %w: tensor<4x8x8xf32>) -> tensor<?x?x32xf32> {
+  %0 = tfm.flash_attention <bilinear> %qkv heads 4 params(%w) : (tensor<?x?x96xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Causal additive score with its three parameters.
+// CHECK-LABEL: func.func @flash_attention_additive(
+// CHECK-NEXT: %0 = tfm.flash_attention <additive> %arg0 heads 4 params(%arg1, %arg2, %arg3) causal : (tensor<?x?x96xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %0 : tensor<?x?x32xf32>
+// GENERIC-LABEL: sym_name = "flash_attention_additive"
+// GENERIC: "tfm.flash_attention"(%arg0, %arg1, %arg2, %arg3) <{causal, num_heads = 4 : i64, score = #tfm.score<additive>}> : (tensor<?x?x96xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
+func.func @flash_attention_additive(%qkv: tensor<?x?x96xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
+  %0 = tfm.flash_attention <additive> %qkv heads 4 params(%wk, %wq, %va) causal : (tensor<?x?x96xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// All dimensions static (the leading ones carry over to the result), and a
+// rank-2 qkv ([seq, 3*d_model], no batch).
+// CHECK-LABEL: func.func @flash_attention_shapes(
+// CHECK-NEXT: %0 = tfm.flash_attention <scaled_dot> %arg0 heads 2 causal : (tensor<2x5x48xf32>) -> tensor<2x5x16xf32>
+// CHECK-NEXT: %1 = tfm.flash_attention <dot> %arg1 heads 4 : (tensor<?x96xf32>) -> tensor<?x32xf32>
+// CHECK-NEXT: return %0, %1 : tensor<2x5x16xf32>, tensor<?x32xf32>
+// GENERIC-LABEL: sym_name = "flash_attention_shapes"
+// GENERIC: "tfm.flash_attention"(%arg0) <{causal, num_heads = 2 : i64, score = #tfm.score<scaled_dot>}> : (tensor<2x5x48xf32>) -> tensor<2x5x16xf32>
+// GENERIC: "tfm.flash_attention"(%arg1) <{num_heads = 4 : i64, score = #tfm.score<dot>}> : (tensor<?x96xf32>) -> tensor<?x32xf32>
+func.func @flash_attention_shapes(%qkv: tensor<2x5x48xf32>, %rows: tensor<?x96xf32>) -> (tensor<2x5x16xf32>, tensor<?x32xf32>) {
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 2 causal : (tensor<2x5x48xf32>) -> tensor<2x5x16xf32>
+  %1 = tfm.flash_attention <dot> %rows heads 4 : (tensor<?x96xf32>) -> tensor<?x32xf32>
+  return %0, %1 : tensor<2x5x16xf32>, tensor<?x32xf32>
 }
 
 // -----

@@ -19,6 +19,23 @@ func.func @linear(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32
 
 // -----
 
+// Epilogues: the activation (exact GELU: erf) on the biased product, then
+// the residual added, each elementwise over the result.
+// CHECK-LABEL: func.func @linear_epilogue(
+// CHECK: %[[BIASED:.+]] = linalg.generic {{.*}} ins({{.*}}, %arg2 : tensor<?x?x16xf32>, tensor<16xf32>)
+// CHECK: %[[ACT:.+]] = linalg.generic {{.*}} ins(%[[BIASED]] : tensor<?x?x16xf32>)
+// CHECK: math.erf
+// CHECK: linalg.generic {{.*}} ins(%[[ACT]], %arg3 : tensor<?x?x16xf32>, tensor<?x?x16xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.addf
+// CHECK-NOT: tfm.
+func.func @linear_epilogue(%x: tensor<?x?x8xf32>, %w: tensor<16x8xf32>, %b: tensor<16xf32>, %r: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+  %y = tfm.linear %x, %w, %b activation <gelu> residual %r : (tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32>, tensor<?x?x16xf32>) -> tensor<?x?x16xf32>
+  return %y : tensor<?x?x16xf32>
+}
+
+// -----
+
 // With a packed sibling (tfm-pack-gemm-weights): the rows are padded to a
 // multiple of 8 and split into blocks, the contraction reads the panels
 // [P, K, 32] over (batch, block, row, panel, column, k), marked tfm.gemm;
@@ -138,4 +155,75 @@ func.func @embedding(%ids: tensor<?x?xi32>, %t: tensor<10x8xf32>) -> tensor<?x?x
 func.func @cached(%x: tensor<?x?x8xf32>, %pos: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4>, %wi: tensor<24x8xf32>, %bi: tensor<24xf32>, %wo: tensor<8x8xf32>, %bo: tensor<8xf32>) -> tensor<?x?x8xf32> {
   %y = tfm.multi_head_attention <scaled_dot> %x heads 2 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<?x?x8xf32>, tensor<24x8xf32>, tensor<24xf32>, tensor<8x8xf32>, tensor<8xf32>, !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4>, index) -> tensor<?x?x8xf32>
   return %y : tensor<?x?x8xf32>
+}
+
+// -----
+
+// Flash attention over stacked Q/K/V rows (4 heads of 8): the query, key and
+// value are the features [0, 32), [32, 64) and [64, 96) of each row, each
+// split into heads; the attention is that of tfm.attention (blocks of 64
+// query rows, causal mask, 1/sqrt(8)), with no rotation; the heads are merged
+// back into [batch, seq, 32].
+// CHECK-LABEL: func.func @flash_attention(
+// CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
+// CHECK-DAG: arith.constant 0.353553385 : f32
+// CHECK: %[[QS:.*]] = tensor.extract_slice %arg0[0, 0, 0] [%{{.*}}, %{{.*}}, 32] [1, 1, 1] : tensor<?x?x96xf32> to tensor<?x?x32xf32>
+// CHECK: %[[QE:.*]] = tensor.expand_shape %[[QS]] {{\[\[}}0], [1], [2, 3]] output_shape [%{{.*}}, %{{.*}}, 4, 8] : tensor<?x?x32xf32> into tensor<?x?x4x8xf32>
+// CHECK: %[[Q:.*]] = linalg.transpose ins(%[[QE]] : tensor<?x?x4x8xf32>) outs(%{{.*}} : tensor<?x4x?x8xf32>) permutation = [0, 2, 1, 3]
+// CHECK: %[[KS:.*]] = tensor.extract_slice %arg0[0, 0, 32] [%{{.*}}, %{{.*}}, 32] [1, 1, 1] : tensor<?x?x96xf32> to tensor<?x?x32xf32>
+// CHECK: %[[KE:.*]] = tensor.expand_shape %[[KS]] {{\[\[}}0], [1], [2, 3]] output_shape [%{{.*}}, %{{.*}}, 4, 8]
+// CHECK: %[[K:.*]] = linalg.transpose ins(%[[KE]] : tensor<?x?x4x8xf32>) {{.*}} permutation = [0, 2, 1, 3]
+// CHECK: %[[VS:.*]] = tensor.extract_slice %arg0[0, 0, 64] [%{{.*}}, %{{.*}}, 32] [1, 1, 1] : tensor<?x?x96xf32> to tensor<?x?x32xf32>
+// CHECK: %[[VE:.*]] = tensor.expand_shape %[[VS]] {{\[\[}}0], [1], [2, 3]] output_shape [%{{.*}}, %{{.*}}, 4, 8]
+// CHECK: %[[V:.*]] = linalg.transpose ins(%[[VE]] : tensor<?x?x4x8xf32>) {{.*}} permutation = [0, 2, 1, 3]
+// CHECK-NOT: math.cos
+// CHECK: %[[KT:.*]] = linalg.transpose ins(%[[K]] : tensor<?x4x?x8xf32>) outs({{.*}} : tensor<?x4x8x?xf32>) permutation = [0, 1, 3, 2]
+// CHECK: %[[O:.*]] = scf.for %[[I0:.*]] = %{{.*}} to %{{.*}} step %[[C64]] iter_args(%{{.*}} = %{{.*}}) -> (tensor<?x4x?x8xf32>)
+// CHECK: tensor.extract_slice %[[Q]][0, 0, %[[I0]], 0]
+// CHECK: tensor.extract_slice %[[KT]][0, 0, 0, 0]
+// CHECK: tensor.extract_slice %[[V]][0, 0, 0, 0]
+// CHECK: arith.cmpi ugt
+// CHECK: math.exp
+// CHECK: scf.yield
+// CHECK: %[[M:.*]] = linalg.transpose ins(%[[O]] : tensor<?x4x?x8xf32>) outs({{.*}} : tensor<?x?x4x8xf32>) permutation = [0, 2, 1, 3]
+// CHECK: %[[R:.*]] = tensor.collapse_shape %[[M]] {{\[\[}}0], [1], [2, 3]] : tensor<?x?x4x8xf32> into tensor<?x?x32xf32>
+// CHECK: return %[[R]] : tensor<?x?x32xf32>
+// CHECK-NOT: tfm.
+func.func @flash_attention(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  %o = tfm.flash_attention <scaled_dot> %qkv heads 4 causal : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %o : tensor<?x?x32xf32>
+}
+
+// -----
+
+// With rope: the queries and keys (not the values) are rotated as
+// tfm.rotary does, at positions 0, 1, ...: angle = pos * base^(-2i/dk) in
+// double (dk = 8, base 5e5), interleaved pairs (2i, 2i+1); the attention
+// then reads the rotated heads.
+// CHECK-LABEL: func.func @flash_attention_rope(
+// CHECK-DAG: arith.constant 5.000000e+05 : f64
+// CHECK-DAG: arith.constant -2.500000e-01 : f64
+// CHECK: %[[Q:.*]] = linalg.transpose ins(%{{.*}} : tensor<?x?x4x8xf32>)
+// CHECK: %[[K:.*]] = linalg.transpose ins(%{{.*}} : tensor<?x?x4x8xf32>)
+// CHECK: %[[V:.*]] = linalg.transpose ins(%{{.*}} : tensor<?x?x4x8xf32>)
+// CHECK: %[[RQ:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x4x?x8xf32>)
+// CHECK: arith.remui
+// CHECK: math.powf
+// CHECK: math.cos
+// CHECK: math.sin
+// CHECK: tensor.extract %[[Q]]
+// CHECK: %[[RK:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<?x4x?x8xf32>)
+// CHECK: math.cos
+// CHECK: math.sin
+// CHECK: tensor.extract %[[K]]
+// CHECK-NOT: math.cos
+// CHECK: linalg.transpose ins(%[[RK]] : tensor<?x4x?x8xf32>) outs({{.*}} : tensor<?x4x8x?xf32>)
+// CHECK: scf.for
+// CHECK: tensor.extract_slice %[[RQ]]
+// CHECK: tensor.extract_slice %[[V]]
+// CHECK: tensor.collapse_shape
+// CHECK-NOT: tfm.
+func.func @flash_attention_rope(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  %o = tfm.flash_attention <dot> %qkv heads 4 causal {rope = #tfm.rope<interleaved>, rope_base = 5.0e+05 : f32} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %o : tensor<?x?x32xf32>
 }

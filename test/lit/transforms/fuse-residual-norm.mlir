@@ -1,12 +1,14 @@
 // RUN: tfm-opt %s -split-input-file --tfm-fuse-residual-norm | FileCheck %s
 // RUN: tfm-opt %s -split-input-file --tfm-fuse-residual-norm=remarks=true -verify-diagnostics -o /dev/null
-// RUN: tfm-opt %s -split-input-file --tfm-optimize | FileCheck %s
+// RUN: tfm-opt %s -split-input-file --tfm-optimize | FileCheck %s --check-prefix=PIPELINE
 
 // --tfm-fuse-residual-norm: tfm.add + tfm.layer_norm of its sum become one
 // tfm.add_layer_norm; every case it must leave alone says why in a remark.
 
 // Post-norm: the sum is read by the norm only. The norm's eps carries over.
 // CHECK-LABEL: func.func @post_norm(
+// PIPELINE-LABEL: func.func @post_norm(
+// PIPELINE-NEXT: %sum, %result = tfm.add_layer_norm %arg0, %arg1, %arg2, %arg3
 // CHECK-NEXT: %sum, %result = tfm.add_layer_norm %arg0, %arg1, %arg2, %arg3 {eps = 9.99999997E-7 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
 // CHECK-NEXT: return %result
 func.func @post_norm(%x: tensor<?x?x32xf32>, %f: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> tensor<?x?x32xf32> {
@@ -35,7 +37,7 @@ func.func @pre_norm(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %g: tensor<3
   // expected-remark @+1 {{in @pre_norm: fused the residual add and this layer norm (1 more op(s) read the sum)}}
   %n2 = tfm.layer_norm %s1, %g, %b : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
   %f2 = tfm.ffn <relu> %n2, %w1, %b1, %w2, %b : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
-  // expected-remark @+1 {{in @pre_norm: residual add not fused: no tfm.layer_norm reads its sum}}
+  // expected-remark @+1 {{in @pre_norm: residual add not fused with a layer norm: no tfm.layer_norm reads its sum}}
   %s2 = tfm.add %s1, %f2 : tensor<?x?x32xf32>
   return %s2 : tensor<?x?x32xf32>
 }
@@ -50,7 +52,7 @@ func.func @pre_norm(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %g: tensor<3
 // CHECK-NEXT: return %result, %0
 func.func @reader_before_norm(%x: tensor<?x?x32xf32>, %f: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %s = tfm.add %x, %f : tensor<?x?x32xf32>
-  // expected-remark @+1 {{in @reader_before_norm: residual add not fused: no tfm.layer_norm reads its sum}}
+  // expected-remark @+1 {{in @reader_before_norm: residual add not fused with a layer norm: no tfm.layer_norm reads its sum}}
   %t = tfm.add %s, %x : tensor<?x?x32xf32>
   // expected-remark @+1 {{in @reader_before_norm: fused the residual add and this layer norm (1 more op(s) read the sum)}}
   %y = tfm.layer_norm %s, %g, %b : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
@@ -72,7 +74,7 @@ tfm.param @b : tensor<32xf32>
 // CHECK-NOT: add_layer_norm
 func.func @weights_after_reader(%x: tensor<?x?x32xf32>, %f: tensor<?x?x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %s = tfm.add %x, %f : tensor<?x?x32xf32>
-  // expected-remark @+1 {{in @weights_after_reader: residual add not fused: no tfm.layer_norm reads its sum}}
+  // expected-remark @+1 {{in @weights_after_reader: residual add not fused with a layer norm: no tfm.layer_norm reads its sum}}
   %t = tfm.add %s, %x : tensor<?x?x32xf32>
   %g = tfm.weight @g : tensor<32xf32>
   %b = tfm.weight @b : tensor<32xf32>
@@ -94,7 +96,7 @@ func.func @no_sum(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %g: tensor<32x
   %f = tfm.ffn <relu> %x, %w1, %b1, %w2, %b : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   // expected-remark @+1 {{in @no_sum: layer norm not fused: its input comes from 'tfm.ffn', not from a tfm.add}}
   %n = tfm.layer_norm %f, %g, %b : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
-  // expected-remark @+1 {{in @no_sum: residual add not fused: no tfm.layer_norm reads its sum}}
+  // expected-remark @+1 {{in @no_sum: residual add not fused with a layer norm: no tfm.layer_norm reads its sum}}
   %s = tfm.add %n, %x : tensor<?x?x32xf32>
   return %s : tensor<?x?x32xf32>
 }

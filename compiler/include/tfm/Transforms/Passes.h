@@ -19,6 +19,16 @@ namespace mlir::tfm {
 void populateFuseResidualNormPatterns(RewritePatternSet &patterns,
                                       bool remarks = false);
 
+/// Self-attention tfm.multi_head_attention -> tfm.linear (Q, K, V) +
+/// tfm.flash_attention + tfm.linear (out_proj).
+void populateFuseAttentionPatterns(RewritePatternSet &patterns,
+                                   bool remarks = false);
+
+/// tfm.ffn -> two tfm.linear (the activation in the first one's store);
+/// tfm.add of a tfm.linear's result -> the linear with a residual.
+void populateFuseEpiloguePatterns(RewritePatternSet &patterns,
+                                  bool remarks = false);
+
 struct OptimizePipelineOptions
     : public PassPipelineOptions<OptimizePipelineOptions> {
   Option<bool> remarks{*this, "remarks",

@@ -10,6 +10,37 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TfmFuseAttention : Pass<"tfm-fuse-attention"> {
+  let summary = "multi-head self-attention as one QKV GEMM, a flash-attention "
+                "op and the out_proj GEMM";
+  let description = [{
+    Rewrites a self-attention `tfm.multi_head_attention` into the form the
+    backends run:
+
+    - QKV fusion: one `tfm.linear` over the stacked `in_proj_weight` makes
+      each row's query, key and value side by side (`[..., seq, 3*d]`):
+      one GEMM instead of three, the input read once.
+    - Attention fusion: one `tfm.flash_attention` takes those rows and
+      computes, per head, the scores (scale, bilinear or additive terms),
+      the causal mask, an online softmax (running max and sum) and the
+      product with the values a block of keys at a time; the `seq x seq`
+      score matrix is never stored. Causal attention stops each query row's
+      loop at its own position: no key above the diagonal is scored.
+      Rotary positions are applied to the queries and keys it reads.
+    - `out_proj` stays a `tfm.linear` over the merged heads.
+
+    Not rewritten, with the reason as a remark (`remarks=true`):
+    cross-attention (queries and keys/values project different inputs) and
+    attention with a key/value cache (incremental decoding); the backends
+    fuse those as one op.
+  }];
+  let dependentDialects = ["mlir::tfm::TfmDialect"];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "report each fusion done and not done as an MLIR remark">,
+  ];
+}
+
 def TfmFuseResidualNorm : Pass<"tfm-fuse-residual-norm"> {
   let summary = "fuse a residual tfm.add and the tfm.layer_norm of its sum";
   let description = [{
@@ -23,6 +54,35 @@ def TfmFuseResidualNorm : Pass<"tfm-fuse-residual-norm"> {
     whose input is not a `tfm.add`, and a `tfm.add` whose sum no layer norm
     reads; also a pair whose norm weights are defined after the sum's other
     readers, which no single position could serve.
+  }];
+  let dependentDialects = ["mlir::tfm::TfmDialect"];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "report each fusion done and not done as an MLIR remark">,
+  ];
+}
+
+def TfmFuseEpilogue : Pass<"tfm-fuse-epilogue"> {
+  let summary = "fuse activations and residual adds into the GEMM that "
+                "makes their input";
+  let description = [{
+    Work that reads a GEMM's result element by element is done as each
+    tile of the result is stored, while it is in cache, instead of in
+    another pass over memory:
+
+    - A `tfm.ffn` becomes two `tfm.linear`s, the first with its
+      `activation` as an epilogue: the hidden layer is written once,
+      activated.
+    - A `tfm.add` of a `tfm.linear`'s result (read by that add only) and
+      another tensor becomes the linear with `residual` set to the other
+      tensor: the residual connection is added as the tile is stored.
+
+    Runs after `tfm-fuse-residual-norm`: a sum that a layer norm reads is
+    better fused there (sum and norm in one pass over the row).
+
+    Not fused, with the reason as a remark (`remarks=true`): an add neither
+    of whose operands is a `tfm.linear` read by it alone, or whose linear
+    already adds a residual.
   }];
   let dependentDialects = ["mlir::tfm::TfmDialect"];
   let options = [

@@ -209,23 +209,43 @@ def Tfm_RotaryOp : Tfm_Op<"rotary", [Pure, AllTypesMatch<["input", "result"]>]> 
 // Linear algebra and heads
 //===----------------------------------------------------------------------===//
 
-def Tfm_LinearOp : Tfm_Op<"linear", [Pure, InferTypeOpAdaptor]> {
-  let summary = "y = x Wᵀ + b";
+def Tfm_LinearOp : Tfm_Op<"linear",
+    [Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
+  let summary = "y = act(x Wᵀ + b) + residual";
   let description = [{
     A fully connected layer as PyTorch's `nn.Linear` computes it: `weight` is
     `[out_features, in_features]`, the optional `bias` `[out_features]`, and
     the last dimension of `input` is `in_features`.
 
+    Two optional epilogues, applied to each tile of the result as it is
+    stored (formed by `--tfm-fuse-epilogue`): `activation` (`relu`, `gelu`,
+    `gelu_tanh`, as in `tfm.ffn`), then adding `residual`, a tensor of the
+    result's shape (a residual connection).
+
     ```mlir
     %y = tfm.linear %x, %w, %b
         : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    %h = tfm.linear %x, %w, %b activation <gelu>
+        : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    %z = tfm.linear %h, %w2, %b2 residual %x
+        : (tensor<?x?x64xf32>, tensor<32x64xf32>, tensor<32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
     ```
   }];
   let arguments = (ins Tfm_Tensor:$input, Tfm_Tensor:$weight,
-                       Optional<Tfm_Tensor>:$bias);
+                       Optional<Tfm_Tensor>:$bias,
+                       OptionalAttr<Tfm_ActivationAttr>:$activation,
+                       Optional<Tfm_Tensor>:$residual);
   let results = (outs Tfm_Tensor:$result);
+  let builders = [
+    // A plain linear layer, no epilogue.
+    OpBuilder<(ins "Value":$input, "Value":$weight, CArg<"Value", "{}">:$bias), [{
+      build($_builder, $_state, input, weight, bias, /*activation=*/nullptr,
+            /*residual=*/Value());
+    }]>
+  ];
   let assemblyFormat = [{
-    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+    $input `,` $weight (`,` $bias^)? (`activation` $activation^)?
+    (`residual` $residual^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -360,6 +380,45 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     /// Queries, keys and values all from `query` (not cross-attention over
     /// `memory` or over a read-only cache).
     bool isSelfAttention() { return !getMemory() && !getCacheReadOnly(); }
+  }];
+}
+
+def Tfm_FlashAttentionOp : Tfm_Op<"flash_attention",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "multi-head self-attention over stacked Q/K/V rows, flash form";
+  let description = [{
+    The attention core of a multi-head self-attention whose projections are
+    already done: `qkv` is `[..., seq, 3*d_model]`, each row its query, key
+    and value side by side (what one `tfm.linear` over the stacked
+    `in_proj_weight` makes); the result is `[..., seq, d_model]`, the heads
+    merged (what `out_proj` reads). Head `h` is features
+    `[h*dk, (h+1)*dk)` of each third, `dk = d_model / num_heads`.
+
+    Per head it computes what `tfm.attention` does (score, causal mask,
+    softmax, product with the values) without storing the `seq x seq` score
+    matrix: the Highway backend runs it in the flash form (a group of query
+    rows at a time, keys in blocks, a running max and sum per row: online
+    softmax), the LLVM backend in blocks of query rows. `causal` limits each
+    query row's keys to those at or before its own position: the loop
+    bounds skip every key above the diagonal. `rope` rotates each
+    head's queries and keys (positions 0, 1, ...) before scoring, as
+    `tfm.rotary`. `score_params` are those of `tfm.attention`.
+
+    Formed by `--tfm-fuse-attention` from `tfm.multi_head_attention`.
+
+    ```mlir
+    %o = tfm.flash_attention <scaled_dot> %qkv heads 4 causal
+        : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_ScoreKindAttr:$score, Tfm_Tensor:$qkv,
+                       I64Attr:$num_heads, Variadic<Tfm_Tensor>:$score_params,
+                       UnitAttr:$causal, OptionalAttr<Tfm_RopeStyleAttr>:$rope,
+                       OptionalAttr<F32Attr>:$rope_base);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $score $qkv `heads` $num_heads (`params` `(` $score_params^ `)`)?
+    (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
   }];
 }
 

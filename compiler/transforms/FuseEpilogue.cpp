@@ -1,0 +1,121 @@
+//===- FuseEpilogue.cpp - activations and residual adds into GEMM stores --===//
+//
+// What reads a GEMM's result element by element (an FFN's activation, a
+// residual connection) is cheapest while the tile is still in registers or
+// L1: fused, it costs no pass over memory of its own.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PassRemarks.h"
+#include "tfm/Transforms/Passes.h"
+
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_TFMFUSEEPILOGUE
+#include "tfm/Transforms/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+struct FuseFeedForwardActivation : OpRewritePattern<FeedForwardOp> {
+  FuseFeedForwardActivation(MLIRContext *context, bool remarks)
+      : OpRewritePattern(context), remarks(remarks) {}
+
+  LogicalResult matchAndRewrite(FeedForwardOp op,
+                                PatternRewriter &rewriter) const override {
+    auto hidden = LinearOp::create(
+        rewriter, op.getLoc(), op.getInput(), op.getW1(), op.getB1(),
+        op.getActivationAttr(), /*residual=*/Value());
+    auto out = LinearOp::create(rewriter, op.getLoc(), hidden.getResult(),
+                                op.getW2(), op.getB2());
+    if (remarks)
+      remarkAt(op) << "fused " << stringifyActivation(op.getActivation())
+                   << " into the first GEMM's store: the hidden layer is "
+                      "written once, activated";
+    rewriter.replaceOp(op, out.getResult());
+    return success();
+  }
+
+  bool remarks;
+};
+
+/// The operand of `add` that is a tfm.linear's result the add alone reads
+/// and that adds no residual yet (the right one first), or why none is.
+FailureOr<unsigned> linearOperand(AddOp add, std::string &whyNot) {
+  bool sharedLinear = false, residualTaken = false;
+  for (unsigned i : {1u, 0u}) {
+    auto linear = add->getOperand(i).getDefiningOp<LinearOp>();
+    if (!linear)
+      continue;
+    if (linear.getResidual())
+      residualTaken = true;
+    else if (!linear->hasOneUse())
+      sharedLinear = true;
+    else
+      return i;
+  }
+  if (residualTaken)
+    whyNot = "its tfm.linear already adds a residual";
+  else if (sharedLinear)
+    whyNot = "other ops read its tfm.linear's result, which must stay "
+             "without the residual";
+  else
+    whyNot = "neither operand comes from a tfm.linear";
+  return failure();
+}
+
+struct FuseResidualAdd : OpRewritePattern<AddOp> {
+  FuseResidualAdd(MLIRContext *context, bool remarks)
+      : OpRewritePattern(context), remarks(remarks) {}
+
+  LogicalResult matchAndRewrite(AddOp add,
+                                PatternRewriter &rewriter) const override {
+    std::string whyNot;
+    FailureOr<unsigned> index = linearOperand(add, whyNot);
+    if (failed(index))
+      return rewriter.notifyMatchFailure(add, whyNot);
+    auto linear = add->getOperand(*index).getDefiningOp<LinearOp>();
+    // At the add: the other operand may be defined after the linear.
+    auto fused = LinearOp::create(
+        rewriter, rewriter.getFusedLoc({linear.getLoc(), add.getLoc()}),
+        linear.getInput(), linear.getWeight(), linear.getBias(),
+        linear.getActivationAttr(), add->getOperand(1 - *index));
+    if (remarks)
+      remarkAt(add) << "fused the residual add into the GEMM's store";
+    rewriter.replaceOp(add, fused.getResult());
+    rewriter.eraseOp(linear);
+    return success();
+  }
+
+  bool remarks;
+};
+
+struct FuseEpiloguePass
+    : mlir::tfm::impl::TfmFuseEpilogueBase<FuseEpiloguePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateFuseEpiloguePatterns(patterns, remarks);
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
+    if (!remarks)
+      return;
+    getOperation()->walk([](AddOp add) {
+      std::string whyNot;
+      if (failed(linearOperand(add, whyNot)))
+        remarkAt(add) << "residual add not fused into a GEMM: " << whyNot;
+    });
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateFuseEpiloguePatterns(RewritePatternSet &patterns,
+                                             bool remarks) {
+  patterns.add<FuseFeedForwardActivation, FuseResidualAdd>(
+      patterns.getContext(), remarks);
+}

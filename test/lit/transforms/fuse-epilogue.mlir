@@ -1,0 +1,58 @@
+// RUN: tfm-opt %s -split-input-file --tfm-fuse-epilogue | FileCheck %s
+// RUN: tfm-opt %s -split-input-file --tfm-fuse-epilogue=remarks=true -verify-diagnostics -o /dev/null
+
+// --tfm-fuse-epilogue: an FFN's activation goes into its first GEMM's
+// store, a residual add into the store of the GEMM that makes one of its
+// operands; every add it must leave alone says why in a remark.
+
+// A pre-norm FFN sublayer: the activation into linear1, the residual
+// connection into linear2.
+// CHECK-LABEL: func.func @ffn_residual(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<?x?x32xf32>, %[[W1:[a-z0-9]+]]: tensor<64x32xf32>, %[[B1:[a-z0-9]+]]: tensor<64xf32>, %[[W2:[a-z0-9]+]]: tensor<32x64xf32>, %[[B2:[a-z0-9]+]]: tensor<32xf32>, %[[N:[a-z0-9]+]]: tensor<?x?x32xf32>)
+// CHECK-NEXT: %[[H:.+]] = tfm.linear %[[N]], %[[W1]], %[[B1]] activation <gelu_tanh> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: %[[Y:.+]] = tfm.linear %[[H]], %[[W2]], %[[B2]] residual %[[X]] : (tensor<?x?x64xf32>, tensor<32x64xf32>, tensor<32xf32>, tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @ffn_residual(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>, %n: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-remark @+1 {{in @ffn_residual: fused gelu_tanh into the first GEMM's store: the hidden layer is written once, activated}}
+  %f = tfm.ffn <gelu_tanh> %n, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  // expected-remark @+1 {{in @ffn_residual: fused the residual add into the GEMM's store}}
+  %y = tfm.add %x, %f : tensor<?x?x32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+// The linear on the left, no bias, the residual defined after the linear:
+// the fused linear goes where the add was.
+// CHECK-LABEL: func.func @linear_on_the_left(
+// CHECK-NEXT: %[[R:.+]] = tfm.add %arg2, %arg2
+// CHECK-NEXT: %[[Y:.+]] = tfm.linear %arg0, %arg1 residual %[[R]] : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @linear_on_the_left(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %r: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %l = tfm.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  // expected-remark @+1 {{in @linear_on_the_left: residual add not fused into a GEMM: neither operand comes from a tfm.linear}}
+  %r2 = tfm.add %r, %r : tensor<4x8xf32>
+  // expected-remark @+1 {{in @linear_on_the_left: fused the residual add into the GEMM's store}}
+  %y = tfm.add %l, %r2 : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// Not fused: the linear's result is read by another op too (it must stay
+// without the residual), and a linear that already adds one.
+// CHECK-LABEL: func.func @not_fused(
+// CHECK-NEXT: %[[L:.+]] = tfm.linear %arg0, %arg1 :
+// CHECK-NEXT: %[[S:.+]] = tfm.add %arg2, %[[L]]
+// CHECK-NEXT: %[[R:.+]] = tfm.linear %arg0, %arg1 residual %arg2 :
+// CHECK-NEXT: %[[T:.+]] = tfm.add %[[R]], %arg2
+// CHECK-NEXT: return %[[S]], %[[L]], %[[T]]
+func.func @not_fused(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %r: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %l = tfm.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  // expected-remark @+1 {{in @not_fused: residual add not fused into a GEMM: other ops read its tfm.linear's result, which must stay without the residual}}
+  %s = tfm.add %r, %l : tensor<4x8xf32>
+  %l2 = tfm.linear %x, %w residual %r : (tensor<4x8xf32>, tensor<8x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  // expected-remark @+1 {{in @not_fused: residual add not fused into a GEMM: its tfm.linear already adds a residual}}
+  %t = tfm.add %l2, %r : tensor<4x8xf32>
+  return %s, %l, %t : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
