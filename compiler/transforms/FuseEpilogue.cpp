@@ -9,6 +9,7 @@
 #include "PassRemarks.h"
 #include "tfm/Transforms/Passes.h"
 
+#include "mlir/IR/RegionKindInterface.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
 namespace mlir::tfm {
@@ -43,28 +44,33 @@ struct FuseFeedForwardActivation : OpRewritePattern<FeedForwardOp> {
   bool remarks;
 };
 
-/// The operand of `add` that is a tfm.linear's result the add alone reads
-/// and that adds no residual yet (the right one first), or why none is.
+/// The operand of `add` that is a tfm.linear's result the add alone reads,
+/// once, in its block, and that adds no residual yet (the right one first),
+/// or why none is.
 FailureOr<unsigned> linearOperand(AddOp add, std::string &whyNot) {
-  bool sharedLinear = false, residualTaken = false;
+  if (!mayHaveSSADominance(*add->getParentRegion())) {
+    whyNot = "it is in a graph region, where its operands may be defined "
+             "after it";
+    return failure();
+  }
+  whyNot = "neither operand comes from a tfm.linear";
   for (unsigned i : {1u, 0u}) {
     auto linear = add->getOperand(i).getDefiningOp<LinearOp>();
     if (!linear)
       continue;
-    if (linear.getResidual())
-      residualTaken = true;
+    if (add.getLhs() == add.getRhs())
+      whyNot = "it adds its tfm.linear's result to itself";
+    else if (linear.getResidual())
+      whyNot = "its tfm.linear already adds a residual";
     else if (!linear->hasOneUse())
-      sharedLinear = true;
+      whyNot = "other ops read its tfm.linear's result, which must stay "
+               "without the residual";
+    else if (linear->getBlock() != add->getBlock())
+      whyNot = "its tfm.linear is in another block (moving the GEMM into "
+               "this one could run it more often)";
     else
       return i;
   }
-  if (residualTaken)
-    whyNot = "its tfm.linear already adds a residual";
-  else if (sharedLinear)
-    whyNot = "other ops read its tfm.linear's result, which must stay "
-             "without the residual";
-  else
-    whyNot = "neither operand comes from a tfm.linear";
   return failure();
 }
 
@@ -79,15 +85,17 @@ struct FuseResidualAdd : OpRewritePattern<AddOp> {
     if (failed(index))
       return rewriter.notifyMatchFailure(add, whyNot);
     auto linear = add->getOperand(*index).getDefiningOp<LinearOp>();
-    // At the add: the other operand may be defined after the linear.
-    auto fused = LinearOp::create(
-        rewriter, rewriter.getFusedLoc({linear.getLoc(), add.getLoc()}),
-        linear.getInput(), linear.getWeight(), linear.getBias(),
-        linear.getActivationAttr(), add->getOperand(1 - *index));
+    // The linear moves to the add (the residual may be defined after it)
+    // and takes the residual; only the matched add is erased, as the walk
+    // driver requires.
+    rewriter.moveOpBefore(linear, add);
+    rewriter.modifyOpInPlace(linear, [&] {
+      linear.getResidualMutable().assign(add->getOperand(1 - *index));
+      linear->setLoc(rewriter.getFusedLoc({linear.getLoc(), add.getLoc()}));
+    });
     if (remarks)
       remarkAt(add) << "fused the residual add into the GEMM's store";
-    rewriter.replaceOp(add, fused.getResult());
-    rewriter.eraseOp(linear);
+    rewriter.replaceOp(add, linear.getResult());
     return success();
   }
 

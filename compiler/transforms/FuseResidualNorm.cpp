@@ -10,6 +10,7 @@
 #include "tfm/Transforms/Passes.h"
 
 #include "mlir/IR/Dominance.h"
+#include "mlir/IR/RegionKindInterface.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 
@@ -33,6 +34,13 @@ struct FusionPlan {
 
 /// The plan for `norm`, or why there is none.
 FailureOr<FusionPlan> planFusion(LayerNormOp norm, std::string &whyNot) {
+  // The rewrite erases the add before the norm: in a graph region the add
+  // may come after it, where the walk is about to go.
+  if (!mayHaveSSADominance(*norm->getParentRegion())) {
+    whyNot = "it is in a graph region, where its input may be defined after "
+             "it";
+    return failure();
+  }
   Value input = norm.getInput();
   auto add = input.getDefiningOp<AddOp>();
   if (!add) {

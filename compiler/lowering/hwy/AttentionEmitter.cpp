@@ -285,7 +285,13 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
   const Dim &batch = x.dims[0], &seq = x.dims[1];
   std::string rows = product(ArrayRef<Dim>(x.dims).take_front(2));
   int64_t maxRows = batch.max * seq.max;
-  std::string wIn = packedWeight(op.getInProjWeight(), 3, d);
+  // Self-attention projects Q, K and V together: in_proj packed as one
+  // segment of 3 x d_model rows, as tfm-fuse-attention's GEMM packs it (one
+  // packed copy when both forms are in a model). Otherwise Q and K/V are
+  // separate GEMMs over segments of d_model rows.
+  int64_t inSegments = op.isSelfAttention() ? 1 : 3;
+  std::string wIn =
+      packedWeight(op.getInProjWeight(), inSegments, 3 * d / inSegments);
   std::string bIn = buffers[op.getInProjBias()].ptr;
 
   HeadView q, k, v;
@@ -295,8 +301,8 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
   if (op.isSelfAttention()) {
     std::string qkv =
         scratch("qkv", rows + " * " + num(3 * d), maxRows * 3 * d);
-    emitMatmul("in_proj (Q, K, V)", rows, x.ptr, d, wIn, 0, 3, d, d, bIn, qkv,
-               3 * d, std::nullopt);
+    emitMatmul("in_proj (Q, K, V)", rows, x.ptr, d, wIn, 0, 1, 3 * d, d, bIn,
+               qkv, 3 * d, std::nullopt);
     emitStackedHeads(qkv, batch, seq, heads, dk, op.getRope(), op.getRopeBase(),
                      position, q, k, v);
   } else {
@@ -440,7 +446,11 @@ LogicalResult FunctionEmitter::emitFlashAttention(FlashAttentionOp op) {
     std::string text;
     llvm::raw_string_ostream what(text);
     if (op.getRope())
-      what << "rotary positions applied to Q and K in place; ";
+      what << "rotary positions applied to Q and K "
+           << (rowsIn == qkv.ptr ? "in place"
+                                 : "in a copy of the rows (other "
+                                   "ops read them too)")
+           << "; ";
     describeAttentionCore(what, op.getScore(), op.getCausal());
     remark(op, text);
   }

@@ -429,7 +429,9 @@ LogicalResult FunctionEmitter::findPackedArguments() {
         r = mark(ffn.getW2(), 1, w2.getDimSize(0), w2.getDimSize(1));
     } else if (auto mha = dyn_cast<MultiHeadAttentionOp>(op)) {
       int64_t d = mha.getQuery().getType().getShape().back();
-      if (succeeded(r = mark(mha.getInProjWeight(), 3, d, d)))
+      int64_t inSegments = mha.isSelfAttention() ? 1 : 3;
+      if (succeeded(r = mark(mha.getInProjWeight(), inSegments,
+                             3 * d / inSegments, d)))
         r = mark(mha.getOutProjWeight(), 1, d, d);
     }
     return failed(r) ? WalkResult::interrupt() : WalkResult::advance();

@@ -169,11 +169,10 @@ struct LowerMultiHeadAttention : TfmLowering<MultiHeadAttentionOp> {
         v = kv[1];
       } else {
         // One GEMM over the stacked Q/K/V weight.
-        SmallVector<Value> qkv =
-            tb.projectSegments(op.getQuery(), w, bias, 0, 3, d);
-        q = qkv[0];
-        k = qkv[1];
-        v = qkv[2];
+        Value qkv = tb.linear(op.getQuery(), w, bias);
+        q = tb.features(qkv, 0, d);
+        k = tb.features(qkv, d, d);
+        v = tb.features(qkv, 2 * d, d);
       }
       q = tb.splitHeads(q, heads);
       k = tb.splitHeads(k, heads);

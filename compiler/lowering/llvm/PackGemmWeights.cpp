@@ -57,7 +57,10 @@ struct PackGemmWeightsPass
         weights.push_back({ffn.getW1(), 1});
         weights.push_back({ffn.getW2(), 1});
       } else if (auto mha = dyn_cast<MultiHeadAttentionOp>(op)) {
-        weights.push_back({mha.getInProjWeight(), 3});
+        // Self-attention's Q/K/V are one GEMM (as tfm-fuse-attention's
+        // tfm.linear): one segment, the same packed copy.
+        weights.push_back(
+            {mha.getInProjWeight(), mha.isSelfAttention() ? 1 : 3});
         weights.push_back({mha.getOutProjWeight(), 1});
       }
     });

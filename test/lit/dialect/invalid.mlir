@@ -859,7 +859,8 @@ func.func @flash_empty_rows(%qkv: tensor<?x?x0xf32>) -> tensor<?x?x0xf32> {
 
 // -----
 
-// So many heads that 3 x heads would overflow: no wrap-around.
+// So many heads that 3 x heads would overflow: the verifier divides
+// d_model by heads and never multiplies, so no wrap-around hides the error.
 func.func @flash_huge_heads(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+2 {{'tfm.flash_attention' op d_model 32 is not divisible by 6148914691236517206 heads}}
   // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}

@@ -4,11 +4,13 @@
 // packed panel layout [ceil(rows/32) per segment, K, 32], through the call
 // graph: callers pass theirs.
 
+// Self-attention's in_proj is one GEMM over its 24 rows: one segment, one
+// panel (as the tfm.linear that tfm-fuse-attention makes of it).
 // CHECK-LABEL: func.func private @layer(
-// CHECK-SAME: %arg5: tensor<3x8x32xf32> {tfm.packs = 1 : i64, tfm.segments = 3 : i64}
+// CHECK-SAME: %arg5: tensor<1x8x32xf32> {tfm.packs = 1 : i64, tfm.segments = 1 : i64}
 // CHECK-SAME: %arg6: tensor<1x8x32xf32> {tfm.packs = 3 : i64, tfm.segments = 1 : i64}
 // CHECK-LABEL: func.func @forward(
-// CHECK-SAME: %arg6: tensor<3x8x32xf32> {tfm.packs = 1 : i64, tfm.segments = 3 : i64}
+// CHECK-SAME: %arg6: tensor<1x8x32xf32> {tfm.packs = 1 : i64, tfm.segments = 1 : i64}
 // CHECK-SAME: %arg7: tensor<1x8x32xf32> {tfm.packs = 3 : i64, tfm.segments = 1 : i64}
 // The LM head: a 40 x 8 weight is 2 panels, the second one half padding.
 // CHECK-SAME: %arg8: tensor<2x8x32xf32> {tfm.packs = 4 : i64, tfm.segments = 1 : i64}
@@ -25,10 +27,21 @@ func.func @forward(%x: tensor<?x?x8xf32>, %wi: tensor<24x8xf32>, %bi: tensor<24x
 
 // -----
 
+// Cross-attention projects Q and K/V apart: three segments of 8 rows, a
+// panel each.
+// CHECK-LABEL: func.func @cross(
+// CHECK-SAME: %arg6: tensor<3x8x32xf32> {tfm.packs = 2 : i64, tfm.segments = 3 : i64}
+func.func @cross(%x: tensor<?x?x8xf32>, %m: tensor<?x?x8xf32>, %w: tensor<24x8xf32>, %b: tensor<24xf32>, %wo: tensor<8x8xf32>, %bo: tensor<8xf32>) -> tensor<?x?x8xf32> {
+  %y = tfm.multi_head_attention <dot> %x memory %m heads 2 in_proj(%w, %b) out_proj(%wo, %bo) : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<24x8xf32>, tensor<24xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}
+
+// -----
+
 // One weight, two packings: an error, not a silent second layout.
 // expected-error @+1 {{argument 1 is used as two differently packed GEMM weights}}
 func.func @forward(%x: tensor<?x?x8xf32>, %w: tensor<24x8xf32>, %b: tensor<24xf32>, %wo: tensor<8x8xf32>, %bo: tensor<8xf32>) -> tensor<?x?x24xf32> {
-  %y = tfm.multi_head_attention <dot> %x heads 2 in_proj(%w, %b) out_proj(%wo, %bo) : (tensor<?x?x8xf32>, tensor<24x8xf32>, tensor<24xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
+  %y = tfm.multi_head_attention <dot> %x memory %x heads 2 in_proj(%w, %b) out_proj(%wo, %bo) : (tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<24x8xf32>, tensor<24xf32>, tensor<8x8xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
   %z = tfm.linear %y, %w : (tensor<?x?x8xf32>, tensor<24x8xf32>) -> tensor<?x?x24xf32>
   return %z : tensor<?x?x24xf32>
 }

@@ -56,3 +56,40 @@ func.func @not_fused(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %r: tensor<4x8xf3
   %t = tfm.add %l2, %r : tensor<4x8xf32>
   return %s, %l, %t : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// Not fused: x + x of one linear; a linear outside the loop whose add is
+// inside it (fused, the GEMM would run on every iteration).
+// CHECK-LABEL: func.func @not_fused_either(
+// CHECK-NEXT: %[[L:.+]] = tfm.linear %arg0, %arg1 :
+// CHECK-NEXT: %[[D:.+]] = tfm.add %[[L]], %[[L]]
+// CHECK-NEXT: %[[M:.+]] = tfm.linear %arg0, %arg1 :
+// CHECK: scf.for
+// CHECK-NEXT: tfm.add %[[M]], %arg4
+func.func @not_fused_either(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %n: index) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %l = tfm.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  // expected-remark @+1 {{in @not_fused_either: residual add not fused into a GEMM: it adds its tfm.linear's result to itself}}
+  %d = tfm.add %l, %l : tensor<4x8xf32>
+  %m = tfm.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %r = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %x) -> (tensor<4x8xf32>) {
+    // expected-remark @+1 {{in @not_fused_either: residual add not fused into a GEMM: its tfm.linear is in another block (moving the GEMM into this one could run it more often)}}
+    %s = tfm.add %m, %acc : tensor<4x8xf32>
+    scf.yield %s : tensor<4x8xf32>
+  }
+  return %d, %r : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// Module-level ops are a graph region: an operand may be defined after its
+// user (the walk would then erase the op it is about to visit). Not fused.
+// CHECK: %[[Y:.+]] = tfm.add %[[L:.+]], %{{.+}} : tensor<4x8xf32>
+// CHECK-NEXT: %[[L]] = tfm.linear
+%x = arith.constant dense<1.0> : tensor<4x8xf32>
+%w = arith.constant dense<0.5> : tensor<8x8xf32>
+// expected-remark @+1 {{residual add not fused into a GEMM: it is in a graph region, where its operands may be defined after it}}
+%y = tfm.add %l, %x : tensor<4x8xf32>
+%l = tfm.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>

@@ -100,3 +100,15 @@ func.func @no_sum(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %g: tensor<32x
   %s = tfm.add %n, %x : tensor<?x?x32xf32>
   return %s : tensor<?x?x32xf32>
 }
+
+// -----
+
+// Module-level ops are a graph region: the norm before the add it reads
+// (the rewrite would erase the op the walk is about to visit). Not fused.
+// CHECK: tfm.layer_norm
+// CHECK-NEXT: tfm.add
+%a = arith.constant dense<1.0> : tensor<4x8xf32>
+%g = arith.constant dense<1.0> : tensor<8xf32>
+// expected-remark @+1 {{layer norm not fused: it is in a graph region, where its input may be defined after it}}
+%n = tfm.layer_norm %s, %g, %g : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+%s = tfm.add %a, %a : tensor<4x8xf32>

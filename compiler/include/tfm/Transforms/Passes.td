@@ -25,7 +25,8 @@ def TfmFuseAttention : Pass<"tfm-fuse-attention"> {
       the causal mask, an online softmax (running max and sum) and the
       product with the values a block of keys at a time; the `seq x seq`
       score matrix is never stored. Causal attention stops each query row's
-      loop at its own position: no key above the diagonal is scored.
+      loop at its own position (the Highway backend; the LLVM backend stops
+      each block of rows at its last row).
       Rotary positions are applied to the queries and keys it reads.
     - `out_proj` stays a `tfm.linear` over the merged heads.
 

@@ -398,9 +398,10 @@ def Tfm_FlashAttentionOp : Tfm_Op<"flash_attention",
     softmax, product with the values) without storing the `seq x seq` score
     matrix: the Highway backend runs it in the flash form (a group of query
     rows at a time, keys in blocks, a running max and sum per row: online
-    softmax), the LLVM backend in blocks of query rows. `causal` limits each
-    query row's keys to those at or before its own position: the loop
-    bounds skip every key above the diagonal. `rope` rotates each
+    softmax; additive scores one key at a time), the LLVM backend in blocks
+    of query rows. `causal` limits each query row's keys to those at or
+    before its own position, in the loop bounds: the Highway backend scores
+    no key above the diagonal, the LLVM backend no block of rows above it. `rope` rotates each
     head's queries and keys (positions 0, 1, ...) before scoring, as
     `tfm.rotary`. `score_params` are those of `tfm.attention`.
 
