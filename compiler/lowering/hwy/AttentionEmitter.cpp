@@ -410,7 +410,7 @@ void FunctionEmitter::emitStackedHeads(
   v = {qkv + " + " + num(2 * d), stride, dk, 3 * d};
   if (!rope)
     return;
-  float base = ropeBase ? ropeBase->convertToFloat() : 10000.0f;
+  float base = ropeBaseOrDefault(ropeBase);
   emitRotary(q, batch.expr, seq.expr, seq.max, heads, dk, *rope, base,
              position);
   emitRotary(k, batch.expr, seq.expr, seq.max, heads, dk, *rope, base,

@@ -178,8 +178,7 @@ struct LowerMultiHeadAttention : TfmLowering<MultiHeadAttentionOp> {
       k = tb.splitHeads(k, heads);
       v = tb.splitHeads(v, heads);
       if (auto rope = op.getRope()) {
-        float base =
-            op.getRopeBase() ? op.getRopeBase()->convertToFloat() : 10000.0f;
+        float base = ropeBaseOrDefault(op.getRopeBase());
         q = tb.rotary(q, *rope, base, memory ? Value() : pos);
         k = tb.rotary(k, *rope, base, memory ? Value() : pos);
       }
@@ -214,8 +213,7 @@ struct LowerFlashAttention : TfmLowering<FlashAttentionOp> {
     for (int64_t i = 0; i < 3; ++i)
       qkv.push_back(tb.splitHeads(tb.features(op.getQkv(), i * d, d), heads));
     if (auto rope = op.getRope()) {
-      float base =
-          op.getRopeBase() ? op.getRopeBase()->convertToFloat() : 10000.0f;
+      float base = ropeBaseOrDefault(op.getRopeBase());
       qkv[0] = tb.rotary(qkv[0], *rope, base, Value());
       qkv[1] = tb.rotary(qkv[1], *rope, base, Value());
     }

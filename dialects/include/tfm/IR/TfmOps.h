@@ -24,4 +24,13 @@
 #define GET_OP_CLASSES
 #include "tfm/IR/TfmOps.h.inc"
 
+namespace mlir::tfm {
+
+/// The base of rotary angles: `rope_base` when set, else RoFormer's 10000.
+inline float ropeBaseOrDefault(std::optional<llvm::APFloat> base) {
+  return base ? base->convertToFloat() : 10000.0f;
+}
+
+} // namespace mlir::tfm
+
 #endif // TFM_IR_TFMOPS_H
