@@ -92,13 +92,18 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
   std::vector<float> a(maxRows * lda, kNaN);
   for (size_t r = 0; r < maxRows; ++r)
     fillUniform(rng, a.data() + r * lda, depth);
-  auto panel = hwy::AllocateAligned<float>(depth * k::kPanel);
+  // Two panels: the second is what a prefetching tile is told comes next
+  // (NaN: its values must never reach C).
+  auto panel = hwy::AllocateAligned<float>(2 * depth * k::kPanel);
   ASSERT_TRUE(panel);
   ASSERT_EQ(reinterpret_cast<uintptr_t>(panel.get()) % 64, 0u);
   for (size_t kk = 0; kk < depth; ++kk)
-    for (size_t j = 0; j < k::kPanel; ++j)
+    for (size_t j = 0; j < k::kPanel; ++j) {
       panel[kk * k::kPanel + j] =
           j < cols ? std::uniform_real_distribution<float>(-1, 1)(rng) : kNaN;
+      panel[(depth + kk) * k::kPanel + j] = kNaN;
+    }
+  const float *nextPanel = panel.get() + depth * k::kPanel;
   // Offset by one float: the kernel makes no alignment assumption on bias
   // or C.
   std::vector<float> biasStore(cols + 1, kNaN);
@@ -107,42 +112,44 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
 
   const size_t ldc = cols + 5;
   for (bool withBias : {false, true}) {
-    for (size_t rows = 1; rows <= k::kGemmRows; ++rows) {
-      SCOPED_TRACE("rows " + std::to_string(rows) + " k " +
-                   std::to_string(depth) + " cols " + std::to_string(cols) +
-                   (withBias ? " bias" : " no bias"));
-      // Sentinel before C, in the ldc - cols columns past each row and in
-      // the row after the tile.
-      const size_t cSize = 1 + (rows + 1) * ldc;
-      std::vector<float> cStore(cSize, kSentinel);
-      float *c = cStore.data() + 1;
-      const float *bias = withBias ? biasValues : nullptr;
-      k::GemmTileRows(rows, a.data(), lda, panel.get(), depth, bias, c, ldc,
-                      cols);
+    for (bool prefetch : {false, true})
+      for (size_t rows = 1; rows <= k::kGemmRows; ++rows) {
+        SCOPED_TRACE("rows " + std::to_string(rows) + " k " +
+                     std::to_string(depth) + " cols " + std::to_string(cols) +
+                     (withBias ? " bias" : " no bias") +
+                     (prefetch ? ", prefetching the next panel" : ""));
+        // Sentinel before C, in the ldc - cols columns past each row and in
+        // the row after the tile.
+        const size_t cSize = 1 + (rows + 1) * ldc;
+        std::vector<float> cStore(cSize, kSentinel);
+        float *c = cStore.data() + 1;
+        const float *bias = withBias ? biasValues : nullptr;
+        k::GemmTileRows(rows, a.data(), lda, panel.get(), depth, bias, c, ldc,
+                        cols, prefetch ? nextPanel : nullptr);
 
-      EXPECT_TRUE(sameBits(cStore[0], kSentinel)) << "written before C";
-      for (size_t r = 0; r <= rows; ++r)
-        for (size_t j = 0; j < ldc; ++j) {
-          const float got = c[r * ldc + j];
-          if (r == rows || j >= cols) {
-            EXPECT_TRUE(sameBits(got, kSentinel))
-                << "C[" << r << "][" << j << "] written: " << got;
-            continue;
+        EXPECT_TRUE(sameBits(cStore[0], kSentinel)) << "written before C";
+        for (size_t r = 0; r <= rows; ++r)
+          for (size_t j = 0; j < ldc; ++j) {
+            const float got = c[r * ldc + j];
+            if (r == rows || j >= cols) {
+              EXPECT_TRUE(sameBits(got, kSentinel))
+                  << "C[" << r << "][" << j << "] written: " << got;
+              continue;
+            }
+            double ref = bias ? bias[j] : 0.0;
+            double scale = bias ? std::fabs(bias[j]) : 0.0;
+            for (size_t kk = 0; kk < depth; ++kk) {
+              const double term =
+                  double(a[r * lda + kk]) * panel[kk * k::kPanel + j];
+              ref += term;
+              scale = std::max(scale, std::fabs(term));
+            }
+            // Float FMA rounding grows about as sqrt(k) times the largest
+            // term; a wrong element or index is off by O(1) terms.
+            const double tol = 1e-5 * std::sqrt(double(depth + 1)) * scale;
+            EXPECT_NEAR(got, ref, tol) << "C[" << r << "][" << j << "]";
           }
-          double ref = bias ? bias[j] : 0.0;
-          double scale = bias ? std::fabs(bias[j]) : 0.0;
-          for (size_t kk = 0; kk < depth; ++kk) {
-            const double term =
-                double(a[r * lda + kk]) * panel[kk * k::kPanel + j];
-            ref += term;
-            scale = std::max(scale, std::fabs(term));
-          }
-          // Float FMA rounding grows about as sqrt(k) times the largest
-          // term; a wrong element or index is off by O(1) terms.
-          const double tol = 1e-5 * std::sqrt(double(depth + 1)) * scale;
-          EXPECT_NEAR(got, ref, tol) << "C[" << r << "][" << j << "]";
-        }
-    }
+      }
   }
 }
 

@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -35,12 +36,17 @@ constexpr size_t kGemmRows = hn::MaxLanes(hn::ScalableTag<float>()) >= 16  ? 8
                                                                            : 1;
 
 /// C[r, j] = sum_k A[r, k] * panel[k, j] (+ bias[j]) for r < kRows and
-/// j < cols (<= kPanel). A's rows are lda floats apart, C's ldc.
-template <size_t kRows>
+/// j < cols (<= kPanel). A's rows are lda floats apart, C's ldc. With
+/// kPrefetch, `nextPanel` (the panel the caller's next tile reads, k x kPanel
+/// floats) is prefetched into L1 alongside, so that tile does not start on
+/// a cold panel. A template parameter, not a test in the loop: clang keeps
+/// such a test in every step.
+template <size_t kRows, bool kPrefetch>
 HWY_INLINE void GemmTile(const float *HWY_RESTRICT a, size_t lda,
                          const float *HWY_RESTRICT panel, size_t k,
                          const float *HWY_RESTRICT bias, float *HWY_RESTRICT c,
-                         size_t ldc, size_t cols) {
+                         size_t ldc, size_t cols,
+                         const float *HWY_RESTRICT nextPanel) {
   const hn::ScalableTag<float> d;
   constexpr size_t kLanes = hn::MaxLanes(d);
   constexpr size_t kVecs = kPanel / kLanes;
@@ -50,6 +56,9 @@ HWY_INLINE void GemmTile(const float *HWY_RESTRICT a, size_t lda,
     for (size_t v = 0; v < kVecs; ++v)
       acc[r][v] = hn::Zero(d);
   for (size_t kk = 0; kk < k; ++kk) {
+    if constexpr (kPrefetch)
+      for (size_t line = 0; line < kPanel; line += 64 / sizeof(float))
+        hwy::Prefetch(nextPanel + kk * kPanel + line);
     V b[kVecs];
     for (size_t v = 0; v < kVecs; ++v)
       b[v] = hn::Load(d, panel + kk * kPanel + v * kLanes);
@@ -81,21 +90,28 @@ template <size_t kRows>
 HWY_INLINE void GemmTileUpTo(size_t rows, const float *HWY_RESTRICT a,
                              size_t lda, const float *HWY_RESTRICT panel,
                              size_t k, const float *HWY_RESTRICT bias,
-                             float *HWY_RESTRICT c, size_t ldc, size_t cols) {
+                             float *HWY_RESTRICT c, size_t ldc, size_t cols,
+                             const float *HWY_RESTRICT nextPanel) {
   if constexpr (kRows > 1) {
     if (rows < kRows)
-      return GemmTileUpTo<kRows - 1>(rows, a, lda, panel, k, bias, c, ldc,
-                                     cols);
+      return GemmTileUpTo<kRows - 1>(rows, a, lda, panel, k, bias, c, ldc, cols,
+                                     nextPanel);
   }
-  GemmTile<kRows>(a, lda, panel, k, bias, c, ldc, cols);
+  if (nextPanel != nullptr)
+    GemmTile<kRows, true>(a, lda, panel, k, bias, c, ldc, cols, nextPanel);
+  else
+    GemmTile<kRows, false>(a, lda, panel, k, bias, c, ldc, cols, nullptr);
 }
 
-/// GemmTile for 1..kGemmRows rows, chosen at run time (the last rows of C).
+/// GemmTile for 1..kGemmRows rows, chosen at run time (the last rows of C);
+/// `nextPanel`, if given, is prefetched (see GemmTile).
 HWY_INLINE void GemmTileRows(size_t rows, const float *HWY_RESTRICT a,
                              size_t lda, const float *HWY_RESTRICT panel,
                              size_t k, const float *HWY_RESTRICT bias,
-                             float *HWY_RESTRICT c, size_t ldc, size_t cols) {
-  GemmTileUpTo<kGemmRows>(rows, a, lda, panel, k, bias, c, ldc, cols);
+                             float *HWY_RESTRICT c, size_t ldc, size_t cols,
+                             const float *HWY_RESTRICT nextPanel = nullptr) {
+  GemmTileUpTo<kGemmRows>(rows, a, lda, panel, k, bias, c, ldc, cols,
+                          nextPanel);
 }
 
 } // namespace HWY_NAMESPACE
