@@ -18,6 +18,7 @@
 #include "hwy/highway.h"
 #include "tfm/runtime/kernels/attention-inl.h"
 #include "tfm/runtime/kernels/gemm-inl.h"
+#include "tfm/runtime/kernels/transpose-inl.h"
 #include "tfm/runtime/kernels/vector-inl.h"
 
 #include "gtest/gtest.h"
@@ -167,6 +168,106 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmTileRowsTest,
                            return "K" + std::to_string(info.param.k) + "_Cols" +
                                   std::to_string(info.param.cols);
                          });
+
+//===----------------------------------------------------------------------===//
+// TransposeRows
+//===----------------------------------------------------------------------===//
+
+struct TransposeShape {
+  size_t rows;
+  size_t cols;
+};
+
+void PrintTo(const TransposeShape &shape, std::ostream *os) {
+  *os << shape.rows << " rows x " << shape.cols << " cols";
+}
+
+class TransposeRowsTest : public KernelTest,
+                          public ::testing::WithParamInterface<TransposeShape> {
+};
+
+TEST_P(TransposeRowsTest, MatchesElementwise) {
+  const size_t n = GetParam().rows, cols = GetParam().cols;
+  SCOPED_TRACE("target " + targetName());
+  // Source rows with padding (NaN: never read); the destination's rows
+  // (one per column) with ldd - n sentinels after each, and one before.
+  const size_t lds = cols + 3, ldd = n + 5;
+  std::vector<float> src(n * lds, kNaN);
+  for (size_t j = 0; j < n; ++j)
+    for (size_t f = 0; f < cols; ++f)
+      src[j * lds + f] = float(j * 1000 + f);
+  std::vector<float> dstStore(1 + cols * ldd, kSentinel);
+  float *dst = dstStore.data() + 1;
+  k::TransposeRows(src.data(), lds, n, cols, dst, ldd);
+  EXPECT_TRUE(sameBits(dstStore[0], kSentinel)) << "written before dst";
+  for (size_t f = 0; f < cols; ++f)
+    for (size_t j = 0; j < ldd; ++j) {
+      const float got = dst[f * ldd + j];
+      if (j < n)
+        EXPECT_EQ(got, float(j * 1000 + f)) << "dst[" << f << "][" << j << "]";
+      else
+        EXPECT_TRUE(sameBits(got, kSentinel))
+            << "dst[" << f << "][" << j << "] written: " << got;
+    }
+}
+
+std::vector<TransposeShape> transposeShapes() {
+  std::vector<TransposeShape> shapes;
+  for (size_t rows : {1, 15, 16, 17, 40, 64})
+    for (size_t cols : {1, 15, 16, 17, 64})
+      shapes.push_back({rows, cols});
+  return shapes;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, TransposeRowsTest, ::testing::ValuesIn(transposeShapes()),
+    [](const ::testing::TestParamInfo<TransposeShape> &info) {
+      return "Rows" + std::to_string(info.param.rows) + "_Cols" +
+             std::to_string(info.param.cols);
+    });
+
+//===----------------------------------------------------------------------===//
+// ExpNonPositive
+//===----------------------------------------------------------------------===//
+
+class ExpNonPositiveTest : public KernelTest {};
+
+TEST_F(ExpNonPositiveTest, MatchesStdExp) {
+  SCOPED_TRACE("target " + targetName());
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  // Every float in [-1, 0] a step of 2^-16 apart, then [-87, -1] and the
+  // clamped range below, in steps that are not multiples of ln 2.
+  std::vector<float> xs;
+  for (int i = 0; i <= 65536; ++i)
+    xs.push_back(-float(i) / 65536.0f);
+  for (float x = -1.0f; x >= -87.0f; x -= 0.0123f)
+    xs.push_back(x);
+  for (float x : {-87.0f, -87.5f, -100.0f, -1e30f, -INFINITY})
+    xs.push_back(x);
+  while (xs.size() % lanes != 0)
+    xs.push_back(0.0f);
+  auto out = hwy::AllocateAligned<float>(lanes);
+  double worst = 0;
+  for (size_t i = 0; i < xs.size(); i += lanes) {
+    hn::Store(k::ExpNonPositive(d, hn::LoadU(d, xs.data() + i)), d, out.get());
+    for (size_t l = 0; l < lanes; ++l) {
+      const float x = xs[i + l];
+      const double want = std::exp(double(x));
+      if (x < -87.0f) {
+        // Clamped: e^-87, not 0.
+        EXPECT_GE(out[l], 0.0f) << "x " << x;
+        EXPECT_LE(out[l], 2e-38f) << "x " << x;
+        continue;
+      }
+      const double rel = std::fabs(out[l] - want) / want;
+      worst = std::max(worst, rel);
+      EXPECT_LE(rel, 3e-7) << "x " << x << ": " << out[l] << " vs " << want;
+    }
+  }
+  std::printf("[   hwy    ] ExpNonPositive: worst relative error %.3g\n",
+              worst);
+}
 
 //===----------------------------------------------------------------------===//
 // Blocked attention: TransposedKeyScoresRows + OnlineSoftmaxBlockRows

@@ -181,16 +181,8 @@ void FunctionEmitter::emitAttentionCore(
     os << "pool.parallelFor(batch * " << heads << ", [&](int64_t t) {\n";
     os.indent();
     os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
-    os << "float *dst = " << keysTransposed << " + t * " << dk << " * sk;\n";
-    // 16 keys at a time: their rows stay in L1 while each feature's 16
-    // values are written contiguously.
-    os << "for (int64_t j0 = 0; j0 < sk; j0 += 16) {\n";
-    os << "  const int64_t nj = std::min<int64_t>(16, sk - j0);\n";
-    os << "  const float *rows = " << at(k, "j0") << ";\n";
-    os << "  for (int64_t f = 0; f < " << dk << "; ++f)\n";
-    os << "    for (int64_t j = 0; j < nj; ++j)\n";
-    os << "      dst[f * sk + j0 + j] = rows[j * " << k.rowStride << " + f];\n";
-    os << "}\n";
+    os << "k::TransposeRows(" << at(k, "0") << ", " << k.rowStride << ", sk, "
+       << dk << ", " << keysTransposed << " + t * " << dk << " * sk, sk);\n";
     os.unindent();
     os << "});\n";
   }
