@@ -97,6 +97,16 @@ cl::list<std::string> printIRBefore(
     "print-ir-before", cl::value_desc("PASS"), cl::CommaSeparated,
     cl::desc("Print the IR before the named passes of the pipeline"),
     cl::cat(category));
+cl::opt<int64_t> l1CacheBytes(
+    "l1-cache-bytes",
+    cl::desc("L1 data cache the Highway backend tiles GEMMs for (default: "
+             "this CPU's with --target=native, 48 KiB with generic)"),
+    cl::value_desc("BYTES"), cl::init(0), cl::cat(category));
+cl::opt<int64_t> l2CacheBytes(
+    "l2-cache-bytes",
+    cl::desc("L2 cache the Highway backend blocks GEMMs for (default: this "
+             "CPU's with --target=native, 1 MiB with generic)"),
+    cl::value_desc("BYTES"), cl::init(0), cl::cat(category));
 cl::opt<bool> remarks(
     "remarks",
     cl::desc("Print a remark for each fusion the pipeline (and the Highway "
@@ -217,6 +227,12 @@ int main(int argc, char **argv) {
     return userError("--max-batch must be positive, got " + Twine(maxBatch));
   if (maxSeqLen.getNumOccurrences() && maxSeqLen <= 0)
     return userError("--max-seq-len must be positive, got " + Twine(maxSeqLen));
+  for (cl::opt<int64_t> *cache : {&l1CacheBytes, &l2CacheBytes})
+    if (cache->getNumOccurrences() &&
+        (*cache < 1024 || *cache > (int64_t(1) << 30)))
+      return userError("--" + cache->ArgStr +
+                       " must be between 1024 and 1073741824 bytes, got " +
+                       Twine(int64_t(*cache)));
   if (maxSeqLen > kMaxSeqLen || maxBatch > kMaxBatch)
     return userError("--max-seq-len is at most " + Twine(kMaxSeqLen) +
                      " and --max-batch at most " + Twine(kMaxBatch));
@@ -410,8 +426,14 @@ int main(int argc, char **argv) {
         emit == Emit::Cpp && !outputPath.empty() && outputPath != "-"
             ? sys::path::filename(outputPath).str()
             : cName + ".cpp";
+    tfm::CacheSizes cache =
+        target == Target::Native ? tfm::hostCacheSizes() : tfm::CacheSizes();
+    if (l1CacheBytes)
+      cache.l1Bytes = l1CacheBytes;
+    if (l2CacheBytes)
+      cache.l2Bytes = l2CacheBytes;
     if (failed(tfm::emitHighwayCpp(*module, cName, fileName, os, &stats,
-                                   showRemarks)))
+                                   showRemarks, cache)))
       return internalError("the Highway backend failed");
     if (verbose)
       errs() << "tfm-compile: " << stats.functions << " functions, "

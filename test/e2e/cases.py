@@ -36,6 +36,7 @@ class Case:
     max_seq_len: Optional[int] = None   # --max-seq-len (default: none passed, the model's max_seq_len)
     weight_dtype: str = "F32"           # dtype of every tensor in the weights file
     shared_embeddings: bool = False     # encoder_decoder: one `embed.weight` instead of src_/tgt_embed
+    cache_bytes: Optional[tuple] = None  # (L1, L2) for --l1-cache-bytes / --l2-cache-bytes
     note: str = ""
 
     def compile_args(self):
@@ -45,6 +46,9 @@ class Case:
             args += ["--max-batch", str(mb)]
         if self.max_seq_len is not None:
             args += ["--max-seq-len", str(self.max_seq_len)]
+        if self.cache_bytes is not None:
+            args += ["--l1-cache-bytes=%d" % self.cache_bytes[0],
+                     "--l2-cache-bytes=%d" % self.cache_bytes[1]]
         return args
 
     def effective_max_batch(self):
@@ -125,6 +129,12 @@ CASES = [
     enc("enc_seq1", floats(1), dict(norm="pre")),
     enc("enc_max_seq_len_flag", floats(13), dict(max_seq_len=8), max_seq_len=16,
         note="--max-seq-len above the model's max_seq_len (sinusoidal positions allow it)"),
+    enc("enc_gemm_l2_blocks_prefetch", floats(13, batch=2), dict(
+        d_model=96, num_heads=3, d_ff=50, max_seq_len=64, norm="pre"),
+        cache_bytes=(1 << 20, 48 * 1024),
+        note="caches small enough that the Highway backend's GEMMs go in L2 blocks "
+             "of 2 panels (9 panels of Q/K/V: 2+2+2+2+1) and prefetch the next block's "
+             "panels; 26 rows, a partial last row block"),
 
     # ---- decoder (GPT-like) ----------------------------------------------------
     dec("dec_pre_rope_half_gelu_tanh", ids(13, dtype="int32"), dict(

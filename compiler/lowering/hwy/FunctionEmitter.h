@@ -10,6 +10,7 @@
 #include "FramePlanner.h"
 #include "tfm/IR/TfmOps.h"
 
+#include "tfm/Lowering/HighwayEmitter.h"
 #include "tfm/Lowering/ModelGlue.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -43,6 +44,7 @@ struct Buffer {
 /// each segment of rows split into panels of k::kPanel (32) output columns,
 /// zero-padded, panel after panel. Segments let a stacked weight (Q, K, V of
 /// in_proj) be used whole or in parts.
+using ::tfm::CacheSizes;
 using ::tfm::PackSpec;
 
 /// What the callers of an emitted function need to know about it.
@@ -63,6 +65,8 @@ struct FunctionSummary {
 
 /// Facts shared by every function of a model.
 struct ModelFacts {
+  /// Of the CPU the code is for: they size the GEMMs' blocks.
+  CacheSizes cache;
   llvm::StringMap<unsigned> paramIndex;
   int64_t maxBatch = 1;
   int64_t maxSeqLen = 1;
@@ -123,7 +127,7 @@ private:
   /// and out are `xStride` and `outStride` floats apart, rows of `residual`
   /// (when not empty) `outStride` too.
   void emitMatmul(llvm::StringRef what, const std::string &rows,
-                  const std::string &x, int64_t xStride,
+                  int64_t maxRows, const std::string &x, int64_t xStride,
                   const std::string &packedW, int64_t firstSegment,
                   int64_t segments, int64_t segmentRows, int64_t k,
                   const std::string &bias, const std::string &out,

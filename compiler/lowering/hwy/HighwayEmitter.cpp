@@ -26,6 +26,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -46,9 +47,10 @@ namespace {
 class ModuleEmitter {
 public:
   ModuleEmitter(ModuleOp module, StringRef cName, StringRef fileName,
-                raw_ostream &out, bool remarks)
+                raw_ostream &out, bool remarks, CacheSizes cache)
       : module(module), cName(cName), fileName(fileName), out(out) {
     facts.remarks = remarks;
+    facts.cache = cache;
   }
 
   LogicalResult emit(HighwayEmitStats *stats);
@@ -217,10 +219,22 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
 
 } // namespace
 
+CacheSizes hostCacheSizes() {
+  CacheSizes sizes;
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+  if (long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0)
+    sizes.l1Bytes = l1;
+  if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0)
+    sizes.l2Bytes = l2;
+#endif
+  return sizes;
+}
+
 LogicalResult emitHighwayCpp(ModuleOp module, StringRef cName,
                              StringRef fileName, raw_ostream &os,
-                             HighwayEmitStats *stats, bool remarks) {
-  return ModuleEmitter(module, cName, fileName, os, remarks).emit(stats);
+                             HighwayEmitStats *stats, bool remarks,
+                             CacheSizes cache) {
+  return ModuleEmitter(module, cName, fileName, os, remarks, cache).emit(stats);
 }
 
 } // namespace tfm

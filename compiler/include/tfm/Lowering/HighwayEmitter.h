@@ -7,6 +7,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace tfm {
@@ -21,6 +22,19 @@ struct HighwayEmitStats {
   std::string matmulFlops;
 };
 
+/// The data caches of the CPU the generated code is for, in bytes: they
+/// decide the GEMMs' L2 blocks and which weight panels are prefetched into
+/// L1. The defaults are those of the machine the benchmarks run on (AMD Zen
+/// 5: 48 KiB L1d, 1 MiB L2).
+struct CacheSizes {
+  int64_t l1Bytes = 48 * 1024;
+  int64_t l2Bytes = 1024 * 1024;
+};
+
+/// This machine's L1d and L2 sizes, from the C library (CPUID on x86);
+/// where it does not know one, the default above.
+CacheSizes hostCacheSizes();
+
 /// Prints `module` (tfm IR as the frontend builds it) as one C++ file that
 /// uses Highway with dynamic dispatch and defines `tfm::rt::kModel` and the C
 /// API functions `<cName>_create/_forward/_destroy`. Highway compiles the
@@ -34,7 +48,7 @@ mlir::LogicalResult emitHighwayCpp(mlir::ModuleOp module, llvm::StringRef cName,
                                    llvm::StringRef fileName,
                                    llvm::raw_ostream &os,
                                    HighwayEmitStats *stats = nullptr,
-                                   bool remarks = false);
+                                   bool remarks = false, CacheSizes cache = {});
 
 /// `name` made into a C identifier: other characters become '_', and a
 /// leading digit gets a '_' in front.
