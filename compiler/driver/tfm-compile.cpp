@@ -344,6 +344,21 @@ int main(int argc, char **argv) {
   mlir::tfm::OptimizePipelineOptions options;
   options.remarks = showRemarks;
   mlir::tfm::buildOptimizePipeline(optimize, options);
+  // The Highway backend's GEMMs are tiled for this CPU's caches (or the
+  // ones named), a choice recorded in the IR.
+  tfm::CacheSizes cache = target == Target::Native ? mlir::tfm::hostCacheSizes()
+                                                   : tfm::CacheSizes();
+  if (l1CacheBytes)
+    cache.l1Bytes = l1CacheBytes;
+  if (l2CacheBytes)
+    cache.l2Bytes = l2CacheBytes;
+  if (!useLLVM) {
+    mlir::tfm::TfmSelectGemmTilingOptions tiling;
+    tiling.l1Bytes = cache.l1Bytes;
+    tiling.l2Bytes = cache.l2Bytes;
+    tiling.remarks = showRemarks;
+    optimize.addPass(mlir::tfm::createTfmSelectGemmTiling(tiling));
+  }
   if (useLLVM) {
     mlir::tfm::buildLLVMEntryPasses(optimize);
     mlir::tfm::buildLLVMLoweringPasses(lower);
@@ -426,12 +441,6 @@ int main(int argc, char **argv) {
         emit == Emit::Cpp && !outputPath.empty() && outputPath != "-"
             ? sys::path::filename(outputPath).str()
             : cName + ".cpp";
-    tfm::CacheSizes cache =
-        target == Target::Native ? tfm::hostCacheSizes() : tfm::CacheSizes();
-    if (l1CacheBytes)
-      cache.l1Bytes = l1CacheBytes;
-    if (l2CacheBytes)
-      cache.l2Bytes = l2CacheBytes;
     if (failed(tfm::emitHighwayCpp(*module, cName, fileName, os, &stats,
                                    showRemarks, cache)))
       return internalError("the Highway backend failed");

@@ -340,8 +340,15 @@ void FunctionEmitter::remark(Operation *op, const Twine &what) {
 // Matmul
 //===----------------------------------------------------------------------===//
 
+GemmTiling FunctionEmitter::gemmTiling(int64_t maxRows, int64_t k,
+                                       int64_t segments, int64_t segmentRows) {
+  int64_t panels =
+      segments * ((segmentRows + kGemmPanelColumns - 1) / kGemmPanelColumns);
+  return chooseGemmTiling(maxRows, k, panels, facts.cache);
+}
+
 void FunctionEmitter::emitMatmul(
-    StringRef what, const std::string &rows, int64_t maxRows,
+    StringRef what, const std::string &rows, const GemmTiling &tiling,
     const std::string &x, int64_t xStride, const std::string &packedW,
     int64_t firstSegment, int64_t segments, int64_t segmentRows, int64_t k,
     const std::string &bias, const std::string &out, int64_t outStride,
@@ -352,21 +359,10 @@ void FunctionEmitter::emitMatmul(
   os << "{ // " << what << ": [" << rows << ", " << k << "] x [" << n << ", "
      << k << "]^T (packed) -> [" << rows << ", " << n << "]\n";
   os.indent();
+  // The order of the tasks and the prefetch: `tiling`, from
+  // tfm-select-gemm-tiling (GemmTiling.h says why).
   int64_t panelBytes = 32 * k * int64_t(sizeof(float));
-  // L2 blocking, where A (at most maxRows x k) does not fit in half of L2:
-  // the tasks take the weight's panels `blockPanels` at a time (as many as
-  // fill half of L2) and, within such a block, all row blocks, each over
-  // every panel of the block. A row block of A is then read from memory
-  // once per block (then from L1) instead of once per panel, while the
-  // block's panels stay in L2. Where A fits, panel by panel is as good and
-  // the next panel can be prefetched (measured, GPT-2 block seq 512: ~1-2%
-  // faster blocked; d 256 / seq 64: ~4% slower blocked).
-  int64_t aBytes = maxRows * k * int64_t(sizeof(float));
-  int64_t blockPanels =
-      2 * aBytes <= facts.cache.l2Bytes
-          ? 1
-          : std::clamp<int64_t>(facts.cache.l2Bytes / 2 / panelBytes, 1,
-                                panels);
+  int64_t blockPanels = std::clamp<int64_t>(tiling.l2Panels, 1, panels);
   os << "const int64_t rows = " << rows << ";\n";
   os << "const int64_t rowBlocks = (rows + k::kGemmRows - 1) / "
         "k::kGemmRows;\n";
@@ -405,16 +401,9 @@ void FunctionEmitter::emitMatmul(
   std::string panelAt =
       packedW + " + (" + num(firstSegment * perSegment) + " + panel) * ";
   // The last row block prefetches the panel the same task position of the
-  // next L2 block reads (with one-panel blocks: the next panel), when one
-  // and a half panels fit in L1 (the one streaming through, the next one
-  // arriving): the thread's next tasks read it (each thread runs a
-  // contiguous range of tasks). Short panels are
-  // where the hardware prefetcher has no time to ramp up; longer ones it
-  // streams on its own, and prefetching them whole only evicts this tile's
-  // data (measured: 4 layers of d 256 ~5% faster; GPT-2 s512, K = 768 and
-  // 3072, ~2% slower when every panel is prefetched).
-  bool prefetch =
-      panels > blockPanels && 3 * panelBytes <= 2 * facts.cache.l1Bytes;
+  // next L2 block reads (with one-panel blocks: the next panel): the
+  // thread's next tasks read it (each thread runs a contiguous range).
+  bool prefetch = tiling.prefetch && panels > blockPanels;
   if (prefetch)
     os << "const float *nextPanel = r0 + k::kGemmRows >= rows && panel + "
        << blockPanels << " < " << panels << " ? " << panelAt << 32 * k << " + "
@@ -516,8 +505,12 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
     what += " + " + stringifyActivation(*act).str();
   if (!residual.empty())
     what += " + residual";
-  emitMatmul(what, product(lead), maxProduct(lead), x.ptr, k, packed, 0, 1, n,
-             k, bias, out.ptr, n, act, residual);
+  GemmTiling tiling = op.getTilingAttr()
+                          ? GemmTiling{op.getTilingAttr().getL2Panels(),
+                                       op.getTilingAttr().getPrefetch(), ""}
+                          : gemmTiling(maxProduct(lead), k, 1, n);
+  emitMatmul(what, product(lead), tiling, x.ptr, k, packed, 0, 1, n, k, bias,
+             out.ptr, n, act, residual);
   if (!facts.remarks)
     return success();
   SmallVector<std::string> epilogue;
@@ -615,11 +608,11 @@ LogicalResult FunctionEmitter::emitFeedForward(FeedForwardOp op) {
   std::string rows = product(lead);
   int64_t maxRows = maxProduct(lead);
   std::string hidden = scratch("hidden", rows + " * " + num(ff), maxRows * ff);
-  emitMatmul("linear1 + activation", rows, maxRows, x.ptr, d,
-             packedWeight(op.getW1(), 1, ff), 0, 1, ff, d,
+  emitMatmul("linear1 + activation", rows, gemmTiling(maxRows, d, 1, ff), x.ptr,
+             d, packedWeight(op.getW1(), 1, ff), 0, 1, ff, d,
              buffers[op.getB1()].ptr, hidden, ff, op.getActivation());
   Buffer out = allocate(op.getResult(), x.dims);
-  emitMatmul("linear2", rows, maxRows, hidden, ff,
+  emitMatmul("linear2", rows, gemmTiling(maxRows, ff, 1, d), hidden, ff,
              packedWeight(op.getW2(), 1, d), 0, 1, d, ff,
              buffers[op.getB2()].ptr, out.ptr, d, std::nullopt);
   remark(op, Twine("bias and ") + stringifyActivation(op.getActivation()) +

@@ -126,11 +126,16 @@ private:
   /// columns of packed W, starting at W's segment `firstSegment`; rows of x
   /// and out are `xStride` and `outStride` floats apart, rows of `residual`
   /// (when not empty) `outStride` too.
+  /// The tiling of a GEMM over `segments` x `segmentRows` output columns,
+  /// depth k, at most maxRows rows, for the model's caches: what
+  /// tfm-select-gemm-tiling would choose, for the GEMMs inside other ops.
+  mlir::tfm::GemmTiling gemmTiling(int64_t maxRows, int64_t k, int64_t segments,
+                                   int64_t segmentRows);
   void emitMatmul(llvm::StringRef what, const std::string &rows,
-                  int64_t maxRows, const std::string &x, int64_t xStride,
-                  const std::string &packedW, int64_t firstSegment,
-                  int64_t segments, int64_t segmentRows, int64_t k,
-                  const std::string &bias, const std::string &out,
+                  const mlir::tfm::GemmTiling &tiling, const std::string &x,
+                  int64_t xStride, const std::string &packedW,
+                  int64_t firstSegment, int64_t segments, int64_t segmentRows,
+                  int64_t k, const std::string &bias, const std::string &out,
                   int64_t outStride, std::optional<mlir::tfm::Activation> act,
                   const std::string &residual = "");
 

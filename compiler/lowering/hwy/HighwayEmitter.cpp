@@ -26,7 +26,6 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
-#include <unistd.h>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -218,17 +217,6 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
 }
 
 } // namespace
-
-CacheSizes hostCacheSizes() {
-  CacheSizes sizes;
-#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
-  if (long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE); l1 > 0)
-    sizes.l1Bytes = l1;
-  if (long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE); l2 > 0)
-    sizes.l2Bytes = l2;
-#endif
-  return sizes;
-}
 
 LogicalResult emitHighwayCpp(ModuleOp module, StringRef cName,
                              StringRef fileName, raw_ostream &os,

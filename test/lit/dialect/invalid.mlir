@@ -270,6 +270,15 @@ func.func @linear_residual_rank(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %
 
 // -----
 
+// A tiling takes at least one panel at a time.
+func.func @linear_tiling_no_panels(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{gemm_tiling l2Panels must be at least 1, got 0}}
+  %0 = tfm.linear %x, %w tiling <l2Panels = 0, prefetch = true> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
 // Not one of the activations.
 func.func @linear_unknown_activation(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>) -> tensor<?x?x64xf32> {
   // expected-error @+2 {{expected ::mlir::tfm::Activation to be one of: relu, gelu, gelu_tanh}}

@@ -3,6 +3,8 @@
 #ifndef TFM_LOWERING_HIGHWAYEMITTER_H
 #define TFM_LOWERING_HIGHWAYEMITTER_H
 
+#include "tfm/Transforms/GemmTiling.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -22,18 +24,8 @@ struct HighwayEmitStats {
   std::string matmulFlops;
 };
 
-/// The data caches of the CPU the generated code is for, in bytes: they
-/// decide the GEMMs' L2 blocks and which weight panels are prefetched into
-/// L1. The defaults are those of the machine the benchmarks run on (AMD Zen
-/// 5: 48 KiB L1d, 1 MiB L2).
-struct CacheSizes {
-  int64_t l1Bytes = 48 * 1024;
-  int64_t l2Bytes = 1024 * 1024;
-};
-
-/// This machine's L1d and L2 sizes, from the C library (CPUID on x86);
-/// where it does not know one, the default above.
-CacheSizes hostCacheSizes();
+/// The caches the GEMMs are tiled for (tfm/Transforms/GemmTiling.h).
+using CacheSizes = mlir::tfm::CacheSizes;
 
 /// Prints `module` (tfm IR as the frontend builds it) as one C++ file that
 /// uses Highway with dynamic dispatch and defines `tfm::rt::kModel` and the C

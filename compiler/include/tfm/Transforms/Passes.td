@@ -92,4 +92,39 @@ def TfmFuseEpilogue : Pass<"tfm-fuse-epilogue"> {
   ];
 }
 
+def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
+  let summary = "choose, for the machine's caches, the order in which each "
+                "tfm.linear takes its packed weight's panels";
+  let description = [{
+    Sets `tiling = #tfm.gemm_tiling<l2Panels = N, prefetch = B>` on every
+    `tfm.linear` (the Highway backend follows it; tfm-compile runs this
+    pass after `tfm-optimize` for that backend, with the CPU's cache sizes):
+
+    - L2 blocks where the GEMM's rows (at most `tfm.max_batch` x
+      `tfm.max_seq_len` of the module for dynamic dimensions, times the
+      depth) do not fit in half of L2: as many panels as fill that half,
+      each block over all row blocks, so the rows are read from memory once
+      per block instead of once per panel. Else panel by panel.
+    - The prefetch of the next panel into L1 where one and a half panels
+      fit in L1: the hardware prefetcher has no time to ramp up on short
+      panels.
+
+    Not touched, with the reason as a remark (`remarks=true`): a linear
+    that already has a tiling, and one in a module without `tfm.max_batch`
+    and `tfm.max_seq_len` whose rows have a dynamic dimension (their
+    maximum is unknown). With `remarks=true`, every choice is reported with
+    its reasons.
+  }];
+  let dependentDialects = ["mlir::tfm::TfmDialect"];
+  let options = [
+    Option<"l1Bytes", "l1-bytes", "int64_t", /*default=*/"48 * 1024",
+           "the L1 data cache, in bytes">,
+    Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"1024 * 1024",
+           "the L2 cache, in bytes">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "report each choice, and each linear left alone, as an MLIR "
+           "remark">,
+  ];
+}
+
 #endif // TFM_TRANSFORMS_PASSES_TD

@@ -36,6 +36,31 @@ def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache"> {
   let genVerifyDecl = 1;
 }
 
+def Tfm_GemmTilingAttr : AttrDef<Tfm_Dialect, "GemmTiling"> {
+  let mnemonic = "gemm_tiling";
+  let summary = "the order in which a GEMM takes its weight's panels";
+  let description = [{
+    Chosen by `--tfm-select-gemm-tiling` for the machine's caches; the
+    Highway backend follows it. A GEMM's weight is packed in panels of 32
+    output columns (every k), and C is computed in register tiles of a few
+    rows (8 on AVX-512) by one panel:
+
+    - `l2Panels`: the tiles go panel by panel over all row blocks (1), or
+      in blocks of that many panels, each block over all row blocks, so a
+      row block of the input is read from memory once per block while the
+      block's panels stay in L2.
+    - `prefetch`: the last row block of a panel (of a block) prefetches the
+      panel that follows into L1.
+
+    ```mlir
+    #tfm.gemm_tiling<l2Panels = 5, prefetch = false>
+    ```
+  }];
+  let parameters = (ins "int64_t":$l2Panels, "bool":$prefetch);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Tfm_Tensor : RankedTensorOf<[F32]>;
 def Tfm_TokenTensor : RankedTensorOf<[I32, I64]>;
 
@@ -222,6 +247,9 @@ def Tfm_LinearOp : Tfm_Op<"linear",
     `gelu_tanh`, as in `tfm.ffn`), then adding `residual`, a tensor of the
     result's shape (a residual connection).
 
+    `tiling` (from `--tfm-select-gemm-tiling`) says in which order the
+    Highway backend takes the weight's panels (`#tfm.gemm_tiling`).
+
     ```mlir
     %y = tfm.linear %x, %w, %b
         : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
@@ -234,18 +262,20 @@ def Tfm_LinearOp : Tfm_Op<"linear",
   let arguments = (ins Tfm_Tensor:$input, Tfm_Tensor:$weight,
                        Optional<Tfm_Tensor>:$bias,
                        OptionalAttr<Tfm_ActivationAttr>:$activation,
-                       Optional<Tfm_Tensor>:$residual);
+                       Optional<Tfm_Tensor>:$residual,
+                       OptionalAttr<Tfm_GemmTilingAttr>:$tiling);
   let results = (outs Tfm_Tensor:$result);
   let builders = [
     // A plain linear layer, no epilogue.
     OpBuilder<(ins "Value":$input, "Value":$weight, CArg<"Value", "{}">:$bias), [{
       build($_builder, $_state, input, weight, bias, /*activation=*/nullptr,
-            /*residual=*/Value());
+            /*residual=*/Value(), /*tiling=*/nullptr);
     }]>
   ];
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? (`activation` $activation^)?
-    (`residual` $residual^)? attr-dict `:` functional-type(operands, results)
+    (`residual` $residual^)? (`tiling` $tiling^)? attr-dict `:`
+    functional-type(operands, results)
   }];
 }
 

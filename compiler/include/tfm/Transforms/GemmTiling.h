@@ -1,0 +1,54 @@
+//===- GemmTiling.h - how a GEMM takes its packed weight's panels -*- C++
+//-*-===//
+//
+// The choice tfm-select-gemm-tiling records on each tfm.linear and the
+// Highway backend follows (and makes itself, the same way, for the GEMMs
+// inside the ops the pass does not see: attention with a cache or a memory,
+// an unfused tfm.ffn).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_TRANSFORMS_GEMMTILING_H
+#define TFM_TRANSFORMS_GEMMTILING_H
+
+#include <cstdint>
+#include <string>
+
+namespace mlir::tfm {
+
+/// The data caches of the CPU the generated code is for, in bytes. The
+/// defaults are those of the machine the benchmarks run on (AMD Zen 5:
+/// 48 KiB L1d, 1 MiB L2).
+struct CacheSizes {
+  int64_t l1Bytes = 48 * 1024;
+  int64_t l2Bytes = 1024 * 1024;
+};
+
+/// This machine's L1d and L2 sizes, from the C library (CPUID on x86);
+/// where it does not know one, the default above.
+CacheSizes hostCacheSizes();
+
+/// Output columns per packed weight panel (the runtime's k::kPanel).
+constexpr int64_t kGemmPanelColumns = 32;
+
+/// What #tfm.gemm_tiling holds, and why.
+struct GemmTiling {
+  /// Panels per L2 block: 1 is panel by panel.
+  int64_t l2Panels = 1;
+  /// Whether the last row block of a panel (of a block) prefetches the
+  /// panel that follows into L1.
+  bool prefetch = false;
+  /// The reasons, for a remark.
+  std::string why;
+};
+
+/// The tiling of a GEMM of at most `maxRows` rows, depth `k`, over a weight
+/// of `panels` panels: L2 blocks where the rows (maxRows x k floats) do not
+/// fit in half of L2, as many panels as fill that half; the prefetch where
+/// one and a half panels fit in L1.
+GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
+                            const CacheSizes &cache);
+
+} // namespace mlir::tfm
+
+#endif // TFM_TRANSFORMS_GEMMTILING_H

@@ -1,0 +1,101 @@
+//===- SelectGemmTiling.cpp - #tfm.gemm_tiling on each tfm.linear ---------===//
+//
+// A GEMM's speed past its register tile is in the order it takes the
+// weight's panels: which data stays in which cache. That choice depends on
+// the machine's caches and on the GEMM's largest row count, both known at
+// compile time; recorded on the op, it shows in the IR and the backend only
+// follows it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PassRemarks.h"
+#include "tfm/Transforms/GemmTiling.h"
+#include "tfm/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <optional>
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_TFMSELECTGEMMTILING
+#include "tfm/Transforms/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// The most rows `op` multiplies: its input's leading dimensions, a dynamic
+/// one bounded by the module's tfm.max_batch (the first of three or more)
+/// or tfm.max_seq_len (the others; both for a lone dynamic dimension).
+std::optional<int64_t> maxRows(LinearOp op, std::string &whyNot) {
+  ArrayRef<int64_t> shape = op.getInput().getType().getShape().drop_back();
+  auto module = op->getParentOfType<ModuleOp>();
+  auto bound = [&](StringRef name) -> std::optional<int64_t> {
+    auto attr =
+        module ? module->getAttrOfType<IntegerAttr>(name) : IntegerAttr();
+    if (!attr || attr.getInt() <= 0)
+      return std::nullopt;
+    return attr.getInt();
+  };
+  std::optional<int64_t> maxBatch = bound("tfm.max_batch");
+  std::optional<int64_t> maxSeq = bound("tfm.max_seq_len");
+  int64_t rows = 1;
+  for (auto [i, dim] : llvm::enumerate(shape)) {
+    if (!ShapedType::isDynamic(dim)) {
+      rows *= dim;
+      continue;
+    }
+    if (!maxBatch || !maxSeq) {
+      whyNot = "its rows have a dynamic dimension and the module has no "
+               "positive tfm.max_batch and tfm.max_seq_len to bound it";
+      return std::nullopt;
+    }
+    rows *= shape.size() == 1 ? *maxBatch * *maxSeq
+            : i == 0          ? *maxBatch
+                              : *maxSeq;
+  }
+  return rows;
+}
+
+struct SelectGemmTilingPass
+    : public tfm::impl::TfmSelectGemmTilingBase<SelectGemmTilingPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (l1Bytes <= 0 || l2Bytes <= 0) {
+      emitError(getOperation()->getLoc())
+          << "tfm-select-gemm-tiling: l1-bytes and l2-bytes must be "
+             "positive, got "
+          << int64_t(l1Bytes) << " and " << int64_t(l2Bytes);
+      return signalPassFailure();
+    }
+    CacheSizes cache{int64_t(l1Bytes), int64_t(l2Bytes)};
+    getOperation()->walk([&](LinearOp op) {
+      if (op.getTilingAttr()) {
+        if (remarks)
+          remarkAt(op) << "GEMM tiling kept: it was already chosen";
+        return;
+      }
+      std::string whyNot;
+      std::optional<int64_t> rows = maxRows(op, whyNot);
+      if (!rows) {
+        if (remarks)
+          remarkAt(op) << "no GEMM tiling chosen: " << whyNot;
+        return;
+      }
+      RankedTensorType weight = op.getWeight().getType();
+      int64_t panels =
+          (weight.getDimSize(0) + kGemmPanelColumns - 1) / kGemmPanelColumns;
+      GemmTiling tiling =
+          chooseGemmTiling(*rows, weight.getDimSize(1), panels, cache);
+      op.setTilingAttr(GemmTilingAttr::get(op.getContext(), tiling.l2Panels,
+                                           tiling.prefetch));
+      if (remarks)
+        remarkAt(op) << "GEMM tiling: " << tiling.why;
+    });
+  }
+};
+
+} // namespace

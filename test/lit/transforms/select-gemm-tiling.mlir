@@ -1,0 +1,82 @@
+// RUN: tfm-opt %s -split-input-file --tfm-select-gemm-tiling | FileCheck %s
+// RUN: tfm-opt %s -split-input-file --tfm-select-gemm-tiling=remarks=true -verify-diagnostics -o /dev/null
+// RUN: tfm-opt %s -split-input-file --tfm-select-gemm-tiling="l1-bytes=32768 l2-bytes=262144" | FileCheck %s --check-prefix=SMALL
+// RUN: not tfm-opt %s -split-input-file --tfm-select-gemm-tiling="l1-bytes=0" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// --tfm-select-gemm-tiling (defaults: 48 KiB L1, 1 MiB L2): the order in
+// which each tfm.linear takes its weight's 32-column panels, with the
+// reasons in a remark; the linears it must leave alone say why.
+
+// BAD: error: tfm-select-gemm-tiling: l1-bytes and l2-bytes must be positive, got 0 and 1048576
+
+// GPT-2 small at seq 512: the Q/K/V GEMM's rows (512 x 768 floats) do not
+// fit in half of L2: blocks of 5 panels of 96 KiB. The FFN's second GEMM
+// (depth 3072): one 384 KiB panel at a time, the most half of L2 holds.
+// Neither prefetches: 96 KiB panels do not fit in L1.
+// CHECK-LABEL: func.func @gpt2_s512(
+// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1, %arg2 tiling <l2Panels = 5, prefetch = false> :
+// CHECK-NEXT: %1 = tfm.linear %arg3, %arg4 tiling <l2Panels = 1, prefetch = false> :
+// With 256 KiB of L2: blocks of one panel (96 KiB: two do not fit in 128).
+// SMALL-LABEL: func.func @gpt2_s512(
+// SMALL-NEXT: tiling <l2Panels = 1, prefetch = false>
+// SMALL-NEXT: tiling <l2Panels = 1, prefetch = false>
+module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 512 : i64} {
+  func.func @gpt2_s512(%x: tensor<?x?x768xf32>, %w: tensor<2304x768xf32>, %b: tensor<2304xf32>, %h: tensor<?x?x3072xf32>, %w2: tensor<768x3072xf32>) -> (tensor<?x?x2304xf32>, tensor<?x?x768xf32>) {
+    // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: L2 blocks of 5 panels (480 KiB): the rows (1536 KiB) do not fit in half of L2 (1024 KiB); panels (96 KiB) too long to prefetch into L1 (48 KiB): the hardware prefetcher streams them}}
+    %0 = tfm.linear %x, %w, %b : (tensor<?x?x768xf32>, tensor<2304x768xf32>, tensor<2304xf32>) -> tensor<?x?x2304xf32>
+    // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: panel by panel: the rows (6144 KiB) do not fit in half of L2 (1024 KiB), nor do two panels (384 KiB each); panels (384 KiB) too long to prefetch into L1 (48 KiB): the hardware prefetcher streams them}}
+    %1 = tfm.linear %h, %w2 : (tensor<?x?x3072xf32>, tensor<768x3072xf32>) -> tensor<?x?x768xf32>
+    return %0, %1 : tensor<?x?x2304xf32>, tensor<?x?x768xf32>
+  }
+}
+
+// -----
+
+// d 256 at seq 64, batch 2: the rows (128 x 256 floats) fit in half of L2,
+// panel by panel; 32 KiB panels are prefetched (1.5 of them fit in 48 KiB),
+// 128 KiB ones (depth 1024) not.
+// CHECK-LABEL: func.func @d256(
+// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1 activation <relu> tiling <l2Panels = 1, prefetch = true> :
+// CHECK-NEXT: %1 = tfm.linear %0, %arg2 residual %arg0 tiling <l2Panels = 1, prefetch = false> :
+// With 32 KiB of L1 nothing is prefetched; with 256 KiB of L2 the first
+// GEMM's rows (128 KiB) still fit in half of it, the second's (512 KiB) do
+// not, and one 128 KiB panel fills that half.
+// SMALL-LABEL: func.func @d256(
+// SMALL-NEXT: tiling <l2Panels = 1, prefetch = false>
+// SMALL-NEXT: tiling <l2Panels = 1, prefetch = false>
+module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 64 : i64} {
+  func.func @d256(%x: tensor<?x?x256xf32>, %w1: tensor<1024x256xf32>, %w2: tensor<256x1024xf32>) -> tensor<?x?x256xf32> {
+    // expected-remark @+1 {{in @d256: GEMM tiling: panel by panel: the rows (128 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 32 KiB fit in 48 KiB)}}
+    %0 = tfm.linear %x, %w1 activation <relu> : (tensor<?x?x256xf32>, tensor<1024x256xf32>) -> tensor<?x?x1024xf32>
+    // expected-remark @+1 {{in @d256: GEMM tiling: panel by panel: the rows (512 KiB) fit in half of L2 (1024 KiB); panels (128 KiB) too long to prefetch into L1 (48 KiB): the hardware prefetcher streams them}}
+    %1 = tfm.linear %0, %w2 residual %x : (tensor<?x?x1024xf32>, tensor<256x1024xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+    return %1 : tensor<?x?x256xf32>
+  }
+}
+
+// -----
+
+// Static rows need no module bounds; a single panel has none to prefetch.
+// CHECK-LABEL: func.func @static_rows(
+// CHECK-NEXT: tfm.linear %arg0, %arg1 tiling <l2Panels = 1, prefetch = false> :
+func.func @static_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-remark @+1 {{in @static_rows: GEMM tiling: panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); no panel follows to prefetch}}
+  %0 = tfm.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Not touched: a linear with a tiling already, and one whose dynamic rows
+// the module does not bound.
+// CHECK-LABEL: func.func @left_alone(
+// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1 tiling <l2Panels = 3, prefetch = true> :
+// CHECK-NEXT: %1 = tfm.linear %arg2, %arg1 :
+// CHECK-NEXT: return
+func.func @left_alone(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>, %y: tensor<?x?x8xf32>) -> (tensor<4x64xf32>, tensor<?x?x64xf32>) {
+  // expected-remark @+1 {{in @left_alone: GEMM tiling kept: it was already chosen}}
+  %0 = tfm.linear %x, %w tiling <l2Panels = 3, prefetch = true> : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
+  // expected-remark @+1 {{in @left_alone: no GEMM tiling chosen: its rows have a dynamic dimension and the module has no positive tfm.max_batch and tfm.max_seq_len to bound it}}
+  %1 = tfm.linear %y, %w : (tensor<?x?x8xf32>, tensor<64x8xf32>) -> tensor<?x?x64xf32>
+  return %0, %1 : tensor<4x64xf32>, tensor<?x?x64xf32>
+}
