@@ -110,13 +110,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tfm::OptimizePipelineOptions options;
   options.remarks = true;
   tfm::buildOptimizePipeline(pm, options);
+  tfm::TfmSelectGemmTilingOptions tiling;
+  tiling.remarks = true;
+  pm.addPass(tfm::createTfmSelectGemmTiling(tiling));
   messages.clear();
   if (failed(pm.run(*op)) || failed(verify(*op))) {
     llvm::errs() << "--- after tfm-optimize:\n"
                  << print(*op, /*generic=*/true) << "\n--- diagnostics:\n"
                  << messages;
-    FUZZ_CHECK(false, "tfm-optimize turns IR that verifies into IR that "
-                      "verifies");
+    FUZZ_CHECK(false, "tfm-optimize and tfm-select-gemm-tiling turn IR that "
+                      "verifies into IR that verifies");
   }
   return 0;
 }

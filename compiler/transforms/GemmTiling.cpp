@@ -3,6 +3,7 @@
 #include "tfm/Transforms/GemmTiling.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 #include <unistd.h>
@@ -21,26 +22,37 @@ CacheSizes hostCacheSizes() {
 }
 
 namespace {
-std::string kib(int64_t bytes) {
-  return llvm::formatv("{0} KiB", (bytes + 1023) / 1024).str();
+std::string kib(uint64_t bytes) {
+  return llvm::formatv("{0} KiB", bytes / 1024 + (bytes % 1024 != 0)).str();
 }
 } // namespace
 
 GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
                             const CacheSizes &cache) {
   GemmTiling tiling;
-  const int64_t panelBytes = kGemmPanelColumns * k * int64_t(sizeof(float));
-  const int64_t rowsBytes = maxRows * k * int64_t(sizeof(float));
+  // Sizes in bytes, saturating: hand-written IR may hold any dimensions.
+  auto bytes = [](int64_t a, int64_t b) {
+    return llvm::SaturatingMultiply<uint64_t>(
+        llvm::SaturatingMultiply<uint64_t>(std::max<int64_t>(a, 0),
+                                           std::max<int64_t>(b, 0)),
+        sizeof(float));
+  };
+  const uint64_t panelBytes = bytes(kGemmPanelColumns, k);
+  const uint64_t rowsBytes = bytes(maxRows, k);
+  const uint64_t halfL2 = std::max<int64_t>(cache.l2Bytes, 0) / 2;
+  const uint64_t l1 = std::max<int64_t>(cache.l1Bytes, 0);
+  panels = std::max<int64_t>(panels, 1);
   // Where the rows fit in half of L2, panel by panel reads them from L2 for
   // every panel anyway (measured: d 256 / seq 64 ~4% slower in blocks).
   // Where they do not, each panel would read them from memory again: in
   // blocks, once per block (measured: GPT-2 block seq 512 ~1.5% faster).
-  if (2 * rowsBytes <= cache.l2Bytes) {
+  if (rowsBytes <= halfL2) {
     tiling.why = "panel by panel: the rows (" + kib(rowsBytes) +
                  ") fit in half of L2 (" + kib(cache.l2Bytes) + ")";
   } else {
+    uint64_t fit = panelBytes == 0 ? uint64_t(panels) : halfL2 / panelBytes;
     tiling.l2Panels =
-        std::clamp<int64_t>(cache.l2Bytes / 2 / panelBytes, 1, panels);
+        int64_t(std::clamp<uint64_t>(fit, 1, static_cast<uint64_t>(panels)));
     if (tiling.l2Panels == 1)
       tiling.why = "panel by panel: the rows (" + kib(rowsBytes) +
                    ") do not fit in half of L2 (" + kib(cache.l2Bytes) +
@@ -57,9 +69,14 @@ GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
   // longer ones it streams alone, and prefetching them whole would evict
   // the tile's own data (measured: 4 layers of d 256 ~5% faster; GPT-2
   // s512, K = 768 and 3072, ~2% slower when every panel is prefetched).
-  if (panels <= tiling.l2Panels) {
+  // Measured panel by panel only: in L2 blocks, a panel prefetched by the
+  // last row block is read a whole block of tasks later, from L2 at best.
+  if (tiling.l2Panels > 1) {
+    tiling.why += "; none prefetched into L1 (in blocks, a prefetched panel "
+                  "is read a block of tasks later)";
+  } else if (panels == 1) {
     tiling.why += "; no panel follows to prefetch";
-  } else if (3 * panelBytes <= 2 * cache.l1Bytes) {
+  } else if (panelBytes <= l1 / 3 * 2) {
     tiling.prefetch = true;
     tiling.why += "; the next panel prefetched into L1 (1.5 panels of " +
                   kib(panelBytes) + " fit in " + kib(cache.l1Bytes) + ")";

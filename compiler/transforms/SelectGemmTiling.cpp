@@ -13,6 +13,10 @@
 #include "tfm/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <cstdint>
 
 #include <optional>
 
@@ -35,16 +39,16 @@ std::optional<int64_t> maxRows(LinearOp op, std::string &whyNot) {
   auto bound = [&](StringRef name) -> std::optional<int64_t> {
     auto attr =
         module ? module->getAttrOfType<IntegerAttr>(name) : IntegerAttr();
-    if (!attr || attr.getInt() <= 0)
+    if (!attr || !attr.getType().isSignlessInteger(64) || attr.getInt() <= 0)
       return std::nullopt;
     return attr.getInt();
   };
   std::optional<int64_t> maxBatch = bound("tfm.max_batch");
   std::optional<int64_t> maxSeq = bound("tfm.max_seq_len");
-  int64_t rows = 1;
+  uint64_t rows = 1;
   for (auto [i, dim] : llvm::enumerate(shape)) {
     if (!ShapedType::isDynamic(dim)) {
-      rows *= dim;
+      rows = llvm::SaturatingMultiply<uint64_t>(rows, dim);
       continue;
     }
     if (!maxBatch || !maxSeq) {
@@ -52,11 +56,13 @@ std::optional<int64_t> maxRows(LinearOp op, std::string &whyNot) {
                "positive tfm.max_batch and tfm.max_seq_len to bound it";
       return std::nullopt;
     }
-    rows *= shape.size() == 1 ? *maxBatch * *maxSeq
-            : i == 0          ? *maxBatch
-                              : *maxSeq;
+    rows = llvm::SaturatingMultiply<uint64_t>(
+        rows, shape.size() == 1
+                  ? llvm::SaturatingMultiply<uint64_t>(*maxBatch, *maxSeq)
+              : i == 0 ? uint64_t(*maxBatch)
+                       : uint64_t(*maxSeq));
   }
-  return rows;
+  return int64_t(std::min<uint64_t>(rows, INT64_MAX));
 }
 
 struct SelectGemmTilingPass
@@ -78,6 +84,13 @@ struct SelectGemmTilingPass
           remarkAt(op) << "GEMM tiling kept: it was already chosen";
         return;
       }
+      RankedTensorType weight = op.getWeight().getType();
+      if (!weight.hasStaticShape() || weight.getNumElements() == 0) {
+        if (remarks)
+          remarkAt(op) << "no GEMM tiling chosen: the weight " << weight
+                       << " has no static, non-empty shape to pack in panels";
+        return;
+      }
       std::string whyNot;
       std::optional<int64_t> rows = maxRows(op, whyNot);
       if (!rows) {
@@ -85,7 +98,6 @@ struct SelectGemmTilingPass
           remarkAt(op) << "no GEMM tiling chosen: " << whyNot;
         return;
       }
-      RankedTensorType weight = op.getWeight().getType();
       int64_t panels =
           (weight.getDimSize(0) + kGemmPanelColumns - 1) / kGemmPanelColumns;
       GemmTiling tiling =

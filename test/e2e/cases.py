@@ -129,12 +129,11 @@ CASES = [
     enc("enc_seq1", floats(1), dict(norm="pre")),
     enc("enc_max_seq_len_flag", floats(13), dict(max_seq_len=8), max_seq_len=16,
         note="--max-seq-len above the model's max_seq_len (sinusoidal positions allow it)"),
-    enc("enc_gemm_l2_blocks_prefetch", floats(13, batch=2), dict(
+    enc("enc_gemm_l2_blocks", floats(13, batch=2), dict(
         d_model=96, num_heads=3, d_ff=50, max_seq_len=64, norm="pre"),
-        cache_bytes=(1 << 20, 48 * 1024),
-        note="caches small enough that the Highway backend's GEMMs go in L2 blocks "
-             "of 2 panels (9 panels of Q/K/V: 2+2+2+2+1) and prefetch the next block's "
-             "panels; 26 rows, a partial last row block"),
+        cache_bytes=(32 * 1024, 48 * 1024),
+        note="a 48 KiB L2: the Highway backend's GEMMs go in L2 blocks of 2 panels "
+             "(9 panels of Q/K/V: 2+2+2+2+1); 26 rows, a partial last row block"),
 
     # ---- decoder (GPT-like) ----------------------------------------------------
     dec("dec_pre_rope_half_gelu_tanh", ids(13, dtype="int32"), dict(
@@ -191,6 +190,17 @@ CASES = [
     encdec("encdec_d96_h3_weights_bf16", src_tgt(7, 5), dict(
         d_model=96, num_heads=3, d_ff=50, num_layers=1, vocab_size=70),
         weight_dtype="BF16", shared_embeddings=True),
+    encdec("encdec_gemm_tiling_small_caches", src_tgt(13, 7, batch=2), dict(
+        d_model=96, num_heads=3, d_ff=50, vocab_size=64, max_seq_len=64),
+        cache_bytes=(1024, 48 * 1024),
+        note="a 48 KiB L2 and a 1 KiB L1: L2 blocks in the GEMMs inside the "
+             "cross-attention (K and V of the memory: in_proj's 2nd and 3rd "
+             "segments), no prefetch"),
+    encdec("encdec_gemm_prefetch", src_tgt(13, 7), dict(
+        d_model=64, num_heads=2, d_ff=96, vocab_size=64),
+        cache_bytes=(1 << 20, 1 << 20),
+        note="a 1 MiB L1: every GEMM of several panels prefetches the next one, "
+             "the cross-attention's K and V of the memory too"),
     encdec("encdec_weights_f16_batch3", src_tgt(5, 7, batch=3), dict(
         vocab_size=64, positional="learned", norm="pre"), max_batch=3, weight_dtype="F16"),
 ]

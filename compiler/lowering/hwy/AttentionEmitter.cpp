@@ -293,14 +293,14 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
   if (op.isSelfAttention()) {
     std::string qkv =
         scratch("qkv", rows + " * " + num(3 * d), maxRows * 3 * d);
-    emitMatmul("in_proj (Q, K, V)", rows, gemmTiling(maxRows, d, 1, 3 * d),
-               x.ptr, d, wIn, 0, 1, 3 * d, d, bIn, qkv, 3 * d, std::nullopt);
+    emitMatmul("in_proj (Q, K, V)", rows, maxRows, x.ptr, d, wIn, 0, 1, 3 * d,
+               d, bIn, qkv, 3 * d, std::nullopt);
     emitStackedHeads(qkv, batch, seq, heads, dk, op.getRope(), op.getRopeBase(),
                      position, q, k, v);
   } else {
     std::string qp = scratch("q", rows + " * " + num(d), maxRows * d);
-    emitMatmul("in_proj (Q)", rows, gemmTiling(maxRows, d, 1, d), x.ptr, d, wIn,
-               0, 1, d, d, bIn, qp, d, std::nullopt);
+    emitMatmul("in_proj (Q)", rows, maxRows, x.ptr, d, wIn, 0, 1, d, d, bIn, qp,
+               d, std::nullopt);
     q = {qp, seq.expr + " * " + num(d), dk, d};
     // Over a read-only cache the keys and values are already projected.
     if (Value memory = op.getMemory()) {
@@ -310,9 +310,8 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
       int64_t maxMemRows = mem.dims[0].max * keySeq.max;
       std::string kv =
           scratch("kv", memRows + " * " + num(2 * d), maxMemRows * 2 * d);
-      emitMatmul("in_proj (K, V) of memory", memRows,
-                 gemmTiling(maxMemRows, d, 2, d), mem.ptr, d, wIn, 1, 2, d, d,
-                 bIn, kv, 2 * d, std::nullopt);
+      emitMatmul("in_proj (K, V) of memory", memRows, maxMemRows, mem.ptr, d,
+                 wIn, 1, 2, d, d, bIn, kv, 2 * d, std::nullopt);
       std::string stride = keySeq.expr + " * " + num(2 * d);
       k = {kv, stride, dk, 2 * d};
       v = {kv + " + " + num(d), stride, dk, 2 * d};
@@ -351,15 +350,13 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
       os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
       os << "float *keys = " << base << " + t * " << dk * cacheSeq << ";\n";
       os << "float *vals = " << values << " + t * " << dk * cacheSeq << ";\n";
+      if (transposed)
+        os << "k::TransposeRows(" << at(k, "0") << ", " << k.rowStride
+           << ", seq, " << dk << ", keys + first, " << cacheSeq << ");\n";
       os << "for (int64_t s = 0; s < seq; ++s) {\n";
-      os << "  const float *krow = " << at(k, "s") << ";\n";
-      if (transposed) {
-        os << "  for (int64_t f = 0; f < " << dk << "; ++f)\n";
-        os << "    keys[f * " << cacheSeq << " + first + s] = krow[f];\n";
-      } else {
-        os << "  std::memcpy(keys + (first + s) * " << dk
-           << ", krow, sizeof(float) * " << dk << ");\n";
-      }
+      if (!transposed)
+        os << "  std::memcpy(keys + (first + s) * " << dk << ", " << at(k, "s")
+           << ", sizeof(float) * " << dk << ");\n";
       os << "  std::memcpy(vals + (first + s) * " << dk << ", " << at(v, "s")
          << ", sizeof(float) * " << dk << ");\n";
       os << "}\n";
@@ -384,7 +381,7 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
                     seq.expr, seq.max, keySeq.expr, keySeq.max, heads, dk, q, k,
                     v, o, op.getScoreParams(), position, cachedKeysT, cacheSeq);
   Buffer out = allocate(op.getResult(), x.dims);
-  emitMatmul("out_proj", rows, gemmTiling(maxRows, d, 1, d), merged, d,
+  emitMatmul("out_proj", rows, maxRows, merged, d,
              packedWeight(op.getOutProjWeight(), 1, d), 0, 1, d, d,
              buffers[op.getOutProjBias()].ptr, out.ptr, d, std::nullopt);
   if (facts.remarks)

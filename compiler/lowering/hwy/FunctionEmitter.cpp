@@ -340,27 +340,25 @@ void FunctionEmitter::remark(Operation *op, const Twine &what) {
 // Matmul
 //===----------------------------------------------------------------------===//
 
-GemmTiling FunctionEmitter::gemmTiling(int64_t maxRows, int64_t k,
-                                       int64_t segments, int64_t segmentRows) {
-  int64_t panels =
-      segments * ((segmentRows + kGemmPanelColumns - 1) / kGemmPanelColumns);
-  return chooseGemmTiling(maxRows, k, panels, facts.cache);
-}
-
 void FunctionEmitter::emitMatmul(
-    StringRef what, const std::string &rows, const GemmTiling &tiling,
+    StringRef what, const std::string &rows, int64_t maxRows,
     const std::string &x, int64_t xStride, const std::string &packedW,
     int64_t firstSegment, int64_t segments, int64_t segmentRows, int64_t k,
     const std::string &bias, const std::string &out, int64_t outStride,
-    std::optional<Activation> act, const std::string &residual) {
-  int64_t perSegment = (segmentRows + 31) / 32;
+    std::optional<Activation> act, const std::string &residual,
+    GemmTilingAttr tilingAttr) {
+  int64_t perSegment =
+      (segmentRows + kGemmPanelColumns - 1) / kGemmPanelColumns;
   int64_t panels = segments * perSegment;
   int64_t n = segments * segmentRows;
   os << "{ // " << what << ": [" << rows << ", " << k << "] x [" << n << ", "
      << k << "]^T (packed) -> [" << rows << ", " << n << "]\n";
   os.indent();
-  // The order of the tasks and the prefetch: `tiling`, from
-  // tfm-select-gemm-tiling (GemmTiling.h says why).
+  // The order of the tasks and the prefetch (GemmTiling.h says why).
+  GemmTiling tiling =
+      tilingAttr
+          ? GemmTiling{tilingAttr.getL2Panels(), tilingAttr.getPrefetch(), ""}
+          : chooseGemmTiling(maxRows, k, panels, facts.cache);
   int64_t panelBytes = 32 * k * int64_t(sizeof(float));
   int64_t blockPanels = std::clamp<int64_t>(tiling.l2Panels, 1, panels);
   os << "const int64_t rows = " << rows << ";\n";
@@ -374,7 +372,7 @@ void FunctionEmitter::emitMatmul(
     os << "const int64_t r0 = (t % rowBlocks) * k::kGemmRows;\n";
   } else {
     os << "// L2 blocks of " << blockPanels << " panels ("
-       << blockPanels * panelBytes / 1024 << " KiB of weights)\n";
+       << (blockPanels * panelBytes + 1023) / 1024 << " KiB of weights)\n";
     os << "const int64_t block = t / (rowBlocks * " << blockPanels
        << "), inBlock = t % (rowBlocks * " << blockPanels << ");\n";
     os << "const int64_t blockPanels = std::min<int64_t>(" << blockPanels
@@ -505,12 +503,8 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
     what += " + " + stringifyActivation(*act).str();
   if (!residual.empty())
     what += " + residual";
-  GemmTiling tiling = op.getTilingAttr()
-                          ? GemmTiling{op.getTilingAttr().getL2Panels(),
-                                       op.getTilingAttr().getPrefetch(), ""}
-                          : gemmTiling(maxProduct(lead), k, 1, n);
-  emitMatmul(what, product(lead), tiling, x.ptr, k, packed, 0, 1, n, k, bias,
-             out.ptr, n, act, residual);
+  emitMatmul(what, product(lead), maxProduct(lead), x.ptr, k, packed, 0, 1, n,
+             k, bias, out.ptr, n, act, residual, op.getTilingAttr());
   if (!facts.remarks)
     return success();
   SmallVector<std::string> epilogue;
@@ -608,11 +602,11 @@ LogicalResult FunctionEmitter::emitFeedForward(FeedForwardOp op) {
   std::string rows = product(lead);
   int64_t maxRows = maxProduct(lead);
   std::string hidden = scratch("hidden", rows + " * " + num(ff), maxRows * ff);
-  emitMatmul("linear1 + activation", rows, gemmTiling(maxRows, d, 1, ff), x.ptr,
-             d, packedWeight(op.getW1(), 1, ff), 0, 1, ff, d,
+  emitMatmul("linear1 + activation", rows, maxRows, x.ptr, d,
+             packedWeight(op.getW1(), 1, ff), 0, 1, ff, d,
              buffers[op.getB1()].ptr, hidden, ff, op.getActivation());
   Buffer out = allocate(op.getResult(), x.dims);
-  emitMatmul("linear2", rows, gemmTiling(maxRows, ff, 1, d), hidden, ff,
+  emitMatmul("linear2", rows, maxRows, hidden, ff,
              packedWeight(op.getW2(), 1, d), 0, 1, d, ff,
              buffers[op.getB2()].ptr, out.ptr, d, std::nullopt);
   remark(op, Twine("bias and ") + stringifyActivation(op.getActivation()) +

@@ -40,11 +40,12 @@ struct Buffer {
   Dims dims;
 };
 
+using ::tfm::CacheSizes;
+
 /// A weight [segments * segmentRows, k] packed for the GEMM micro-kernel:
 /// each segment of rows split into panels of k::kPanel (32) output columns,
 /// zero-padded, panel after panel. Segments let a stacked weight (Q, K, V of
 /// in_proj) be used whole or in parts.
-using ::tfm::CacheSizes;
 using ::tfm::PackSpec;
 
 /// What the callers of an emitted function need to know about it.
@@ -125,19 +126,18 @@ private:
   /// residual[r, c]) for `rows` rows and the `segments` x `segmentRows`
   /// columns of packed W, starting at W's segment `firstSegment`; rows of x
   /// and out are `xStride` and `outStride` floats apart, rows of `residual`
-  /// (when not empty) `outStride` too.
-  /// The tiling of a GEMM over `segments` x `segmentRows` output columns,
-  /// depth k, at most maxRows rows, for the model's caches: what
-  /// tfm-select-gemm-tiling would choose, for the GEMMs inside other ops.
-  mlir::tfm::GemmTiling gemmTiling(int64_t maxRows, int64_t k, int64_t segments,
-                                   int64_t segmentRows);
+  /// (when not empty) `outStride` too. The panels are taken in the order
+  /// `tiling` says (a tfm.linear's, from tfm-select-gemm-tiling) or, for
+  /// the GEMMs inside other ops, in the order that pass would choose for at
+  /// most `maxRows` rows.
   void emitMatmul(llvm::StringRef what, const std::string &rows,
-                  const mlir::tfm::GemmTiling &tiling, const std::string &x,
-                  int64_t xStride, const std::string &packedW,
-                  int64_t firstSegment, int64_t segments, int64_t segmentRows,
-                  int64_t k, const std::string &bias, const std::string &out,
+                  int64_t maxRows, const std::string &x, int64_t xStride,
+                  const std::string &packedW, int64_t firstSegment,
+                  int64_t segments, int64_t segmentRows, int64_t k,
+                  const std::string &bias, const std::string &out,
                   int64_t outStride, std::optional<mlir::tfm::Activation> act,
-                  const std::string &residual = "");
+                  const std::string &residual = "",
+                  mlir::tfm::GemmTilingAttr tiling = {});
 
   /// A strided view for attention: element (b, h, i, c) of the tensor is at
   /// ptr + b*batchStride + h*headStride + i*rowStride + c.

@@ -10,9 +10,9 @@
 // BAD: error: tfm-select-gemm-tiling: l1-bytes and l2-bytes must be positive, got 0 and 1048576
 
 // GPT-2 small at seq 512: the Q/K/V GEMM's rows (512 x 768 floats) do not
-// fit in half of L2: blocks of 5 panels of 96 KiB. The FFN's second GEMM
-// (depth 3072): one 384 KiB panel at a time, the most half of L2 holds.
-// Neither prefetches: 96 KiB panels do not fit in L1.
+// fit in half of L2: blocks of 5 panels of 96 KiB, no prefetch in blocks.
+// The FFN's second GEMM (depth 3072): one 384 KiB panel at a time, the most
+// half of L2 holds; too long to prefetch.
 // CHECK-LABEL: func.func @gpt2_s512(
 // CHECK-NEXT: %0 = tfm.linear %arg0, %arg1, %arg2 tiling <l2Panels = 5, prefetch = false> :
 // CHECK-NEXT: %1 = tfm.linear %arg3, %arg4 tiling <l2Panels = 1, prefetch = false> :
@@ -22,7 +22,7 @@
 // SMALL-NEXT: tiling <l2Panels = 1, prefetch = false>
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 512 : i64} {
   func.func @gpt2_s512(%x: tensor<?x?x768xf32>, %w: tensor<2304x768xf32>, %b: tensor<2304xf32>, %h: tensor<?x?x3072xf32>, %w2: tensor<768x3072xf32>) -> (tensor<?x?x2304xf32>, tensor<?x?x768xf32>) {
-    // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: L2 blocks of 5 panels (480 KiB): the rows (1536 KiB) do not fit in half of L2 (1024 KiB); panels (96 KiB) too long to prefetch into L1 (48 KiB): the hardware prefetcher streams them}}
+    // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: L2 blocks of 5 panels (480 KiB): the rows (1536 KiB) do not fit in half of L2 (1024 KiB); none prefetched into L1 (in blocks, a prefetched panel is read a block of tasks later)}}
     %0 = tfm.linear %x, %w, %b : (tensor<?x?x768xf32>, tensor<2304x768xf32>, tensor<2304xf32>) -> tensor<?x?x2304xf32>
     // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: panel by panel: the rows (6144 KiB) do not fit in half of L2 (1024 KiB), nor do two panels (384 KiB each); panels (384 KiB) too long to prefetch into L1 (48 KiB): the hardware prefetcher streams them}}
     %1 = tfm.linear %h, %w2 : (tensor<?x?x3072xf32>, tensor<768x3072xf32>) -> tensor<?x?x768xf32>
@@ -67,16 +67,35 @@ func.func @static_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf
 
 // -----
 
-// Not touched: a linear with a tiling already, and one whose dynamic rows
-// the module does not bound.
+// Not touched: a linear with a tiling already, one whose dynamic rows the
+// module does not bound, and ones whose weight has a dynamic or zero size.
 // CHECK-LABEL: func.func @left_alone(
 // CHECK-NEXT: %0 = tfm.linear %arg0, %arg1 tiling <l2Panels = 3, prefetch = true> :
 // CHECK-NEXT: %1 = tfm.linear %arg2, %arg1 :
+// CHECK-NEXT: %2 = tfm.linear %arg0, %arg3 :
+// CHECK-NEXT: %3 = tfm.linear %arg0, %arg4 :
 // CHECK-NEXT: return
-func.func @left_alone(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>, %y: tensor<?x?x8xf32>) -> (tensor<4x64xf32>, tensor<?x?x64xf32>) {
+func.func @left_alone(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>, %y: tensor<?x?x8xf32>, %wd: tensor<?x8xf32>, %w0: tensor<0x8xf32>) -> (tensor<4x64xf32>, tensor<?x?x64xf32>, tensor<4x?xf32>, tensor<4x0xf32>) {
   // expected-remark @+1 {{in @left_alone: GEMM tiling kept: it was already chosen}}
   %0 = tfm.linear %x, %w tiling <l2Panels = 3, prefetch = true> : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
   // expected-remark @+1 {{in @left_alone: no GEMM tiling chosen: its rows have a dynamic dimension and the module has no positive tfm.max_batch and tfm.max_seq_len to bound it}}
   %1 = tfm.linear %y, %w : (tensor<?x?x8xf32>, tensor<64x8xf32>) -> tensor<?x?x64xf32>
-  return %0, %1 : tensor<4x64xf32>, tensor<?x?x64xf32>
+  // expected-remark @+1 {{in @left_alone: no GEMM tiling chosen: the weight 'tensor<?x8xf32>' has no static, non-empty shape to pack in panels}}
+  %2 = tfm.linear %x, %wd : (tensor<4x8xf32>, tensor<?x8xf32>) -> tensor<4x?xf32>
+  // expected-remark @+1 {{in @left_alone: no GEMM tiling chosen: the weight 'tensor<0x8xf32>' has no static, non-empty shape to pack in panels}}
+  %3 = tfm.linear %x, %w0 : (tensor<4x8xf32>, tensor<0x8xf32>) -> tensor<4x0xf32>
+  return %0, %1, %2, %3 : tensor<4x64xf32>, tensor<?x?x64xf32>, tensor<4x?xf32>, tensor<4x0xf32>
+}
+
+// -----
+
+// Huge bounds and dimensions saturate: the biggest blocks L2 holds.
+// CHECK-LABEL: func.func @huge(
+// CHECK-NEXT: tfm.linear %arg0, %arg1 tiling <l2Panels = 4, prefetch = false> :
+module attributes {tfm.max_batch = 9223372036854775807 : i64, tfm.max_seq_len = 9223372036854775807 : i64} {
+  func.func @huge(%x: tensor<?x?x1024xf32>, %w: tensor<4096x1024xf32>) -> tensor<?x?x4096xf32> {
+    // expected-remark @+1 {{in @huge: GEMM tiling: L2 blocks of 4 panels (512 KiB): the rows (18014398509481984 KiB) do not fit in half of L2 (1024 KiB); none prefetched into L1 (in blocks, a prefetched panel is read a block of tasks later)}}
+    %0 = tfm.linear %x, %w : (tensor<?x?x1024xf32>, tensor<4096x1024xf32>) -> tensor<?x?x4096xf32>
+    return %0 : tensor<?x?x4096xf32>
+  }
 }

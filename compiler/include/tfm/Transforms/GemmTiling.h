@@ -1,5 +1,4 @@
-//===- GemmTiling.h - how a GEMM takes its packed weight's panels -*- C++
-//-*-===//
+//===- GemmTiling.h - the order a GEMM takes its weight panels -*- C++ -*-===//
 //
 // The choice tfm-select-gemm-tiling records on each tfm.linear and the
 // Highway backend follows (and makes itself, the same way, for the GEMMs
@@ -35,8 +34,8 @@ constexpr int64_t kGemmPanelColumns = 32;
 struct GemmTiling {
   /// Panels per L2 block: 1 is panel by panel.
   int64_t l2Panels = 1;
-  /// Whether the last row block of a panel (of a block) prefetches the
-  /// panel that follows into L1.
+  /// Whether the last row block of a panel prefetches the panel at the same
+  /// position in the next block (panel by panel: the next panel) into L1.
   bool prefetch = false;
   /// The reasons, for a remark.
   std::string why;
@@ -44,8 +43,9 @@ struct GemmTiling {
 
 /// The tiling of a GEMM of at most `maxRows` rows, depth `k`, over a weight
 /// of `panels` panels: L2 blocks where the rows (maxRows x k floats) do not
-/// fit in half of L2, as many panels as fill that half; the prefetch where
-/// one and a half panels fit in L1.
+/// fit in half of L2, as many panels as fill that half; else panel by
+/// panel, with the prefetch of the next panel where one and a half panels
+/// fit in L1. Any sizes (negative ones count as 0) give a valid tiling.
 GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
                             const CacheSizes &cache);
 

@@ -4,6 +4,7 @@
 #define TFM_TRANSFORMS_PASSES_H
 
 #include "tfm/IR/TfmOps.h"
+#include "tfm/Transforms/GemmTiling.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Pass/Pass.h"

@@ -105,22 +105,25 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
       depth) do not fit in half of L2: as many panels as fill that half,
       each block over all row blocks, so the rows are read from memory once
       per block instead of once per panel. Else panel by panel.
-    - The prefetch of the next panel into L1 where one and a half panels
-      fit in L1: the hardware prefetcher has no time to ramp up on short
-      panels.
+    - Panel by panel, the prefetch of the next panel into L1 where one and
+      a half panels fit in L1: the hardware prefetcher has no time to ramp
+      up on short panels.
 
     Not touched, with the reason as a remark (`remarks=true`): a linear
-    that already has a tiling, and one in a module without `tfm.max_batch`
-    and `tfm.max_seq_len` whose rows have a dynamic dimension (their
-    maximum is unknown). With `remarks=true`, every choice is reported with
+    that already has a tiling, one whose weight has no static, non-empty
+    shape, and one in a module without `tfm.max_batch` and
+    `tfm.max_seq_len` whose rows have a dynamic dimension (their maximum is
+    unknown). With `remarks=true`, every choice is reported with
     its reasons.
   }];
   let dependentDialects = ["mlir::tfm::TfmDialect"];
   let options = [
-    Option<"l1Bytes", "l1-bytes", "int64_t", /*default=*/"48 * 1024",
-           "the L1 data cache, in bytes">,
-    Option<"l2Bytes", "l2-bytes", "int64_t", /*default=*/"1024 * 1024",
-           "the L2 cache, in bytes">,
+    Option<"l1Bytes", "l1-bytes", "int64_t",
+           /*default=*/"::mlir::tfm::CacheSizes().l1Bytes",
+           "the L1 data cache, in bytes (default: 48 KiB)">,
+    Option<"l2Bytes", "l2-bytes", "int64_t",
+           /*default=*/"::mlir::tfm::CacheSizes().l2Bytes",
+           "the L2 cache, in bytes (default: 1 MiB)">,
     Option<"remarks", "remarks", "bool", /*default=*/"false",
            "report each choice, and each linear left alone, as an MLIR "
            "remark">,

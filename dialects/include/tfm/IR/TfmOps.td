@@ -49,8 +49,9 @@ def Tfm_GemmTilingAttr : AttrDef<Tfm_Dialect, "GemmTiling"> {
       in blocks of that many panels, each block over all row blocks, so a
       row block of the input is read from memory once per block while the
       block's panels stay in L2.
-    - `prefetch`: the last row block of a panel (of a block) prefetches the
-      panel that follows into L1.
+    - `prefetch`: the last row block of a panel prefetches into L1 the
+      panel at the same position in the next block (panel by panel: the
+      next panel).
 
     ```mlir
     #tfm.gemm_tiling<l2Panels = 5, prefetch = false>
