@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cstdint>
-
 #include <optional>
 
 namespace mlir::tfm {

@@ -216,8 +216,9 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                     int64_t l2Panels, bool prefetch) {
+LogicalResult
+GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       int64_t l2Panels, bool prefetch) {
   if (l2Panels < 1)
     return emitError() << "gemm_tiling l2Panels must be at least 1, got "
                        << l2Panels;
