@@ -359,7 +359,8 @@ void FunctionEmitter::emitMatmul(
       tilingAttr
           ? GemmTiling{tilingAttr.getL2Panels(), tilingAttr.getPrefetch(), ""}
           : chooseGemmTiling(maxRows, k, panels, facts.cache);
-  int64_t panelBytes = 32 * k * int64_t(sizeof(float));
+  const int64_t width = kGemmPanelColumns, panelFloats = width * k;
+  int64_t panelBytes = panelFloats * int64_t(sizeof(float));
   int64_t blockPanels = std::clamp<int64_t>(tiling.l2Panels, 1, panels);
   os << "const int64_t rows = " << rows << ";\n";
   os << "const int64_t rowBlocks = (rows + k::kGemmRows - 1) / "
@@ -383,15 +384,16 @@ void FunctionEmitter::emitMatmul(
   }
   os << "const int64_t nRows = std::min<int64_t>(k::kGemmRows, rows - r0);\n";
   if (segments == 1) {
-    os << "const int64_t col = panel * 32;\n";
-    os << "const int64_t cols = std::min<int64_t>(32, " << segmentRows
-       << " - col);\n";
+    os << "const int64_t col = panel * " << width << ";\n";
+    os << "const int64_t cols = std::min<int64_t>(" << width << ", "
+       << segmentRows << " - col);\n";
   } else {
-    os << "const int64_t inSegment = (panel % " << perSegment << ") * 32;\n";
+    os << "const int64_t inSegment = (panel % " << perSegment << ") * " << width
+       << ";\n";
     os << "const int64_t col = (panel / " << perSegment << ") * " << segmentRows
        << " + inSegment;\n";
-    os << "const int64_t cols = std::min<int64_t>(32, " << segmentRows
-       << " - inSegment);\n";
+    os << "const int64_t cols = std::min<int64_t>(" << width << ", "
+       << segmentRows << " - inSegment);\n";
   }
   std::string biasArg = "nullptr";
   if (!bias.empty())
@@ -404,12 +406,12 @@ void FunctionEmitter::emitMatmul(
   bool prefetch = tiling.prefetch && panels > blockPanels;
   if (prefetch)
     os << "const float *nextPanel = r0 + k::kGemmRows >= rows && panel + "
-       << blockPanels << " < " << panels << " ? " << panelAt << 32 * k << " + "
-       << blockPanels * 32 * k << " : nullptr;\n";
+       << blockPanels << " < " << panels << " ? " << panelAt << panelFloats
+       << " + " << blockPanels * panelFloats << " : nullptr;\n";
   os << "k::GemmTileRows(nRows, " << x << " + r0 * " << xStride << ", "
-     << xStride << ", " << panelAt << 32 * k << ", " << k << ", " << biasArg
-     << ", " << out << " + r0 * " << outStride << " + col, " << outStride
-     << ", cols" << (prefetch ? ", nextPanel" : "") << ");\n";
+     << xStride << ", " << panelAt << panelFloats << ", " << k << ", "
+     << biasArg << ", " << out << " + r0 * " << outStride << " + col, "
+     << outStride << ", cols" << (prefetch ? ", nextPanel" : "") << ");\n";
   if (act) {
     StringRef kernel = *act == Activation::Relu   ? "ReluInPlace"
                        : *act == Activation::Gelu ? "GeluInPlace"
