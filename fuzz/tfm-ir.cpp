@@ -84,7 +84,9 @@ std::string print(Operation *op, bool generic) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   MLIRContext context(registry(), MLIRContext::Threading::DISABLED);
   std::string messages;
+  bool sawError = false;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
+    sawError |= d.getSeverity() == DiagnosticSeverity::Error;
     llvm::raw_string_ostream(messages) << d << "\n";
     return success();
   });
@@ -120,6 +122,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                  << messages;
     FUZZ_CHECK(false, "tfm-optimize and tfm-select-gemm-tiling turn IR that "
                       "verifies into IR that verifies");
+  }
+
+  // The memory plan may refuse IR (a dynamic feature dimension, a buffer
+  // past any frame), with an error; what it plans verifies.
+  PassManager plan(&context);
+  plan.enableVerifier(false);
+  tfm::TfmPlanMemoryOptions planOptions;
+  planOptions.remarks = true;
+  plan.addPass(tfm::createTfmPlanMemory(planOptions));
+  messages.clear();
+  sawError = false;
+  bool planned = succeeded(plan.run(*op));
+  if (!planned && !sawError) {
+    llvm::errs() << "--- diagnostics:\n" << messages;
+    FUZZ_CHECK(false, "tfm-plan-memory fails only with an error");
+  }
+  if (planned && failed(verify(*op))) {
+    llvm::errs() << "--- after tfm-plan-memory:\n"
+                 << print(*op, /*generic=*/true) << "\n--- diagnostics:\n"
+                 << messages;
+    FUZZ_CHECK(false, "tfm-plan-memory turns IR that verifies into IR that "
+                      "verifies");
   }
   return 0;
 }

@@ -418,7 +418,8 @@ LogicalResult FunctionEmitter::emitFlashAttention(FlashAttentionOp op) {
   std::string rowsIn = qkv.ptr;
   // Rotary positions rotate the queries and keys where they are: only in a
   // buffer that no other op reads and that is this function's own.
-  if (op.getRope() && !(op.getQkv().hasOneUse() && slots.count(op.getQkv()))) {
+  if (op.getRope() &&
+      !(op.getQkv().hasOneUse() && frameValues.count(op.getQkv()))) {
     rowsIn = scratch("qkv", rows + " * " + num(3 * d),
                      maxProduct(ArrayRef<Dim>(qkv.dims)));
     os << "std::memcpy(" << rowsIn << ", " << qkv.ptr << ", sizeof(float) * "

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FunctionEmitter.h"
+#include "tfm/Transforms/MemoryPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/StringExtras.h"
@@ -41,6 +42,24 @@ Dim substitute(const Dim &dim, const llvm::StringMap<Dim> &map) {
   return it == map.end() ? dim : it->second;
 }
 
+/// Why `slot` cannot hold a buffer of `maxCount` floats in a frame of
+/// `frameFloats`; empty if it can.
+std::string slotMismatch(FrameSlotAttr slot, int64_t frameFloats,
+                         int64_t maxCount) {
+  if (slot.getOffset() < 0 || slot.getFloats() > frameFloats - slot.getOffset())
+    return llvm::formatv("frame slot '{0}' (floats {1} to {2}) ends past the "
+                         "function's frame of {3} floats",
+                         slot.getName(), slot.getOffset(),
+                         slot.getOffset() + slot.getFloats(), frameFloats)
+        .str();
+  if (slot.getFloats() < maxCount)
+    return llvm::formatv("frame slot '{0}' holds {1} floats; the code needs "
+                         "{2}",
+                         slot.getName(), slot.getFloats(), maxCount)
+        .str();
+  return "";
+}
+
 } // namespace
 
 std::string product(ArrayRef<Dim> dims) {
@@ -63,11 +82,22 @@ std::string FunctionEmitter::fresh(StringRef hint) {
   return (hint + std::to_string(counter++)).str();
 }
 
-std::pair<int64_t, int64_t>
-FunctionEmitter::frameBuffer(const std::string &name, int64_t maxCount) {
-  int64_t offset = frame.allocate(maxCount);
-  os << "float *" << name << " = frame + " << offset << ";\n";
-  return {offset, maxCount};
+void FunctionEmitter::frameBuffer(const std::string &name, StringRef slotName,
+                                  int64_t maxCount) {
+  for (auto [i, slot] : llvm::enumerate(opSlots)) {
+    if (slotTaken[i] || slot.getName() != slotName)
+      continue;
+    slotTaken[i] = true;
+    if (planError.empty())
+      planError = slotMismatch(slot, frameFloats, maxCount);
+    os << "float *" << name << " = frame + " << slot.getOffset() << ";\n";
+    return;
+  }
+  if (planError.empty())
+    planError = ("the memory plan (tfm.frame) has no slot '" + slotName +
+                 "' for this op's code; run tfm-plan-memory again")
+                    .str();
+  os << "float *" << name << " = nullptr;\n";
 }
 
 Buffer FunctionEmitter::allocate(Value value, Dims dims) {
@@ -77,7 +107,10 @@ Buffer FunctionEmitter::allocate(Value value, Dims dims) {
     buffer.ptr = resultPtrs[it->second];
   } else {
     buffer.ptr = fresh("v");
-    slots[value] = frameBuffer(buffer.ptr, maxProduct(buffer.dims));
+    frameBuffer(buffer.ptr,
+                "result" + num(cast<OpResult>(value).getResultNumber()),
+                maxProduct(buffer.dims));
+    frameValues.insert(value);
   }
   buffers[value] = buffer;
   return buffer;
@@ -87,25 +120,44 @@ std::string FunctionEmitter::scratch(StringRef hint, const std::string &count,
                                      int64_t maxCount) {
   std::string name = fresh(hint);
   os << "// " << name << ": " << count << " floats\n";
-  opScratch.push_back(frameBuffer(name, maxCount));
+  // Scratch slots are taken in order: the next one not yet taken that is
+  // not a result's.
+  for (auto [i, slot] : llvm::enumerate(opSlots))
+    if (!slotTaken[i] && !slot.getName().starts_with("result")) {
+      if (slot.getName() != hint && planError.empty())
+        planError = llvm::formatv("the code takes scratch '{0}' where the "
+                                  "memory plan (tfm.frame) has '{1}'",
+                                  hint, slot.getName())
+                        .str();
+      frameBuffer(name, slot.getName(), maxCount);
+      return name;
+    }
+  frameBuffer(name, hint, maxCount);
   return name;
 }
 
-void FunctionEmitter::releaseAfter(Operation &op) {
-  for (auto [offset, floats] : opScratch)
-    frame.release(offset, floats);
-  opScratch.clear();
-  auto releaseDead = [&](Value v, bool dead) {
-    auto it = slots.find(v);
-    if (it == slots.end() || !dead)
-      return;
-    frame.release(it->second.first, it->second.second);
-    slots.erase(it);
-  };
-  for (Value v : op.getOperands())
-    releaseDead(v, lastUse.lookup(v) == &op);
-  for (Value v : op.getResults())
-    releaseDead(v, v.use_empty());
+void FunctionEmitter::beginOpPlan(Operation &op) {
+  opSlots.clear();
+  planError.clear();
+  if (auto slots = op.getAttrOfType<ArrayAttr>("tfm.frame"))
+    for (Attribute slot : slots)
+      opSlots.push_back(cast<FrameSlotAttr>(slot));
+  slotTaken.assign(opSlots.size(), false);
+}
+
+LogicalResult FunctionEmitter::endOpPlan(Operation &op) {
+  if (planError.empty())
+    for (auto [i, slot] : llvm::enumerate(opSlots))
+      if (!slotTaken[i]) {
+        planError = ("the memory plan (tfm.frame) has a slot '" +
+                     slot.getName() + "' this op's code does not take")
+                        .str();
+        break;
+      }
+  if (planError.empty())
+    return success();
+  return op.emitError("the Highway backend cannot follow the memory plan: ")
+         << planError;
 }
 
 //===----------------------------------------------------------------------===//
@@ -253,28 +305,24 @@ LogicalResult FunctionEmitter::emit(EntryKind entry) {
     return func.emitError("the Highway backend needs single-block functions");
   if (failed(findPackedArguments()) || failed(emitSignature(entry)))
     return failure();
+  // The frame tfm-plan-memory sized (planned here if it did not run).
+  if (!func->hasAttr("tfm.frame_floats") &&
+      failed(planFrame(func, {facts.maxBatch, facts.maxSeqLen})))
+    return failure();
+  frameFloats = func->getAttrOfType<IntegerAttr>("tfm.frame_floats").getInt();
   os << "const size_t arenaMark = arena.mark();\n";
-  os.flush();
-  size_t frameLine = text.size();
-  Block &body = func.getBody().front();
-  for (Operation &op : body)
-    for (Value v : op.getOperands())
-      lastUse[v] = &op;
-  for (Operation &op : body) {
-    if (failed(emitOp(op)))
+  os << llvm::formatv("[[maybe_unused]] float *frame = arena.take({0}); // {1} "
+                      "bytes, planned\n",
+                      frameFloats, frameFloats * 4);
+  for (Operation &op : func.getBody().front()) {
+    beginOpPlan(op);
+    if (failed(emitOp(op)) || failed(endOpPlan(op)))
       return failure();
-    releaseAfter(op);
   }
   os << "arena.release(arenaMark);\n";
   os.unindent();
   os << "}\n\n";
   os.flush();
-  // The frame is sized now that every buffer has its place in it.
-  std::string take = llvm::formatv("  [[maybe_unused]] float *frame = "
-                                   "arena.take({0}); // {1} bytes, planned\n",
-                                   frame.size(), frame.size() * 4)
-                         .str();
-  text.insert(frameLine, take);
   out << text;
 
   flopsOs << "double flops = 0;\n";
@@ -284,7 +332,7 @@ LogicalResult FunctionEmitter::emit(EntryKind entry) {
   flopsOs.unindent();
   flopsOs << "}\n\n";
 
-  summary.peakBytes = size_t(frame.size()) * sizeof(float) + calleeBytes;
+  summary.peakBytes = size_t(frameFloats) * sizeof(float) + calleeBytes;
   summaries[summary.name] = summary;
   return success();
 }

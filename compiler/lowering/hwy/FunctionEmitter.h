@@ -7,7 +7,6 @@
 #ifndef TFM_LOWERING_HWY_FUNCTIONEMITTER_H
 #define TFM_LOWERING_HWY_FUNCTIONEMITTER_H
 
-#include "FramePlanner.h"
 #include "tfm/IR/TfmOps.h"
 
 #include "tfm/Lowering/HighwayEmitter.h"
@@ -16,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/IndentedOstream.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <optional>
@@ -170,19 +170,22 @@ private:
                          const std::string &queryOffset,
                          const std::string &cachedKeysT, int64_t cachedKeysLd);
 
-  /// A new frame buffer for `value` (or the function's result pointer when
-  /// `value` is what it returns), free again after its last use.
+  /// The buffer of `value`, a result of the op being emitted: the
+  /// function's result pointer when `value` is what it returns, else its
+  /// planned frame slot (tfm-plan-memory's `result<i>`).
   Buffer allocate(mlir::Value value, Dims dims);
-  /// A scratch frame buffer of `count` floats (`maxCount` at the maxima)
-  /// for the op being emitted, free again after it.
+  /// The op's next planned scratch slot, which must be `hint`'s and hold
+  /// `count` floats (`maxCount` at the maxima).
   std::string scratch(llvm::StringRef hint, const std::string &count,
                       int64_t maxCount);
-  /// `float *name = frame + offset;` for a new frame buffer of `maxCount`
-  /// floats; its (offset, floats).
-  std::pair<int64_t, int64_t> frameBuffer(const std::string &name,
-                                          int64_t maxCount);
-  /// After emitting `op`: frees its scratch and the values it used last.
-  void releaseAfter(mlir::Operation &op);
+  /// `float *name = frame + offset;` for the planned slot `slotName` of the
+  /// op being emitted, which must hold `maxCount` floats.
+  void frameBuffer(const std::string &name, llvm::StringRef slotName,
+                   int64_t maxCount);
+  /// Before emitting `op`: its planned slots; after it: whether its code
+  /// took exactly those.
+  void beginOpPlan(mlir::Operation &op);
+  mlir::LogicalResult endOpPlan(mlir::Operation &op);
   std::string fresh(llvm::StringRef hint);
   void addFlops(const std::string &term) { flopTerms.push_back(term); }
   /// What emitAttentionCore's code fuses for `score` (and `causal`).
@@ -203,13 +206,15 @@ private:
   mlir::raw_indented_ostream os;
   mlir::raw_indented_ostream &flopsOs;
 
-  FramePlanner frame;
-  /// Frame ranges of the values that have one, and of the current op's
-  /// scratch buffers.
-  llvm::DenseMap<mlir::Value, std::pair<int64_t, int64_t>> slots;
-  std::vector<std::pair<int64_t, int64_t>> opScratch;
-  /// The op that reads each value last.
-  llvm::DenseMap<mlir::Value, mlir::Operation *> lastUse;
+  /// The function's frame (tfm.frame_floats) and the op's slots in it
+  /// (tfm.frame), as tfm-plan-memory placed them.
+  int64_t frameFloats = 0;
+  llvm::SmallVector<mlir::tfm::FrameSlotAttr> opSlots;
+  /// The op's slots its code has taken; the first mismatch with the plan.
+  llvm::SmallVector<bool> slotTaken;
+  std::string planError;
+  /// Values that live in the frame.
+  llvm::DenseSet<mlir::Value> frameValues;
   /// What the callees take above this function's frame, at most.
   size_t calleeBytes = 0;
 

@@ -225,6 +225,22 @@ GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+FrameSlotAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      StringRef name, int64_t offset, int64_t floats) {
+  if (name.empty())
+    return emitError() << "frame slot name must not be empty";
+  if (offset < 0 || offset % 16 != 0)
+    return emitError() << "frame slot '" << name
+                       << "' offset must be a non-negative multiple of 16 "
+                          "floats (a 64-byte line), got "
+                       << offset;
+  if (floats < 1)
+    return emitError() << "frame slot '" << name
+                       << "' must hold at least one float, got " << floats;
+  return success();
+}
+
 LogicalResult KVCacheDeclOp::verify() {
   if (getSymName().empty())
     return emitOpError("name must not be empty");

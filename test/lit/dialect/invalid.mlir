@@ -1401,3 +1401,76 @@ func.func @add_layer_norm_types(%x: tensor<?x?x32xf32>, %z: tensor<2x?x32xf32>, 
   %s, %y = "tfm.add_layer_norm"(%x, %z, %g, %g) : (tensor<?x?x32xf32>, tensor<2x?x32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>)
   return %y : tensor<?x?x32xf32>
 }
+
+// -----
+
+// A frame slot (tfm-plan-memory's #tfm.slot) names its buffer, starts on a
+// 64-byte line and holds something.
+func.func @slot_unaligned(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 64 : i64} {
+  // expected-error @+1 {{frame slot 'result0' offset must be a non-negative multiple of 16 floats (a 64-byte line), got 8}}
+  %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"result0", offset = 8, floats = 6>]} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @slot_empty(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 64 : i64} {
+  // expected-error @+1 {{frame slot 'result0' must hold at least one float, got 0}}
+  %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 0>]} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @slot_unnamed(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 64 : i64} {
+  // expected-error @+1 {{frame slot name must not be empty}}
+  %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"", offset = 0, floats = 6>]} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// tfm.frame lists slots inside the function's frame that do not overlap
+// (an op's buffers are all live while it runs).
+func.func @frame_not_slots(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 64 : i64} {
+  // expected-error @+1 {{'tfm.frame' must be an array of #tfm.slot, got [0]}}
+  %0 = tfm.add %x, %x {tfm.frame = [0]} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @frame_without_size(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'tfm.frame' needs the enclosing function's 'tfm.frame_floats'}}
+  %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 6>]} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @slot_outside_frame(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 16 : i64} {
+  // expected-error @+1 {{frame slot 'hidden' (floats 16 to 22) lies outside the function's frame of 16 floats}}
+  %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 6>, #tfm.slot<"hidden", offset = 16, floats = 6>]} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @slots_overlap(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 64 : i64} {
+  // expected-error @+1 {{frame slots 'result0' and 'keysT' of one op overlap}}
+  %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 20>, #tfm.slot<"keysT", offset = 16, floats = 6>]} : tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'tfm.frame_floats' must be a non-negative i64, got -16 : i64}}
+func.func @frame_negative(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = -16 : i64} {
+  return %x : tensor<2x3xf32>
+}
+
+// -----
+
+// expected-error @+1 {{'tfm.frame_floats' belongs on a function}}
+module attributes {tfm.frame_floats = 16 : i64} {
+}

@@ -140,6 +140,22 @@ func.func @linear_tiling(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tens
 
 // -----
 
+// A memory plan (from tfm-plan-memory): the function's frame size and each
+// op's slots in it.
+// CHECK-LABEL: func.func @frame_plan(
+// CHECK-SAME: attributes {tfm.frame_floats = 1536 : i64}
+// CHECK-NEXT: %0 = tfm.ffn <relu> %arg0, %arg1, %arg2, %arg3, %arg4 {tfm.frame = [#tfm.slot<"hidden", offset = 0, floats = 1024>, #tfm.slot<"result0", offset = 1024, floats = 512>]} :
+// GENERIC-LABEL: sym_name = "frame_plan"
+// GENERIC: tfm.frame = [#tfm.slot<"hidden", offset = 0, floats = 1024>, #tfm.slot<"result0", offset = 1024, floats = 512>]
+// GENERIC: tfm.frame_floats = 1536 : i64
+func.func @frame_plan(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> tensor<?x?x32xf32> attributes {tfm.frame_floats = 1536 : i64} {
+  %0 = tfm.ffn <relu> %x, %w1, %b1, %w2, %b2 {tfm.frame = [#tfm.slot<"hidden", offset = 0, floats = 1024>, #tfm.slot<"result0", offset = 1024, floats = 512>]} : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %1 = tfm.add %0, %x : tensor<?x?x32xf32>
+  return %1 : tensor<?x?x32xf32>
+}
+
+// -----
+
 // split_heads/merge_heads with dynamic and static batch/seq.
 // CHECK-LABEL: func.func @heads(
 // CHECK-NEXT: %0 = tfm.split_heads %arg0 into 4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>

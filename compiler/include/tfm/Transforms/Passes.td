@@ -130,4 +130,42 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
   ];
 }
 
+def TfmPlanMemory : Pass<"tfm-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "give every buffer of each function a static place in one "
+                "frame, reusing the space of dead ones";
+  let description = [{
+    Memory planning for the Highway backend (tfm-compile runs it last for
+    that backend; the backend follows the plan). Each call of a function
+    takes one frame from the model's arena: this pass sizes it and places
+    in it, at the compiled maxima (`tfm.max_batch`, `tfm.max_seq_len` of
+    the module for dynamic batch and sequence dimensions), every buffer the
+    function's code needs:
+
+    - each op's results, from the op to the last op that reads them (the
+      function's own results are its caller's, not in its frame);
+    - the scratch an op's code uses while it runs: the stacked Q/K/V rows,
+      the merged heads, the transposed keys, rotary tables, the FFN's
+      hidden layer, the projected or folded queries and keys of additive
+      and bilinear scores.
+
+    First fit over the free ranges, in program order; every buffer starts
+    on a 64-byte line. The plan is `tfm.frame = [#tfm.slot<...>, ...]` on
+    each op, in the order its code takes the buffers, and
+    `tfm.frame_floats` on the function. The peak of the arena (the deepest
+    chain of frames through calls) is what `tfm-compile -v` reports.
+
+    Not touched, with the reason as a remark (`remarks=true`): a function
+    that already has `tfm.frame_floats` (planned before, or by hand), and,
+    in a module without positive `tfm.max_batch` and `tfm.max_seq_len`,
+    every function (dynamic sizes have no maximum). With `remarks=true`
+    each plan is reported with its frame size and how much reuse saved.
+  }];
+  let dependentDialects = ["mlir::tfm::TfmDialect"];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "report each function's frame, and each one left alone, as an "
+           "MLIR remark">,
+  ];
+}
+
 #endif // TFM_TRANSFORMS_PASSES_TD

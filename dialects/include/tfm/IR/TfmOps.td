@@ -62,6 +62,28 @@ def Tfm_GemmTilingAttr : AttrDef<Tfm_Dialect, "GemmTiling"> {
   let genVerifyDecl = 1;
 }
 
+def Tfm_FrameSlotAttr : AttrDef<Tfm_Dialect, "FrameSlot"> {
+  let mnemonic = "slot";
+  let summary = "a buffer's place in its function's frame";
+  let description = [{
+    Set by `--tfm-plan-memory`; the Highway backend follows it. Each
+    function takes one frame of `tfm.frame_floats` floats from the model's
+    arena per call; an op's `tfm.frame` lists, in the order its code takes
+    them, the buffers it needs there: its results (`result0`, `result1`,
+    ...) and the scratch its code uses while it runs (named as in the
+    generated C++: `qkv`, `keysT`, `hidden`, ...). `offset` and `floats`
+    count floats from the frame's start; offsets are whole 64-byte lines.
+
+    ```mlir
+    #tfm.slot<"keysT", offset = 2048, floats = 512>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<>:$name, "int64_t":$offset,
+                        "int64_t":$floats);
+  let assemblyFormat = "`<` $name `,` struct($offset, $floats) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Tfm_Tensor : RankedTensorOf<[F32]>;
 def Tfm_TokenTensor : RankedTensorOf<[I32, I64]>;
 

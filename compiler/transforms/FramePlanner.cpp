@@ -1,11 +1,11 @@
 //===- FramePlanner.cpp - static offsets for a function's buffers ---------===//
 
-#include "FramePlanner.h"
+#include "tfm/Transforms/MemoryPlan.h"
 
 #include <cassert>
 #include <iterator>
 
-namespace tfm::hwy {
+namespace mlir::tfm {
 
 int64_t FramePlanner::allocate(int64_t floats) {
   floats = (floats + 15) / 16 * 16; // whole 64-byte lines
@@ -51,4 +51,4 @@ void FramePlanner::release(int64_t offset, int64_t floats) {
   }
 }
 
-} // namespace tfm::hwy
+} // namespace mlir::tfm

@@ -1,0 +1,74 @@
+//===- MemoryPlan.h - static offsets for a function's buffers --*- C++ -*-===//
+//
+// The plan tfm-plan-memory records on a function and its ops (tfm.frame,
+// tfm.frame_floats, see #tfm.slot) and the Highway backend follows. Each
+// call of a function takes one frame from the model's arena; every buffer
+// its code needs (results, scratch) has a static offset in it, sized for
+// the compiled maxima, and a dead buffer's space is reused.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TFM_TRANSFORMS_MEMORYPLAN_H
+#define TFM_TRANSFORMS_MEMORYPLAN_H
+
+#include "tfm/IR/TfmOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace mlir::tfm {
+
+/// First fit over the free ranges of a frame; every range starts on a
+/// 64-byte line (16 floats).
+class FramePlanner {
+public:
+  int64_t allocate(int64_t floats);
+  void release(int64_t offset, int64_t floats);
+  /// The frame's size: the most floats in use at once.
+  int64_t size() const { return top; }
+
+private:
+  /// Free ranges inside [0, top): offset -> floats.
+  std::map<int64_t, int64_t> free;
+  int64_t top = 0;
+};
+
+/// The largest values of the dynamic dimensions of a function's tensors:
+/// the frontend's tensors are [batch, seq, ...], only those two are
+/// dynamic.
+struct FrameBounds {
+  int64_t maxBatch = 1;
+  int64_t maxSeqLen = 1;
+};
+
+/// The module's tfm.max_batch and tfm.max_seq_len, if both are positive
+/// i64s.
+std::optional<FrameBounds> moduleFrameBounds(ModuleOp module);
+
+/// One buffer an op's code takes in the frame: a result (`result<i>`) or
+/// a scratch buffer, by the name the generated code gives it.
+struct FrameNeed {
+  std::string name;
+  int64_t floats;
+};
+
+/// The buffers the Highway backend's code for `op` takes in the frame, in
+/// the order it takes them: its results (except the function's results,
+/// which the caller provides) and its scratch. Fails with an error at `op`
+/// for a dynamic dimension past the first two or a size past 2^40 floats.
+FailureOr<SmallVector<FrameNeed>> frameNeeds(Operation *op,
+                                             const FrameBounds &bounds);
+
+/// Plans `func`: `tfm.frame` on every op that needs frame buffers,
+/// `tfm.frame_floats` on the function. A buffer lives from the op that
+/// takes it to its last reader (scratch: to the end of its op).
+LogicalResult planFrame(FunctionOpInterface func, const FrameBounds &bounds);
+
+} // namespace mlir::tfm
+
+#endif // TFM_TRANSFORMS_MEMORYPLAN_H
