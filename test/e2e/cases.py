@@ -201,6 +201,12 @@ CASES = [
         cache_bytes=(1 << 20, 1 << 20),
         note="a 1 MiB L1: every GEMM of several panels prefetches the next one, "
              "the cross-attention's K and V of the memory too"),
+    encdec("encdec_gemm_l2_prefetch", src_tgt(13, 7, batch=2), dict(
+        d_model=96, num_heads=3, d_ff=50, vocab_size=64),
+        cache_bytes=(1024, 1 << 20),
+        note="a 1 KiB L1 and 1 MiB L2: panel by panel, every row block of a "
+             "GEMM of several panels prefetches its share of the next panel "
+             "into L2, in the cross-attention's K and V of the memory too"),
     encdec("encdec_weights_f16_batch3", src_tgt(5, 7, batch=3), dict(
         vocab_size=64, positional="learned", norm="pre"), max_batch=3, weight_dtype="F16"),
 ]

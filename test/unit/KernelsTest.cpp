@@ -113,12 +113,17 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
 
   const size_t ldc = cols + 5;
   for (bool withBias : {false, true}) {
-    for (bool prefetch : {false, true})
+    // No prefetch; the next panel into L1; all of its lines into L2 (more
+    // lines than k steps: one per step); three of them into L2.
+    const size_t panelLines = depth * k::kPanel * sizeof(float) / 64;
+    for (int prefetch : {0, 1, 2, 3})
       for (size_t rows = 1; rows <= k::kGemmRows; ++rows) {
+        const char *how[] = {"", ", the next panel into L1",
+                             ", the next panel's lines into L2",
+                             ", 3 of its lines into L2"};
         SCOPED_TRACE("rows " + std::to_string(rows) + " k " +
                      std::to_string(depth) + " cols " + std::to_string(cols) +
-                     (withBias ? " bias" : " no bias") +
-                     (prefetch ? ", prefetching the next panel" : ""));
+                     (withBias ? " bias" : " no bias") + how[prefetch]);
         // Sentinel before C, in the ldc - cols columns past each row and in
         // the row after the tile.
         const size_t cSize = 1 + (rows + 1) * ldc;
@@ -126,7 +131,11 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
         float *c = cStore.data() + 1;
         const float *bias = withBias ? biasValues : nullptr;
         k::GemmTileRows(rows, a.data(), lda, panel.get(), depth, bias, c, ldc,
-                        cols, prefetch ? nextPanel : nullptr);
+                        cols, prefetch == 1 ? nextPanel : nullptr,
+                        prefetch >= 2 ? nextPanel : nullptr,
+                        prefetch == 2   ? panelLines
+                        : prefetch == 3 ? 3
+                                        : 0);
 
         EXPECT_TRUE(sameBits(cStore[0], kSentinel)) << "written before C";
         for (size_t r = 0; r <= rows; ++r)

@@ -448,18 +448,36 @@ void FunctionEmitter::emitMatmul(
     biasArg = bias + " + " + num(firstSegment * segmentRows) + " + col";
   std::string panelAt =
       packedW + " + (" + num(firstSegment * perSegment) + " + panel) * ";
-  // The last row block prefetches the panel the same task position of the
-  // next L2 block reads (with one-panel blocks: the next panel): the
-  // thread's next tasks read it (each thread runs a contiguous range).
-  bool prefetch = tiling.prefetch && panels > blockPanels;
-  if (prefetch)
-    os << "const float *nextPanel = r0 + k::kGemmRows >= rows && panel + "
-       << blockPanels << " < " << panels << " ? " << panelAt << panelFloats
-       << " + " << blockPanels * panelFloats << " : nullptr;\n";
+  // Panel by panel, what the tiles prefetch of the next panel (the thread's
+  // next tasks read it: each thread runs a contiguous range).
+  GemmPrefetch prefetch =
+      blockPanels == 1 && panels > 1 ? tiling.prefetch : GemmPrefetch::None;
+  std::string nextPanel = panelAt + num(panelFloats) + " + " + num(panelFloats);
+  std::string prefetchArgs;
+  if (prefetch == GemmPrefetch::L1) {
+    os << "// The last row block prefetches the next panel into L1.\n";
+    os << "const float *nextPanel = r0 + k::kGemmRows >= rows && panel + 1 < "
+       << panels << " ? " << nextPanel << " : nullptr;\n";
+    prefetchArgs = ", nextPanel";
+  } else if (prefetch == GemmPrefetch::L2) {
+    int64_t lines = panelBytes / 64;
+    os << "// Each row block prefetches its share of the next panel's " << lines
+       << " lines into L2.\n";
+    os << "const int64_t share = (" << lines
+       << " + rowBlocks - 1) / rowBlocks, firstLine = (t % rowBlocks) * "
+          "share;\n";
+    os << "const bool hasNext = panel + 1 < " << panels << " && firstLine < "
+       << lines << ";\n";
+    os << "const float *l2At = hasNext ? " << nextPanel
+       << " + firstLine * 16 : nullptr;\n";
+    os << "const int64_t l2Lines = hasNext ? std::min<int64_t>(share, " << lines
+       << " - firstLine) : 0;\n";
+    prefetchArgs = ", nullptr, l2At, size_t(l2Lines)";
+  }
   os << "k::GemmTileRows(nRows, " << x << " + r0 * " << xStride << ", "
      << xStride << ", " << panelAt << panelFloats << ", " << k << ", "
      << biasArg << ", " << out << " + r0 * " << outStride << " + col, "
-     << outStride << ", cols" << (prefetch ? ", nextPanel" : "") << ");\n";
+     << outStride << ", cols" << prefetchArgs << ");\n";
   if (act) {
     StringRef kernel = *act == Activation::Relu   ? "ReluInPlace"
                        : *act == Activation::Gelu ? "GeluInPlace"

@@ -218,10 +218,17 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult
 GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                       int64_t l2Panels, bool prefetch) {
+                       int64_t l2Panels, GemmPrefetch prefetch) {
   if (l2Panels < 1)
     return emitError() << "gemm_tiling l2Panels must be at least 1, got "
                        << l2Panels;
+  // In blocks, the next panel of a task is the one at its place in the
+  // next block: a block of tasks later, not next.
+  if (l2Panels > 1 && prefetch != GemmPrefetch::None)
+    return emitError() << "gemm_tiling prefetches only panel by panel "
+                          "(l2Panels = 1), got l2Panels = "
+                       << l2Panels << " with prefetch = "
+                       << stringifyGemmPrefetch(prefetch);
   return success();
 }
 

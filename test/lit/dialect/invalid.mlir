@@ -273,8 +273,27 @@ func.func @linear_residual_rank(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %
 // A tiling takes at least one panel at a time.
 func.func @linear_tiling_no_panels(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{gemm_tiling l2Panels must be at least 1, got 0}}
-  %0 = tfm.linear %x, %w tiling <l2Panels = 0, prefetch = true> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %0 = tfm.linear %x, %w tiling <l2Panels = 0, prefetch = l1> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// In L2 blocks a task's next panel is a block of tasks away: no prefetch.
+func.func @linear_tiling_prefetch_in_blocks(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>) -> tensor<4x64xf32> {
+  // expected-error @+1 {{gemm_tiling prefetches only panel by panel (l2Panels = 1), got l2Panels = 2 with prefetch = l2}}
+  %0 = tfm.linear %x, %w tiling <l2Panels = 2, prefetch = l2> : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
+  return %0 : tensor<4x64xf32>
+}
+
+// -----
+
+// Not one of the kinds of prefetch.
+func.func @linear_tiling_bad_prefetch(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>) -> tensor<4x64xf32> {
+  // expected-error @+2 {{expected ::mlir::tfm::GemmPrefetch to be one of: none, l1, l2}}
+  // expected-error @+1 {{failed to parse Tfm_GemmTilingAttr parameter 'prefetch' which is to be a `::mlir::tfm::GemmPrefetch`}}
+  %0 = tfm.linear %x, %w tiling <l2Panels = 1, prefetch = l3> : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
+  return %0 : tensor<4x64xf32>
 }
 
 // -----

@@ -10,6 +10,8 @@
 #ifndef TFM_TRANSFORMS_GEMMTILING_H
 #define TFM_TRANSFORMS_GEMMTILING_H
 
+#include "tfm/IR/TfmOps.h"
+
 #include <cstdint>
 #include <string>
 
@@ -34,9 +36,9 @@ constexpr int64_t kGemmPanelColumns = 32;
 struct GemmTiling {
   /// Panels per L2 block: 1 is panel by panel.
   int64_t l2Panels = 1;
-  /// Whether the last row block of a panel prefetches the panel at the same
-  /// position in the next block (panel by panel: the next panel) into L1.
-  bool prefetch = false;
+  /// Panel by panel, what the tiles prefetch of the next panel: all of it
+  /// into L1 from the last row block, or a share of it into L2 from each.
+  GemmPrefetch prefetch = GemmPrefetch::None;
   /// The reasons, for a remark.
   std::string why;
 };
@@ -44,8 +46,9 @@ struct GemmTiling {
 /// The tiling of a GEMM of at most `maxRows` rows, depth `k`, over a weight
 /// of `panels` panels: L2 blocks where the rows (maxRows x k floats) do not
 /// fit in half of L2, as many panels as fill that half; else panel by
-/// panel, with the prefetch of the next panel where one and a half panels
-/// fit in L1. Any sizes (negative ones count as 0) give a valid tiling.
+/// panel, prefetching the next panel: into L1 where one and a half panels
+/// fit there, else into L2 where two panels and a register tile's rows fit
+/// there. Any sizes (negative ones count as 0) give a valid tiling.
 GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
                             const CacheSizes &cache);
 

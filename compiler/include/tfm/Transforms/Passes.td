@@ -96,7 +96,7 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
   let summary = "choose, for the machine's caches, the order in which each "
                 "tfm.linear takes its packed weight's panels";
   let description = [{
-    Sets `tiling = #tfm.gemm_tiling<l2Panels = N, prefetch = B>` on every
+    Sets `tiling = #tfm.gemm_tiling<l2Panels = N, prefetch = P>` on every
     `tfm.linear` (the Highway backend follows it; tfm-compile runs this
     pass after `tfm-optimize` for that backend, with the CPU's cache sizes):
 
@@ -105,9 +105,12 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
       depth) do not fit in half of L2: as many panels as fill that half,
       each block over all row blocks, so the rows are read from memory once
       per block instead of once per panel. Else panel by panel.
-    - Panel by panel, the prefetch of the next panel into L1 where one and
-      a half panels fit in L1: the hardware prefetcher has no time to ramp
-      up on short panels.
+    - Panel by panel, the prefetch of the next panel: `l1` (the last row
+      block takes all of it into L1) where one and a half panels fit in
+      L1, since the hardware prefetcher has no time to ramp up on short
+      panels; else `l2` (every row block takes its share of the next
+      panel's lines into L2, so the next panel's first tile does not wait
+      for memory) where two panels and 8 rows fit in L2; else `none`.
 
     Not touched, with the reason as a remark (`remarks=true`): a linear
     that already has a tiling, one whose weight has no static, non-empty

@@ -49,15 +49,17 @@ def Tfm_GemmTilingAttr : AttrDef<Tfm_Dialect, "GemmTiling"> {
       in blocks of that many panels, each block over all row blocks, so a
       row block of the input is read from memory once per block while the
       block's panels stay in L2.
-    - `prefetch`: the last row block of a panel prefetches into L1 the
-      panel at the same position in the next block (panel by panel: the
-      next panel).
+    - `prefetch`, panel by panel: `l1`, the last row block of a panel
+      prefetches the whole next panel into L1; `l2`, every row block
+      prefetches its share of the next panel's lines into L2, so the next
+      panel's first tile does not wait for memory; or `none`.
 
     ```mlir
-    #tfm.gemm_tiling<l2Panels = 5, prefetch = false>
+    #tfm.gemm_tiling<l2Panels = 1, prefetch = l2>
     ```
   }];
-  let parameters = (ins "int64_t":$l2Panels, "bool":$prefetch);
+  let parameters = (ins "int64_t":$l2Panels,
+                        EnumParameter<Tfm_GemmPrefetch>:$prefetch);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

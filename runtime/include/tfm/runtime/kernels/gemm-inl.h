@@ -35,18 +35,42 @@ constexpr size_t kGemmRows = hn::MaxLanes(hn::ScalableTag<float>()) >= 16  ? 8
                              : hn::MaxLanes(hn::ScalableTag<float>()) >= 8 ? 3
                                                                            : 1;
 
+/// What a tile prefetches while it runs: nothing, the whole panel the
+/// caller's next tile reads into L1 (short panels, which the hardware
+/// prefetcher has no time to ramp up on), or some lines of the next panel
+/// into L2 (long panels: the tiles of a panel share the next one's lines, so
+/// it is in L2 when its first tile starts instead of in memory).
+enum class GemmPrefetch { kNone, kL1, kL2 };
+
+/// One k step of a tile: acc[r][v] += A[r, kk] * panel[kk, v * lanes...].
+template <size_t kRows, size_t kVecs, class D, class V>
+HWY_INLINE void GemmStep(D d, V (&acc)[kRows][kVecs],
+                         const float *HWY_RESTRICT a, size_t lda,
+                         const float *HWY_RESTRICT panel, size_t kk) {
+  constexpr size_t kLanes = hn::MaxLanes(d);
+  V b[kVecs];
+  for (size_t v = 0; v < kVecs; ++v)
+    b[v] = hn::Load(d, panel + kk * kPanel + v * kLanes);
+  for (size_t r = 0; r < kRows; ++r) {
+    const V ar = hn::Set(d, a[r * lda + kk]);
+    for (size_t v = 0; v < kVecs; ++v)
+      acc[r][v] = hn::MulAdd(ar, b[v], acc[r][v]);
+  }
+}
+
 /// C[r, j] = sum_k A[r, k] * panel[k, j] (+ bias[j]) for r < kRows and
-/// j < cols (<= kPanel). A's rows are lda floats apart, C's ldc. With
-/// kPrefetch, `nextPanel` (the panel the caller's next tile reads, k x kPanel
-/// floats) is prefetched into L1 alongside, so that tile does not start on
-/// a cold panel. A template parameter, not a test in the loop: clang keeps
-/// such a test in every step.
-template <size_t kRows, bool kPrefetch>
+/// j < cols (<= kPanel). A's rows are lda floats apart, C's ldc. Prefetches
+/// (kPrefetch): kL1, the k x kPanel floats at `prefetchAt` into L1
+/// alongside; kL2, `l2Lines` 64-byte lines from `prefetchAt` into L2, one
+/// after every k / l2Lines steps (at most one per step). A template
+/// parameter, not a test in the loop: clang keeps such a test in every
+/// step.
+template <size_t kRows, GemmPrefetch kPrefetch>
 HWY_INLINE void GemmTile(const float *HWY_RESTRICT a, size_t lda,
                          const float *HWY_RESTRICT panel, size_t k,
                          const float *HWY_RESTRICT bias, float *HWY_RESTRICT c,
                          size_t ldc, size_t cols,
-                         const float *HWY_RESTRICT nextPanel) {
+                         const float *HWY_RESTRICT prefetchAt, size_t l2Lines) {
   const hn::ScalableTag<float> d;
   constexpr size_t kLanes = hn::MaxLanes(d);
   constexpr size_t kVecs = kPanel / kLanes;
@@ -55,17 +79,23 @@ HWY_INLINE void GemmTile(const float *HWY_RESTRICT a, size_t lda,
   for (size_t r = 0; r < kRows; ++r)
     for (size_t v = 0; v < kVecs; ++v)
       acc[r][v] = hn::Zero(d);
-  for (size_t kk = 0; kk < k; ++kk) {
-    if constexpr (kPrefetch)
-      for (size_t line = 0; line < kPanel; line += 64 / sizeof(float))
-        hwy::Prefetch(nextPanel + kk * kPanel + line);
-    V b[kVecs];
-    for (size_t v = 0; v < kVecs; ++v)
-      b[v] = hn::Load(d, panel + kk * kPanel + v * kLanes);
-    for (size_t r = 0; r < kRows; ++r) {
-      const V ar = hn::Set(d, a[r * lda + kk]);
-      for (size_t v = 0; v < kVecs; ++v)
-        acc[r][v] = hn::MulAdd(ar, b[v], acc[r][v]);
+  if constexpr (kPrefetch == GemmPrefetch::kL2) {
+    const char *lines = reinterpret_cast<const char *>(prefetchAt);
+    const size_t every = l2Lines == 0 ? k : HWY_MAX(size_t{1}, k / l2Lines);
+    size_t kk = 0;
+    for (size_t line = 0; kk < k; ++line) {
+      for (const size_t end = HWY_MIN(k, kk + every); kk < end; ++kk)
+        GemmStep(d, acc, a, lda, panel, kk);
+      // Locality 2: prefetcht1 on x86 (Highway's Prefetch is L1 only).
+      if (line < l2Lines)
+        __builtin_prefetch(lines + line * 64, 0, 2);
+    }
+  } else {
+    for (size_t kk = 0; kk < k; ++kk) {
+      if constexpr (kPrefetch == GemmPrefetch::kL1)
+        for (size_t line = 0; line < kPanel; line += 64 / sizeof(float))
+          hwy::Prefetch(prefetchAt + kk * kPanel + line);
+      GemmStep(d, acc, a, lda, panel, kk);
     }
   }
   HWY_ALIGN float tmp[kPanel];
@@ -91,27 +121,36 @@ HWY_INLINE void GemmTileUpTo(size_t rows, const float *HWY_RESTRICT a,
                              size_t lda, const float *HWY_RESTRICT panel,
                              size_t k, const float *HWY_RESTRICT bias,
                              float *HWY_RESTRICT c, size_t ldc, size_t cols,
-                             const float *HWY_RESTRICT nextPanel) {
+                             const float *HWY_RESTRICT nextPanel,
+                             const float *HWY_RESTRICT l2At, size_t l2Lines) {
   if constexpr (kRows > 1) {
     if (rows < kRows)
       return GemmTileUpTo<kRows - 1>(rows, a, lda, panel, k, bias, c, ldc, cols,
-                                     nextPanel);
+                                     nextPanel, l2At, l2Lines);
   }
   if (nextPanel != nullptr)
-    GemmTile<kRows, true>(a, lda, panel, k, bias, c, ldc, cols, nextPanel);
+    GemmTile<kRows, GemmPrefetch::kL1>(a, lda, panel, k, bias, c, ldc, cols,
+                                       nextPanel, 0);
+  else if (l2At != nullptr && l2Lines > 0)
+    GemmTile<kRows, GemmPrefetch::kL2>(a, lda, panel, k, bias, c, ldc, cols,
+                                       l2At, l2Lines);
   else
-    GemmTile<kRows, false>(a, lda, panel, k, bias, c, ldc, cols, nullptr);
+    GemmTile<kRows, GemmPrefetch::kNone>(a, lda, panel, k, bias, c, ldc, cols,
+                                         nullptr, 0);
 }
 
-/// GemmTile for 1..kGemmRows rows, chosen at run time (the last rows of C);
-/// `nextPanel`, if given, is prefetched (see GemmTile).
+/// GemmTile for 1..kGemmRows rows, chosen at run time (the last rows of C).
+/// Prefetches `nextPanel` (a whole panel) into L1 if given, else `l2Lines`
+/// lines from `l2At` into L2 (see GemmTile).
 HWY_INLINE void GemmTileRows(size_t rows, const float *HWY_RESTRICT a,
                              size_t lda, const float *HWY_RESTRICT panel,
                              size_t k, const float *HWY_RESTRICT bias,
                              float *HWY_RESTRICT c, size_t ldc, size_t cols,
-                             const float *HWY_RESTRICT nextPanel = nullptr) {
-  GemmTileUpTo<kGemmRows>(rows, a, lda, panel, k, bias, c, ldc, cols,
-                          nextPanel);
+                             const float *HWY_RESTRICT nextPanel = nullptr,
+                             const float *HWY_RESTRICT l2At = nullptr,
+                             size_t l2Lines = 0) {
+  GemmTileUpTo<kGemmRows>(rows, a, lda, panel, k, bias, c, ldc, cols, nextPanel,
+                          l2At, l2Lines);
 }
 
 } // namespace HWY_NAMESPACE
