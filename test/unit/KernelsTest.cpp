@@ -16,6 +16,7 @@
 
 #include "hwy/aligned_allocator.h"
 #include "hwy/highway.h"
+#include "tfm/runtime/kernels/activation-inl.h"
 #include "tfm/runtime/kernels/attention-inl.h"
 #include "tfm/runtime/kernels/gemm-inl.h"
 #include "tfm/runtime/kernels/transpose-inl.h"
@@ -236,30 +237,32 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 //===----------------------------------------------------------------------===//
-// ExpNonPositive
+// ExpFast
 //===----------------------------------------------------------------------===//
 
-class ExpNonPositiveTest : public KernelTest {};
+class ExpFastTest : public KernelTest {};
 
-TEST_F(ExpNonPositiveTest, MatchesStdExp) {
+TEST_F(ExpFastTest, MatchesStdExp) {
   SCOPED_TRACE("target " + targetName());
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
-  // Every float in [-1, 0] a step of 2^-16 apart, then [-87, -1] and the
-  // clamped range below, in steps that are not multiples of ln 2.
+  // Every float in [-1, 0] a step of 2^-16 apart, then [-87, -1], (0, 88]
+  // and the clamped range below, in steps that are not multiples of ln 2.
   std::vector<float> xs;
   for (int i = 0; i <= 65536; ++i)
     xs.push_back(-float(i) / 65536.0f);
   for (float x = -1.0f; x >= -87.0f; x -= 0.0123f)
     xs.push_back(x);
-  for (float x : {-87.0f, -87.5f, -100.0f, -1e30f, -INFINITY})
+  for (float x = 0.0123f; x <= 88.0f; x += 0.0123f)
+    xs.push_back(x);
+  for (float x : {88.0f, -87.0f, -87.5f, -100.0f, -1e30f, -INFINITY})
     xs.push_back(x);
   while (xs.size() % lanes != 0)
     xs.push_back(0.0f);
   auto out = hwy::AllocateAligned<float>(lanes);
   double worst = 0;
   for (size_t i = 0; i < xs.size(); i += lanes) {
-    hn::Store(k::ExpNonPositive(d, hn::LoadU(d, xs.data() + i)), d, out.get());
+    hn::Store(k::ExpFast(d, hn::LoadU(d, xs.data() + i)), d, out.get());
     for (size_t l = 0; l < lanes; ++l) {
       const float x = xs[i + l];
       const double want = std::exp(double(x));
@@ -274,8 +277,65 @@ TEST_F(ExpNonPositiveTest, MatchesStdExp) {
       EXPECT_LE(rel, 3e-7) << "x " << x << ": " << out[l] << " vs " << want;
     }
   }
-  std::printf("[   hwy    ] ExpNonPositive: worst relative error %.3g\n",
-              worst);
+  std::printf("[   hwy    ] ExpFast: worst relative error %.3g\n", worst);
+}
+
+//===----------------------------------------------------------------------===//
+// GELU
+//===----------------------------------------------------------------------===//
+
+class GeluTest : public KernelTest {};
+
+/// Both GELUs against double references on [-12, 12] (beyond, and at 0:
+/// exactly their limits), every length 1..40 so that partial vectors run.
+TEST_F(GeluTest, MatchesReferences) {
+  SCOPED_TRACE("target " + targetName());
+  std::vector<float> xs;
+  for (float x = -12.0f; x <= 12.0f; x += 0.00173f)
+    xs.push_back(x);
+  for (float x : {0.0f, -0.0f, 1e-30f, -1e-30f, 30.0f, -30.0f, 1e6f, -1e6f})
+    xs.push_back(x);
+  // In forms without cancellation for negative x: 1 + erf and 1 + tanh
+  // round to 0 in double long before the result does.
+  auto exact = [](double x) {
+    return 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+  };
+  auto tanhForm = [](double x) {
+    const double u = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+    return x / (1.0 + std::exp(-2.0 * u));
+  };
+  double worstExact = 0, worstTanh = 0;
+  for (size_t start = 0; start < xs.size(); start += 40) {
+    const size_t n = std::min<size_t>(1 + start % 40, xs.size() - start);
+    std::vector<float> a(xs.begin() + start, xs.begin() + start + n), b = a;
+    // A sentinel past the end: never written.
+    a.push_back(kSentinel);
+    b.push_back(kSentinel);
+    k::GeluInPlace(a.data(), n);
+    k::GeluTanhInPlace(b.data(), n);
+    EXPECT_TRUE(sameBits(a[n], kSentinel) && sameBits(b[n], kSentinel));
+    for (size_t i = 0; i < n; ++i) {
+      const double x = xs[start + i];
+      // erf's absolute error (1.5e-7) scaled by x / 2; rounding, relative.
+      const double errExact = std::fabs(a[i] - exact(x));
+      const double errTanh = std::fabs(b[i] - tanhForm(x));
+      worstExact = std::max(worstExact, errExact / (1.0 + std::fabs(x)));
+      worstTanh = std::max(worstTanh, errTanh / (1.0 + std::fabs(x)));
+      EXPECT_LE(errExact,
+                1e-7 * std::fabs(x) + 4e-7 * std::fabs(exact(x)) + 1e-30)
+          << "gelu(" << x << ") = " << a[i] << " vs " << exact(x);
+      // e^(-2u) inherits u's float rounding times |2u| (relative).
+      const double twoU =
+          2.0 * std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+      EXPECT_LE(errTanh,
+                (4e-7 + 3e-7 * std::fabs(twoU)) * std::fabs(tanhForm(x)) +
+                    1e-30)
+          << "gelu_tanh(" << x << ") = " << b[i] << " vs " << tanhForm(x);
+    }
+  }
+  std::printf("[   hwy    ] GELU: worst error / (1 + |x|): exact %.3g, tanh "
+              "form %.3g\n",
+              worstExact, worstTanh);
 }
 
 //===----------------------------------------------------------------------===//

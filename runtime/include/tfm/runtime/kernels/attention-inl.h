@@ -17,6 +17,7 @@
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "tfm/runtime/kernels/exp-inl.h"
 #include "tfm/runtime/kernels/vector-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -70,36 +71,6 @@ HWY_INLINE void OnlineSoftmaxStep(OnlineSoftmax &state, float s,
   const float p = std::exp(s - state.max);
   state.sum += p;
   Axpy(p, v, out, n);
-}
-
-/// e^x for x <= 0 (a score minus the running maximum), about twice as fast
-/// as hn::Exp: the same reduction (x = n ln2 + r, |r| <= ln2 / 2, ln2 in two
-/// parts) and polynomial (Highway's, within 1 ulp on r), without its sign
-/// handling and float <-> int conversions: adding 1.5 * 2^23 rounds x / ln2
-/// to the integer n, held in the sum's low mantissa bits, from which 2^n is
-/// built. x is clamped to -87 so that 2^n stays a normal float: below, the
-/// result is about 1e-38 instead of 0 (a weight no sum of softmax weights,
-/// each up to 1, can tell apart).
-template <class D> HWY_INLINE hn::Vec<D> ExpNonPositive(D d, hn::Vec<D> x) {
-  const hn::RebindToSigned<D> di;
-  const auto kShift = hn::Set(d, 12582912.0f); // 1.5 * 2^23
-  x = hn::Max(x, hn::Set(d, -87.0f));
-  const auto shifted = hn::MulAdd(x, hn::Set(d, 1.44269504088896341f), kShift);
-  const auto n = hn::Sub(shifted, kShift);
-  auto r = hn::MulAdd(n, hn::Set(d, -0.693145751953125f), x);
-  r = hn::MulAdd(n, hn::Set(d, -1.428606765330187045e-6f), r);
-  // e^r - 1 = r + r^2 (k0 + k1 r + ... + k5 r^5).
-  auto p = hn::Set(d, 0.000198527617612853646278381f);
-  p = hn::MulAdd(p, r, hn::Set(d, 0.00139304355252534151077271f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0.00833336077630519866943359f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0.0416664853692054748535156f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0.166666671633720397949219f));
-  p = hn::MulAdd(p, r, hn::Set(d, 0.5f));
-  const auto expR = hn::Add(hn::MulAdd(p, hn::Mul(r, r), r), hn::Set(d, 1.0f));
-  const auto nInt = hn::Sub(hn::BitCast(di, shifted), hn::BitCast(di, kShift));
-  const auto pow2n =
-      hn::BitCast(d, hn::ShiftLeft<23>(hn::Add(nInt, hn::Set(di, 127))));
-  return hn::Mul(expR, pow2n);
 }
 
 /// Keys per block of the attention loop: one online-softmax update (max,
@@ -304,9 +275,9 @@ HWY_INLINE void OnlineSoftmaxBlockRows(OnlineSoftmax *states,
     const auto maxV = hn::Set(d, state.max);
     auto sumV = hn::Zero(d);
     for (size_t j = 0; j < n; j += lanes) {
-      const auto p = hn::IfThenElseZero(
-          hn::FirstN(d, nr > j ? nr - j : 0),
-          ExpNonPositive(d, hn::Sub(hn::Load(d, sr + j), maxV)));
+      const auto p =
+          hn::IfThenElseZero(hn::FirstN(d, nr > j ? nr - j : 0),
+                             ExpFast(d, hn::Sub(hn::Load(d, sr + j), maxV)));
       hn::Store(p, d, sr + j);
       sumV = hn::Add(sumV, p);
     }
