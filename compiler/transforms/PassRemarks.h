@@ -8,10 +8,13 @@
 
 namespace mlir::tfm {
 
-/// A remark at `op`, naming the function it is in.
+/// A remark at `op`, naming the function it is (or is in).
 inline InFlightDiagnostic remarkAt(Operation *op) {
   InFlightDiagnostic remark = emitRemark(op->getLoc());
-  if (auto func = op->getParentOfType<FunctionOpInterface>())
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  if (!func)
+    func = op->getParentOfType<FunctionOpInterface>();
+  if (func)
     remark << "in @" << func.getName() << ": ";
   return remark;
 }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PassRemarks.h"
 #include "tfm/Transforms/MemoryPlan.h"
 #include "tfm/Transforms/Passes.h"
 
@@ -35,13 +36,6 @@ bool hasDynamicShapes(FunctionOpInterface func) {
   return walk.wasInterrupted();
 }
 
-/// A remark at `func`, naming it.
-InFlightDiagnostic remarkAtFunction(FunctionOpInterface func) {
-  InFlightDiagnostic remark = emitRemark(func.getLoc());
-  remark << "in @" << func.getName() << ": ";
-  return remark;
-}
-
 struct PlanMemoryPass : public tfm::impl::TfmPlanMemoryBase<PlanMemoryPass> {
   using Base::Base;
 
@@ -53,15 +47,14 @@ struct PlanMemoryPass : public tfm::impl::TfmPlanMemoryBase<PlanMemoryPass> {
         continue;
       if (func->hasAttr("tfm.frame_floats")) {
         if (remarks)
-          remarkAtFunction(func) << "frame kept: it was already planned";
+          remarkAt(func) << "frame kept: it was already planned";
         continue;
       }
       if (!bounds && hasDynamicShapes(func)) {
         if (remarks)
-          remarkAtFunction(func)
-              << "no frame planned: the module has no positive "
-                 "tfm.max_batch and tfm.max_seq_len to size "
-                 "dynamic dimensions by";
+          remarkAt(func) << "no frame planned: the module has no positive "
+                            "tfm.max_batch and tfm.max_seq_len to size "
+                            "dynamic dimensions by";
         continue;
       }
       // Static shapes need no bounds.
@@ -84,9 +77,9 @@ struct PlanMemoryPass : public tfm::impl::TfmPlanMemoryBase<PlanMemoryPass> {
     });
     int64_t floats =
         func->getAttrOfType<IntegerAttr>("tfm.frame_floats").getInt();
-    remarkAtFunction(func) << "frame of " << floats * 4 << " bytes for "
-                           << buffers << " buffers (" << unshared * 4
-                           << " bytes if none shared space)";
+    remarkAt(func) << "frame of " << floats * 4 << " bytes for " << buffers
+                   << " buffers (" << unshared * 4
+                   << " bytes if none shared space)";
   }
 };
 

@@ -10,6 +10,7 @@
 
 #include "PassRemarks.h"
 #include "tfm/Transforms/GemmTiling.h"
+#include "tfm/Transforms/MemoryPlan.h"
 #include "tfm/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -35,31 +36,24 @@ namespace {
 std::optional<int64_t> maxRows(LinearOp op, std::string &whyNot) {
   ArrayRef<int64_t> shape = op.getInput().getType().getShape().drop_back();
   auto module = op->getParentOfType<ModuleOp>();
-  auto bound = [&](StringRef name) -> std::optional<int64_t> {
-    auto attr =
-        module ? module->getAttrOfType<IntegerAttr>(name) : IntegerAttr();
-    if (!attr || !attr.getType().isSignlessInteger(64) || attr.getInt() <= 0)
-      return std::nullopt;
-    return attr.getInt();
-  };
-  std::optional<int64_t> maxBatch = bound("tfm.max_batch");
-  std::optional<int64_t> maxSeq = bound("tfm.max_seq_len");
+  std::optional<FrameBounds> bounds =
+      module ? moduleFrameBounds(module) : std::nullopt;
   uint64_t rows = 1;
   for (auto [i, dim] : llvm::enumerate(shape)) {
     if (!ShapedType::isDynamic(dim)) {
       rows = llvm::SaturatingMultiply<uint64_t>(rows, dim);
       continue;
     }
-    if (!maxBatch || !maxSeq) {
+    if (!bounds) {
       whyNot = "its rows have a dynamic dimension and the module has no "
                "positive tfm.max_batch and tfm.max_seq_len to bound it";
       return std::nullopt;
     }
     rows = llvm::SaturatingMultiply<uint64_t>(
-        rows, shape.size() == 1
-                  ? llvm::SaturatingMultiply<uint64_t>(*maxBatch, *maxSeq)
-              : i == 0 ? uint64_t(*maxBatch)
-                       : uint64_t(*maxSeq));
+        rows, shape.size() == 1 ? llvm::SaturatingMultiply<uint64_t>(
+                                      bounds->maxBatch, bounds->maxSeqLen)
+              : i == 0 ? uint64_t(bounds->maxBatch)
+                       : uint64_t(bounds->maxSeqLen));
   }
   return int64_t(std::min<uint64_t>(rows, INT64_MAX));
 }
