@@ -5,6 +5,7 @@
 #include "gtest/gtest.h"
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -27,17 +28,66 @@ TEST(ThreadPool, EveryIndexExactlyOnce) {
   }
 }
 
-TEST(ThreadPool, ChunksAreContiguousAndSpread) {
+/// Spins until `done()` or 20 s pass; false on the timeout (a test that
+/// would otherwise hang fails instead).
+template <typename Done> bool waitFor(const Done &done) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done())
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+  return true;
+}
+
+TEST(ThreadPool, EachThreadStartsOnItsOwnChunk) {
   ThreadPool pool(4);
   std::vector<std::thread::id> owner(8);
-  pool.parallelFor(
-      8, [&](int64_t i) { owner[size_t(i)] = std::this_thread::get_id(); });
-  // Pairs of neighbours share a thread; the caller takes the first chunk.
-  for (int i = 0; i < 8; i += 2)
-    EXPECT_EQ(owner[size_t(i)], owner[size_t(i) + 1]);
+  std::atomic<int> arrived{0};
+  std::atomic<bool> timedOut{false};
+  pool.parallelFor(8, [&](int64_t i) {
+    owner[size_t(i)] = std::this_thread::get_id();
+    // The chunks' first indices meet: until all four threads are in one,
+    // no thread finishes its first index or takes another's.
+    if (i % 2 == 0) {
+      arrived++;
+      if (!waitFor([&] { return arrived.load() == 4; }))
+        timedOut = true;
+    }
+  });
+  ASSERT_FALSE(timedOut);
+  // The chunks are [0, 2), [2, 4), ...; the caller takes the first.
   EXPECT_EQ(owner[0], std::this_thread::get_id());
-  EXPECT_NE(owner[0], owner[2]);
-  EXPECT_NE(owner[2], owner[4]);
+  for (int a = 0; a < 8; a += 2)
+    for (int b = a + 2; b < 8; b += 2)
+      EXPECT_NE(owner[size_t(a)], owner[size_t(b)]) << a << " " << b;
+}
+
+TEST(ThreadPool, AHeldBackThreadDelaysTheLoopByOneBatch) {
+  // Index 0, the caller's first, waits for every other index: the other
+  // thread must take the rest of the caller's chunk as well as its own.
+  // (Chunks of fewer than 32 indices are taken one index at a time.)
+  ThreadPool pool(2);
+  for (int64_t n : {2, 3, 20, 61}) {
+    std::atomic<int64_t> done{0};
+    std::atomic<bool> timedOut{false};
+    pool.parallelFor(n, [&](int64_t i) {
+      if (i == 0 && !waitFor([&] { return done.load() == n - 1; }))
+        timedOut = true;
+      done++;
+    });
+    EXPECT_FALSE(timedOut) << "n " << n;
+    EXPECT_EQ(done.load(), n);
+  }
+  // Longer chunks go a sixteenth at a time: 1000 indices in two chunks of
+  // 500, batches of 31; the other thread runs all but the caller's first.
+  std::atomic<int64_t> done{0};
+  std::atomic<bool> timedOut{false};
+  pool.parallelFor(1000, [&](int64_t i) {
+    if (i == 0 && !waitFor([&] { return done.load() == 1000 - 31; }))
+      timedOut = true;
+    done++;
+  });
+  EXPECT_FALSE(timedOut);
+  EXPECT_EQ(done.load(), 1000);
 }
 
 TEST(ThreadPool, OneThreadRunsInlineInOrder) {

@@ -22,7 +22,8 @@ public:
   int size() const;
 
   /// Calls body(ctx, i) for every i in [0, n), spread over the threads in
-  /// contiguous chunks; returns when all are done.
+  /// contiguous chunks, one each; a thread done with its own chunk takes
+  /// the indices left in the others'. Returns when all are done.
   void run(int64_t n, void (*body)(void *ctx, int64_t i), void *ctx);
 
   template <typename F> void parallelFor(int64_t n, const F &f) {
