@@ -95,8 +95,9 @@ struct SelectGemmTilingPass
           (weight.getDimSize(0) + kGemmPanelColumns - 1) / kGemmPanelColumns;
       GemmTiling tiling =
           chooseGemmTiling(*rows, weight.getDimSize(1), panels, cache);
-      op.setTilingAttr(GemmTilingAttr::get(op.getContext(), tiling.l2Panels,
-                                           tiling.prefetch));
+      op.setTilingAttr(GemmTilingAttr::get(
+          op.getContext(), tiling.rows.rows512, tiling.rows.rows256,
+          tiling.rows.rows128, tiling.l2Panels, tiling.prefetch));
       if (remarks)
         remarkAt(op) << "GEMM tiling: " << tiling.why;
     });

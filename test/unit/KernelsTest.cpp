@@ -50,10 +50,10 @@ std::string targetName() { return hwy::TargetName(HWY_STATIC_TARGET); }
 class KernelTest : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
-    std::printf("[   hwy    ] static target %s: %zu float lanes, kGemmRows "
-                "%zu, kQueryRows %zu, kKeyBlock %zu\n",
+    std::printf("[   hwy    ] static target %s: %zu float lanes, GEMM tile "
+                "rows of (8, 3, 1) %zu, kQueryRows %zu, kKeyBlock %zu\n",
                 targetName().c_str(), hn::Lanes(hn::ScalableTag<float>()),
-                k::kGemmRows, k::kQueryRows, k::kKeyBlock);
+                k::ForVectorBits(8, 3, 1), k::kQueryRows, k::kKeyBlock);
   }
 };
 
@@ -90,7 +90,9 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
   // A's rows have padding (NaN: never read), the panel's columns past cols
   // too (NaN: their sums must never reach C).
   const size_t lda = depth + 3;
-  const size_t maxRows = k::kGemmRows;
+  // Every tile #tfm.gemm_tiling allows (1 to 16 rows), through the
+  // largest's run-time choice of rows.
+  constexpr size_t maxRows = 16;
   std::vector<float> a(maxRows * lda, kNaN);
   for (size_t r = 0; r < maxRows; ++r)
     fillUniform(rng, a.data() + r * lda, depth);
@@ -118,7 +120,7 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
     // lines than k steps: one per step); three of them into L2.
     const size_t panelLines = depth * k::kPanel * sizeof(float) / 64;
     for (int prefetch : {0, 1, 2, 3})
-      for (size_t rows = 1; rows <= k::kGemmRows; ++rows) {
+      for (size_t rows = 1; rows <= maxRows; ++rows) {
         const char *how[] = {"", ", the next panel into L1",
                              ", the next panel's lines into L2",
                              ", 3 of its lines into L2"};
@@ -131,12 +133,13 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
         std::vector<float> cStore(cSize, kSentinel);
         float *c = cStore.data() + 1;
         const float *bias = withBias ? biasValues : nullptr;
-        k::GemmTileRows(rows, a.data(), lda, panel.get(), depth, bias, c, ldc,
-                        cols, prefetch == 1 ? nextPanel : nullptr,
-                        prefetch >= 2 ? nextPanel : nullptr,
-                        prefetch == 2   ? panelLines
-                        : prefetch == 3 ? 3
-                                        : 0);
+        k::GemmTileRows<maxRows>(rows, a.data(), lda, panel.get(), depth, bias,
+                                 c, ldc, cols,
+                                 prefetch == 1 ? nextPanel : nullptr,
+                                 prefetch >= 2 ? nextPanel : nullptr,
+                                 prefetch == 2   ? panelLines
+                                 : prefetch == 3 ? 3
+                                                 : 0);
 
         EXPECT_TRUE(sameBits(cStore[0], kSentinel)) << "written before C";
         for (size_t r = 0; r <= rows; ++r)

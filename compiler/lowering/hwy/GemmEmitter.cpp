@@ -34,21 +34,30 @@ void FunctionEmitter::emitMatmul(
   os.indent();
   // The order of the tasks and the prefetch (GemmTiling.h says why).
   GemmTiling tiling =
-      tilingAttr
-          ? GemmTiling{tilingAttr.getL2Panels(), tilingAttr.getPrefetch(), ""}
-          : chooseGemmTiling(maxRows, k, panels, facts.cache);
+      tilingAttr ? GemmTiling{{tilingAttr.getRows512(), tilingAttr.getRows256(),
+                               tilingAttr.getRows128()},
+                              tilingAttr.getL2Panels(),
+                              tilingAttr.getPrefetch(),
+                              ""}
+                 : chooseGemmTiling(maxRows, k, panels, facts.cache);
   const int64_t width = kGemmPanelColumns, panelFloats = width * k;
   int64_t panelBytes = panelFloats * int64_t(sizeof(float));
   int64_t blockPanels = std::clamp<int64_t>(tiling.l2Panels, 1, panels);
   os << "const int64_t rows = " << rows << ";\n";
-  os << "const int64_t rowBlocks = (rows + k::kGemmRows - 1) / "
-        "k::kGemmRows;\n";
+  os << "// Register tiles (#tfm.gemm_tiling): " << tiling.rows.rows512 << " x "
+     << width << " on 512-bit vectors, " << tiling.rows.rows256 << " x "
+     << width << " on 256-bit, " << tiling.rows.rows128 << " x " << width
+     << " on 128-bit.\n";
+  os << "constexpr size_t tileRows = k::ForVectorBits(" << tiling.rows.rows512
+     << ", " << tiling.rows.rows256 << ", " << tiling.rows.rows128 << ");\n";
+  os << "const int64_t rowBlocks = (rows + int64_t(tileRows) - 1) / "
+        "int64_t(tileRows);\n";
   os << "pool.parallelFor(rowBlocks * " << panels << ", [&](int64_t t) {\n";
   os.indent();
   if (blockPanels == 1) {
     // Panel-major tasks: a thread's consecutive tasks reuse one panel.
     os << "const int64_t panel = t / rowBlocks;\n";
-    os << "const int64_t r0 = (t % rowBlocks) * k::kGemmRows;\n";
+    os << "const int64_t r0 = (t % rowBlocks) * int64_t(tileRows);\n";
   } else {
     os << "// L2 blocks of " << blockPanels << " panels ("
        << (blockPanels * panelBytes + 1023) / 1024 << " KiB of weights)\n";
@@ -58,9 +67,9 @@ void FunctionEmitter::emitMatmul(
        << ", " << panels << " - block * " << blockPanels << ");\n";
     os << "const int64_t panel = block * " << blockPanels
        << " + inBlock % blockPanels;\n";
-    os << "const int64_t r0 = (inBlock / blockPanels) * k::kGemmRows;\n";
+    os << "const int64_t r0 = (inBlock / blockPanels) * int64_t(tileRows);\n";
   }
-  os << "const int64_t nRows = std::min<int64_t>(k::kGemmRows, rows - r0);\n";
+  os << "const int64_t nRows = std::min<int64_t>(tileRows, rows - r0);\n";
   if (segments == 1) {
     os << "const int64_t col = panel * " << width << ";\n";
     os << "const int64_t cols = std::min<int64_t>(" << width << ", "
@@ -86,7 +95,8 @@ void FunctionEmitter::emitMatmul(
   std::string prefetchArgs;
   if (prefetch == GemmPrefetch::L1) {
     os << "// The last row block prefetches the next panel into L1.\n";
-    os << "const float *nextPanel = r0 + k::kGemmRows >= rows && panel + 1 < "
+    os << "const float *nextPanel = r0 + int64_t(tileRows) >= rows && panel + "
+          "1 < "
        << panels << " ? " << nextPanel << " : nullptr;\n";
     prefetchArgs = ", nextPanel";
   } else if (prefetch == GemmPrefetch::L2) {
@@ -104,8 +114,8 @@ void FunctionEmitter::emitMatmul(
        << " - firstLine) : 0;\n";
     prefetchArgs = ", nullptr, l2At, size_t(l2Lines)";
   }
-  os << "k::GemmTileRows(nRows, " << x << " + r0 * " << xStride << ", "
-     << xStride << ", " << panelAt << panelFloats << ", " << k << ", "
+  os << "k::GemmTileRows<tileRows>(nRows, " << x << " + r0 * " << xStride
+     << ", " << xStride << ", " << panelAt << panelFloats << ", " << k << ", "
      << biasArg << ", " << out << " + r0 * " << outStride << " + col, "
      << outStride << ", cols" << prefetchArgs << ");\n";
   if (act) {

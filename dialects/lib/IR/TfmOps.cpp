@@ -14,6 +14,7 @@
 
 #include <limits>
 #include <string>
+#include <utility>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -218,7 +219,16 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult
 GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       int64_t rows512, int64_t rows256, int64_t rows128,
                        int64_t l2Panels, GemmPrefetch prefetch) {
+  // Past 16 rows the accumulators of every target spill, and the backend
+  // instantiates a tile for each row count up to this one.
+  for (auto [name, rows] : {std::pair<StringRef, int64_t>{"rows512", rows512},
+                            {"rows256", rows256},
+                            {"rows128", rows128}})
+    if (rows < 1 || rows > 16)
+      return emitError() << "gemm_tiling " << name
+                         << " must be in [1, 16], got " << rows;
   if (l2Panels < 1)
     return emitError() << "gemm_tiling l2Panels must be at least 1, got "
                        << l2Panels;

@@ -273,7 +273,41 @@ func.func @linear_residual_rank(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %
 // A tiling takes at least one panel at a time.
 func.func @linear_tiling_no_panels(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{gemm_tiling l2Panels must be at least 1, got 0}}
-  %0 = tfm.linear %x, %w tiling <l2Panels = 0, prefetch = l1> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %0 = tfm.linear %x, %w tiling <rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 0, prefetch = l1> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A register tile has 1 to 16 rows on each vector width.
+func.func @linear_tiling_no_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{gemm_tiling rows512 must be in [1, 16], got 0}}
+  %0 = tfm.linear %x, %w tiling <rows512 = 0, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = none> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @linear_tiling_too_many_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{gemm_tiling rows256 must be in [1, 16], got 17}}
+  %0 = tfm.linear %x, %w tiling <rows512 = 8, rows256 = 17, rows128 = 1, l2Panels = 1, prefetch = none> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+func.func @linear_tiling_negative_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{gemm_tiling rows128 must be in [1, 16], got -1}}
+  %0 = tfm.linear %x, %w tiling <rows512 = 8, rows256 = 3, rows128 = -1, l2Panels = 1, prefetch = none> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A tiling written without its register tile.
+func.func @linear_tiling_missing_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
+  // expected-error @+1 {{expected ','}}
+  %0 = tfm.linear %x, %w tiling <l2Panels = 1, prefetch = none> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 
@@ -282,7 +316,7 @@ func.func @linear_tiling_no_panels(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> 
 // In L2 blocks a task's next panel is a block of tasks away: no prefetch.
 func.func @linear_tiling_prefetch_in_blocks(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>) -> tensor<4x64xf32> {
   // expected-error @+1 {{gemm_tiling prefetches only panel by panel (l2Panels = 1), got l2Panels = 2 with prefetch = l2}}
-  %0 = tfm.linear %x, %w tiling <l2Panels = 2, prefetch = l2> : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
+  %0 = tfm.linear %x, %w tiling <rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 2, prefetch = l2> : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
   return %0 : tensor<4x64xf32>
 }
 
@@ -292,7 +326,7 @@ func.func @linear_tiling_prefetch_in_blocks(%x: tensor<4x8xf32>, %w: tensor<64x8
 func.func @linear_tiling_bad_prefetch(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>) -> tensor<4x64xf32> {
   // expected-error @+2 {{expected ::mlir::tfm::GemmPrefetch to be one of: none, l1, l2}}
   // expected-error @+1 {{failed to parse Tfm_GemmTilingAttr parameter 'prefetch' which is to be a `::mlir::tfm::GemmPrefetch`}}
-  %0 = tfm.linear %x, %w tiling <l2Panels = 1, prefetch = l3> : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
+  %0 = tfm.linear %x, %w tiling <rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = l3> : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
   return %0 : tensor<4x64xf32>
 }
 

@@ -32,8 +32,24 @@ CacheSizes hostCacheSizes();
 /// Output columns per packed weight panel (the runtime's k::kPanel).
 constexpr int64_t kGemmPanelColumns = 32;
 
+/// The rows of a GEMM's register tile where the code runs with 512-, 256-
+/// or 128-bit vectors.
+struct RegisterRows {
+  int64_t rows512 = 8;
+  int64_t rows256 = 3;
+  int64_t rows128 = 1;
+};
+
+/// The register tile of a GEMM of at most `maxRows` rows: on each vector
+/// width, as many rows as keep the accumulators (rows x 32 / lanes
+/// vectors) within three quarters of the register file (the rest holds the
+/// panel's vectors and the broadcast A value), at most 8 and at most
+/// `maxRows` (at least 1).
+RegisterRows chooseRegisterRows(int64_t maxRows);
+
 /// What #tfm.gemm_tiling holds, and why.
 struct GemmTiling {
+  RegisterRows rows;
   /// Panels per L2 block: 1 is panel by panel.
   int64_t l2Panels = 1;
   /// Panel by panel, what the tiles prefetch of the next panel: all of it
@@ -44,11 +60,11 @@ struct GemmTiling {
 };
 
 /// The tiling of a GEMM of at most `maxRows` rows, depth `k`, over a weight
-/// of `panels` panels: L2 blocks where the rows (maxRows x k floats) do not
-/// fit in half of L2, as many panels as fill that half; else panel by
-/// panel, prefetching the next panel: into L1 where one and a half panels
-/// fit there, else into L2 where two panels and a register tile's rows fit
-/// there. Any sizes (negative ones count as 0) give a valid tiling.
+/// of `panels` panels: chooseRegisterRows' tile; L2 blocks where the rows
+/// (maxRows x k floats) do not fit in half of L2, as many panels as fill that
+/// half; else panel by panel, prefetching the next panel: into L1 where one and
+/// a half panels fit there, else into L2 where two panels and a register tile's
+/// rows fit there. Any sizes (negative ones count as 0) give a valid tiling.
 GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
                             const CacheSizes &cache);
 

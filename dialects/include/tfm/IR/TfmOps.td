@@ -38,13 +38,19 @@ def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache"> {
 
 def Tfm_GemmTilingAttr : AttrDef<Tfm_Dialect, "GemmTiling"> {
   let mnemonic = "gemm_tiling";
-  let summary = "the order in which a GEMM takes its weight's panels";
+  let summary = "a GEMM's register tile and the order it takes its weight's panels";
   let description = [{
-    Chosen by `--tfm-select-gemm-tiling` for the machine's caches; the
-    Highway backend follows it. A GEMM's weight is packed in panels of 32
-    output columns (every k), and C is computed in register tiles of a few
-    rows (8 on AVX-512) by one panel:
+    Chosen by `--tfm-select-gemm-tiling` for the machine's caches and the
+    GEMM's rows; the Highway backend follows it. A GEMM's weight is packed
+    in panels of 32 output columns (every k), and C is computed in register
+    tiles of a few rows by one panel, each tile one task of the thread
+    pool's parallel loop (the tasks, and so the results, do not depend on
+    the number of threads):
 
+    - `rows512`, `rows256`, `rows128`: the rows of a register tile where
+      the code runs with 512-, 256- or 128-bit vectors (the generated C++
+      is compiled for each SIMD target it may run on). Its accumulators
+      (rows x 32 / lanes vectors) stay in registers; 1 to 16.
     - `l2Panels`: the tiles go panel by panel over all row blocks (1), or
       in blocks of that many panels, each block over all row blocks, so a
       row block of the input is read from memory once per block while the
@@ -55,10 +61,11 @@ def Tfm_GemmTilingAttr : AttrDef<Tfm_Dialect, "GemmTiling"> {
       panel's first tile does not wait for memory; or `none`.
 
     ```mlir
-    #tfm.gemm_tiling<l2Panels = 1, prefetch = l2>
+    #tfm.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = l2>
     ```
   }];
-  let parameters = (ins "int64_t":$l2Panels,
+  let parameters = (ins "int64_t":$rows512, "int64_t":$rows256,
+                        "int64_t":$rows128, "int64_t":$l2Panels,
                         EnumParameter<Tfm_GemmPrefetch>:$prefetch);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -26,14 +26,13 @@ namespace hn = hwy::HWY_NAMESPACE;
 /// one packed layout serves whichever target runs.
 constexpr size_t kPanel = 32;
 
-/// Rows of C a tile covers on this target: as many as keep the accumulators
-/// (kRows x kPanel/lanes vectors) within the register file. On AVX-512, 8
-/// (16 accumulators) rather than the 6 that would also fit: row counts are
-/// mostly multiples of 8, which leave no short, latency-bound last tile
-/// (measured: BERT layer seq 128 ~5% faster, d 256 / seq 64 ~8%).
-constexpr size_t kGemmRows = hn::MaxLanes(hn::ScalableTag<float>()) >= 16  ? 8
-                             : hn::MaxLanes(hn::ScalableTag<float>()) >= 8 ? 3
-                                                                           : 1;
+/// Of a register tile's rows where the code runs with 512-, 256- or 128-bit
+/// vectors (the compiler's choice, #tfm.gemm_tiling), this target's.
+constexpr size_t ForVectorBits(size_t rows512, size_t rows256, size_t rows128) {
+  return hn::MaxLanes(hn::ScalableTag<float>()) >= 16  ? rows512
+         : hn::MaxLanes(hn::ScalableTag<float>()) >= 8 ? rows256
+                                                       : rows128;
+}
 
 /// What a tile prefetches while it runs: nothing, the whole panel the
 /// caller's next tile reads into L1 (short panels, which the hardware
@@ -139,18 +138,19 @@ HWY_INLINE void GemmTileUpTo(size_t rows, const float *HWY_RESTRICT a,
                                          nullptr, 0);
 }
 
-/// GemmTile for 1..kGemmRows rows, chosen at run time (the last rows of C).
-/// Prefetches `nextPanel` (a whole panel) into L1 if given, else `l2Lines`
-/// lines from `l2At` into L2 (see GemmTile).
-HWY_INLINE void GemmTileRows(size_t rows, const float *HWY_RESTRICT a,
-                             size_t lda, const float *HWY_RESTRICT panel,
-                             size_t k, const float *HWY_RESTRICT bias,
-                             float *HWY_RESTRICT c, size_t ldc, size_t cols,
-                             const float *HWY_RESTRICT nextPanel = nullptr,
-                             const float *HWY_RESTRICT l2At = nullptr,
-                             size_t l2Lines = 0) {
-  GemmTileUpTo<kGemmRows>(rows, a, lda, panel, k, bias, c, ldc, cols, nextPanel,
-                          l2At, l2Lines);
+/// GemmTile for 1..kMaxRows rows, chosen at run time (the last rows of C
+/// may be fewer). Prefetches `nextPanel` (a whole panel) into L1 if given,
+/// else `l2Lines` lines from `l2At` into L2 (see GemmTile).
+template <size_t kMaxRows>
+HWY_INLINE void
+GemmTileRows(size_t rows, const float *HWY_RESTRICT a, size_t lda,
+             const float *HWY_RESTRICT panel, size_t k,
+             const float *HWY_RESTRICT bias, float *HWY_RESTRICT c, size_t ldc,
+             size_t cols, const float *HWY_RESTRICT nextPanel = nullptr,
+             const float *HWY_RESTRICT l2At = nullptr, size_t l2Lines = 0) {
+  static_assert(kMaxRows >= 1 && kMaxRows <= 16, "1 to 16 rows");
+  GemmTileUpTo<kMaxRows>(rows, a, lda, panel, k, bias, c, ldc, cols, nextPanel,
+                         l2At, l2Lines);
 }
 
 } // namespace HWY_NAMESPACE
