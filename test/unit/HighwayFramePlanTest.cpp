@@ -7,19 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tfm/IR/TfmDialect.h"
+#include "HighwayEmitTest.h"
+
 #include "tfm/IR/TfmOps.h"
-#include "tfm/Lowering/HighwayEmitter.h"
 #include "tfm/Transforms/MemoryPlan.h"
-
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
-
-#include "gtest/gtest.h"
 
 #include <string>
 
@@ -49,12 +40,9 @@ module @frame_plan attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i6
 }
 )mlir";
 
-class HighwayFramePlanTest : public ::testing::Test {
+class HighwayFramePlanTest : public ::tfm::test::HighwayEmitTest {
 protected:
-  HighwayFramePlanTest() {
-    context.loadDialect<TfmDialect, func::FuncDialect, arith::ArithDialect>();
-    module = parseSourceString<ModuleOp>(kModel, &context);
-  }
+  HighwayFramePlanTest() : HighwayEmitTest(kModel) {}
 
   FeedForwardOp ffn() {
     FeedForwardOp op;
@@ -75,23 +63,6 @@ protected:
       list.push_back(FrameSlotAttr::get(&context, name, offset, floats));
     ffn()->setAttr("tfm.frame", ArrayAttr::get(&context, list));
   }
-
-  /// Emits the module; the C++ on success, else the diagnostics.
-  bool emit(std::string &text) {
-    std::string cpp, messages;
-    ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {
-      messages += d.str() + "\n";
-      return success();
-    });
-    llvm::raw_string_ostream os(cpp);
-    bool ok = succeeded(
-        ::tfm::emitHighwayCpp(*module, "frame_plan", "frame_plan.cpp", os));
-    text = ok ? cpp : messages;
-    return ok;
-  }
-
-  MLIRContext context;
-  OwningOpRef<ModuleOp> module;
 };
 
 TEST_F(HighwayFramePlanTest, PlansAndFollows) {
@@ -165,7 +136,7 @@ TEST_F(HighwayFramePlanTest, RefusesAPlanItsCodeDoesNotMatch) {
        "not take"},
   };
   for (const BadPlan &bad : cases) {
-    module = parseSourceString<ModuleOp>(kModel, &context);
+    parse(kModel);
     ASSERT_TRUE(module);
     plan();
     setSlots(bad.slots);

@@ -86,7 +86,8 @@ TEST(ThreadPool, AHeldBackThreadDelaysTheLoopByOneBatch) {
       timedOut = true;
     done++;
   });
-  EXPECT_FALSE(timedOut);
+  EXPECT_FALSE(timedOut) << "the caller's first batch was not 31 indices "
+                            "(a sixteenth of its chunk of 500)";
   EXPECT_EQ(done.load(), 1000);
 }
 

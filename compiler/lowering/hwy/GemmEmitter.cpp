@@ -43,10 +43,17 @@ void FunctionEmitter::emitMatmul(
   const int64_t width = kGemmPanelColumns, panelFloats = width * k;
   int64_t panelBytes = panelFloats * int64_t(sizeof(float));
   int64_t blockPanels = std::clamp<int64_t>(tiling.l2Panels, 1, panels);
+  // The verifier holds the rows to [1, 16]; unverified IR from the C++ API
+  // must not make a tile of no rows.
+  for (int64_t *r :
+       {&tiling.rows.rows512, &tiling.rows.rows256, &tiling.rows.rows128})
+    *r = std::clamp<int64_t>(*r, 1, 16);
   os << "const int64_t rows = " << rows << ";\n";
-  os << "// Register tiles (#tfm.gemm_tiling): " << tiling.rows.rows512 << " x "
-     << width << " on 512-bit vectors, " << tiling.rows.rows256 << " x "
-     << width << " on 256-bit, " << tiling.rows.rows128 << " x " << width
+  os << "// Register tiles ("
+     << (tilingAttr ? "#tfm.gemm_tiling" : "chosen here: no #tfm.gemm_tiling")
+     << "): " << tiling.rows.rows512 << " x " << width
+     << " on 512-bit vectors, " << tiling.rows.rows256 << " x " << width
+     << " on 256-bit, " << tiling.rows.rows128 << " x " << width
      << " on 128-bit.\n";
   os << "constexpr size_t tileRows = k::ForVectorBits(" << tiling.rows.rows512
      << ", " << tiling.rows.rows256 << ", " << tiling.rows.rows128 << ");\n";
@@ -88,7 +95,8 @@ void FunctionEmitter::emitMatmul(
   std::string panelAt =
       packedW + " + (" + num(firstSegment * perSegment) + " + panel) * ";
   // Panel by panel, what the tiles prefetch of the next panel (the thread's
-  // next tasks read it: each thread runs a contiguous range).
+  // next tasks read it: each thread runs a contiguous range of tasks, but
+  // for those it takes from a held-back thread).
   GemmPrefetch prefetch =
       blockPanels == 1 && panels > 1 ? tiling.prefetch : GemmPrefetch::None;
   std::string nextPanel = panelAt + num(panelFloats) + " + " + num(panelFloats);

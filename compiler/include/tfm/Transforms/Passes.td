@@ -93,12 +93,19 @@ def TfmFuseEpilogue : Pass<"tfm-fuse-epilogue"> {
 }
 
 def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
-  let summary = "choose, for the machine's caches, the order in which each "
-                "tfm.linear takes its packed weight's panels";
+  let summary = "choose each tfm.linear's register tile and, for the "
+                "machine's caches, the order it takes its packed weight's "
+                "panels";
   let description = [{
-    Sets `tiling = #tfm.gemm_tiling<l2Panels = N, prefetch = P>` on every
-    `tfm.linear` (the Highway backend follows it; tfm-compile runs this
-    pass after `tfm-optimize` for that backend, with the CPU's cache sizes):
+    Sets `tiling = #tfm.gemm_tiling<rows512 = R, rows256 = R', rows128 =
+    R'', l2Panels = N, prefetch = P>` on every `tfm.linear` (the Highway
+    backend follows it; tfm-compile runs this pass after `tfm-optimize` for
+    that backend, with the CPU's cache sizes):
+
+    - The register tile's rows with 512-, 256- and 128-bit vectors: as many
+      as keep the accumulators within three quarters of the register file
+      (32 registers with AVX-512, 16 below), at most 8 and at most the
+      GEMM's rows: 8, 3 and 1 for most GEMMs, 1 for a GEMM of one row.
 
     - L2 blocks where the GEMM's rows (at most `tfm.max_batch` x
       `tfm.max_seq_len` of the module for dynamic dimensions, times the
@@ -110,7 +117,8 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
       L1, since the hardware prefetcher has no time to ramp up on short
       panels; else `l2` (every row block takes its share of the next
       panel's lines into L2, so the next panel's first tile does not wait
-      for memory) where two panels and 8 rows fit in L2; else `none`.
+      for memory) where two panels and a register tile's rows (`rows512`)
+      fit in L2; else `none`.
 
     Not touched, with the reason as a remark (`remarks=true`): a linear
     that already has a tiling, one whose weight has no static, non-empty

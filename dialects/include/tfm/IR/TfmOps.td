@@ -49,8 +49,9 @@ def Tfm_GemmTilingAttr : AttrDef<Tfm_Dialect, "GemmTiling"> {
 
     - `rows512`, `rows256`, `rows128`: the rows of a register tile where
       the code runs with 512-, 256- or 128-bit vectors (the generated C++
-      is compiled for each SIMD target it may run on). Its accumulators
-      (rows x 32 / lanes vectors) stay in registers; 1 to 16.
+      is compiled for each SIMD target it may run on), 1 to 16. A tile has
+      rows x 32 / lanes accumulators: past 8 rows they no longer fit in
+      any x86 register file and spill (correct, slower).
     - `l2Panels`: the tiles go panel by panel over all row blocks (1), or
       in blocks of that many panels, each block over all row blocks, so a
       row block of the input is read from memory once per block while the
@@ -279,8 +280,9 @@ def Tfm_LinearOp : Tfm_Op<"linear",
     `gelu_tanh`, as in `tfm.ffn`), then adding `residual`, a tensor of the
     result's shape (a residual connection).
 
-    `tiling` (from `--tfm-select-gemm-tiling`) says in which order the
-    Highway backend takes the weight's panels (`#tfm.gemm_tiling`).
+    `tiling` (from `--tfm-select-gemm-tiling`) gives the Highway backend
+    the register tile and the order it takes the weight's panels in
+    (`#tfm.gemm_tiling`).
 
     ```mlir
     %y = tfm.linear %x, %w, %b

@@ -1,0 +1,86 @@
+//===- HighwayGemmTilingTest.cpp - the Highway backend follows the tiling -===//
+//
+// tfm-select-gemm-tiling records each GEMM's register tile in
+// #tfm.gemm_tiling; the Highway emitter must take that tile, not its own
+// choice, and make the same choice itself where no tiling was recorded.
+// tfm-compile always runs the pass with the same rule, so a tile other
+// than the rule's can only come through the C++ API.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HighwayEmitTest.h"
+
+#include "tfm/IR/TfmOps.h"
+
+#include <string>
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+// One GEMM of at most 1 x 12 rows ([?, ?, 8] x [40, 8]^T: two panels).
+constexpr const char *kModel = R"mlir(
+module @gemm_tiling attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 12 : i64} {
+  tfm.param @w : tensor<40x8xf32>
+  func.func @forward(%x: tensor<?x?x8xf32> {tfm.input = "input"}) -> (tensor<?x?x40xf32> {tfm.output = "y"}) {
+    %w = tfm.weight @w : tensor<40x8xf32>
+    %0 = tfm.linear %x, %w : (tensor<?x?x8xf32>, tensor<40x8xf32>) -> tensor<?x?x40xf32>
+    return %0 : tensor<?x?x40xf32>
+  }
+}
+)mlir";
+
+class HighwayGemmTilingTest : public ::tfm::test::HighwayEmitTest {
+protected:
+  HighwayGemmTilingTest() : HighwayEmitTest(kModel) {}
+
+  LinearOp linear() {
+    LinearOp op;
+    module->walk([&](LinearOp l) { op = l; });
+    return op;
+  }
+};
+
+TEST_F(HighwayGemmTilingTest, FollowsTheRecordedTile) {
+  ASSERT_TRUE(module);
+  linear().setTilingAttr(
+      GemmTilingAttr::get(&context, 5, 2, 7, 1, GemmPrefetch::None));
+  std::string text;
+  ASSERT_TRUE(emit(text)) << text;
+  EXPECT_NE(text.find("// Register tiles (#tfm.gemm_tiling): 5 x 32 on "
+                      "512-bit vectors, 2 x 32 on 256-bit, 7 x 32 on 128-bit."),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("constexpr size_t tileRows = k::ForVectorBits(5, 2, 7);"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("k::GemmTileRows<tileRows>("), std::string::npos) << text;
+  EXPECT_EQ(text.find("ForVectorBits(8, 3, 1)"), std::string::npos) << text;
+}
+
+TEST_F(HighwayGemmTilingTest, ChoosesTheTileWithoutOne) {
+  ASSERT_TRUE(module);
+  ASSERT_FALSE(linear().getTilingAttr());
+  std::string text;
+  ASSERT_TRUE(emit(text)) << text;
+  // At most 12 rows: the rule's 8, 3 and 1.
+  EXPECT_NE(text.find("// Register tiles (chosen here: no #tfm.gemm_tiling): "
+                      "8 x 32 on 512-bit vectors, 3 x 32 on 256-bit, 1 x 32 "
+                      "on 128-bit."),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("k::ForVectorBits(8, 3, 1)"), std::string::npos) << text;
+}
+
+TEST_F(HighwayGemmTilingTest, ATileOfAtMostTheGemmsRows) {
+  // One row at most (a decoding step's shape): tiles of one row.
+  parse(std::string(kModel).replace(std::string(kModel).find("12 : i64"), 8,
+                                    "1 : i64"));
+  ASSERT_TRUE(module);
+  std::string text;
+  ASSERT_TRUE(emit(text)) << text;
+  EXPECT_NE(text.find("k::ForVectorBits(1, 1, 1)"), std::string::npos) << text;
+}
+
+} // namespace
