@@ -37,6 +37,16 @@ protected:
     module = mlir::parseSourceString<mlir::ModuleOp>(source, &context);
   }
 
+  /// The module's first op of type OpT (null if none).
+  template <typename OpT> OpT firstOp() {
+    OpT found;
+    module->walk([&](OpT op) {
+      if (!found)
+        found = op;
+    });
+    return found;
+  }
+
   /// Emits the module; the C++ on success, else the diagnostics.
   bool emit(std::string &text) {
     std::string cpp, messages;

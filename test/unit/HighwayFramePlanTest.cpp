@@ -44,11 +44,7 @@ class HighwayFramePlanTest : public ::tfm::test::HighwayEmitTest {
 protected:
   HighwayFramePlanTest() : HighwayEmitTest(kModel) {}
 
-  FeedForwardOp ffn() {
-    FeedForwardOp op;
-    module->walk([&](FeedForwardOp f) { op = f; });
-    return op;
-  }
+  FeedForwardOp ffn() { return firstOp<FeedForwardOp>(); }
 
   /// Plans the module as tfm-plan-memory does.
   void plan() {

@@ -19,9 +19,12 @@ using namespace mlir::tfm;
 
 namespace {
 
-// One GEMM of at most 1 x 12 rows ([?, ?, 8] x [40, 8]^T: two panels).
-constexpr const char *kModel = R"mlir(
-module @gemm_tiling attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 12 : i64} {
+/// One GEMM of at most 1 x maxSeqLen rows ([?, ?, 8] x [40, 8]^T: two
+/// panels).
+std::string model(int maxSeqLen) {
+  return std::string(R"mlir(
+module @gemm_tiling attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = )mlir") +
+         std::to_string(maxSeqLen) + R"mlir( : i64} {
   tfm.param @w : tensor<40x8xf32>
   func.func @forward(%x: tensor<?x?x8xf32> {tfm.input = "input"}) -> (tensor<?x?x40xf32> {tfm.output = "y"}) {
     %w = tfm.weight @w : tensor<40x8xf32>
@@ -30,16 +33,13 @@ module @gemm_tiling attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 12 : 
   }
 }
 )mlir";
+}
 
 class HighwayGemmTilingTest : public ::tfm::test::HighwayEmitTest {
 protected:
-  HighwayGemmTilingTest() : HighwayEmitTest(kModel) {}
+  HighwayGemmTilingTest() : HighwayEmitTest(model(12).c_str()) {}
 
-  LinearOp linear() {
-    LinearOp op;
-    module->walk([&](LinearOp l) { op = l; });
-    return op;
-  }
+  LinearOp linear() { return firstOp<LinearOp>(); }
 };
 
 TEST_F(HighwayGemmTilingTest, FollowsTheRecordedTile) {
@@ -75,8 +75,7 @@ TEST_F(HighwayGemmTilingTest, ChoosesTheTileWithoutOne) {
 
 TEST_F(HighwayGemmTilingTest, ATileOfAtMostTheGemmsRows) {
   // One row at most (a decoding step's shape): tiles of one row.
-  parse(std::string(kModel).replace(std::string(kModel).find("12 : i64"), 8,
-                                    "1 : i64"));
+  parse(model(1));
   ASSERT_TRUE(module);
   std::string text;
   ASSERT_TRUE(emit(text)) << text;
