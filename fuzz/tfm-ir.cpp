@@ -115,12 +115,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tfm::TfmSelectGemmTilingOptions tiling;
   tiling.remarks = true;
   pm.addPass(tfm::createTfmSelectGemmTiling(tiling));
+  tfm::TfmSelectAttentionTilingOptions attentionTiling;
+  attentionTiling.remarks = true;
+  pm.addPass(tfm::createTfmSelectAttentionTiling(attentionTiling));
   messages.clear();
   if (failed(pm.run(*op)) || failed(verify(*op))) {
     llvm::errs() << "--- after tfm-optimize:\n"
                  << print(*op, /*generic=*/true) << "\n--- diagnostics:\n"
                  << messages;
-    FUZZ_CHECK(false, "tfm-optimize and tfm-select-gemm-tiling turn IR that "
+    FUZZ_CHECK(false, "tfm-optimize and the tiling passes turn IR that "
                       "verifies into IR that verifies");
   }
 

@@ -345,8 +345,8 @@ int main(int argc, char **argv) {
   options.remarks = showRemarks;
   mlir::tfm::buildOptimizePipeline(optimize, options);
   // The Highway backend's GEMMs are tiled for this CPU's caches (or the
-  // ones named), and its buffers placed in frames: choices recorded in the
-  // IR.
+  // ones named), its attention for the register file, and its buffers
+  // placed in frames: choices recorded in the IR.
   tfm::CacheSizes cache = target == Target::Native ? mlir::tfm::hostCacheSizes()
                                                    : tfm::CacheSizes();
   if (l1CacheBytes)
@@ -359,6 +359,10 @@ int main(int argc, char **argv) {
     tiling.l2Bytes = cache.l2Bytes;
     tiling.remarks = showRemarks;
     optimize.addPass(mlir::tfm::createTfmSelectGemmTiling(tiling));
+    mlir::tfm::TfmSelectAttentionTilingOptions attentionTiling;
+    attentionTiling.remarks = showRemarks;
+    optimize.addPass(
+        mlir::tfm::createTfmSelectAttentionTiling(attentionTiling));
     // Last: the plan covers every buffer the backend's code will take.
     mlir::tfm::TfmPlanMemoryOptions plan;
     plan.remarks = showRemarks;

@@ -51,7 +51,7 @@ struct FuseSelfAttention : OpRewritePattern<MultiHeadAttentionOp> {
     auto core = FlashAttentionOp::create(
         rewriter, loc, op.getScoreAttr(), qkv.getResult(), op.getNumHeadsAttr(),
         op.getScoreParams(), op.getCausalAttr(), op.getRopeAttr(),
-        op.getRopeBaseAttr());
+        op.getRopeBaseAttr(), /*tiling=*/nullptr);
     auto out = LinearOp::create(rewriter, loc, core.getResult(),
                                 op.getOutProjWeight(), op.getOutProjBias());
     if (remarks) {

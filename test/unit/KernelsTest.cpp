@@ -51,9 +51,10 @@ class KernelTest : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
     std::printf("[   hwy    ] static target %s: %zu float lanes, GEMM tile "
-                "rows of (8, 3, 1) %zu, kQueryRows %zu, kKeyBlock %zu\n",
+                "rows of (8, 3, 1) %zu, attention query rows of (8, 2, 2) "
+                "%zu\n",
                 targetName().c_str(), hn::Lanes(hn::ScalableTag<float>()),
-                k::ForVectorBits(8, 3, 1), k::kQueryRows, k::kKeyBlock);
+                k::ForVectorBits(8, 3, 1), k::ForVectorBits(8, 2, 2));
   }
 };
 
@@ -398,17 +399,19 @@ std::vector<double> referenceAttention(const std::vector<float> &q,
   return out;
 }
 
-/// The attention of one task of `rows` query rows, exactly as
-/// AttentionEmitter's emitAttentionCore emits it: rows past the last repeat
-/// its query and output pointers; keys[r] is row r's key limit, and the
-/// last row's is the largest.
+/// The attention of one task of `rows` (<= kRows) query rows, exactly as
+/// AttentionEmitter's emitAttentionCore emits it for tiles of kRows query
+/// rows and kKeyBlock keys: rows past the last repeat its query and output
+/// pointers; keys[r] is row r's key limit, and the last row's is the
+/// largest.
+template <size_t kRows, size_t kKeyBlock>
 void runBlockedAttention(QueryRows &qr, size_t rows, const KeysValues &kv,
                          const std::vector<int64_t> &limits, float scale) {
-  const float *qs[k::kQueryRows];
-  float *os[k::kQueryRows];
-  int64_t keys[k::kQueryRows];
-  k::OnlineSoftmax states[k::kQueryRows];
-  for (size_t r = 0; r < k::kQueryRows; ++r) {
+  const float *qs[kRows];
+  float *os[kRows];
+  int64_t keys[kRows];
+  k::OnlineSoftmax states[kRows];
+  for (size_t r = 0; r < kRows; ++r) {
     const size_t i = std::min(r, rows - 1);
     qs[r] = qr.q[i].data();
     os[r] = qr.out(i);
@@ -416,28 +419,57 @@ void runBlockedAttention(QueryRows &qr, size_t rows, const KeysValues &kv,
     if (r < rows)
       k::Zero(os[r], kv.dv);
   }
-  HWY_ALIGN float s[k::kQueryRows * k::kKeyBlock];
-  for (int64_t j0 = 0; j0 < keys[rows - 1]; j0 += k::kKeyBlock) {
-    const int64_t n = std::min<int64_t>(k::kKeyBlock, keys[rows - 1] - j0);
-    k::TransposedKeyScoresRows(qs, kv.kt.data() + j0, kv.ldk, n, kv.dk, scale,
-                               s);
-    size_t blockKeys[k::kQueryRows];
+  HWY_ALIGN float s[kRows * kKeyBlock];
+  for (int64_t j0 = 0; j0 < keys[rows - 1]; j0 += kKeyBlock) {
+    const int64_t n = std::min<int64_t>(kKeyBlock, keys[rows - 1] - j0);
+    k::TransposedKeyScoresRows<kRows, kKeyBlock>(qs, kv.kt.data() + j0, kv.ldk,
+                                                 n, kv.dk, scale, s);
+    size_t blockKeys[kRows];
     for (size_t r = 0; r < rows; ++r)
       blockKeys[r] = size_t(std::clamp<int64_t>(keys[r] - j0, 0, n));
-    k::OnlineSoftmaxBlockRows(states, s, n, blockKeys, rows,
-                              kv.v.data() + j0 * kv.ldv, kv.ldv, os, kv.dv);
+    k::OnlineSoftmaxBlockRows<kRows, kKeyBlock>(states, s, n, blockKeys, rows,
+                                                kv.v.data() + j0 * kv.ldv,
+                                                kv.ldv, os, kv.dv);
   }
   for (size_t r = 0; r < rows; ++r)
     k::Scale(1.0f / states[r].sum, os[r], os[r], kv.dv);
+}
+
+/// A tile of the blocked attention and its instance of the kernels.
+struct AttentionTile {
+  size_t rows;
+  size_t keyBlock;
+  void (*run)(QueryRows &, size_t, const KeysValues &,
+              const std::vector<int64_t> &, float);
+};
+
+template <size_t kRows, size_t kKeyBlock> AttentionTile attentionTile() {
+  return {kRows, kKeyBlock, &runBlockedAttention<kRows, kKeyBlock>};
+}
+
+/// This target's default tile (tfm-select-attention-tiling's for long
+/// sequences) and others #tfm.attention_tiling allows: one row (a decoding
+/// step's), the most rows, blocks of one vector's worth of keys and of
+/// several passes.
+std::vector<AttentionTile> attentionTiles() {
+  return {attentionTile<k::ForVectorBits(8, 2, 2), 64>(),
+          attentionTile<1, 16>(), attentionTile<3, 48>(),
+          attentionTile<16, 128>()};
+}
+
+std::string tileName(const AttentionTile &tile) {
+  return "tile " + std::to_string(tile.rows) + " rows x " +
+         std::to_string(tile.keyBlock) + " keys";
 }
 
 /// Runs the blocked attention and checks every real row against the
 /// reference, and the sentinels around its output. The tolerance is
 /// relative to the values' magnitude, widened by the float rounding of the
 /// scores (eps times the sum of |terms|), which large scores make matter.
-void checkBlockedAttention(QueryRows &qr, size_t rows, const KeysValues &kv,
+void checkBlockedAttention(const AttentionTile &tile, QueryRows &qr,
+                           size_t rows, const KeysValues &kv,
                            const std::vector<int64_t> &limits, float scale) {
-  runBlockedAttention(qr, rows, kv, limits, scale);
+  tile.run(qr, rows, kv, limits, scale);
   for (size_t r = 0; r < rows; ++r) {
     SCOPED_TRACE("row " + std::to_string(r) + " of " + std::to_string(rows) +
                  ", " + std::to_string(limits[r]) + " keys");
@@ -504,33 +536,36 @@ TEST_P(BlockedAttentionTest, MatchesNaiveSoftmax) {
   // Scores of a few units: weights far from uniform.
   const float scale = 2.0f / std::sqrt(float(dk));
 
-  // The first row's limit: 1 (the first causal row), ones whose rows
-  // straddle the ends of the first and second blocks (some rows take no
-  // key of the last block), and sk (not causal).
-  const size_t qRows = k::kQueryRows;
-  std::vector<size_t> firsts = {1,
-                                2,
-                                k::kKeyBlock - qRows / 2,
-                                k::kKeyBlock,
-                                k::kKeyBlock + 1,
-                                2 * k::kKeyBlock - 1,
-                                2 * k::kKeyBlock + 3,
-                                sk > qRows ? sk - qRows + 1 : 1,
-                                sk};
-  for (size_t rows = 1; rows <= qRows; ++rows) {
-    QueryRows qr(rows, dk, dv);
-    for (auto &q : qr.q)
-      fillUniform(rng, q.data(), dk);
-    for (size_t first : firsts) {
-      if (first > sk)
-        continue;
-      SCOPED_TRACE("dk " + std::to_string(dk) + " sk " + std::to_string(sk) +
-                   " rows " + std::to_string(rows) +
-                   (first == sk ? " not causal"
-                                : " causal from " + std::to_string(first)));
-      for (auto &store : qr.outStore)
-        std::fill(store.begin(), store.end(), kSentinel);
-      checkBlockedAttention(qr, rows, kv, keyLimits(rows, sk, first), scale);
+  for (const AttentionTile &tile : attentionTiles()) {
+    // The first row's limit: 1 (the first causal row), ones whose rows
+    // straddle the ends of the first and second blocks (some rows take no
+    // key of the last block), and sk (not causal).
+    const size_t qRows = tile.rows, block = tile.keyBlock;
+    std::vector<size_t> firsts = {1,
+                                  2,
+                                  block - qRows / 2,
+                                  block,
+                                  block + 1,
+                                  2 * block - 1,
+                                  2 * block + 3,
+                                  sk > qRows ? sk - qRows + 1 : 1,
+                                  sk};
+    for (size_t rows = 1; rows <= qRows; ++rows) {
+      QueryRows qr(rows, dk, dv);
+      for (auto &q : qr.q)
+        fillUniform(rng, q.data(), dk);
+      for (size_t first : firsts) {
+        if (first > sk)
+          continue;
+        SCOPED_TRACE(tileName(tile) + ": dk " + std::to_string(dk) + " sk " +
+                     std::to_string(sk) + " rows " + std::to_string(rows) +
+                     (first == sk ? " not causal"
+                                  : " causal from " + std::to_string(first)));
+        for (auto &store : qr.outStore)
+          std::fill(store.begin(), store.end(), kSentinel);
+        checkBlockedAttention(tile, qr, rows, kv, keyLimits(rows, sk, first),
+                              scale);
+      }
     }
   }
 }
@@ -558,7 +593,7 @@ class BlockedAttentionLargeScoresTest : public KernelTest {};
 
 TEST_F(BlockedAttentionLargeScoresTest, RescalesRunningMax) {
   SCOPED_TRACE("target " + targetName());
-  const size_t sk = 200, qRows = k::kQueryRows;
+  const size_t sk = 200;
   enum Trend { Rising, Falling, Jumping };
   const char *const trendNames[] = {"rising", "falling", "jumping"};
   for (size_t dk : {8, 64, 80}) {
@@ -580,22 +615,23 @@ TEST_F(BlockedAttentionLargeScoresTest, RescalesRunningMax) {
           kv.key(j, f) = noise(rng);
         fillUniform(rng, &kv.value(j, 0), dv);
       }
-      for (size_t rows : {size_t(1), qRows}) {
-        QueryRows qr(rows, dk, dv);
-        for (auto &q : qr.q) {
-          fillUniform(rng, q.data(), dk);
-          q[0] = std::uniform_real_distribution<float>(0.5f, 1.5f)(rng);
+      for (const AttentionTile &tile : attentionTiles())
+        for (size_t rows : {size_t(1), tile.rows}) {
+          QueryRows qr(rows, dk, dv);
+          for (auto &q : qr.q) {
+            fillUniform(rng, q.data(), dk);
+            q[0] = std::uniform_real_distribution<float>(0.5f, 1.5f)(rng);
+          }
+          for (size_t first : {size_t(1), tile.keyBlock - 1, sk}) {
+            SCOPED_TRACE(tileName(tile) + ": dk " + std::to_string(dk) + " " +
+                         trendNames[trend] + " rows " + std::to_string(rows) +
+                         " first limit " + std::to_string(first));
+            for (auto &store : qr.outStore)
+              std::fill(store.begin(), store.end(), kSentinel);
+            checkBlockedAttention(tile, qr, rows, kv,
+                                  keyLimits(rows, sk, first), scale);
+          }
         }
-        for (size_t first : {size_t(1), k::kKeyBlock - 1, sk}) {
-          SCOPED_TRACE("dk " + std::to_string(dk) + " " + trendNames[trend] +
-                       " rows " + std::to_string(rows) + " first limit " +
-                       std::to_string(first));
-          for (auto &store : qr.outStore)
-            std::fill(store.begin(), store.end(), kSentinel);
-          checkBlockedAttention(qr, rows, kv, keyLimits(rows, sk, first),
-                                scale);
-        }
-      }
     }
   }
 }

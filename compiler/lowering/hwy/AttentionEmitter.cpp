@@ -71,13 +71,25 @@ void FunctionEmitter::emitRotary(const HeadView &view, const std::string &batch,
   os << "}\n";
 }
 
-void FunctionEmitter::emitAttentionCore(
+AttentionTiling FunctionEmitter::emitAttentionCore(
     ScoreKind score, bool causal, const std::string &batch, int64_t maxBatch,
     const std::string &sq, int64_t maxSq, const std::string &sk, int64_t maxSk,
     int64_t heads, int64_t dk, const HeadView &q, const HeadView &k,
     const HeadView &v, const HeadView &out, ValueRange scoreParams,
     const std::string &queryOffset, const std::string &cachedKeysT,
-    int64_t cachedKeysLd) {
+    int64_t cachedKeysLd, AttentionTilingAttr tilingAttr) {
+  AttentionTiling tiling = tilingAttr
+                               ? AttentionTiling{tilingAttr.getQueryRows512(),
+                                                 tilingAttr.getQueryRows256(),
+                                                 tilingAttr.getQueryRows128(),
+                                                 tilingAttr.getKeyBlock(), ""}
+                               : chooseAttentionTiling(maxSq, maxSk);
+  // The verifier holds these to its ranges; unverified IR from the C++ API
+  // must not make a task of no rows or a block of part of a vector.
+  for (int64_t *rows :
+       {&tiling.queryRows512, &tiling.queryRows256, &tiling.queryRows128})
+    *rows = std::clamp<int64_t>(*rows, 1, 16);
+  tiling.keyBlock = std::clamp<int64_t>(tiling.keyBlock / 16 * 16, 16, 1024);
   auto at = [](const HeadView &view, StringRef row) {
     return llvm::formatv("{0} + b * {1} + h * {2} + {3} * {4}", view.ptr,
                          view.batchStride, view.headStride, row, view.rowStride)
@@ -211,26 +223,38 @@ void FunctionEmitter::emitAttentionCore(
     os << "});\n";
     os.unindent();
     os << "}\n";
-    return;
+    return tiling;
   }
 
-  // k::kQueryRows query rows per task, a block of keys at a time: each key
-  // block is loaded once for all of them; each row keeps its own online
+  // queryRows query rows per task, a block of keyBlock keys at a time: each
+  // key block is loaded once for all of them; each row keeps its own online
   // softmax (and, causal, its own key limit). The rows of a task are fixed
-  // by the shapes alone, so results do not depend on the thread count.
-  os << "const int64_t groups = (sq + k::kQueryRows - 1) / k::kQueryRows;\n";
+  // by the shapes and the tiling alone, so results do not depend on the
+  // thread count.
+  os << "// Attention tiles ("
+     << (tilingAttr ? "#tfm.attention_tiling"
+                    : "chosen here: no #tfm.attention_tiling")
+     << "): " << tiling.queryRows512 << " query rows a task on 512-bit "
+     << "vectors, " << tiling.queryRows256 << " on 256-bit, "
+     << tiling.queryRows128 << " on 128-bit; blocks of " << tiling.keyBlock
+     << " keys.\n";
+  os << "constexpr size_t queryRows = k::ForVectorBits(" << tiling.queryRows512
+     << ", " << tiling.queryRows256 << ", " << tiling.queryRows128 << ");\n";
+  os << "constexpr size_t keyBlock = " << tiling.keyBlock << ";\n";
+  os << "const int64_t groups = (sq + int64_t(queryRows) - 1) / "
+        "int64_t(queryRows);\n";
   os << "pool.parallelFor(batch * " << heads
      << " * groups, [&](int64_t task) {\n";
   os.indent();
   os << "const int64_t b = task / (" << heads << " * groups), h = (task / "
      << "groups) % " << heads << ";\n";
-  os << "const int64_t i0 = (task % groups) * k::kQueryRows;\n";
-  os << "const int64_t rows = std::min<int64_t>(k::kQueryRows, sq - i0);\n";
-  os << "const float *qs[k::kQueryRows];\n";
-  os << "float *os[k::kQueryRows];\n";
-  os << "int64_t keys[k::kQueryRows];\n";
-  os << "k::OnlineSoftmax states[k::kQueryRows];\n";
-  os << "for (int64_t r = 0; r < int64_t(k::kQueryRows); ++r) {\n";
+  os << "const int64_t i0 = (task % groups) * int64_t(queryRows);\n";
+  os << "const int64_t rows = std::min<int64_t>(queryRows, sq - i0);\n";
+  os << "const float *qs[queryRows];\n";
+  os << "float *os[queryRows];\n";
+  os << "int64_t keys[queryRows];\n";
+  os << "k::OnlineSoftmax states[queryRows];\n";
+  os << "for (int64_t r = 0; r < int64_t(queryRows); ++r) {\n";
   os.indent();
   os << "// Rows past the end repeat the last one: scored, never used.\n";
   os << "const int64_t i = i0 + std::min<int64_t>(r, rows - 1);\n";
@@ -243,19 +267,20 @@ void FunctionEmitter::emitAttentionCore(
   os << "  k::Zero(os[r], " << dk << ");\n";
   os.unindent();
   os << "}\n";
-  os << "HWY_ALIGN float s[k::kQueryRows * k::kKeyBlock];\n";
+  os << "HWY_ALIGN float s[queryRows * keyBlock];\n";
   // Causal limits grow with the row: the last row's is the largest.
-  os << "for (int64_t j0 = 0; j0 < keys[rows - 1]; j0 += k::kKeyBlock) {\n";
+  os << "for (int64_t j0 = 0; j0 < keys[rows - 1]; j0 += keyBlock) {\n";
   os.indent();
-  os << "const int64_t n = std::min<int64_t>(k::kKeyBlock, keys[rows - 1] - "
+  os << "const int64_t n = std::min<int64_t>(keyBlock, keys[rows - 1] - "
         "j0);\n";
-  os << "k::TransposedKeyScoresRows(qs, " << keysTransposed << " + (b * "
-     << heads << " + h) * " << dk << " * " << keysLd << " + j0, " << keysLd
-     << ", n, " << dk << ", " << floatLiteral(scale) << ", s);\n";
-  os << "size_t blockKeys[k::kQueryRows];\n";
+  os << "k::TransposedKeyScoresRows<queryRows, keyBlock>(qs, " << keysTransposed
+     << " + (b * " << heads << " + h) * " << dk << " * " << keysLd << " + j0, "
+     << keysLd << ", n, " << dk << ", " << floatLiteral(scale) << ", s);\n";
+  os << "size_t blockKeys[queryRows];\n";
   os << "for (int64_t r = 0; r < rows; ++r)\n";
   os << "  blockKeys[r] = size_t(std::clamp<int64_t>(keys[r] - j0, 0, n));\n";
-  os << "k::OnlineSoftmaxBlockRows(states, s, n, blockKeys, rows, "
+  os << "k::OnlineSoftmaxBlockRows<queryRows, keyBlock>(states, s, n, "
+        "blockKeys, rows, "
      << at(v, "j0") << ", " << v.rowStride << ", os, " << dk << ");\n";
   os.unindent();
   os << "}\n";
@@ -265,6 +290,7 @@ void FunctionEmitter::emitAttentionCore(
   os << "});\n";
   os.unindent();
   os << "}\n";
+  return tiling;
 }
 
 LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
@@ -377,15 +403,16 @@ LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
   }
   std::string merged = scratch("heads", rows + " * " + num(d), maxRows * d);
   HeadView o{merged, seq.expr + " * " + num(d), dk, d};
-  emitAttentionCore(op.getScore(), op.getCausal(), batch.expr, batch.max,
-                    seq.expr, seq.max, keySeq.expr, keySeq.max, heads, dk, q, k,
-                    v, o, op.getScoreParams(), position, cachedKeysT, cacheSeq);
+  AttentionTiling tiling = emitAttentionCore(
+      op.getScore(), op.getCausal(), batch.expr, batch.max, seq.expr, seq.max,
+      keySeq.expr, keySeq.max, heads, dk, q, k, v, o, op.getScoreParams(),
+      position, cachedKeysT, cacheSeq);
   Buffer out = allocate(op.getResult(), x.dims);
   emitMatmul("out_proj", rows, maxRows, merged, d,
              packedWeight(op.getOutProjWeight(), 1, d), 0, 1, d, d,
              buffers[op.getOutProjBias()].ptr, out.ptr, d, std::nullopt);
   if (facts.remarks)
-    remark(op, describeAttentionFusion(op));
+    remark(op, describeAttentionFusion(op, tiling));
   return success();
 }
 
@@ -430,9 +457,10 @@ LogicalResult FunctionEmitter::emitFlashAttention(FlashAttentionOp op) {
                    op.getRopeBase(), "0", q, k, v);
   Buffer out = allocate(op.getResult(), {batch, seq, staticDim(d)});
   HeadView o{out.ptr, seq.expr + " * " + num(d), dk, d};
-  emitAttentionCore(op.getScore(), op.getCausal(), batch.expr, batch.max,
-                    seq.expr, seq.max, seq.expr, seq.max, heads, dk, q, k, v, o,
-                    op.getScoreParams(), "0", "", 0);
+  AttentionTiling tiling = emitAttentionCore(
+      op.getScore(), op.getCausal(), batch.expr, batch.max, seq.expr, seq.max,
+      seq.expr, seq.max, heads, dk, q, k, v, o, op.getScoreParams(), "0", "", 0,
+      op.getTilingAttr());
   if (facts.remarks) {
     std::string text;
     llvm::raw_string_ostream what(text);
@@ -442,14 +470,15 @@ LogicalResult FunctionEmitter::emitFlashAttention(FlashAttentionOp op) {
                                  : "in a copy of the rows (other "
                                    "ops read them too)")
            << "; ";
-    describeAttentionCore(what, op.getScore(), op.getCausal());
+    describeAttentionCore(what, op.getScore(), op.getCausal(), tiling);
     remark(op, text);
   }
   return success();
 }
 
 void FunctionEmitter::describeAttentionCore(llvm::raw_ostream &what,
-                                            ScoreKind score, bool causal) {
+                                            ScoreKind score, bool causal,
+                                            const AttentionTiling &tiling) {
   switch (score) {
   case ScoreKind::Additive:
     what << "attention fused one key at a time (score, online softmax, "
@@ -464,8 +493,10 @@ void FunctionEmitter::describeAttentionCore(llvm::raw_ostream &what,
     if (score == ScoreKind::ScaledDot)
       what << ", scale";
     what << ", online softmax (running max and sum) and the product with V "
-            "per block of 64 keys for a group of query rows (8 on AVX-512), "
-            "the score matrix never stored";
+            "per block of "
+         << tiling.keyBlock << " keys for a group of query rows ("
+         << tiling.queryRows512 << " on AVX-512, " << tiling.queryRows256
+         << " on 256-bit vectors), the score matrix never stored";
     if (score == ScoreKind::Bilinear)
       what << "; bilinear W folded into each query row once";
     break;
@@ -475,7 +506,9 @@ void FunctionEmitter::describeAttentionCore(llvm::raw_ostream &what,
             "own position, no key above the diagonal is scored";
 }
 
-std::string FunctionEmitter::describeAttentionFusion(MultiHeadAttentionOp op) {
+std::string
+FunctionEmitter::describeAttentionFusion(MultiHeadAttentionOp op,
+                                         const AttentionTiling &tiling) {
   std::string text;
   llvm::raw_string_ostream what(text);
   if (op.isSelfAttention())
@@ -492,7 +525,7 @@ std::string FunctionEmitter::describeAttentionFusion(MultiHeadAttentionOp op) {
   if (op.getCache() && !op.getCacheReadOnly())
     what << "; the new keys and values appended to the cache";
   what << "; ";
-  describeAttentionCore(what, op.getScore(), op.getCausal());
+  describeAttentionCore(what, op.getScore(), op.getCausal(), tiling);
   what << "; out_proj one GEMM, its bias added as each tile is stored";
   return text;
 }

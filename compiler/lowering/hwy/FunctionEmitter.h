@@ -11,6 +11,7 @@
 
 #include "tfm/Lowering/HighwayEmitter.h"
 #include "tfm/Lowering/ModelGlue.h"
+#include "tfm/Transforms/AttentionTiling.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/IndentedOstream.h"
@@ -160,15 +161,16 @@ private:
                         std::optional<llvm::APFloat> ropeBase,
                         const std::string &position, HeadView &q, HeadView &k,
                         HeadView &v);
-  void emitAttentionCore(mlir::tfm::ScoreKind score, bool causal,
-                         const std::string &batch, int64_t maxBatch,
-                         const std::string &sq, int64_t maxSq,
-                         const std::string &sk, int64_t maxSk, int64_t heads,
-                         int64_t dk, const HeadView &q, const HeadView &k,
-                         const HeadView &v, const HeadView &out,
-                         mlir::ValueRange scoreParams,
-                         const std::string &queryOffset,
-                         const std::string &cachedKeysT, int64_t cachedKeysLd);
+  /// The attention core; returns the tiles its blocked form takes:
+  /// `tilingAttr`'s, else chooseAttentionTiling's for maxSq and maxSk.
+  mlir::tfm::AttentionTiling emitAttentionCore(
+      mlir::tfm::ScoreKind score, bool causal, const std::string &batch,
+      int64_t maxBatch, const std::string &sq, int64_t maxSq,
+      const std::string &sk, int64_t maxSk, int64_t heads, int64_t dk,
+      const HeadView &q, const HeadView &k, const HeadView &v,
+      const HeadView &out, mlir::ValueRange scoreParams,
+      const std::string &queryOffset, const std::string &cachedKeysT,
+      int64_t cachedKeysLd, mlir::tfm::AttentionTilingAttr tilingAttr = {});
 
   /// The buffer of `value`, a result of the op being emitted: the
   /// function's result pointer when `value` is what it returns, else its
@@ -188,11 +190,14 @@ private:
   mlir::LogicalResult endOpPlan(mlir::Operation &op);
   std::string fresh(llvm::StringRef hint);
   void addFlops(const std::string &term) { flopTerms.push_back(term); }
-  /// What emitAttentionCore's code fuses for `score` (and `causal`).
+  /// What emitAttentionCore's code fuses for `score` (and `causal`), in
+  /// tiles of `tiling`.
   void describeAttentionCore(llvm::raw_ostream &what,
-                             mlir::tfm::ScoreKind score, bool causal);
+                             mlir::tfm::ScoreKind score, bool causal,
+                             const mlir::tfm::AttentionTiling &tiling);
   /// What emitMultiHeadAttention's code for `op` fuses, and what not.
-  std::string describeAttentionFusion(mlir::tfm::MultiHeadAttentionOp op);
+  std::string describeAttentionFusion(mlir::tfm::MultiHeadAttentionOp op,
+                                      const mlir::tfm::AttentionTiling &tiling);
   /// With `facts.remarks`: a remark at `op` saying what its code fuses.
   void remark(mlir::Operation *op, const llvm::Twine &what);
 

@@ -244,6 +244,28 @@ GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult
+AttentionTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                            int64_t queryRows512, int64_t queryRows256,
+                            int64_t queryRows128, int64_t keyBlock) {
+  // 16 bounds the code: the backend instantiates the value pass for each
+  // row count up to this one.
+  for (auto [name, rows] :
+       {std::pair<StringRef, int64_t>{"queryRows512", queryRows512},
+        {"queryRows256", queryRows256},
+        {"queryRows128", queryRows128}})
+    if (rows < 1 || rows > 16)
+      return emitError() << "attention_tiling " << name
+                         << " must be in [1, 16], got " << rows;
+  // Scores are stored by the vector: a block is a whole number of vectors
+  // on every target (16 lanes at most); its scores live on the stack.
+  if (keyBlock < 16 || keyBlock > 1024 || keyBlock % 16 != 0)
+    return emitError() << "attention_tiling keyBlock must be a multiple of "
+                          "16 in [16, 1024], got "
+                       << keyBlock;
+  return success();
+}
+
+LogicalResult
 FrameSlotAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       StringRef name, int64_t offset, int64_t floats) {
   if (name.empty())

@@ -901,6 +901,66 @@ func.func @flash_dynamic_d_model(%qkv: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
 
 // -----
 
+// A task has 1 to 16 query rows on each vector width.
+func.func @flash_tiling_no_rows(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{attention_tiling queryRows512 must be in [1, 16], got 0}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 0, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_tiling_too_many_rows(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{attention_tiling queryRows256 must be in [1, 16], got 17}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 17, queryRows128 = 2, keyBlock = 64> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_tiling_negative_rows(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{attention_tiling queryRows128 must be in [1, 16], got -2}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = -2, keyBlock = 64> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// A block of keys is a whole number of vectors on every target (16 lanes at most).
+func.func @flash_tiling_block_not_vectors(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{attention_tiling keyBlock must be a multiple of 16 in [16, 1024], got 40}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 40> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @flash_tiling_block_empty(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{attention_tiling keyBlock must be a multiple of 16 in [16, 1024], got 0}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 0> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// A task's scores (rows x keyBlock floats) live on its stack.
+func.func @flash_tiling_block_too_long(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{attention_tiling keyBlock must be a multiple of 16 in [16, 1024], got 1040}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 1040> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// A tiling written without its key block.
+func.func @flash_tiling_missing_block(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{expected ','}}
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
 // 96 is 3 x 32, but 32 features do not split into 5 heads.
 func.func @flash_not_divisible(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+2 {{'tfm.flash_attention' op d_model 32 is not divisible by 5 heads}}

@@ -303,6 +303,25 @@ func.func @flash_attention(%qkv: tensor<?x?x96xf32>) -> (tensor<?x?x32xf32>, ten
 
 // -----
 
+// An attention tiling (from tfm-select-attention-tiling), alone and after
+// causal; query rows and key blocks at the ends of their ranges.
+// CHECK-LABEL: func.func @flash_attention_tiling(
+// CHECK-NEXT: %0 = tfm.flash_attention <scaled_dot> %arg0 heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.flash_attention <dot> %arg0 heads 2 causal tiling <queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024> {rope = #tfm.rope<half>} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %2 = tfm.flash_attention <dot> %arg0 heads 2 tiling <queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %0, %1, %2
+// GENERIC-LABEL: sym_name = "flash_attention_tiling"
+// GENERIC: "tfm.flash_attention"(%arg0) <{num_heads = 4 : i64, score = #tfm.score<scaled_dot>, tiling = #tfm.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64>}>
+// GENERIC: "tfm.flash_attention"(%arg0) <{causal, num_heads = 2 : i64, rope = #tfm.rope<half>, score = #tfm.score<dot>, tiling = #tfm.attention_tiling<queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024>}>
+func.func @flash_attention_tiling(%qkv: tensor<?x?x96xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  %1 = tfm.flash_attention <dot> %qkv heads 2 causal tiling <queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024> {rope = #tfm.rope<half>} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  %2 = tfm.flash_attention <dot> %qkv heads 2 tiling <queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+  return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
 // Bilinear score with its [heads, dk, dk] weight.
 // CHECK-LABEL: func.func @flash_attention_bilinear(
 // CHECK-NEXT: %0 = tfm.flash_attention <bilinear> %arg0 heads 4 params(%arg1) : (tensor<?x?x96xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>

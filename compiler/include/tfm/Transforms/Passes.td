@@ -141,6 +141,39 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
   ];
 }
 
+def TfmSelectAttentionTiling : Pass<"tfm-select-attention-tiling"> {
+  let summary = "choose each blocked tfm.flash_attention's query rows per "
+                "task and keys per block";
+  let description = [{
+    Sets `tiling = #tfm.attention_tiling<queryRows512 = R, queryRows256 =
+    R', queryRows128 = R'', keyBlock = B>` on every `tfm.flash_attention`
+    with dot-product scores (`dot`, `scaled_dot`, `bilinear`; the Highway
+    backend follows it; tfm-compile runs this pass after `tfm-optimize` for
+    that backend):
+
+    - The query rows a task scores together with 512-, 256- and 128-bit
+      vectors: each key and value vector loaded serves all of them; the
+      kernels keep rows x vectors accumulators within half the register
+      file: 8 rows with AVX-512 (x 2 vectors of keys), 2 below (x 4), at
+      most the sequence's bound (its static size, else the module's
+      `tfm.max_seq_len`). A task is one head's group of query rows: the
+      thread pool's tasks follow from it, whatever the thread count.
+    - Keys per block: 64 (one online-softmax update per row and block), or
+      the sequence's bound rounded up to a multiple of 16 where shorter.
+
+    Not touched, with the reason as a remark (`remarks=true`): an attention
+    that already has a tiling, and one with additive scores (taken one key
+    at a time). With `remarks=true`, every choice is reported with its
+    reasons.
+  }];
+  let dependentDialects = ["mlir::tfm::TfmDialect"];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "report each choice, and each attention left alone, as an MLIR "
+           "remark">,
+  ];
+}
+
 def TfmPlanMemory : Pass<"tfm-plan-memory", "::mlir::ModuleOp"> {
   let summary = "give every buffer of each function a static place in one "
                 "frame, reusing the space of dead ones";

@@ -72,6 +72,37 @@ def Tfm_GemmTilingAttr : AttrDef<Tfm_Dialect, "GemmTiling"> {
   let genVerifyDecl = 1;
 }
 
+def Tfm_AttentionTilingAttr : AttrDef<Tfm_Dialect, "AttentionTiling"> {
+  let mnemonic = "attention_tiling";
+  let summary = "the tiles of a blocked attention: query rows per task, keys per block";
+  let description = [{
+    Chosen by `--tfm-select-attention-tiling` for the register file and the
+    sequence's bound; the Highway backend follows it. Dot-product attention
+    (`dot`, `scaled_dot`, `bilinear`) is computed in tasks of a few query
+    rows of one head, one task per thread-pool index (batch x heads x query
+    groups: the tasks, and so the results, do not depend on the number of
+    threads); a task takes the keys a block at a time: the block's scores
+    for all its rows, one online-softmax update per row, one pass over the
+    block's value rows for all rows.
+
+    - `queryRows512`, `queryRows256`, `queryRows128`: the query rows of a
+      task where the code runs with 512-, 256- or 128-bit vectors (the
+      generated C++ is compiled for each SIMD target it may run on), 1 to
+      16. Each key and value vector loaded serves all of them.
+    - `keyBlock`: keys per block, a multiple of 16 (a whole number of
+      vectors on every target) from 16 to 1024. A task's scores take
+      query rows x keyBlock floats on its stack.
+
+    ```mlir
+    #tfm.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64>
+    ```
+  }];
+  let parameters = (ins "int64_t":$queryRows512, "int64_t":$queryRows256,
+                        "int64_t":$queryRows128, "int64_t":$keyBlock);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Tfm_FrameSlotAttr : AttrDef<Tfm_Dialect, "FrameSlot"> {
   let mnemonic = "slot";
   let summary = "a buffer's place in its function's frame";
@@ -470,20 +501,30 @@ def Tfm_FlashAttentionOp : Tfm_Op<"flash_attention",
     `tfm.rotary`. `score_params` are those of `tfm.attention`.
 
     Formed by `--tfm-fuse-attention` from `tfm.multi_head_attention`.
+    `tiling` (from `--tfm-select-attention-tiling`) gives the Highway
+    backend the query rows of a task and the keys of a block
+    (`#tfm.attention_tiling`); additive scores, taken one key at a time,
+    have none.
 
     ```mlir
     %o = tfm.flash_attention <scaled_dot> %qkv heads 4 causal
+        : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+    %t = tfm.flash_attention <dot> %qkv heads 4
+        tiling #tfm.attention_tiling<queryRows512 = 8, queryRows256 = 2,
+                                     queryRows128 = 2, keyBlock = 64>
         : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
     ```
   }];
   let arguments = (ins Tfm_ScoreKindAttr:$score, Tfm_Tensor:$qkv,
                        I64Attr:$num_heads, Variadic<Tfm_Tensor>:$score_params,
                        UnitAttr:$causal, OptionalAttr<Tfm_RopeStyleAttr>:$rope,
-                       OptionalAttr<F32Attr>:$rope_base);
+                       OptionalAttr<F32Attr>:$rope_base,
+                       OptionalAttr<Tfm_AttentionTilingAttr>:$tiling);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
     $score $qkv `heads` $num_heads (`params` `(` $score_params^ `)`)?
-    (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+    (`causal` $causal^)? (`tiling` $tiling^)? attr-dict `:`
+    functional-type(operands, results)
   }];
 }
 

@@ -73,28 +73,27 @@ HWY_INLINE void OnlineSoftmaxStep(OnlineSoftmax &state, float s,
   Axpy(p, v, out, n);
 }
 
-/// Keys per block of the attention loop: one online-softmax update (max,
-/// rescale, exponentials) per query row and block. Four vectors' worth on
-/// AVX-512, a whole number of score passes on every target (measured: 128
-/// is no faster).
-constexpr size_t kKeyBlock = 64;
+/// A task of the blocked attention is kRows query rows (the compiler's
+/// choice, #tfm.attention_tiling) scored against the keys kKeyBlock at a
+/// time: s, the block's scores, holds kRows x kKeyBlock floats, aligned.
+/// kKeyBlock must be a whole number of vectors on every target (a multiple
+/// of 16: the verifier holds it so), since scores are stored by the vector.
 
-/// Query rows scored together against each block of keys: every key and
-/// value vector loaded is used by all of them. Eight on AVX-512, two on
-/// narrower targets.
-constexpr size_t kQueryRows =
-    hn::MaxLanes(hn::ScalableTag<float>()) >= 16 ? 8 : 2;
+/// Vectors of keys (scores) or of value columns (weighted sum) a pass over
+/// kRows rows covers: kRows x AttentionVecs accumulators take at most half
+/// the register file (16 of 32 with AVX-512, 8 of 16 below), the rest
+/// holds the loaded vectors; between 1 and 4.
+template <size_t kRows> constexpr size_t AttentionVecs() {
+  constexpr size_t budget =
+      hn::MaxLanes(hn::ScalableTag<float>()) >= 16 ? 16 : 8;
+  return std::clamp<size_t>(budget / kRows, 1, 4);
+}
 
-/// Vectors of keys (scores) or of value columns (weighted sum) a pass
-/// covers: kQueryRows x kAttentionVecs accumulators (16 on AVX-512, 8 on
-/// narrower targets) beside the loaded vectors fit the register file.
-constexpr size_t kAttentionVecs = kQueryRows >= 8 ? 2 : 4;
-
-/// The scores of kQueryRows queries q[r] against the kV * lanes keys at
-/// column j of the transposed keys (the last vector masked to n), into
-/// s[r * kKeyBlock + j...]: kQueryRows x kV independent FMA chains, each key
+/// The scores of kRows queries q[r] against the kV * lanes keys at column j
+/// of the transposed keys (the last vector masked to n), into
+/// s[r * kKeyBlock + j...]: kRows x kV independent FMA chains, each key
 /// vector loaded once for all rows, no load past the last vector's lanes.
-template <size_t kV, class D>
+template <size_t kRows, size_t kKeyBlock, size_t kV, class D>
 HWY_INLINE void ScoreKeyVectorsRows(D d, const float *const *q,
                                     const float *HWY_RESTRICT kt, size_t ldk,
                                     size_t j, size_t n, size_t dk, float scale,
@@ -102,8 +101,8 @@ HWY_INLINE void ScoreKeyVectorsRows(D d, const float *const *q,
   using V = decltype(hn::Zero(d));
   const size_t lanes = hn::Lanes(d);
   const size_t lastLanes = n - j - (kV - 1) * lanes;
-  V acc[kQueryRows][kV];
-  for (size_t r = 0; r < kQueryRows; ++r)
+  V acc[kRows][kV];
+  for (size_t r = 0; r < kRows; ++r)
     for (size_t i = 0; i < kV; ++i)
       acc[r][i] = hn::Zero(d);
   for (size_t f = 0; f < dk; ++f) {
@@ -112,49 +111,51 @@ HWY_INLINE void ScoreKeyVectorsRows(D d, const float *const *q,
     for (size_t i = 0; i < kV; ++i)
       keys[i] = i + 1 == kV ? LoadFirst(d, row + i * lanes, lastLanes)
                             : hn::LoadU(d, row + i * lanes);
-    for (size_t r = 0; r < kQueryRows; ++r) {
+    for (size_t r = 0; r < kRows; ++r) {
       const auto qf = hn::Set(d, q[r][f]);
       for (size_t i = 0; i < kV; ++i)
         acc[r][i] = hn::MulAdd(qf, keys[i], acc[r][i]);
     }
   }
   const auto scaleV = hn::Set(d, scale);
-  for (size_t r = 0; r < kQueryRows; ++r)
+  for (size_t r = 0; r < kRows; ++r)
     for (size_t i = 0; i < kV; ++i)
       hn::Store(hn::Mul(acc[r][i], scaleV), d,
                 s + r * kKeyBlock + j + i * lanes);
 }
 
 /// s[r * kKeyBlock + j] = scale * sum_d q[r][d] * kt[d * ldk + j] for j < n
-/// (<= kKeyBlock): the scores of kQueryRows queries against n consecutive
-/// keys stored transposed (feature-major), so each feature is one contiguous
-/// load for all keys. s holds kQueryRows x kKeyBlock floats, aligned; those
-/// past n are meaningless. Rows a caller does not need may repeat another
-/// row's query.
+/// (<= kKeyBlock): the scores of kRows queries against n consecutive keys
+/// stored transposed (feature-major), so each feature is one contiguous
+/// load for all keys. Scores past n (to the end of their vector) are
+/// meaningless. Rows a caller does not need may repeat another row's query.
+template <size_t kRows, size_t kKeyBlock>
 HWY_INLINE void TransposedKeyScoresRows(const float *const *q,
                                         const float *HWY_RESTRICT kt,
                                         size_t ldk, size_t n, size_t dk,
                                         float scale, float *HWY_RESTRICT s) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
-  static_assert(kKeyBlock % (kAttentionVecs * hn::MaxLanes(d)) == 0,
-                "kKeyBlock must be a whole number of passes");
-  constexpr size_t kPass = kAttentionVecs;
+  static_assert(kKeyBlock % hn::MaxLanes(d) == 0,
+                "a block of keys must be a whole number of vectors");
+  constexpr size_t kPass = AttentionVecs<kRows>();
   for (size_t j = 0; j < n; j += kPass * lanes) {
     switch ((std::min(n - j, kPass * lanes) + lanes - 1) / lanes) {
     case 1:
-      ScoreKeyVectorsRows<1>(d, q, kt, ldk, j, n, dk, scale, s);
+      ScoreKeyVectorsRows<kRows, kKeyBlock, 1>(d, q, kt, ldk, j, n, dk, scale,
+                                               s);
       break;
     case 2:
-      ScoreKeyVectorsRows<std::min<size_t>(2, kPass)>(d, q, kt, ldk, j, n, dk,
-                                                      scale, s);
+      ScoreKeyVectorsRows<kRows, kKeyBlock, std::min<size_t>(2, kPass)>(
+          d, q, kt, ldk, j, n, dk, scale, s);
       break;
     case 3:
-      ScoreKeyVectorsRows<std::min<size_t>(3, kPass)>(d, q, kt, ldk, j, n, dk,
-                                                      scale, s);
+      ScoreKeyVectorsRows<kRows, kKeyBlock, std::min<size_t>(3, kPass)>(
+          d, q, kt, ldk, j, n, dk, scale, s);
       break;
     default:
-      ScoreKeyVectorsRows<kPass>(d, q, kt, ldk, j, n, dk, scale, s);
+      ScoreKeyVectorsRows<kRows, kKeyBlock, kPass>(d, q, kt, ldk, j, n, dk,
+                                                   scale, s);
       break;
     }
   }
@@ -163,7 +164,7 @@ HWY_INLINE void TransposedKeyScoresRows(const float *const *q,
 /// out[r][c, c + kV * lanes) (the last vector masked to dv) += sum_j
 /// w[r * kKeyBlock + j] * v[j * ldv + c ...] for r < kRows: kRows x kV
 /// accumulators, each value vector loaded once for all rows.
-template <size_t kRows, size_t kV, class D>
+template <size_t kRows, size_t kKeyBlock, size_t kV, class D>
 HWY_INLINE void
 AccumulateValueVectorsRows(D d, const float *HWY_RESTRICT w, size_t n,
                            const float *HWY_RESTRICT v, size_t ldv, size_t c,
@@ -200,54 +201,58 @@ AccumulateValueVectorsRows(D d, const float *HWY_RESTRICT w, size_t n,
     }
 }
 
-/// AccumulateValueVectorsRows over all of out's dv columns, kAttentionVecs
-/// vectors at a time.
-template <size_t kRows, class D>
+/// AccumulateValueVectorsRows over all of out's dv columns,
+/// AttentionVecs<kRows>() vectors at a time.
+template <size_t kRows, size_t kKeyBlock, class D>
 HWY_INLINE void AccumulateValuesRows(D d, const float *HWY_RESTRICT w, size_t n,
                                      const float *HWY_RESTRICT v, size_t ldv,
                                      size_t dv, float *const *out) {
   const size_t lanes = hn::Lanes(d);
-  constexpr size_t kPass = kAttentionVecs;
+  constexpr size_t kPass = AttentionVecs<kRows>();
   for (size_t c = 0; c < dv; c += kPass * lanes) {
     switch ((std::min(dv - c, kPass * lanes) + lanes - 1) / lanes) {
     case 1:
-      AccumulateValueVectorsRows<kRows, 1>(d, w, n, v, ldv, c, dv, out);
+      AccumulateValueVectorsRows<kRows, kKeyBlock, 1>(d, w, n, v, ldv, c, dv,
+                                                      out);
       break;
     case 2:
-      AccumulateValueVectorsRows<kRows, std::min<size_t>(2, kPass)>(
+      AccumulateValueVectorsRows<kRows, kKeyBlock, std::min<size_t>(2, kPass)>(
           d, w, n, v, ldv, c, dv, out);
       break;
     case 3:
-      AccumulateValueVectorsRows<kRows, std::min<size_t>(3, kPass)>(
+      AccumulateValueVectorsRows<kRows, kKeyBlock, std::min<size_t>(3, kPass)>(
           d, w, n, v, ldv, c, dv, out);
       break;
     default:
-      AccumulateValueVectorsRows<kRows, kPass>(d, w, n, v, ldv, c, dv, out);
+      AccumulateValueVectorsRows<kRows, kKeyBlock, kPass>(d, w, n, v, ldv, c,
+                                                          dv, out);
       break;
     }
   }
 }
 
-/// AccumulateValuesRows for `rows` (1..kRows) rows, chosen at run time.
-template <size_t kRows, class D>
+/// AccumulateValuesRows for `rows` (1..kRows) rows, chosen at run time; the
+/// weights stay kKeyBlock apart.
+template <size_t kRows, size_t kKeyBlock, class D>
 HWY_INLINE void
 AccumulateValuesRowsUpTo(D d, size_t rows, const float *HWY_RESTRICT w,
                          size_t n, const float *HWY_RESTRICT v, size_t ldv,
                          size_t dv, float *const *out) {
   if constexpr (kRows > 1) {
     if (rows < kRows)
-      return AccumulateValuesRowsUpTo<kRows - 1>(d, rows, w, n, v, ldv, dv,
-                                                 out);
+      return AccumulateValuesRowsUpTo<kRows - 1, kKeyBlock>(d, rows, w, n, v,
+                                                            ldv, dv, out);
   }
-  AccumulateValuesRows<kRows>(d, w, n, v, ldv, dv, out);
+  AccumulateValuesRows<kRows, kKeyBlock>(d, w, n, v, ldv, dv, out);
 }
 
 /// Adds a block of n (<= kKeyBlock) keys, value rows v + j * ldv, to `rows`
-/// (<= kQueryRows) query rows: row r's scores are s[r * kKeyBlock + j]
+/// (<= kRows) query rows: row r's scores are s[r * kKeyBlock + j]
 /// (aligned) and it takes the first keys[r] (<= n) of the block. Per row one
 /// rescale and the exponentials as vectors; then one pass over the value
 /// rows for all rows at once. Overwrites s with the weights (0 past
 /// keys[r]).
+template <size_t kRows, size_t kKeyBlock>
 HWY_INLINE void OnlineSoftmaxBlockRows(OnlineSoftmax *states,
                                        float *HWY_RESTRICT s, size_t n,
                                        const size_t *keys, size_t rows,
@@ -283,7 +288,7 @@ HWY_INLINE void OnlineSoftmaxBlockRows(OnlineSoftmax *states,
     }
     state.sum += hn::GetLane(hn::SumOfLanes(d, sumV));
   }
-  AccumulateValuesRowsUpTo<kQueryRows>(d, rows, s, n, v, ldv, dv, out);
+  AccumulateValuesRowsUpTo<kRows, kKeyBlock>(d, rows, s, n, v, ldv, dv, out);
 }
 
 } // namespace HWY_NAMESPACE

@@ -16,6 +16,7 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "tfm/runtime/kernels/vector-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tfm::rt::kernels {
@@ -25,14 +26,6 @@ namespace hn = hwy::HWY_NAMESPACE;
 /// Width of a packed weight panel, in floats: the same for every target, so
 /// one packed layout serves whichever target runs.
 constexpr size_t kPanel = 32;
-
-/// Of a register tile's rows where the code runs with 512-, 256- or 128-bit
-/// vectors (the compiler's choice, #tfm.gemm_tiling), this target's.
-constexpr size_t ForVectorBits(size_t rows512, size_t rows256, size_t rows128) {
-  return hn::MaxLanes(hn::ScalableTag<float>()) >= 16  ? rows512
-         : hn::MaxLanes(hn::ScalableTag<float>()) >= 8 ? rows256
-                                                       : rows128;
-}
 
 /// What a tile prefetches while it runs: nothing, the whole panel the
 /// caller's next tile reads into L1 (short panels, which the hardware

@@ -22,6 +22,16 @@ namespace tfm::rt::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+/// Of three sizes for code that runs with 512-, 256- or 128-bit vectors
+/// (the compiler's choices, recorded as #tfm.gemm_tiling and
+/// #tfm.attention_tiling: the generated C++ is compiled for every target it
+/// may run on), this target's.
+constexpr size_t ForVectorBits(size_t for512, size_t for256, size_t for128) {
+  return hn::MaxLanes(hn::ScalableTag<float>()) >= 16  ? for512
+         : hn::MaxLanes(hn::ScalableTag<float>()) >= 8 ? for256
+                                                       : for128;
+}
+
 /// The first `count` floats at p (a whole vector when count >= lanes), zero
 /// after them, reading nothing past p + count. Highway 1.0.3's MaskedLoad
 /// is a masked load only on AVX2 and AVX-512; on the older targets (SSE4,
