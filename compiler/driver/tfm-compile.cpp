@@ -421,6 +421,11 @@ int main(int argc, char **argv) {
     Stage stage("lower to the LLVM dialect");
     if (failed(run(lower)))
       return internalError("lowering to the LLVM dialect failed");
+    Expected<std::string> parallelGlue =
+        tfm::emitLLVMParallelGlue(*module, cName);
+    if (!parallelGlue)
+      return internalError(toString(parallelGlue.takeError()));
+    llvmGlue += *parallelGlue;
   }
   if (emit == Emit::MlirOpt)
     return writeOutput(defaultOutput("-"), [&](raw_ostream &os) {

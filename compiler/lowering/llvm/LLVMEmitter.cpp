@@ -12,6 +12,7 @@
 #include "tfm/Lowering/LLVMBackend.h"
 #include "tfm/Lowering/ModelGlue.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -161,7 +162,8 @@ llvm::Error emitDispatch(StringRef cName, func::FuncOp entry, bool step,
      << (step ? "float *const *caches, " : "")
      << "const tfm::rt::InputView *in, "
      << (step ? "int64_t position, int64_t memoryLength, " : "")
-     << "float *out, tfm::rt::Arena &, tfm::rt::ThreadPool &) {\n";
+     << "float *out, tfm::rt::Arena &, tfm::rt::ThreadPool &pool) {\n"
+     << "  PoolScope scope(pool);\n";
   for (const std::string &line : setup)
     os << line;
   os << "  MemRef<float, " << resultType.getRank() << "> result(nullptr, "
@@ -174,6 +176,59 @@ llvm::Error emitDispatch(StringRef cName, func::FuncOp entry, bool step,
 }
 
 } // namespace
+
+llvm::Expected<std::string> emitLLVMParallelGlue(ModuleOp lowered,
+                                                 StringRef cName) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "namespace tfm_generated {\n\n";
+  for (auto func : lowered.getOps<LLVM::LLVMFuncOp>()) {
+    StringRef name = func.getName();
+    if (!func.isExternal() || !name.consume_front("_mlir_ciface_") ||
+        !name.starts_with("__tfm_parallel_"))
+      continue;
+    // The C interface passes memrefs as their descriptors' addresses and
+    // indices as int64_t: the glue passes each argument through.
+    LLVM::LLVMFunctionType type = func.getFunctionType();
+    if (!isa<LLVM::LLVMVoidType>(type.getReturnType()) ||
+        type.getNumParams() == 0 || !type.getParamType(0).isInteger(64))
+      return error("@" + func.getName() +
+                   " is not (int64_t n, captures...) -> void");
+    SmallVector<std::string> params, args;
+    for (auto [i, param] : llvm::enumerate(type.getParams())) {
+      std::string cType;
+      if (isa<LLVM::LLVMPointerType>(param))
+        cType = "void *";
+      else if (param.isInteger(1))
+        cType = "bool";
+      else if (param.isInteger(8) || param.isInteger(16) ||
+               param.isInteger(32) || param.isInteger(64))
+        cType = "int" + std::to_string(param.getIntOrFloatBitWidth()) + "_t";
+      else if (param.isF32())
+        cType = "float";
+      else if (param.isF64())
+        cType = "double";
+      else
+        return error(llvm::formatv("argument {0} of @{1} has a type the glue "
+                                   "cannot pass",
+                                   i, func.getName()));
+      params.push_back(cType + " a" + std::to_string(i));
+      args.push_back(i == 0 ? "i" : "a" + std::to_string(i));
+    }
+    std::string bodyParams = llvm::join(params, ", ");
+    bodyParams.replace(bodyParams.find(" a0"), 3, "");
+    os << "extern \"C\" void " << entrySymbol(cName, name.str() + "_body")
+       << "(" << bodyParams << ");\n"
+       << "extern \"C\" void " << entrySymbol(cName, name) << "("
+       << llvm::join(params, ", ") << ") {\n"
+       << "  runParallel(a0, [&](int64_t i) { "
+       << entrySymbol(cName, name.str() + "_body") << "("
+       << llvm::join(args, ", ") << "); });\n"
+       << "}\n\n";
+  }
+  os << "} // namespace tfm_generated\n";
+  return text;
+}
 
 std::string entrySymbol(StringRef cName, StringRef entry) {
   return ("tfm_" + cName + "_" + entry).str();
@@ -232,6 +287,30 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
      << "  mallopt(M_TRIM_THRESHOLD, 1 << 30);\n"
      << "  return true;\n"
      << "}();\n\n"
+     << "// The thread pool of the call in progress on this thread: the\n"
+     << "// generated code's parallel loops run their iterations on it.\n"
+     << "static thread_local tfm::rt::ThreadPool *currentPool = nullptr;\n\n"
+     << "struct PoolScope {\n"
+     << "  explicit PoolScope(tfm::rt::ThreadPool &pool) : saved(currentPool) "
+        "{\n"
+     << "    currentPool = &pool;\n"
+     << "  }\n"
+     << "  ~PoolScope() { currentPool = saved; }\n"
+     << "  tfm::rt::ThreadPool *saved;\n"
+     << "};\n\n"
+     << "// f(i) for i in [0, n) on the current pool; a loop inside an\n"
+     << "// iteration (or with no pool) runs on its own thread.\n"
+     << "template <typename F> void runParallel(int64_t n, const F &f) {\n"
+     << "  tfm::rt::ThreadPool *pool = currentPool;\n"
+     << "  if (pool == nullptr) {\n"
+     << "    for (int64_t i = 0; i < n; ++i)\n"
+     << "      f(i);\n"
+     << "    return;\n"
+     << "  }\n"
+     << "  currentPool = nullptr;\n"
+     << "  pool->parallelFor(n, f);\n"
+     << "  currentPool = pool;\n"
+     << "}\n\n"
      << "// The result the generated function returns, copied to the\n"
      << "// runtime's output row by row (it may be a strided view of a larger\n"
      << "// buffer, such as a GEMM's padded rows) and its buffer freed.\n"
@@ -293,9 +372,14 @@ llvm::Error emitLLVMCode(ModuleOp module, StringRef cName, bool native,
   // model's name: `forward`, `encoder_layer` and the like stay internal and
   // cannot clash with a program's own symbols when it links the object.
   for (llvm::Function &f : *llvmModule) {
-    if (f.isDeclaration())
-      continue;
     StringRef name = f.getName();
+    if (f.isDeclaration()) {
+      // The parallel loops' dispatch functions, defined by the glue.
+      if (name.consume_front("_mlir_ciface_") &&
+          name.starts_with("__tfm_parallel_"))
+        f.setName(entrySymbol(cName, name));
+      continue;
+    }
     if (name.consume_front("_mlir_ciface_"))
       f.setName(entrySymbol(cName, name));
     else

@@ -44,6 +44,7 @@ void mlir::tfm::buildLLVMLoweringPasses(OpPassManager &pm) {
                   "buffer-deallocation-pipeline");
   pm.addPass(createTfmLowerVectors());
   pm.addPass(createTfmStridedCopiesToLinalg());
+  pm.addPass(createTfmOutlineParallelLoops());
   addPipeline(pm, "convert-linalg-to-loops,"
                   "convert-math-to-libm,"
                   "expand-strided-metadata,lower-affine,convert-scf-to-cf,"

@@ -26,8 +26,11 @@ using namespace mlir::tfm;
 namespace {
 
 /// Tiles of 8 rows (one row block: every block is full, convert-tfm-to-linalg
-/// pads the rows) x 1 panel x 32 columns; the unit dimensions folded away;
-/// k one step at a time; vectorised, the accumulator hoisted.
+/// pads the rows) x 1 panel x 32 columns, in one scf.forall over the leading
+/// dimensions, row blocks and panels (each tile writes its own part of the
+/// result: tfm-outline-parallel-loops runs them on the thread pool); the
+/// unit dimensions folded away; k one step at a time; vectorised, the
+/// accumulator hoisted.
 constexpr const char *kScript = R"mlir(
 module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
@@ -35,8 +38,8 @@ module attributes {transform.with_named_sequence} {
         : (!transform.any_op) -> !transform.any_op
     transform.foreach %gemms : !transform.any_op {
     ^bb0(%gemm: !transform.any_op):
-      %tile, %loops:@NLOOPS@ = transform.structured.tile_using_for %gemm tile_sizes [@ONES@1, 8, 1, 32, 0]
-          : (!transform.any_op) -> (!transform.any_op@LOOPTYPES@)
+      %tile, %tiles = transform.structured.tile_using_forall %gemm tile_sizes [@ONES@1, 8, 1, 32, 0]
+          : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
       transform.yield
     }
     %funcs = transform.structured.match ops{["func.func"]} in %root : (!transform.any_op) -> !transform.any_op
@@ -80,18 +83,14 @@ module attributes {transform.with_named_sequence} {
 
 /// kScript for GEMMs with `outer` leading dimensions before the rows.
 std::string scriptFor(int64_t outer) {
-  std::string script = kScript, ones, loopTypes;
+  std::string script = kScript, ones;
   for (int64_t i = 0; i < outer; ++i)
     ones += "1, ";
-  for (int64_t i = 0; i < outer + 4; ++i)
-    loopTypes += ", !transform.any_op";
   auto replace = [&](StringRef key, const std::string &value) {
     size_t at = script.find(key.str());
     script.replace(at, key.size(), value);
   };
-  replace("@NLOOPS@", std::to_string(outer + 4));
   replace("@ONES@", ones);
-  replace("@LOOPTYPES@", loopTypes);
   replace("@OUTER@", std::to_string(outer));
   return script;
 }

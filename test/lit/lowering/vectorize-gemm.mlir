@@ -1,18 +1,20 @@
 // RUN: tfm-opt %s --tfm-vectorize-gemm | FileCheck %s
 
 // --tfm-vectorize-gemm: a tfm.gemm contraction (x as [blocks, 8, K] times
-// panels [P, K, 32]) becomes loops over row blocks and panels around an
-// 8 x 32 register tile: the k loop carries the accumulator as a vector and
+// panels [P, K, 32]) becomes one parallel loop over row blocks and panels
+// (each iteration writes its own tile of the result) around an 8 x 32
+// register tile: the k loop carries the accumulator as a vector and
 // multiplies a column of 8 row elements by a panel row of 32 columns.
 
 // CHECK-LABEL: func.func @gemm(
-// CHECK: scf.for %[[BLOCK:.*]] = %c0 to %{{.*}} step %c1
-// CHECK: scf.for %[[PANEL:.*]] = %c0 to %c2 step %c1
+// CHECK: %[[DIM:.*]] = tensor.dim %arg0, %c0
+// CHECK: scf.forall (%[[BLOCK:.*]], %[[PANEL:.*]]) in (%[[DIM]], 2) shared_outs(%{{.*}} = %arg2)
 // CHECK: %[[ACC0:.*]] = vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
 // CHECK: scf.for %[[K:.*]] = %c0 to %c16 step %c1 iter_args(%{{.*}} = %{{.*}}, %[[ACC:.*]] = %[[ACC0]]) -> (tensor<8x32xf32>, vector<8x32xf32>)
 // CHECK: %[[ROWS:.*]] = vector.transfer_read {{.*}} : tensor<8x16xf32>, vector<8x1xf32>
 // CHECK: %[[PANELROW:.*]] = vector.transfer_read {{.*}} : tensor<16x32xf32>, vector<1x32xf32>
 // CHECK: vector.contract {{.*}} %[[ROWS]], %[[PANELROW]], %[[ACC]] : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+// CHECK: tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%[[BLOCK]], 0, %[[PANEL]], 0] [1, 8, 1, 32]
 // CHECK-NOT: linalg.generic {{.*}}tfm.gemm
 func.func @gemm(%x: tensor<?x8x16xf32>, %p: tensor<2x16x32xf32>, %init: tensor<?x8x2x32xf32>) -> tensor<?x8x2x32xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(b, r, p, j, k) -> (b, r, k)>, affine_map<(b, r, p, j, k) -> (p, k, j)>, affine_map<(b, r, p, j, k) -> (b, r, p, j)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%x, %p : tensor<?x8x16xf32>, tensor<2x16x32xf32>) outs(%init : tensor<?x8x2x32xf32>) attrs = {tfm.gemm} {

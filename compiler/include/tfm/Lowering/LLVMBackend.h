@@ -70,9 +70,17 @@ llvm::Expected<std::string> emitLLVMGlue(mlir::ModuleOp declarations,
                                          mlir::ModuleOp entries,
                                          llvm::StringRef cName);
 
+/// The glue's definitions of the parallel loops' dispatch functions that
+/// `lowered` (the LLVM dialect, after tfm-outline-parallel-loops) declares:
+/// each runs its loop's body for every index on the thread pool of the call
+/// in progress (append it to emitLLVMGlue's text).
+llvm::Expected<std::string> emitLLVMParallelGlue(mlir::ModuleOp lowered,
+                                                 llvm::StringRef cName);
+
 /// The symbol under which the object exports entry point `entry`'s C
 /// interface (`_mlir_ciface_<entry>` renamed): `tfm_<cName>_<entry>`. Every
-/// other function of the object is internal.
+/// other function of the object is internal; the parallel loops' dispatch
+/// functions it calls are `tfm_<cName>___tfm_parallel_<K>`.
 std::string entrySymbol(llvm::StringRef cName, llvm::StringRef entry);
 
 /// Translates `module` (LLVM dialect) to LLVM IR and writes an object file

@@ -116,4 +116,27 @@ def TfmStridedCopiesToLinalg : Pass<"tfm-strided-copies-to-linalg"> {
   let dependentDialects = ["mlir::linalg::LinalgDialect"];
 }
 
+def TfmOutlineParallelLoops : Pass<"tfm-outline-parallel-loops",
+                                   "mlir::ModuleOp"> {
+  let summary = "run each scf.forall's iterations on the runtime's thread pool";
+  let description = [{
+    After bufferization: each outermost `scf.forall` (normalized: from 0 by
+    1; no results) becomes a call of `@__tfm_parallel_K(%n, captures...)`,
+    a declaration with `llvm.emit_c_interface` whose definition the glue
+    provides: it runs `@__tfm_parallel_K_body(%i, captures...)` (the loop's
+    body, its induction variables delinearized from `%i`, row-major) for
+    every `%i` in `[0, %n)` on the thread pool of the call in progress.
+    Captures are the values the body uses from above (memrefs by
+    descriptor, indices, integers and floats); constants are cloned into
+    the body. Which thread runs an iteration does not change what it
+    computes: each writes its own part of the result.
+
+    Left alone (run serially): a forall that is not normalized, that has
+    results, or that captures a value of another type (a vector).
+  }];
+  let dependentDialects = [
+    "mlir::func::FuncDialect", "mlir::arith::ArithDialect",
+  ];
+}
+
 #endif // TFM_LOWERING_LLVMPASSES_TD
