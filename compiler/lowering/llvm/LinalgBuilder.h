@@ -633,13 +633,18 @@ public:
     Value keysT = transposeLastTwo(k);
     SmallVector<OpFoldResult> outSizes(qSizes.begin(), qSizes.end() - 1);
     outSizes.push_back(vSizes[rank - 1]);
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    // The blocks write disjoint rows of the result: one scf.forall, which
+    // tfm-outline-parallel-loops runs on the thread pool.
     Value step = arith::ConstantIndexOp::create(b, loc, kQueryBlock);
-    auto loop = scf::ForOp::create(
-        b, loc, zero, sq, step, ValueRange{empty(outSizes)},
-        [&](OpBuilder &nb, Location, Value i0, ValueRange out) {
+    Value blocks = arith::CeilDivUIOp::create(b, loc, sq, step);
+    auto loop = scf::ForallOp::create(
+        b, loc, ArrayRef<OpFoldResult>{blocks}, ValueRange{empty(outSizes)},
+        /*mapping=*/std::nullopt,
+        [&](OpBuilder &nb, Location, ValueRange args) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value i0 = arith::MulIOp::create(b, loc, args[0], step);
+          Value out = args[1];
           Value rows = arith::MinSIOp::create(
               b, loc, step, arith::SubIOp::create(b, loc, sq, i0));
           // The position of the block's first query row.
@@ -657,9 +662,12 @@ public:
           SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
           offsets[rank - 2] = i0;
           SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
-          Value updated = tensor::InsertSliceOp::create(
-              b, loc, block, out[0], offsets, sizes(block), strides);
-          scf::YieldOp::create(b, loc, updated);
+          SmallVector<OpFoldResult> blockSizes = sizes(block);
+          auto inParallel = scf::InParallelOp::create(b, loc);
+          OpBuilder::InsertionGuard terminatorGuard(b);
+          b.setInsertionPointToStart(inParallel.getBody());
+          tensor::ParallelInsertSliceOp::create(b, loc, block, out, offsets,
+                                                blockSizes, strides);
         });
     return loop.getResult(0);
   }

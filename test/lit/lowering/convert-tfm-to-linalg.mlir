@@ -71,18 +71,21 @@ func.func @layer_norm(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32
 // -----
 
 // Causal scaled-dot attention over a dynamic number of rows: the keys
-// transposed once, then blocks of 64 query rows; a block reads the keys up to
-// its last row (min(sk, i0 + rows)), scores them (the key index innermost),
-// scales and masks (key j > query i0 + i gets -inf), takes the softmax (max,
-// exp, sum, divide) and the product with V (the feature innermost), and goes
-// into the result at its rows.
+// transposed once, then blocks of 64 query rows, one scf.forall (the blocks
+// write disjoint rows); a block reads the keys up to its last row
+// (min(sk, i0 + rows)), scores them (the key index innermost), scales and
+// masks (key j > query i0 + i gets -inf), takes the softmax (max, exp, sum,
+// divide) and the product with V (the feature innermost), and goes into the
+// result at its rows.
 // CHECK-LABEL: func.func @attention(
 // CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
 // CHECK-DAG: arith.constant 0.353553385 : f32
 // CHECK: %[[SQ:.*]] = tensor.dim %arg0
 // CHECK: %[[SK:.*]] = tensor.dim %arg1
 // CHECK: %[[KT:.*]] = linalg.transpose ins(%arg1 : tensor<1x2x?x8xf32>) outs({{.*}} : tensor<1x2x8x?xf32>) permutation = [0, 1, 3, 2]
-// CHECK: scf.for %[[I0:.*]] = %{{.*}} to %[[SQ]] step %[[C64]] iter_args(%[[OUT:.*]] = %{{.*}}) -> (tensor<1x2x?x8xf32>)
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[SQ]], %[[C64]]
+// CHECK: scf.forall (%[[B:.*]]) in (%[[BLOCKS]]) shared_outs(%[[OUT:.*]] = %{{.*}}) -> (tensor<1x2x?x8xf32>)
+// CHECK: %[[I0:.*]] = arith.muli %[[B]], %[[C64]]
 // CHECK: %[[LEFT:.*]] = arith.subi %[[SQ]], %[[I0]]
 // CHECK: %[[ROWS:.*]] = arith.minsi %[[LEFT]], %[[C64]]
 // CHECK: %[[END:.*]] = arith.addi %[[I0]], %[[ROWS]]
@@ -99,8 +102,8 @@ func.func @layer_norm(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32
 // CHECK: math.exp
 // CHECK: arith.divf
 // CHECK: iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]
-// CHECK: tensor.insert_slice %{{.*}} into %[[OUT]][0, 0, %[[I0]], 0]
-// CHECK: scf.yield
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.*}} into %[[OUT]][0, 0, %[[I0]], 0]
 func.func @attention(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
   %o = tfm.attention <scaled_dot> %q, %k, %v causal : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
   return %o : tensor<1x2x?x8xf32>
@@ -178,13 +181,14 @@ func.func @cached(%x: tensor<?x?x8xf32>, %pos: index, %c: !tfm.kv_cache<maxBatch
 // CHECK: %[[V:.*]] = linalg.transpose ins(%[[VE]] : tensor<?x?x4x8xf32>) {{.*}} permutation = [0, 2, 1, 3]
 // CHECK-NOT: math.cos
 // CHECK: %[[KT:.*]] = linalg.transpose ins(%[[K]] : tensor<?x4x?x8xf32>) outs({{.*}} : tensor<?x4x8x?xf32>) permutation = [0, 1, 3, 2]
-// CHECK: %[[O:.*]] = scf.for %[[I0:.*]] = %{{.*}} to %{{.*}} step %[[C64]] iter_args(%{{.*}} = %{{.*}}) -> (tensor<?x4x?x8xf32>)
+// CHECK: %[[O:.*]] = scf.forall (%[[B:.*]]) in (%{{.*}}) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<?x4x?x8xf32>)
+// CHECK: %[[I0:.*]] = arith.muli %[[B]], %[[C64]]
 // CHECK: tensor.extract_slice %[[Q]][0, 0, %[[I0]], 0]
 // CHECK: tensor.extract_slice %[[KT]][0, 0, 0, 0]
 // CHECK: tensor.extract_slice %[[V]][0, 0, 0, 0]
 // CHECK: arith.cmpi ugt
 // CHECK: math.exp
-// CHECK: scf.yield
+// CHECK: tensor.parallel_insert_slice
 // CHECK: %[[M:.*]] = linalg.transpose ins(%[[O]] : tensor<?x4x?x8xf32>) outs({{.*}} : tensor<?x?x4x8xf32>) permutation = [0, 2, 1, 3]
 // CHECK: %[[R:.*]] = tensor.collapse_shape %[[M]] {{\[\[}}0], [1], [2, 3]] : tensor<?x?x4x8xf32> into tensor<?x?x32xf32>
 // CHECK: return %[[R]] : tensor<?x?x32xf32>
@@ -218,7 +222,7 @@ func.func @flash_attention(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
 // CHECK: tensor.extract %[[K]]
 // CHECK-NOT: math.cos
 // CHECK: linalg.transpose ins(%[[RK]] : tensor<?x4x?x8xf32>) outs({{.*}} : tensor<?x4x8x?xf32>)
-// CHECK: scf.for
+// CHECK: scf.forall
 // CHECK: tensor.extract_slice %[[RQ]]
 // CHECK: tensor.extract_slice %[[V]]
 // CHECK: tensor.collapse_shape
