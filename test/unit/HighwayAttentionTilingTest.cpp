@@ -22,15 +22,12 @@ namespace {
 /// One scaled dot-product self-attention of 4 heads of 8 over at most
 /// 1 x maxSeqLen rows.
 std::string model(int maxSeqLen) {
-  return std::string(R"mlir(
-module @attention_tiling attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = )mlir") +
-         std::to_string(maxSeqLen) + R"mlir( : i64} {
+  return ::tfm::test::boundedModule("attention_tiling", maxSeqLen, R"mlir(
   func.func @forward(%qkv: tensor<?x?x96xf32> {tfm.input = "input"}) -> (tensor<?x?x32xf32> {tfm.output = "y"}) {
     %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
     return %0 : tensor<?x?x32xf32>
   }
-}
-)mlir";
+)mlir");
 }
 
 class HighwayAttentionTilingTest : public ::tfm::test::HighwayEmitTest {

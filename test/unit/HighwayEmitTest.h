@@ -24,6 +24,15 @@
 
 namespace tfm::test {
 
+/// `body` (a module's ops) in a module named `name` of at most one batch
+/// row and `maxSeqLen` positions.
+inline std::string boundedModule(const std::string &name, int maxSeqLen,
+                                 const std::string &body) {
+  return "module @" + name +
+         " attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = " +
+         std::to_string(maxSeqLen) + " : i64} {\n" + body + "}\n";
+}
+
 class HighwayEmitTest : public ::testing::Test {
 protected:
   explicit HighwayEmitTest(const char *source) {

@@ -22,17 +22,15 @@ namespace {
 /// One GEMM of at most 1 x maxSeqLen rows ([?, ?, 8] x [40, 8]^T: two
 /// panels).
 std::string model(int maxSeqLen) {
-  return std::string(R"mlir(
-module @gemm_tiling attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = )mlir") +
-         std::to_string(maxSeqLen) + R"mlir( : i64} {
+  return ::tfm::test::boundedModule("gemm_tiling", maxSeqLen,
+                                    R"mlir(
   tfm.param @w : tensor<40x8xf32>
   func.func @forward(%x: tensor<?x?x8xf32> {tfm.input = "input"}) -> (tensor<?x?x40xf32> {tfm.output = "y"}) {
     %w = tfm.weight @w : tensor<40x8xf32>
     %0 = tfm.linear %x, %w : (tensor<?x?x8xf32>, tensor<40x8xf32>) -> tensor<?x?x40xf32>
     return %0 : tensor<?x?x40xf32>
   }
-}
-)mlir";
+)mlir");
 }
 
 class HighwayGemmTilingTest : public ::tfm::test::HighwayEmitTest {
