@@ -185,7 +185,7 @@ llvm::Expected<std::string> emitLLVMParallelGlue(ModuleOp lowered,
   for (auto func : lowered.getOps<LLVM::LLVMFuncOp>()) {
     StringRef name = func.getName();
     if (!func.isExternal() || !name.consume_front("_mlir_ciface_") ||
-        !name.starts_with("__tfm_parallel_"))
+        !name.starts_with(kParallelLoopPrefix))
       continue;
     // The C interface passes memrefs as their descriptors' addresses and
     // indices as int64_t: the glue passes each argument through.
@@ -194,7 +194,7 @@ llvm::Expected<std::string> emitLLVMParallelGlue(ModuleOp lowered,
         type.getNumParams() == 0 || !type.getParamType(0).isInteger(64))
       return error("@" + func.getName() +
                    " is not (int64_t n, captures...) -> void");
-    SmallVector<std::string> params, args;
+    SmallVector<std::string> types, params, args;
     for (auto [i, param] : llvm::enumerate(type.getParams())) {
       std::string cType;
       if (isa<LLVM::LLVMPointerType>(param))
@@ -212,13 +212,13 @@ llvm::Expected<std::string> emitLLVMParallelGlue(ModuleOp lowered,
         return error(llvm::formatv("argument {0} of @{1} has a type the glue "
                                    "cannot pass",
                                    i, func.getName()));
+      types.push_back(cType);
       params.push_back(cType + " a" + std::to_string(i));
       args.push_back(i == 0 ? "i" : "a" + std::to_string(i));
     }
-    std::string bodyParams = llvm::join(params, ", ");
-    bodyParams.replace(bodyParams.find(" a0"), 3, "");
+    // The body takes the index where the dispatch takes the count.
     os << "extern \"C\" void " << entrySymbol(cName, name.str() + "_body")
-       << "(" << bodyParams << ");\n"
+       << "(" << llvm::join(types, ", ") << ");\n"
        << "extern \"C\" void " << entrySymbol(cName, name) << "("
        << llvm::join(params, ", ") << ") {\n"
        << "  runParallel(a0, [&](int64_t i) { "
@@ -376,7 +376,7 @@ llvm::Error emitLLVMCode(ModuleOp module, StringRef cName, bool native,
     if (f.isDeclaration()) {
       // The parallel loops' dispatch functions, defined by the glue.
       if (name.consume_front("_mlir_ciface_") &&
-          name.starts_with("__tfm_parallel_"))
+          name.starts_with(kParallelLoopPrefix))
         f.setName(entrySymbol(cName, name));
       continue;
     }

@@ -103,7 +103,7 @@ struct OutlineParallelLoopsPass
       }
 
     MLIRContext *context = module.getContext();
-    std::string name = "__tfm_parallel_" + std::to_string(index);
+    std::string name = (Twine(::tfm::kParallelLoopPrefix) + Twine(index)).str();
     SmallVector<Type> types = {builder.getIndexType()};
     for (Value capture : captures)
       types.push_back(capture.getType());

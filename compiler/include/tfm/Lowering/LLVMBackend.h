@@ -70,6 +70,10 @@ llvm::Expected<std::string> emitLLVMGlue(mlir::ModuleOp declarations,
                                          mlir::ModuleOp entries,
                                          llvm::StringRef cName);
 
+/// The prefix of the functions tfm-outline-parallel-loops makes: the
+/// dispatch `<prefix>K` (defined by the glue) and the body `<prefix>K_body`.
+inline constexpr llvm::StringLiteral kParallelLoopPrefix = "__tfm_parallel_";
+
 /// The glue's definitions of the parallel loops' dispatch functions that
 /// `lowered` (the LLVM dialect, after tfm-outline-parallel-loops) declares:
 /// each runs its loop's body for every index on the thread pool of the call
