@@ -77,8 +77,9 @@ TEST(ThreadPool, AHeldBackThreadDelaysTheLoopByOneBatch) {
     EXPECT_FALSE(timedOut) << "n " << n;
     EXPECT_EQ(done.load(), n);
   }
-  // Longer chunks go a sixteenth at a time: 1000 indices in two chunks of
-  // 500, batches of 31; the other thread runs all but the caller's first.
+  // Longer chunks go a sixteenth of what is left at a time: 1000 indices in
+  // two chunks of 500, the caller's first claim 31 indices; the other thread
+  // runs all but those.
   std::atomic<int64_t> done{0};
   std::atomic<bool> timedOut{false};
   pool.parallelFor(1000, [&](int64_t i) {
@@ -86,9 +87,30 @@ TEST(ThreadPool, AHeldBackThreadDelaysTheLoopByOneBatch) {
       timedOut = true;
     done++;
   });
-  EXPECT_FALSE(timedOut) << "the caller's first batch was not 31 indices "
+  EXPECT_FALSE(timedOut) << "the caller's first claim was not 31 indices "
                             "(a sixteenth of its chunk of 500)";
   EXPECT_EQ(done.load(), 1000);
+}
+
+TEST(ThreadPool, TheLastIndicesOfAChunkAreClaimedOneByOne) {
+  // Whichever thread runs index 490 (ten before the end of the caller's
+  // chunk of 500) waits there for all the others: claims of a sixteenth of
+  // what is left hold no index but 490 when they reach it, so the other
+  // thread can run 491..499 as well. (Fixed sixteenths of the chunk, batches
+  // of 31, would hold 465..495 together and time out.)
+  ThreadPool pool(2);
+  for (int64_t waitAt : {490, 499, 999}) {
+    std::atomic<int64_t> done{0};
+    std::atomic<bool> timedOut{false};
+    pool.parallelFor(1000, [&](int64_t i) {
+      if (i == waitAt && !waitFor([&] { return done.load() == 1000 - 1; }))
+        timedOut = true;
+      done++;
+    });
+    EXPECT_FALSE(timedOut) << "index " << waitAt
+                           << " was claimed together with later ones";
+    EXPECT_EQ(done.load(), 1000);
+  }
 }
 
 TEST(ThreadPool, OneThreadRunsInlineInOrder) {
