@@ -45,8 +45,11 @@ void mlir::tfm::buildLLVMLoweringPasses(OpPassManager &pm) {
   pm.addPass(createTfmLowerVectors());
   pm.addPass(createTfmStridedCopiesToLinalg());
   pm.addPass(createTfmOutlineParallelLoops());
+  pm.addPass(createTfmApproximateMath());
+  // Math ops with an LLVM intrinsic first: the approximations' math.fma
+  // must become an FMA instruction, not a call to libm's fmaf.
   addPipeline(pm, "convert-linalg-to-loops,"
-                  "convert-math-to-libm,"
+                  "convert-math-to-llvm,convert-math-to-libm,"
                   "expand-strided-metadata,lower-affine,convert-scf-to-cf,"
                   "convert-to-llvm,reconcile-unrealized-casts,"
                   "canonicalize,cse");

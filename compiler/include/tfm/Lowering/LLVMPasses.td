@@ -139,4 +139,20 @@ def TfmOutlineParallelLoops : Pass<"tfm-outline-parallel-loops",
   ];
 }
 
+def TfmApproximateMath : Pass<"tfm-approximate-math"> {
+  let summary = "math.erf, math.exp and math.tanh as polynomials, not libm calls";
+  let description = [{
+    Upstream's polynomial approximations (arithmetic and bit operations,
+    about 1-2 ulp in f32) replace `math.erf`, `math.exp` and `math.tanh`, so
+    the element-wise loops of GELU and softmax call nothing and LLVM
+    vectorises them. Other math ops (sqrt, sin, cos, powf) are left alone:
+    sqrt is an instruction; sin and cos of rotary positions' large angles
+    need libm's range reduction.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect", "mlir::math::MathDialect",
+    "mlir::vector::VectorDialect",
+  ];
+}
+
 #endif // TFM_LOWERING_LLVMPASSES_TD
