@@ -35,6 +35,7 @@ void mlir::tfm::buildLLVMLoweringPasses(OpPassManager &pm) {
   pm.addPass(createConvertTfmToLinalg());
   addPipeline(pm, "canonicalize,cse");
   pm.addPass(createTfmVectorizeGemm());
+  pm.addPass(createTfmParallelizeRows());
   // (Not linalg-fuse-elementwise-ops: its reshape propagation moves the
   // GEMM epilogue's expand_shape onto a strided slice, which upstream's
   // expand-strided-metadata crashes on.)

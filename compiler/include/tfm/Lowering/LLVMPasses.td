@@ -91,6 +91,27 @@ def TfmVectorizeGemm : Pass<"tfm-vectorize-gemm", "mlir::ModuleOp"> {
   ];
 }
 
+def TfmParallelizeRows : Pass<"tfm-parallelize-rows", "mlir::ModuleOp"> {
+  let summary = "tile the row-wise linalg ops into parallel loops of row blocks";
+  let description = [{
+    On tensors, after tfm-vectorize-gemm: every linalg op outside a loop
+    that is not a GEMM and whose two leading loops are parallel (the bias,
+    activation and residual epilogues, layer norms, transposes and fills,
+    over [batch, seq, ...] or [batch, heads, ...]) is tiled with upstream's
+    TilingInterface into one `scf.forall` over blocks of one batch entry by
+    8 rows, normalized (from 0 by 1), which tfm-outline-parallel-loops then
+    runs on the thread pool. The blocks do not depend on the thread count.
+
+    Left alone: ops inside a loop (the attention's block bodies), GEMMs
+    (`tfm.gemm`), ops on buffers, and ops with fewer than two leading
+    parallel loops.
+  }];
+  let dependentDialects = [
+    "mlir::scf::SCFDialect", "mlir::tensor::TensorDialect",
+    "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",
+  ];
+}
+
 def TfmLowerVectors : Pass<"tfm-lower-vectors", "mlir::ModuleOp"> {
   let summary = "lower vector contractions to FMAs and transfers to loads";
   let description = [{
