@@ -28,8 +28,9 @@ namespace {
 /// Tiles of 8 rows (one row block: every block is full, convert-tfm-to-linalg
 /// pads the rows) x 1 panel x 32 columns, in one scf.forall over the leading
 /// dimensions, row blocks and panels (each tile writes its own part of the
-/// result: tfm-outline-parallel-loops runs them on the thread pool); the
-/// unit dimensions folded away; k one step at a time; vectorised, the
+/// result: tfm-outline-parallel-loops runs them on the thread pool; the
+/// pass then puts the panels outermost, see panelsOutermost); the unit
+/// dimensions folded away; k one step at a time; vectorised, the
 /// accumulator hoisted.
 constexpr const char *kScript = R"mlir(
 module attributes {transform.with_named_sequence} {
@@ -95,6 +96,33 @@ std::string scriptFor(int64_t outer) {
   return script;
 }
 
+/// The tile loop (lead..., row blocks, panels) as (panels, lead..., row
+/// blocks): consecutive iterations, which run one after the other on a
+/// thread, then share a panel of weights (K x 32 floats, read from L2 by
+/// every row block) instead of streaming all the weights from memory for
+/// each row block. Iterations are independent: only their order changes.
+void panelsOutermost(RewriterBase &rewriter, scf::ForallOp loop) {
+  int64_t rank = loop.getRank();
+  auto rotate = [&](SmallVector<OpFoldResult> values) {
+    std::rotate(values.begin(), values.end() - 1, values.end());
+    return values;
+  };
+  rewriter.setInsertionPoint(loop);
+  auto rotated = scf::ForallOp::create(
+      rewriter, loop.getLoc(), rotate(loop.getMixedLowerBound()),
+      rotate(loop.getMixedUpperBound()), rotate(loop.getMixedStep()),
+      loop.getOutputs(), std::nullopt);
+  Block *body = rotated.getBody();
+  rewriter.eraseOp(body->getTerminator());
+  SmallVector<Value> arguments;
+  for (int64_t d = 0; d < rank; ++d)
+    arguments.push_back(body->getArgument((d + 1) % rank));
+  for (BlockArgument output : rotated.getRegionIterArgs())
+    arguments.push_back(output);
+  rewriter.mergeBlocks(loop.getBody(), body, arguments);
+  rewriter.replaceOp(loop, rotated.getResults());
+}
+
 struct VectorizeGemmPass
     : mlir::tfm::impl::TfmVectorizeGemmBase<VectorizeGemmPass> {
   void runOnOperation() override {
@@ -114,6 +142,16 @@ struct VectorizeGemmPass
       if (!script || failed(applyTransformScript(getOperation(), *script)))
         return signalPassFailure();
     }
+    SmallVector<scf::ForallOp> tileLoops;
+    getOperation()->walk([&](scf::ForallOp loop) {
+      bool hasTile = false;
+      loop.getBody()->walk([&](vector::ContractionOp) { hasTile = true; });
+      if (hasTile && loop.getRank() >= 2)
+        tileLoops.push_back(loop);
+    });
+    IRRewriter rewriter(&getContext());
+    for (scf::ForallOp loop : tileLoops)
+      panelsOutermost(rewriter, loop);
   }
 };
 

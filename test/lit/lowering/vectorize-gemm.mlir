@@ -1,14 +1,17 @@
 // RUN: tfm-opt %s --tfm-vectorize-gemm | FileCheck %s
 
 // --tfm-vectorize-gemm: a tfm.gemm contraction (x as [blocks, 8, K] times
-// panels [P, K, 32]) becomes one parallel loop over row blocks and panels
-// (each iteration writes its own tile of the result) around an 8 x 32
+// panels [P, K, 32]) becomes one parallel loop over panels and row blocks,
+// panels outermost so that consecutive iterations share a panel (each
+// iteration writes its own tile of the result) around an 8 x 32
 // register tile: the k loop carries the accumulator as a vector and
 // multiplies a column of 8 row elements by a panel row of 32 columns.
 
 // CHECK-LABEL: func.func @gemm(
 // CHECK: %[[DIM:.*]] = tensor.dim %arg0, %c0
-// CHECK: scf.forall (%[[BLOCK:.*]], %[[PANEL:.*]]) in (%[[DIM]], 2) shared_outs(%{{.*}} = %arg2)
+// CHECK: scf.forall (%[[PANEL:.*]], %[[BLOCK:.*]]) in (2, %[[DIM]]) shared_outs(%{{.*}} = %arg2)
+// CHECK-DAG: tensor.extract_slice %arg0[%[[BLOCK]], 0, 0] [1, 8, 16]
+// CHECK-DAG: tensor.extract_slice %arg1[%[[PANEL]], 0, 0] [1, 16, 32]
 // CHECK: %[[ACC0:.*]] = vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
 // CHECK: scf.for %[[K:.*]] = %c0 to %c16 step %c1 iter_args(%{{.*}} = %{{.*}}, %[[ACC:.*]] = %[[ACC0]]) -> (tensor<8x32xf32>, vector<8x32xf32>)
 // CHECK: %[[ROWS:.*]] = vector.transfer_read {{.*}} : tensor<8x16xf32>, vector<8x1xf32>

@@ -76,7 +76,9 @@ def TfmVectorizeGemm : Pass<"tfm-vectorize-gemm", "mlir::ModuleOp"> {
     On tensors, for each `linalg.generic` marked `tfm.gemm` (as
     convert-tfm-to-linalg makes them: x [lead..., blocks, 8, K], the rows
     padded to whole blocks, times panels [P, K, 32]): tiles of one block of
-    8 rows by one panel of 32 columns; unit dimensions folded; k tiled by 1;
+    8 rows by one panel of 32 columns, in one `scf.forall` with the panels
+    outermost (consecutive tiles share a panel); unit dimensions folded; k
+    tiled by 1;
     vectorised, with the accumulator tile hoisted out of the k loop
     (`vector<8x32xf32>`, 16 zmm registers with AVX-512). Runs upstream
     transform ops (transform.structured.tile_using_for,
