@@ -142,6 +142,8 @@ struct VectorizeGemmPass
       if (!script || failed(applyTransformScript(getOperation(), *script)))
         return signalPassFailure();
     }
+    // The script's tile loops are the foralls around a contraction (the
+    // attention's block loop has none and is one-dimensional).
     SmallVector<scf::ForallOp> tileLoops;
     getOperation()->walk([&](scf::ForallOp loop) {
       bool hasTile = false;

@@ -101,7 +101,8 @@ def TfmParallelizeRows : Pass<"tfm-parallelize-rows", "mlir::ModuleOp"> {
     activation and residual epilogues, layer norms, transposes and fills,
     over [batch, seq, ...] or [batch, heads, ...]) is tiled with upstream's
     TilingInterface into one `scf.forall` over blocks of one batch entry by
-    8 rows, normalized (from 0 by 1), which tfm-outline-parallel-loops then
+    about 8 rows (ceil(seq / 8) blocks of ceil(seq / blocks) rows, the last
+    fewer), normalized (from 0 by 1), which tfm-outline-parallel-loops then
     runs on the thread pool. The blocks do not depend on the thread count.
 
     Left alone: ops inside a loop (the attention's block bodies), GEMMs
