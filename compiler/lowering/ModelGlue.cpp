@@ -150,12 +150,12 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
 
   SmallVector<std::string> cacheSizes;
   for (KVCacheDeclOp c : caches) {
-    auto t = cast<KVCacheType>(c.getType());
-    cacheSizes.push_back(std::to_string(2 * t.getMaxBatch() * t.getHeads() *
-                                        t.getMaxSeq() * t.getHeadDim()));
+    cacheSizes.push_back(
+        std::to_string(cast<KVCacheType>(c.getType()).getFloats()));
   }
   cacheSizes.push_back("0"); // keeps the array non-empty
-  out << "// Keys then values of each self-attention, kept across calls.\n"
+  out << "// Each attention's keys and values (!tfm.kv_cache's layout), "
+         "kept across calls.\n"
       << "static const size_t kCacheFloats[] = {"
       << llvm::join(cacheSizes, ", ") << "};\n\n"
       << glue.flopsDefinition;

@@ -6,6 +6,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <numeric>
 #include <unistd.h>
 
 namespace mlir::tfm {
@@ -121,6 +122,27 @@ GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
                " on 256-bit vectors, " + std::to_string(tiling.rows.rows128) +
                " on 128-bit); " + tiling.why;
   return tiling;
+}
+
+GemmWeight gemmWeight(LinearOp op) {
+  GemmWeight w;
+  w.packed = op.getWeight();
+  int64_t rows = op.getWeight().getType().getDimSize(0);
+  w.segmentRows = rows;
+  auto slice = op.getWeight().getDefiningOp<SliceRowsOp>();
+  if (!slice)
+    return w;
+  int64_t total = slice.getInput().getType().getDimSize(0);
+  int64_t offset = slice.getOffset();
+  int64_t segment = std::gcd(std::gcd(offset, rows), total);
+  if (segment <= 0)
+    return w; // unverified IR: read the slice as a weight of its own
+  w.packed = slice.getInput();
+  w.segmentRows = segment;
+  w.segments = total / segment;
+  w.firstSegment = offset / segment;
+  w.usedSegments = rows / segment;
+  return w;
 }
 
 } // namespace mlir::tfm

@@ -3,7 +3,10 @@
 // Which buffers each op's Highway code takes (frameNeeds) mirrors the
 // emitter (lowering/hwy): the emitter takes the planned slots in order and
 // reports an error when its code asks for one the plan does not have, so
-// the two cannot drift apart unnoticed.
+// the two cannot drift apart unnoticed. Views (tfm.split_heads,
+// tfm.merge_heads, tfm.slice_rows, a rotary applied in place, a
+// tfm.cache_read) take no buffer: the buffer they view lives as long as
+// they do.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,18 +31,14 @@ class NeedList {
 public:
   NeedList(Operation *op, const FrameBounds &bounds) : op(op), bounds(bounds) {}
 
-  /// The largest value of dimension `i` of `type`.
+  /// The largest value of dimension `i` of `type`: a dynamic one is the
+  /// batch (dimension 0) or a sequence ([batch, seq, d] and per-head
+  /// [batch, heads, seq, dk] alike).
   uint64_t dim(Type type, unsigned i) {
     auto tensor = cast<RankedTensorType>(type);
     int64_t size = tensor.getDimSize(i);
     if (!ShapedType::isDynamic(size))
       return uint64_t(size);
-    if (i > 1 && !failed) {
-      failed = true;
-      op->emitError() << "dimension " << i << " of " << type
-                      << " is dynamic: a frame can only bound batch (0) and "
-                         "sequence (1) dimensions";
-    }
     return i == 0 ? bounds.maxBatch : bounds.maxSeqLen;
   }
   /// The most elements of `type`.
@@ -80,98 +79,81 @@ public:
       addResult(i);
   }
 
-  /// Rotary positions rotate Q and K, each with its own cos/sin tables.
-  void addRotary(uint64_t maxSeq, int64_t dk) {
-    for (int i = 0; i < 2; ++i) {
-      add("ropeCos", mul({maxSeq, uint64_t(dk / 2)}));
-      add("ropeSin", mul({maxSeq, uint64_t(dk / 2)}));
-    }
-  }
-
-  /// The attention core's scratch: the folded or projected queries and
-  /// keys of bilinear and additive scores; the keys transposed for
-  /// dot-product scores, unless a cache holds them so.
-  void addAttentionCore(ScoreKind score, ValueRange scoreParams,
-                        uint64_t maxBatch, uint64_t maxSq, uint64_t maxSk,
-                        int64_t heads, int64_t dk, bool cachedKeys) {
-    uint64_t h = heads, d = dk;
-    if (score == ScoreKind::Bilinear)
-      add("qW", mul({maxBatch, h, maxSq, d}));
-    if (score == ScoreKind::Additive && !scoreParams.empty()) {
-      uint64_t a = dim(scoreParams[0].getType(), 1);
-      add("keyProj", mul({maxBatch, h, maxSk, a}));
-      add("queryProj", mul({maxBatch, h, maxSq, a}));
-    }
-    if (score != ScoreKind::Additive && !cachedKeys)
-      add("keysT", mul({maxBatch, h, d, maxSk}));
-  }
-
   Operation *op;
   const FrameBounds &bounds;
   SmallVector<FrameNeed> needs;
   bool failed = false;
 };
 
-void multiHeadAttentionNeeds(MultiHeadAttentionOp op, NeedList &list) {
-  Type query = op.getQuery().getType();
-  if (cast<RankedTensorType>(query).getRank() != 3)
+/// The rows (dimension -2) of `keys` at most: a cache's positions when
+/// they are read from one.
+uint64_t maxKeys(Value keys, NeedList &list) {
+  if (auto read = keys.getDefiningOp<CacheReadOp>())
+    return read.getCache().getType().getMaxSeq();
+  auto type = cast<RankedTensorType>(keys.getType());
+  return list.dim(type, type.getRank() - 2);
+}
+
+/// The result (stored with the heads merged, what tfm.merge_heads reads),
+/// then the core's scratch: the folded or projected queries and keys of
+/// bilinear and additive scores; the keys transposed for dot-product
+/// scores, unless a cache holds them so.
+void attentionNeeds(AttentionOp op, NeedList &list) {
+  auto query = op.getQuery().getType();
+  if (query.getRank() != 4)
     return list.addResults(); // the backend refuses it with its own error
-  int64_t d = cast<RankedTensorType>(query).getDimSize(2);
-  int64_t heads = op.getNumHeads(), dk = d / heads;
-  uint64_t maxBatch = list.dim(query, 0), maxSeq = list.dim(query, 1);
-  uint64_t maxRows = NeedList::mul({maxBatch, maxSeq});
-  uint64_t maxKeys = maxSeq;
-  if (op.isSelfAttention()) {
-    list.add("qkv", NeedList::mul({maxRows, uint64_t(3 * d)}));
-    if (op.getRope())
-      list.addRotary(maxSeq, dk);
-  } else {
-    list.add("q", NeedList::mul({maxRows, uint64_t(d)}));
-    if (Value memory = op.getMemory()) {
-      maxKeys = list.dim(memory.getType(), 1);
-      list.add("kv", NeedList::mul({list.dim(memory.getType(), 0), maxKeys,
-                                    uint64_t(2 * d)}));
-    }
-  }
-  if (Value cache = op.getCache())
-    maxKeys = cast<KVCacheType>(cache.getType()).getMaxSeq();
-  list.add("heads", NeedList::mul({maxRows, uint64_t(d)}));
-  list.addAttentionCore(op.getScore(), op.getScoreParams(), maxBatch, maxSeq,
-                        maxKeys, heads, dk, bool(op.getCache()));
   list.addResults();
+  uint64_t maxBatch = list.dim(query, 0), heads = list.dim(query, 1),
+           maxSq = list.dim(query, 2), dk = list.dim(query, 3);
+  uint64_t maxSk = maxKeys(op.getKey(), list);
+  ScoreKind score = op.getScore();
+  if (score == ScoreKind::Bilinear)
+    list.add("qW", NeedList::mul({maxBatch, heads, maxSq, dk}));
+  if (score == ScoreKind::Additive && !op.getScoreParams().empty()) {
+    uint64_t a = list.dim(op.getScoreParams()[0].getType(), 1);
+    list.add("keyProj", NeedList::mul({maxBatch, heads, maxSk, a}));
+    list.add("queryProj", NeedList::mul({maxBatch, heads, maxSq, a}));
+  }
+  if (score != ScoreKind::Additive && !op.getKey().getDefiningOp<CacheReadOp>())
+    list.add("keysT", NeedList::mul({maxBatch, heads, dk, maxSk}));
 }
 
-void flashAttentionNeeds(FlashAttentionOp op, NeedList &list) {
-  Value qkv = op.getQkv();
-  if (cast<RankedTensorType>(qkv.getType()).getRank() != 3)
-    return list.addResults();
-  int64_t d = cast<RankedTensorType>(qkv.getType()).getDimSize(2) / 3;
-  int64_t heads = op.getNumHeads(), dk = d / heads;
-  uint64_t maxBatch = list.dim(qkv.getType(), 0),
-           maxSeq = list.dim(qkv.getType(), 1);
-  if (op.getRope()) {
-    // Rotated in place only in a frame buffer no other op reads.
-    Operation *def = qkv.getDefiningOp();
-    if (!(qkv.hasOneUse() && def && !isa<WeightOp>(def)))
-      list.add("qkv", list.elements(qkv.getType()));
-    list.addRotary(maxSeq, dk);
-  }
-  list.addResults();
-  list.addAttentionCore(op.getScore(), op.getScoreParams(), maxBatch, maxSeq,
-                        maxSeq, heads, dk, /*cachedKeys=*/false);
-}
-
-void feedForwardNeeds(FeedForwardOp op, NeedList &list) {
-  auto input = cast<RankedTensorType>(op.getInput().getType());
-  uint64_t maxRows = 1;
-  for (unsigned i = 0; i + 1 < input.getRank(); ++i)
-    maxRows = NeedList::mul({maxRows, list.dim(input, i)});
-  list.add("hidden",
-           NeedList::mul({maxRows, list.dim(op.getW1().getType(), 0)}));
-  list.addResults();
+/// Its cos/sin tables, and its result unless it rotates in place.
+void rotaryNeeds(RotaryOp op, NeedList &list) {
+  auto type = op.getInput().getType();
+  uint64_t maxSeq = list.dim(type, type.getRank() - 2);
+  uint64_t half = list.dim(type, type.getRank() - 1) / 2;
+  if (!op->hasAttr(kRotateInPlace))
+    list.addResults();
+  list.add("ropeCos", NeedList::mul({maxSeq, half}));
+  list.add("ropeSin", NeedList::mul({maxSeq, half}));
 }
 
 } // namespace
+
+Value mlir::tfm::viewedBy(Operation *op) {
+  if (isa<SplitHeadsOp, MergeHeadsOp, SliceRowsOp>(op))
+    return op->getOperand(0);
+  if (isa<RotaryOp>(op) && op->hasAttr(kRotateInPlace))
+    return op->getOperand(0);
+  return Value();
+}
+
+bool mlir::tfm::canRotateInPlace(RotaryOp op) {
+  // Its input must be a view of rows this function computed (not an
+  // argument's or a weight's) that nothing but such views reads, and the
+  // rotary its view's only reader: nothing else sees the rows unrotated.
+  Value input = op.getInput();
+  auto heads = input.getDefiningOp<SplitHeadsOp>();
+  if (!heads || !input.hasOneUse())
+    return false;
+  Value rows = heads.getInput();
+  Operation *def = rows.getDefiningOp();
+  if (!def || isa<WeightOp>(def) || viewedBy(def))
+    return false;
+  return llvm::all_of(rows.getUsers(),
+                      [](Operation *user) { return isa<SplitHeadsOp>(user); });
+}
 
 std::optional<FrameBounds> mlir::tfm::moduleFrameBounds(ModuleOp module) {
   auto bound = [&](StringRef name) -> std::optional<int64_t> {
@@ -190,14 +172,13 @@ std::optional<FrameBounds> mlir::tfm::moduleFrameBounds(ModuleOp module) {
 FailureOr<SmallVector<FrameNeed>>
 mlir::tfm::frameNeeds(Operation *op, const FrameBounds &bounds) {
   NeedList list(op, bounds);
-  if (isa<WeightOp, CacheOp, func::ReturnOp>(op))
-    return list.needs; // weights and caches live outside the frame
-  if (auto mha = dyn_cast<MultiHeadAttentionOp>(op))
-    multiHeadAttentionNeeds(mha, list);
-  else if (auto flash = dyn_cast<FlashAttentionOp>(op))
-    flashAttentionNeeds(flash, list);
-  else if (auto ffn = dyn_cast<FeedForwardOp>(op))
-    feedForwardNeeds(ffn, list);
+  if (auto rotary = dyn_cast<RotaryOp>(op))
+    rotaryNeeds(rotary, list);
+  else if (isa<WeightOp, CacheOp, CacheReadOp, func::ReturnOp>(op) ||
+           viewedBy(op))
+    return list.needs; // outside the frame, or a view of another buffer
+  else if (auto attention = dyn_cast<AttentionOp>(op))
+    attentionNeeds(attention, list);
   else if (auto addNorm = dyn_cast<AddLayerNormOp>(op)) {
     // The normalised rows, then the sum: an unread sum is not stored.
     list.addResult(cast<OpResult>(addNorm.getResult()).getResultNumber());
@@ -216,10 +197,28 @@ LogicalResult mlir::tfm::planFrame(FunctionOpInterface func,
   if (!region.hasOneBlock())
     return func.emitError("a frame is planned for single-block functions");
   Block &body = region.front();
-  llvm::DenseMap<Value, Operation *> lastUse;
+  // Rotaries in place first: whether a rotary takes a buffer follows.
   for (Operation &op : body)
+    if (auto rotary = dyn_cast<RotaryOp>(op)) {
+      if (canRotateInPlace(rotary))
+        rotary->setAttr(kRotateInPlace, UnitAttr::get(func.getContext()));
+      else
+        rotary->removeAttr(kRotateInPlace);
+    }
+  // A view's readers read the buffer it views.
+  llvm::DenseMap<Value, Value> storage;
+  auto storageOf = [&](Value v) {
+    auto it = storage.find(v);
+    return it == storage.end() ? v : it->second;
+  };
+  llvm::DenseMap<Value, Operation *> lastUse;
+  for (Operation &op : body) {
     for (Value v : op.getOperands())
-      lastUse[v] = &op;
+      lastUse[storageOf(v)] = &op;
+    if (Value viewed = viewedBy(&op))
+      for (Value result : op.getResults())
+        storage[result] = storageOf(viewed);
+  }
 
   MLIRContext *context = func.getContext();
   FramePlanner frame;
@@ -258,9 +257,9 @@ LogicalResult mlir::tfm::planFrame(FunctionOpInterface func,
       live.erase(it);
     };
     for (Value v : op.getOperands())
-      releaseIf(v, lastUse.lookup(v) == &op);
+      releaseIf(storageOf(v), lastUse.lookup(storageOf(v)) == &op);
     for (Value v : op.getResults())
-      releaseIf(v, v.use_empty());
+      releaseIf(v, !lastUse.count(v));
   }
   func->setAttr("tfm.frame_floats",
                 IntegerAttr::get(IntegerType::get(context, 64), frame.size()));

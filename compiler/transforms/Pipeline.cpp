@@ -8,9 +8,9 @@ using namespace mlir;
 
 void mlir::tfm::buildOptimizePipeline(OpPassManager &pm,
                                       const OptimizePipelineOptions &options) {
-  TfmFuseAttentionOptions fuseAttention;
-  fuseAttention.remarks = options.remarks;
-  pm.addPass(createTfmFuseAttention(fuseAttention));
+  TfmDecomposeAttentionOptions decomposeAttention;
+  decomposeAttention.remarks = options.remarks;
+  pm.addPass(createTfmDecomposeAttention(decomposeAttention));
   TfmFuseResidualNormOptions fuseNorm;
   fuseNorm.remarks = options.remarks;
   pm.addPass(createTfmFuseResidualNorm(fuseNorm));

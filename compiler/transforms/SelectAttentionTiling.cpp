@@ -25,16 +25,18 @@ using namespace mlir::tfm;
 
 namespace {
 
-/// The sequence's bound: its static size, else the module's
+/// The bound of the rows (dimension -2) of `v`: its static size, the
+/// cache's positions for keys read from one, else the module's
 /// tfm.max_seq_len, else -1 (unknown).
-int64_t maxSeqLen(FlashAttentionOp op) {
-  auto type = op.getQkv().getType();
+int64_t maxRows(Value v, ModuleOp module) {
+  auto type = cast<RankedTensorType>(v.getType());
   if (type.getRank() >= 2) {
     int64_t seq = type.getDimSize(type.getRank() - 2);
     if (!ShapedType::isDynamic(seq))
       return seq;
   }
-  auto module = op->getParentOfType<ModuleOp>();
+  if (auto read = v.getDefiningOp<CacheReadOp>())
+    return read.getCache().getType().getMaxSeq();
   if (std::optional<FrameBounds> bounds =
           module ? moduleFrameBounds(module) : std::nullopt)
     return bounds->maxSeqLen;
@@ -47,7 +49,7 @@ struct SelectAttentionTilingPass
   using Base::Base;
 
   void runOnOperation() override {
-    getOperation()->walk([&](FlashAttentionOp op) {
+    getOperation()->walk([&](AttentionOp op) {
       if (op.getTilingAttr()) {
         if (remarks)
           remarkAt(op) << "attention tiling kept: it was already chosen";
@@ -59,9 +61,9 @@ struct SelectAttentionTilingPass
                           "taken one key at a time, not in blocks";
         return;
       }
-      // Self-attention: as many keys as query rows.
-      int64_t seq = maxSeqLen(op);
-      AttentionTiling tiling = chooseAttentionTiling(seq, seq);
+      auto module = op->getParentOfType<ModuleOp>();
+      AttentionTiling tiling = chooseAttentionTiling(
+          maxRows(op.getQuery(), module), maxRows(op.getKey(), module));
       op.setTilingAttr(AttentionTilingAttr::get(
           op.getContext(), tiling.queryRows512, tiling.queryRows256,
           tiling.queryRows128, tiling.keyBlock));

@@ -91,10 +91,8 @@ struct SelectGemmTilingPass
           remarkAt(op) << "no GEMM tiling chosen: " << whyNot;
         return;
       }
-      int64_t panels =
-          (weight.getDimSize(0) + kGemmPanelColumns - 1) / kGemmPanelColumns;
-      GemmTiling tiling =
-          chooseGemmTiling(*rows, weight.getDimSize(1), panels, cache);
+      GemmTiling tiling = chooseGemmTiling(*rows, weight.getDimSize(1),
+                                           gemmWeight(op).panels(), cache);
       op.setTilingAttr(GemmTilingAttr::get(
           op.getContext(), tiling.rows.rows512, tiling.rows.rows256,
           tiling.rows.rows128, tiling.l2Panels, tiling.prefetch));

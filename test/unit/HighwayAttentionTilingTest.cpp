@@ -2,9 +2,9 @@
 //
 // tfm-select-attention-tiling records each blocked attention's query rows
 // per task and keys per block in #tfm.attention_tiling; the Highway emitter
-// must take those tiles, not its own choice, make the same choice itself
-// where none was recorded, and never emit a task of no rows or a block of
-// part of a vector from IR the verifier did not see (the C++ API).
+// must take those tiles, refuse an attention without them (it chooses
+// nothing itself), and never emit a task of no rows or a block of part of
+// a vector from IR the verifier did not see (the C++ API).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,11 +20,15 @@ using namespace mlir::tfm;
 namespace {
 
 /// One scaled dot-product self-attention of 4 heads of 8 over at most
-/// 1 x maxSeqLen rows.
+/// 1 x maxSeqLen rows, as tfm-decompose-attention leaves it.
 std::string model(int maxSeqLen) {
   return ::tfm::test::boundedModule("attention_tiling", maxSeqLen, R"mlir(
   func.func @forward(%qkv: tensor<?x?x96xf32> {tfm.input = "input"}) -> (tensor<?x?x32xf32> {tfm.output = "y"}) {
-    %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+    %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %o = tfm.attention <scaled_dot> %q, %k, %v : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    %0 = tfm.merge_heads %o : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
     return %0 : tensor<?x?x32xf32>
   }
 )mlir");
@@ -34,7 +38,7 @@ class HighwayAttentionTilingTest : public ::tfm::test::HighwayEmitTest {
 protected:
   HighwayAttentionTilingTest() : HighwayEmitTest(model(100).c_str()) {}
 
-  FlashAttentionOp attention() { return firstOp<FlashAttentionOp>(); }
+  AttentionOp attention() { return firstOp<AttentionOp>(); }
 
   /// Whether the emitted C++ has `line`.
   static bool has(const std::string &text, const std::string &line) {
@@ -62,30 +66,16 @@ TEST_F(HighwayAttentionTilingTest, FollowsTheRecordedTiles) {
   EXPECT_FALSE(has(text, "ForVectorBits(8, 2, 2)")) << text;
 }
 
-TEST_F(HighwayAttentionTilingTest, ChoosesTheTilesWithoutThem) {
+TEST_F(HighwayAttentionTilingTest, RefusesAnAttentionWithoutTiles) {
+  // The tiles are tfm-select-attention-tiling's choice: the emitter makes
+  // none.
   ASSERT_TRUE(module);
   ASSERT_FALSE(attention().getTilingAttr());
   std::string text;
-  ASSERT_TRUE(emit(text)) << text;
-  // Up to 100 rows and keys: the rule's 8, 2 and 2 rows, 64 keys.
-  EXPECT_TRUE(has(text, "// Attention tiles (chosen here: no "
-                        "#tfm.attention_tiling): 8 query rows a task on "
-                        "512-bit vectors, 2 on 256-bit, 2 on 128-bit; blocks "
-                        "of 64 keys."))
+  ASSERT_FALSE(emit(text)) << text;
+  EXPECT_TRUE(has(text, "tfm.attention has no #tfm.attention_tiling: the "
+                        "Highway backend follows tfm-select-attention-tiling"))
       << text;
-  EXPECT_TRUE(has(text, "k::ForVectorBits(8, 2, 2)")) << text;
-  EXPECT_TRUE(has(text, "constexpr size_t keyBlock = 64;")) << text;
-}
-
-TEST_F(HighwayAttentionTilingTest, TilesOfAtMostTheSequence) {
-  // One row at most (a decoding step's shape): tasks of one row, one
-  // vector's worth of keys per block.
-  parse(model(1));
-  ASSERT_TRUE(module);
-  std::string text;
-  ASSERT_TRUE(emit(text)) << text;
-  EXPECT_TRUE(has(text, "k::ForVectorBits(1, 1, 1)")) << text;
-  EXPECT_TRUE(has(text, "constexpr size_t keyBlock = 16;")) << text;
 }
 
 TEST_F(HighwayAttentionTilingTest, UnverifiedTilesAreBounded) {

@@ -57,27 +57,16 @@ TEST_F(HighwayGemmTilingTest, FollowsTheRecordedTile) {
   EXPECT_EQ(text.find("ForVectorBits(8, 3, 1)"), std::string::npos) << text;
 }
 
-TEST_F(HighwayGemmTilingTest, ChoosesTheTileWithoutOne) {
+TEST_F(HighwayGemmTilingTest, RefusesALinearWithoutATile) {
+  // The tile is tfm-select-gemm-tiling's choice: the emitter makes none.
   ASSERT_TRUE(module);
   ASSERT_FALSE(linear().getTilingAttr());
   std::string text;
-  ASSERT_TRUE(emit(text)) << text;
-  // At most 12 rows: the rule's 8, 3 and 1.
-  EXPECT_NE(text.find("// Register tiles (chosen here: no #tfm.gemm_tiling): "
-                      "8 x 32 on 512-bit vectors, 3 x 32 on 256-bit, 1 x 32 "
-                      "on 128-bit."),
+  ASSERT_FALSE(emit(text)) << text;
+  EXPECT_NE(text.find("tfm.linear has no #tfm.gemm_tiling: the Highway "
+                      "backend follows tfm-select-gemm-tiling"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("k::ForVectorBits(8, 3, 1)"), std::string::npos) << text;
-}
-
-TEST_F(HighwayGemmTilingTest, ATileOfAtMostTheGemmsRows) {
-  // One row at most (a decoding step's shape): tiles of one row.
-  parse(model(1));
-  ASSERT_TRUE(module);
-  std::string text;
-  ASSERT_TRUE(emit(text)) << text;
-  EXPECT_NE(text.find("k::ForVectorBits(1, 1, 1)"), std::string::npos) << text;
 }
 
 } // namespace

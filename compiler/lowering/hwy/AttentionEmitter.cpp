@@ -1,13 +1,16 @@
-//===- AttentionEmitter.cpp - multi-head attention -> Highway C++ ---------===//
+//===- AttentionEmitter.cpp - heads, caches and attention -> Highway C++ --===//
 //
-// The attention part of FunctionEmitter: Q/K/V projections, rotary
-// positions, the key/value cache, and the attention core (a group of query
-// rows per task, online softmax over blocks of keys, the score matrix never
-// stored).
+// The attention part of FunctionEmitter, for the ops tfm-decompose-attention
+// makes: per-head views of stacked rows (tfm.split_heads), rotary
+// positions, the key/value cache's appends and reads (in the layout
+// !tfm.kv_cache defines), and the attention core (a group of query rows
+// per task, online softmax over blocks of keys, the score matrix never
+// stored), which writes its heads merged for tfm.merge_heads.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FunctionEmitter.h"
+#include "tfm/Transforms/MemoryPlan.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
@@ -18,22 +21,82 @@ using namespace mlir::tfm;
 
 namespace tfm::hwy {
 
+std::string FunctionEmitter::HeadView::at(StringRef row) const {
+  std::string rowTerm = row.str();
+  if (rowStride != 1)
+    rowTerm += " * " + num(rowStride);
+  return llvm::formatv("{0} + b * {1} + h * {2} + {3}", ptr, batchStride,
+                       headStride, rowTerm)
+      .str();
+}
+
 //===----------------------------------------------------------------------===//
-// Attention
+// Views: rows of stacked weights, heads of stacked rows
 //===----------------------------------------------------------------------===//
 
-void FunctionEmitter::emitRotary(const HeadView &view, const std::string &batch,
-                                 const std::string &seq, int64_t maxSeq,
-                                 int64_t heads, int64_t dk, RopeStyle style,
-                                 float base, const std::string &offset) {
-  int64_t half = dk / 2;
+LogicalResult FunctionEmitter::emitSliceRows(SliceRowsOp op) {
+  // Rows of a weight or bias: where they are. A GEMM reads a sliced weight
+  // from the stacked weight's packed panels (emitLinear).
+  Buffer in = buffers[op.getInput()];
+  RankedTensorType type = op.getType();
+  int64_t rowFloats = 1;
+  for (int64_t d : type.getShape().drop_front())
+    rowFloats *= d;
+  Dims dims;
+  for (int64_t d : type.getShape())
+    dims.push_back(staticDim(d));
+  buffers[op.getResult()] = {in.ptr + " + " + num(op.getOffset() * rowFloats),
+                             dims};
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitSplitHeads(SplitHeadsOp op) {
+  Buffer x = buffers[op.getInput()];
+  if (x.dims.size() != 3)
+    return op.emitError("the Highway backend splits heads of [batch, seq, "
+                        "features] rows");
+  int64_t width = op.getInput().getType().getDimSize(2);
+  int64_t d = width / op.getPartCount();
+  int64_t count = op.getNumHeads(), dk = d / count;
+  std::string ptr = x.ptr;
+  if (op.getPartIndex() != 0)
+    ptr += " + " + num(op.getPartIndex() * d);
+  heads[op.getResult()] = {
+      {ptr, x.dims[1].expr + " * " + num(width), num(dk), width},
+      x.dims[0],
+      x.dims[1],
+      count,
+      dk};
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitMergeHeads(MergeHeadsOp op) {
+  // tfm.attention stores its heads merged already.
+  auto it = buffers.find(op.getInput());
+  if (it == buffers.end() || !op.getInput().getDefiningOp<AttentionOp>())
+    return op.emitError("the Highway backend merges the heads of a "
+                        "tfm.attention result only");
+  buffers[op.getResult()] = it->second;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary positions
+//===----------------------------------------------------------------------===//
+
+void FunctionEmitter::emitRotaryRows(const HeadView &view, const Heads &shape,
+                                     RopeStyle style, float base,
+                                     const std::string &offset) {
+  int64_t dk = shape.dk, half = dk / 2;
   bool interleaved = style == RopeStyle::Interleaved;
   os << "{ // rotary positions (" << stringifyRopeStyle(style) << ", base "
      << floatLiteral(base) << ")\n";
   os.indent();
-  os << "const int64_t seq = " << seq << ";\n";
-  std::string cosT = scratch("ropeCos", "seq * " + num(half), maxSeq * half);
-  std::string sinT = scratch("ropeSin", "seq * " + num(half), maxSeq * half);
+  os << "const int64_t seq = " << shape.seq.expr << ";\n";
+  std::string cosT =
+      scratch("ropeCos", "seq * " + num(half), shape.seq.max * half);
+  std::string sinT =
+      scratch("ropeSin", "seq * " + num(half), shape.seq.max * half);
   // Angles in double: p * base^(-2i/dk).
   os << "for (int64_t s = 0; s < seq; ++s)\n";
   os << "  for (int64_t i = 0; i < " << half << "; ++i) {\n";
@@ -45,13 +108,12 @@ void FunctionEmitter::emitRotary(const HeadView &view, const std::string &batch,
   os << "    " << sinT << "[s * " << half
      << " + i] = float(std::sin(angle));\n";
   os << "  }\n";
-  os << "pool.parallelFor(" << batch << " * seq, [&](int64_t t) {\n";
+  os << "pool.parallelFor(" << shape.batch.expr << " * seq, [&](int64_t t) {\n";
   os.indent();
   os << "const int64_t b = t / seq, s = t % seq;\n";
-  os << "for (int64_t h = 0; h < " << heads << "; ++h) {\n";
+  os << "for (int64_t h = 0; h < " << shape.heads << "; ++h) {\n";
   os.indent();
-  os << "float *x = " << view.ptr << " + b * " << view.batchStride << " + h * "
-     << view.headStride << " + s * " << view.rowStride << ";\n";
+  os << "float *x = " << view.at("s") << ";\n";
   os << "for (int64_t i = 0; i < " << half << "; ++i) {\n";
   os.indent();
   os << "const float c = " << cosT << "[s * " << half << " + i], sn = " << sinT
@@ -71,30 +133,172 @@ void FunctionEmitter::emitRotary(const HeadView &view, const std::string &batch,
   os << "}\n";
 }
 
-AttentionTiling FunctionEmitter::emitAttentionCore(
-    ScoreKind score, bool causal, const std::string &batch, int64_t maxBatch,
-    const std::string &sq, int64_t maxSq, const std::string &sk, int64_t maxSk,
-    int64_t heads, int64_t dk, const HeadView &q, const HeadView &k,
-    const HeadView &v, const HeadView &out, ValueRange scoreParams,
-    const std::string &queryOffset, const std::string &cachedKeysT,
-    int64_t cachedKeysLd, AttentionTilingAttr tilingAttr) {
-  AttentionTiling tiling = tilingAttr
-                               ? AttentionTiling{tilingAttr.getQueryRows512(),
-                                                 tilingAttr.getQueryRows256(),
-                                                 tilingAttr.getQueryRows128(),
-                                                 tilingAttr.getKeyBlock(), ""}
-                               : chooseAttentionTiling(maxSq, maxSk);
+LogicalResult FunctionEmitter::emitRotary(RotaryOp op) {
+  auto it = heads.find(op.getInput());
+  if (it == heads.end() || it->second.view.featureStride != 1)
+    return op.emitError("the Highway backend rotates per-head rows of "
+                        "tfm.split_heads or tfm.rotary");
+  Heads in = it->second;
+  std::string offset =
+      op.getOffset() ? scalars[op.getOffset()] : std::string("0");
+  float base = op.getBase().convertToFloat();
+  Heads out = in;
+  // tfm-plan-memory's choice: rotate the rows where they are, or a copy.
+  bool inPlace = op->hasAttr(kRotateInPlace);
+  if (!inPlace) {
+    int64_t d = in.heads * in.dk;
+    Buffer copy = allocate(op.getResult(), {in.batch, staticDim(in.heads),
+                                            in.seq, staticDim(in.dk)});
+    out.view = {copy.ptr, in.seq.expr + " * " + num(d),
+                in.seq.expr + " * " + num(in.dk), in.dk};
+    os << "pool.parallelFor(" << in.batch.expr << " * " << in.heads
+       << ", [&](int64_t t) { // rotated in a copy\n";
+    os.indent();
+    os << "const int64_t b = t / " << in.heads << ", h = t % " << in.heads
+       << ";\n";
+    os << "for (int64_t s = 0; s < " << in.seq.expr << "; ++s)\n";
+    os << "  std::memcpy(" << out.view.at("s") << ", " << in.view.at("s")
+       << ", sizeof(float) * " << in.dk << ");\n";
+    os.unindent();
+    os << "});\n";
+  }
+  emitRotaryRows(out.view, out, op.getStyle(), base, offset);
+  heads[op.getResult()] = out;
+  remark(op, inPlace ? "rotary positions applied in place, in the rows the "
+                       "GEMM wrote"
+                     : "rotary positions applied to a copy of the rows "
+                       "(other ops read them unrotated)");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Key/value caches
+//===----------------------------------------------------------------------===//
+
+LogicalResult FunctionEmitter::emitCacheAppend(CacheAppendOp op) {
+  auto keys = heads.find(op.getKeys()), values = heads.find(op.getValues());
+  if (keys == heads.end() || values == heads.end() ||
+      keys->second.view.featureStride != 1 ||
+      values->second.view.featureStride != 1)
+    return op.emitError("the Highway backend appends per-head rows");
+  const Heads &k = keys->second, &v = values->second;
+  KVCacheType type = op.getCache().getType();
+  std::array<int64_t, 4> ks = type.getKeyStrides(), vs = type.getValueStrides();
+  std::string base = buffers[op.getCache()].ptr;
+  std::string position = scalars[op.getPosition()];
+  os << "{ // append the new keys (transposed) and values to the cache\n";
+  os.indent();
+  os << "const int64_t seq = " << k.seq.expr << ", first = " << position
+     << ";\n";
+  os << "pool.parallelFor(" << k.batch.expr << " * " << k.heads
+     << ", [&](int64_t t) {\n";
+  os.indent();
+  os << "const int64_t b = t / " << k.heads << ", h = t % " << k.heads << ";\n";
+  os << "float *keys = " << base << " + b * " << ks[0] << " + h * " << ks[1]
+     << ";\n";
+  os << "float *vals = " << base << " + " << type.getValuesOffset() << " + b * "
+     << vs[0] << " + h * " << vs[1] << ";\n";
+  os << "k::TransposeRows(" << k.view.at("0") << ", " << k.view.rowStride
+     << ", seq, " << k.dk << ", keys + first * " << ks[2] << ", " << ks[3]
+     << ");\n";
+  os << "for (int64_t s = 0; s < seq; ++s)\n";
+  os << "  std::memcpy(vals + (first + s) * " << vs[2] << ", " << v.view.at("s")
+     << ", sizeof(float) * " << v.dk << ");\n";
+  os.unindent();
+  os << "});\n";
+  os.unindent();
+  os << "}\n";
+  scalars[op.getLength()] = "(" + position + " + " + k.seq.expr + ")";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitCacheRead(CacheReadOp op) {
+  KVCacheType type = op.getCache().getType();
+  std::array<int64_t, 4> ks = type.getKeyStrides(), vs = type.getValueStrides();
+  std::string base = buffers[op.getCache()].ptr;
+  Dim batch{scalars[op.getBatch()], type.getMaxBatch(), false};
+  Dim length{scalars[op.getLength()], type.getMaxSeq(), false};
+  int64_t count = type.getHeads(), dk = type.getHeadDim();
+  heads[op.getKeys()] = {
+      {base, num(ks[0]), num(ks[1]), ks[2], ks[3]}, batch, length, count, dk};
+  heads[op.getValues()] = {{base + " + " + num(type.getValuesOffset()),
+                            num(vs[0]), num(vs[1]), vs[2], vs[3]},
+                           batch,
+                           length,
+                           count,
+                           dk};
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The attention core
+//===----------------------------------------------------------------------===//
+
+LogicalResult FunctionEmitter::emitAttention(AttentionOp op) {
+  auto find = [&](Value v) -> const Heads * {
+    auto it = heads.find(v);
+    return it == heads.end() ? nullptr : &it->second;
+  };
+  const Heads *q = find(op.getQuery()), *k = find(op.getKey()),
+              *v = find(op.getValue());
+  if (!q || !k || !v || q->view.featureStride != 1 ||
+      v->view.featureStride != 1)
+    return op.emitError("the Highway backend attends over per-head views "
+                        "(tfm.split_heads, tfm.rotary, tfm.cache_read)");
+  if (!llvm::all_of(op->getUsers(),
+                    [](Operation *user) { return isa<MergeHeadsOp>(user); }))
+    return op.emitError("the Highway backend stores tfm.attention's heads "
+                        "merged: only tfm.merge_heads may read its result");
+  int64_t d = q->heads * q->dk;
+  Buffer out = allocate(op.getResult(), {q->batch, q->seq, staticDim(d)});
+  HeadView o{out.ptr, q->seq.expr + " * " + num(d), num(q->dk), d};
+  FailureOr<AttentionTiling> tiling = emitAttentionCore(op, *q, *k, *v, o);
+  if (failed(tiling))
+    return failure();
+  if (facts.remarks) {
+    std::string text;
+    llvm::raw_string_ostream what(text);
+    describeAttentionCore(what, op.getScore(), op.getCausal(), *tiling);
+    if (op.getKey().getDefiningOp<CacheReadOp>())
+      what << "; the keys read where the cache holds them (transposed)";
+    what << "; the heads written merged, as tfm.merge_heads reads them";
+    remark(op, text);
+  }
+  return success();
+}
+
+FailureOr<AttentionTiling>
+FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
+                                   const Heads &kh, const Heads &vh,
+                                   const HeadView &out) {
+  ScoreKind score = op.getScore();
+  bool causal = op.getCausal();
+  AttentionTilingAttr tilingAttr = op.getTilingAttr();
+  if (!tilingAttr && score != ScoreKind::Additive)
+    return op.emitError("tfm.attention has no #tfm.attention_tiling: the "
+                        "Highway backend follows tfm-select-attention-tiling");
+  AttentionTiling tiling;
+  if (tilingAttr)
+    tiling = {tilingAttr.getQueryRows512(), tilingAttr.getQueryRows256(),
+              tilingAttr.getQueryRows128(), tilingAttr.getKeyBlock(), ""};
   // The verifier holds these to its ranges; unverified IR from the C++ API
   // must not make a task of no rows or a block of part of a vector.
   for (int64_t *rows :
        {&tiling.queryRows512, &tiling.queryRows256, &tiling.queryRows128})
     *rows = std::clamp<int64_t>(*rows, 1, 16);
   tiling.keyBlock = std::clamp<int64_t>(tiling.keyBlock / 16 * 16, 16, 1024);
-  auto at = [](const HeadView &view, StringRef row) {
-    return llvm::formatv("{0} + b * {1} + h * {2} + {3} * {4}", view.ptr,
-                         view.batchStride, view.headStride, row, view.rowStride)
-        .str();
-  };
+  const HeadView &q = qh.view, &k = kh.view, &v = vh.view;
+  int64_t heads = qh.heads, dk = qh.dk, maxBatch = qh.batch.max,
+          maxSq = qh.seq.max, maxSk = kh.seq.max;
+  const std::string &batch = qh.batch.expr, &sq = qh.seq.expr,
+                    &sk = kh.seq.expr;
+  std::string queryOffset =
+      op.getQueryOffset() ? scalars[op.getQueryOffset()] : std::string("0");
+  ValueRange scoreParams = op.getScoreParams();
+  // Keys a cache holds are transposed already: element (b, h, j, c) at
+  // b*batchStride + h*headStride + j + c*featureStride.
+  bool keysTransposed = k.rowStride == 1 && k.featureStride != 1;
+
   os << "{ // attention core: score " << stringifyScoreKind(score)
      << (causal ? ", causal" : "") << ", " << heads << " heads of " << dk
      << "\n";
@@ -102,7 +306,7 @@ AttentionTiling FunctionEmitter::emitAttentionCore(
   os << "const int64_t batch = " << batch << ", sq = " << sq << ", sk = " << sk
      << ";\n";
 
-  std::string queryRow = at(q, "i");
+  std::string queryRow = q.at("i");
   std::string scoreExpr;
   float scale = score == ScoreKind::ScaledDot
                     ? 1.0f / std::sqrt(static_cast<float>(dk))
@@ -110,8 +314,10 @@ AttentionTiling FunctionEmitter::emitAttentionCore(
   // FLOP terms are evaluated outside this block, over the dims themselves.
   std::string fb = "double(" + batch + ")", fq = "double(" + sq + ")",
               fk = "double(" + sk + ")";
-  std::string pairs = causal ? "(" + fq + " * (" + fq + " + 1) / 2)"
-                             : "(" + fq + " * " + fk + ")";
+  std::string pairs = "(" + fq + " * " + fk + ")";
+  if (causal)
+    pairs = "(" + fq + " * (" + fq + " + 1) / 2 + " + fq + " * double(" +
+            queryOffset + "))";
   if (score == ScoreKind::Bilinear) {
     // q_hᵀ W_h k = (W_hᵀ q_h)·k: fold W into each query row once.
     std::string wPtr = buffers[scoreParams[0]].ptr;
@@ -131,7 +337,6 @@ AttentionTiling FunctionEmitter::emitAttentionCore(
     os.unindent();
     os << "});\n";
     queryRow = qb + " + t * " + num(dk);
-    scoreExpr = "k::Dot(q, " + at(k, "j") + ", " + num(dk) + ")";
     addFlops(
         llvm::formatv("2.0 * {0} * {1} * {2} * {3} * {3}", fb, heads, fq, dk)
             .str());
@@ -155,7 +360,15 @@ AttentionTiling FunctionEmitter::emitAttentionCore(
       os.indent();
       os << "const int64_t b = t / (" << heads << " * " << len << "), h = (t / "
          << len << ") % " << heads << ", j = t % " << len << ";\n";
-      os << "const float *row = " << at(view, "j") << ";\n";
+      if (view.featureStride == 1) {
+        os << "const float *row = " << view.at("j") << ";\n";
+      } else {
+        // A transposed key: its features gathered into one row.
+        os << "float row[" << dk << "];\n";
+        os << "for (int64_t c = 0; c < " << dk << "; ++c)\n";
+        os << "  row[c] = (" << view.at("j") << ")[c * " << view.featureStride
+           << "];\n";
+      }
       os << "for (int64_t a = 0; a < " << a << "; ++a)\n";
       os << "  " << proj << "[t * " << a << " + a] = k::Dot(" << w << " + (h * "
          << a << " + a) * " << dk << ", row, " << dk << ");\n";
@@ -173,50 +386,28 @@ AttentionTiling FunctionEmitter::emitAttentionCore(
     addFlops(llvm::formatv("2.0 * {0} * {1} * {2} * {3}", fb, heads, pairs, a)
                  .str());
   } else {
-    scoreExpr = "k::Dot(q, " + at(k, "j") + ", " + num(dk) + ")";
-    if (score == ScoreKind::ScaledDot)
-      scoreExpr +=
-          " * " + floatLiteral(1.0f / std::sqrt(static_cast<float>(dk)));
     addFlops(llvm::formatv("2.0 * {0} * {1} * {2} * {3}", fb, heads, pairs, dk)
                  .str());
   }
   addFlops(
       llvm::formatv("2.0 * {0} * {1} * {2} * {3}", fb, heads, pairs, dk).str());
 
-  // Dot-product scores read the keys transposed ([batch, heads, dk, sk]):
-  // a block of keys' scores is then dk vector FMAs.
-  std::string keysTransposed = cachedKeysT;
-  std::string keysLd = cachedKeysT.empty() ? "sk" : num(cachedKeysLd);
-  if (score != ScoreKind::Additive && cachedKeysT.empty()) {
-    keysTransposed = scratch("keysT", "batch * " + num(heads * dk) + " * sk",
-                             maxBatch * heads * dk * maxSk);
-    os << "pool.parallelFor(batch * " << heads << ", [&](int64_t t) {\n";
-    os.indent();
-    os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
-    os << "k::TransposeRows(" << at(k, "0") << ", " << k.rowStride << ", sk, "
-       << dk << ", " << keysTransposed << " + t * " << dk << " * sk, sk);\n";
-    os.unindent();
-    os << "});\n";
-  }
-
-  // One query row per task: scores, online softmax and the weighted sum of
-  // value rows in one pass over the keys; the score matrix is never stored.
   std::string keyLimit =
       causal ? "std::min<int64_t>(sk, " + queryOffset + " + i + 1)"
              : std::string("sk");
-  if (keysTransposed.empty()) {
+  if (score == ScoreKind::Additive) {
     // One query row per task, one key at a time.
     os << "pool.parallelFor(batch * " << heads << " * sq, [&](int64_t t) {\n";
     os.indent();
     os << "const int64_t b = t / (" << heads << " * sq), h = (t / sq) % "
        << heads << ", i = t % sq;\n";
     os << "const float *q = " << queryRow << ";\n";
-    os << "float *o = " << at(out, "i") << ";\n";
+    os << "float *o = " << out.at("i") << ";\n";
     os << "k::Zero(o, " << dk << ");\n";
     os << "k::OnlineSoftmax state;\n";
     os << "const int64_t keys = " << keyLimit << ";\n";
     os << "for (int64_t j = 0; j < keys; ++j)\n";
-    os << "  k::OnlineSoftmaxStep(state, " << scoreExpr << ", " << at(v, "j")
+    os << "  k::OnlineSoftmaxStep(state, " << scoreExpr << ", " << v.at("j")
        << ", o, " << dk << ");\n";
     os << "k::Scale(1.0f / state.sum, o, o, " << dk << ");\n";
     os.unindent();
@@ -226,18 +417,35 @@ AttentionTiling FunctionEmitter::emitAttentionCore(
     return tiling;
   }
 
+  // Dot-product scores read the keys transposed ([batch, heads, dk, sk]):
+  // a block of keys' scores is then dk vector FMAs.
+  HeadView keysT = k;
+  if (!keysTransposed) {
+    std::string scratchKeys =
+        scratch("keysT", "batch * " + num(heads * dk) + " * sk",
+                maxBatch * heads * dk * maxSk);
+    os << "pool.parallelFor(batch * " << heads << ", [&](int64_t t) {\n";
+    os.indent();
+    os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
+    os << "k::TransposeRows(" << k.at("0") << ", " << k.rowStride << ", sk, "
+       << dk << ", " << scratchKeys << " + t * " << dk << " * sk, sk);\n";
+    os.unindent();
+    os << "});\n";
+    // Positions next to each other, features sk apart.
+    keysT = {scratchKeys, num(heads * dk) + " * sk", num(dk) + " * sk", 1};
+  }
+  std::string keysLd =
+      keysTransposed ? num(k.featureStride) : std::string("sk");
+
   // queryRows query rows per task, a block of keyBlock keys at a time: each
   // key block is loaded once for all of them; each row keeps its own online
   // softmax (and, causal, its own key limit). The rows of a task are fixed
   // by the shapes and the tiling alone, so results do not depend on the
   // thread count.
-  os << "// Attention tiles ("
-     << (tilingAttr ? "#tfm.attention_tiling"
-                    : "chosen here: no #tfm.attention_tiling")
-     << "): " << tiling.queryRows512 << " query rows a task on 512-bit "
-     << "vectors, " << tiling.queryRows256 << " on 256-bit, "
-     << tiling.queryRows128 << " on 128-bit; blocks of " << tiling.keyBlock
-     << " keys.\n";
+  os << "// Attention tiles (#tfm.attention_tiling): " << tiling.queryRows512
+     << " query rows a task on 512-bit vectors, " << tiling.queryRows256
+     << " on 256-bit, " << tiling.queryRows128 << " on 128-bit; blocks of "
+     << tiling.keyBlock << " keys.\n";
   os << "constexpr size_t queryRows = k::ForVectorBits(" << tiling.queryRows512
      << ", " << tiling.queryRows256 << ", " << tiling.queryRows128 << ");\n";
   os << "constexpr size_t keyBlock = " << tiling.keyBlock << ";\n";
@@ -261,7 +469,7 @@ AttentionTiling FunctionEmitter::emitAttentionCore(
   os << "[[maybe_unused]] const int64_t t = (b * " << heads
      << " + h) * sq + i;\n";
   os << "qs[r] = " << queryRow << ";\n";
-  os << "os[r] = " << at(out, "i") << ";\n";
+  os << "os[r] = " << out.at("i") << ";\n";
   os << "keys[r] = " << keyLimit << ";\n";
   os << "if (r < rows)\n";
   os << "  k::Zero(os[r], " << dk << ");\n";
@@ -273,15 +481,15 @@ AttentionTiling FunctionEmitter::emitAttentionCore(
   os.indent();
   os << "const int64_t n = std::min<int64_t>(keyBlock, keys[rows - 1] - "
         "j0);\n";
-  os << "k::TransposedKeyScoresRows<queryRows, keyBlock>(qs, " << keysTransposed
-     << " + (b * " << heads << " + h) * " << dk << " * " << keysLd << " + j0, "
-     << keysLd << ", n, " << dk << ", " << floatLiteral(scale) << ", s);\n";
+  os << "k::TransposedKeyScoresRows<queryRows, keyBlock>(qs, " << keysT.at("j0")
+     << ", " << keysLd << ", n, " << dk << ", " << floatLiteral(scale)
+     << ", s);\n";
   os << "size_t blockKeys[queryRows];\n";
   os << "for (int64_t r = 0; r < rows; ++r)\n";
   os << "  blockKeys[r] = size_t(std::clamp<int64_t>(keys[r] - j0, 0, n));\n";
   os << "k::OnlineSoftmaxBlockRows<queryRows, keyBlock>(states, s, n, "
         "blockKeys, rows, "
-     << at(v, "j0") << ", " << v.rowStride << ", os, " << dk << ");\n";
+     << v.at("j0") << ", " << v.rowStride << ", os, " << dk << ");\n";
   os.unindent();
   os << "}\n";
   os << "for (int64_t r = 0; r < rows; ++r)\n";
@@ -291,189 +499,6 @@ AttentionTiling FunctionEmitter::emitAttentionCore(
   os.unindent();
   os << "}\n";
   return tiling;
-}
-
-LogicalResult FunctionEmitter::emitMultiHeadAttention(MultiHeadAttentionOp op) {
-  Buffer x = buffers[op.getQuery()];
-  int64_t rank = x.dims.size();
-  if (rank != 3)
-    return op.emitError("the Highway backend expects [batch, seq, d_model]");
-  int64_t d = op.getQuery().getType().getDimSize(2);
-  int64_t heads = op.getNumHeads(), dk = d / heads;
-  const Dim &batch = x.dims[0], &seq = x.dims[1];
-  std::string rows = product(ArrayRef<Dim>(x.dims).take_front(2));
-  int64_t maxRows = batch.max * seq.max;
-  // Self-attention projects Q, K and V together: in_proj packed as one
-  // segment of 3 x d_model rows, as tfm-fuse-attention's GEMM packs it (one
-  // packed copy when both forms are in a model). Otherwise Q and K/V are
-  // separate GEMMs over segments of d_model rows.
-  int64_t inSegments = op.isSelfAttention() ? 1 : 3;
-  std::string wIn =
-      packedWeight(op.getInProjWeight(), inSegments, 3 * d / inSegments);
-  std::string bIn = buffers[op.getInProjBias()].ptr;
-
-  HeadView q, k, v;
-  Dim keySeq = seq;
-  std::string position =
-      op.getPosition() ? scalars[op.getPosition()] : std::string("0");
-  if (op.isSelfAttention()) {
-    std::string qkv =
-        scratch("qkv", rows + " * " + num(3 * d), maxRows * 3 * d);
-    emitMatmul("in_proj (Q, K, V)", rows, maxRows, x.ptr, d, wIn, 0, 1, 3 * d,
-               d, bIn, qkv, 3 * d, std::nullopt);
-    emitStackedHeads(qkv, batch, seq, heads, dk, op.getRope(), op.getRopeBase(),
-                     position, q, k, v);
-  } else {
-    std::string qp = scratch("q", rows + " * " + num(d), maxRows * d);
-    emitMatmul("in_proj (Q)", rows, maxRows, x.ptr, d, wIn, 0, 1, d, d, bIn, qp,
-               d, std::nullopt);
-    q = {qp, seq.expr + " * " + num(d), dk, d};
-    // Over a read-only cache the keys and values are already projected.
-    if (Value memory = op.getMemory()) {
-      Buffer mem = buffers[memory];
-      keySeq = mem.dims[1];
-      std::string memRows = product(ArrayRef<Dim>(mem.dims).take_front(2));
-      int64_t maxMemRows = mem.dims[0].max * keySeq.max;
-      std::string kv =
-          scratch("kv", memRows + " * " + num(2 * d), maxMemRows * 2 * d);
-      emitMatmul("in_proj (K, V) of memory", memRows, maxMemRows, mem.ptr, d,
-                 wIn, 1, 2, d, d, bIn, kv, 2 * d, std::nullopt);
-      std::string stride = keySeq.expr + " * " + num(2 * d);
-      k = {kv, stride, dk, 2 * d};
-      v = {kv + " + " + num(d), stride, dk, 2 * d};
-    }
-  }
-  std::string cachedKeysT;
-  int64_t cacheSeq = 0;
-  if (Value cache = op.getCache()) {
-    // The new positions' keys and values (of the queries' rows, or of the
-    // memory's) go into the cache at `position`; attention then reads every
-    // position so far from it. A read-only cache only reads its first
-    // `position` positions. Keys are stored transposed ([b, h, dk, seq]) for
-    // dot-product scores, as rows for additive ones; values as rows
-    // ([b, h, seq, dk]) after all keys.
-    auto type = cast<KVCacheType>(cache.getType());
-    cacheSeq = type.getMaxSeq();
-    std::string base = buffers[cache].ptr;
-    std::string values =
-        base + " + " + num(type.getMaxBatch() * heads * dk * cacheSeq);
-    bool transposed = op.getScore() != ScoreKind::Additive;
-    auto at = [](const HeadView &view, StringRef row) {
-      return llvm::formatv("{0} + b * {1} + h * {2} + {3} * {4}", view.ptr,
-                           view.batchStride, view.headStride, row,
-                           view.rowStride)
-          .str();
-    };
-    bool readOnly = op.getCacheReadOnly();
-    if (!readOnly) {
-      os << "{ // append the new keys and values to the cache\n";
-      os.indent();
-      os << "const int64_t seq = " << keySeq.expr << ", first = " << position
-         << ";\n";
-      os << "pool.parallelFor(" << batch.expr << " * " << heads
-         << ", [&](int64_t t) {\n";
-      os.indent();
-      os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
-      os << "float *keys = " << base << " + t * " << dk * cacheSeq << ";\n";
-      os << "float *vals = " << values << " + t * " << dk * cacheSeq << ";\n";
-      if (transposed)
-        os << "k::TransposeRows(" << at(k, "0") << ", " << k.rowStride
-           << ", seq, " << dk << ", keys + first, " << cacheSeq << ");\n";
-      os << "for (int64_t s = 0; s < seq; ++s) {\n";
-      if (!transposed)
-        os << "  std::memcpy(keys + (first + s) * " << dk << ", " << at(k, "s")
-           << ", sizeof(float) * " << dk << ");\n";
-      os << "  std::memcpy(vals + (first + s) * " << dk << ", " << at(v, "s")
-         << ", sizeof(float) * " << dk << ");\n";
-      os << "}\n";
-      os.unindent();
-      os << "});\n";
-      os.unindent();
-      os << "}\n";
-    }
-    std::string perBatch = num(heads * cacheSeq * dk);
-    if (transposed)
-      cachedKeysT = base;
-    else
-      k = {base, perBatch, cacheSeq * dk, dk};
-    v = {values, perBatch, cacheSeq * dk, dk};
-    keySeq = readOnly ? Dim{position, cacheSeq, false}
-                      : Dim{"(" + position + " + " + keySeq.expr + ")",
-                            cacheSeq, false};
-  }
-  std::string merged = scratch("heads", rows + " * " + num(d), maxRows * d);
-  HeadView o{merged, seq.expr + " * " + num(d), dk, d};
-  AttentionTiling tiling = emitAttentionCore(
-      op.getScore(), op.getCausal(), batch.expr, batch.max, seq.expr, seq.max,
-      keySeq.expr, keySeq.max, heads, dk, q, k, v, o, op.getScoreParams(),
-      position, cachedKeysT, cacheSeq);
-  Buffer out = allocate(op.getResult(), x.dims);
-  emitMatmul("out_proj", rows, maxRows, merged, d,
-             packedWeight(op.getOutProjWeight(), 1, d), 0, 1, d, d,
-             buffers[op.getOutProjBias()].ptr, out.ptr, d, std::nullopt);
-  if (facts.remarks)
-    remark(op, describeAttentionFusion(op, tiling));
-  return success();
-}
-
-void FunctionEmitter::emitStackedHeads(
-    const std::string &qkv, const Dim &batch, const Dim &seq, int64_t heads,
-    int64_t dk, std::optional<RopeStyle> rope, std::optional<APFloat> ropeBase,
-    const std::string &position, HeadView &q, HeadView &k, HeadView &v) {
-  int64_t d = heads * dk;
-  std::string stride = seq.expr + " * " + num(3 * d);
-  q = {qkv, stride, dk, 3 * d};
-  k = {qkv + " + " + num(d), stride, dk, 3 * d};
-  v = {qkv + " + " + num(2 * d), stride, dk, 3 * d};
-  if (!rope)
-    return;
-  float base = ropeBaseOrDefault(ropeBase);
-  emitRotary(q, batch.expr, seq.expr, seq.max, heads, dk, *rope, base,
-             position);
-  emitRotary(k, batch.expr, seq.expr, seq.max, heads, dk, *rope, base,
-             position);
-}
-
-LogicalResult FunctionEmitter::emitFlashAttention(FlashAttentionOp op) {
-  Buffer qkv = buffers[op.getQkv()];
-  if (qkv.dims.size() != 3)
-    return op.emitError("the Highway backend expects [batch, seq, 3*d_model]");
-  int64_t d = op.getQkv().getType().getDimSize(2) / 3;
-  int64_t heads = op.getNumHeads(), dk = d / heads;
-  const Dim &batch = qkv.dims[0], &seq = qkv.dims[1];
-  std::string rows = product(ArrayRef<Dim>(qkv.dims).take_front(2));
-  std::string rowsIn = qkv.ptr;
-  // Rotary positions rotate the queries and keys where they are: only in a
-  // buffer that no other op reads and that is this function's own.
-  if (op.getRope() &&
-      !(op.getQkv().hasOneUse() && frameValues.count(op.getQkv()))) {
-    rowsIn = scratch("qkv", rows + " * " + num(3 * d),
-                     maxProduct(ArrayRef<Dim>(qkv.dims)));
-    os << "std::memcpy(" << rowsIn << ", " << qkv.ptr << ", sizeof(float) * "
-       << rows << " * " << 3 * d << ");\n";
-  }
-  HeadView q, k, v;
-  emitStackedHeads(rowsIn, batch, seq, heads, dk, op.getRope(),
-                   op.getRopeBase(), "0", q, k, v);
-  Buffer out = allocate(op.getResult(), {batch, seq, staticDim(d)});
-  HeadView o{out.ptr, seq.expr + " * " + num(d), dk, d};
-  AttentionTiling tiling = emitAttentionCore(
-      op.getScore(), op.getCausal(), batch.expr, batch.max, seq.expr, seq.max,
-      seq.expr, seq.max, heads, dk, q, k, v, o, op.getScoreParams(), "0", "", 0,
-      op.getTilingAttr());
-  if (facts.remarks) {
-    std::string text;
-    llvm::raw_string_ostream what(text);
-    if (op.getRope())
-      what << "rotary positions applied to Q and K "
-           << (rowsIn == qkv.ptr ? "in place"
-                                 : "in a copy of the rows (other "
-                                   "ops read them too)")
-           << "; ";
-    describeAttentionCore(what, op.getScore(), op.getCausal(), tiling);
-    remark(op, text);
-  }
-  return success();
 }
 
 void FunctionEmitter::describeAttentionCore(llvm::raw_ostream &what,
@@ -504,30 +529,6 @@ void FunctionEmitter::describeAttentionCore(llvm::raw_ostream &what,
   if (causal)
     what << "; causal mask in the loop bounds: each query row stops at its "
             "own position, no key above the diagonal is scored";
-}
-
-std::string
-FunctionEmitter::describeAttentionFusion(MultiHeadAttentionOp op,
-                                         const AttentionTiling &tiling) {
-  std::string text;
-  llvm::raw_string_ostream what(text);
-  if (op.isSelfAttention())
-    what << "Q, K and V projections fused into one GEMM over the stacked "
-            "in_proj weight";
-  else if (op.getMemory())
-    what << "Q projected by one GEMM over in_proj's first d_model rows, K and "
-            "V of the memory fused into one GEMM over the other 2 x d_model";
-  else
-    what << "Q projected by one GEMM over in_proj's first d_model rows; K and "
-            "V read from the cache (projected when it was filled)";
-  if (op.getRope())
-    what << "; rotary positions applied to Q and K in place";
-  if (op.getCache() && !op.getCacheReadOnly())
-    what << "; the new keys and values appended to the cache";
-  what << "; ";
-  describeAttentionCore(what, op.getScore(), op.getCausal(), tiling);
-  what << "; out_proj one GEMM, its bias added as each tile is stored";
-  return text;
 }
 
 } // namespace tfm::hwy

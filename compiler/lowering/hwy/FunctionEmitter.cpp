@@ -12,6 +12,7 @@
 #include "tfm/Transforms/MemoryPlan.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
@@ -352,6 +353,16 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
     scalars[constant] = num(constant.value());
     return success();
   }
+  if (auto dim = dyn_cast<tensor::DimOp>(op)) {
+    std::optional<int64_t> index = dim.getConstantIndex();
+    auto it = buffers.find(dim.getSource());
+    if (!index || it == buffers.end() || *index < 0 ||
+        *index >= int64_t(it->second.dims.size()))
+      return dim.emitError("the Highway backend reads constant dimensions "
+                           "of tensors only");
+    scalars[dim] = it->second.dims[*index].expr;
+    return success();
+  }
   if (auto cache = dyn_cast<CacheOp>(op)) {
     auto it = facts.cacheIndex.find(cache.getName());
     if (it == facts.cacheIndex.end())
@@ -364,18 +375,23 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       .Case([&](LinearOp o) { return emitLinear(o); })
       .Case([&](EmbeddingOp o) { return emitEmbedding(o); })
       .Case([&](PositionEncodingOp o) { return emitPositions(o); })
-      .Case([&](MultiHeadAttentionOp o) { return emitMultiHeadAttention(o); })
-      .Case([&](FlashAttentionOp o) { return emitFlashAttention(o); })
+      .Case([&](SliceRowsOp o) { return emitSliceRows(o); })
+      .Case([&](SplitHeadsOp o) { return emitSplitHeads(o); })
+      .Case([&](MergeHeadsOp o) { return emitMergeHeads(o); })
+      .Case([&](RotaryOp o) { return emitRotary(o); })
+      .Case([&](CacheAppendOp o) { return emitCacheAppend(o); })
+      .Case([&](CacheReadOp o) { return emitCacheRead(o); })
+      .Case([&](AttentionOp o) { return emitAttention(o); })
       .Case([&](LayerNormOp o) { return emitLayerNorm(o); })
       .Case([&](TakeLastOp o) { return emitTakeLast(o); })
-      .Case([&](FeedForwardOp o) { return emitFeedForward(o); })
       .Case([&](AddOp o) { return emitAdd(o); })
       .Case([&](AddLayerNormOp o) { return emitAddLayerNorm(o); })
       .Case([&](func::CallOp o) { return emitCall(o); })
       .Case([&](func::ReturnOp o) { return emitReturn(o); })
       .Default([&](Operation *o) {
         return o->emitError("the Highway backend cannot lower '")
-               << o->getName() << "' yet";
+               << o->getName()
+               << "' (graph-level ops are decomposed by tfm-optimize first)";
       });
 }
 
@@ -453,28 +469,6 @@ LogicalResult FunctionEmitter::emitLayerNorm(LayerNormOp op) {
      << floatLiteral(op.getEps().convertToFloat()) << ", " << d << ", "
      << out.ptr << " + r * " << d << ");\n";
   os << "});\n";
-  return success();
-}
-
-LogicalResult FunctionEmitter::emitFeedForward(FeedForwardOp op) {
-  Buffer x = buffers[op.getInput()];
-  int64_t d = op.getInput().getType().getShape().back();
-  int64_t ff = op.getW1().getType().getDimSize(0);
-  ArrayRef<Dim> lead = ArrayRef<Dim>(x.dims).drop_back();
-  std::string rows = product(lead);
-  int64_t maxRows = maxProduct(lead);
-  std::string hidden = scratch("hidden", rows + " * " + num(ff), maxRows * ff);
-  emitMatmul("linear1 + activation", rows, maxRows, x.ptr, d,
-             packedWeight(op.getW1(), 1, ff), 0, 1, ff, d,
-             buffers[op.getB1()].ptr, hidden, ff, op.getActivation());
-  Buffer out = allocate(op.getResult(), x.dims);
-  emitMatmul("linear2", rows, maxRows, hidden, ff,
-             packedWeight(op.getW2(), 1, d), 0, 1, d, ff,
-             buffers[op.getB2()].ptr, out.ptr, d, std::nullopt);
-  remark(op, Twine("bias and ") + stringifyActivation(op.getActivation()) +
-                 " fused into the first GEMM (applied to each register tile "
-                 "as it is stored, while in cache); bias fused into the "
-                 "second; the hidden activations are one arena buffer");
   return success();
 }
 

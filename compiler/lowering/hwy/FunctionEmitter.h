@@ -12,6 +12,7 @@
 #include "tfm/Lowering/HighwayEmitter.h"
 #include "tfm/Lowering/ModelGlue.h"
 #include "tfm/Transforms/AttentionTiling.h"
+#include "tfm/Transforms/GemmTiling.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/IndentedOstream.h"
@@ -105,12 +106,15 @@ private:
   mlir::LogicalResult emitLinear(mlir::tfm::LinearOp op);
   mlir::LogicalResult emitEmbedding(mlir::tfm::EmbeddingOp op);
   mlir::LogicalResult emitPositions(mlir::tfm::PositionEncodingOp op);
-  mlir::LogicalResult
-  emitMultiHeadAttention(mlir::tfm::MultiHeadAttentionOp op);
-  mlir::LogicalResult emitFlashAttention(mlir::tfm::FlashAttentionOp op);
+  mlir::LogicalResult emitSliceRows(mlir::tfm::SliceRowsOp op);
+  mlir::LogicalResult emitSplitHeads(mlir::tfm::SplitHeadsOp op);
+  mlir::LogicalResult emitMergeHeads(mlir::tfm::MergeHeadsOp op);
+  mlir::LogicalResult emitRotary(mlir::tfm::RotaryOp op);
+  mlir::LogicalResult emitCacheAppend(mlir::tfm::CacheAppendOp op);
+  mlir::LogicalResult emitCacheRead(mlir::tfm::CacheReadOp op);
+  mlir::LogicalResult emitAttention(mlir::tfm::AttentionOp op);
   mlir::LogicalResult emitLayerNorm(mlir::tfm::LayerNormOp op);
   mlir::LogicalResult emitTakeLast(mlir::tfm::TakeLastOp op);
-  mlir::LogicalResult emitFeedForward(mlir::tfm::FeedForwardOp op);
   mlir::LogicalResult emitAdd(mlir::tfm::AddOp op);
   mlir::LogicalResult emitAddLayerNorm(mlir::tfm::AddLayerNormOp op);
   mlir::LogicalResult emitCall(mlir::func::CallOp op);
@@ -122,55 +126,55 @@ private:
   /// `segments` x `segmentRows` output rows.
   std::string packedWeight(mlir::Value v, int64_t segments,
                            int64_t segmentRows);
+  /// The packed panels `op` multiplies by (its weight's, or those of the
+  /// stacked weight a tfm.slice_rows takes its rows from).
+  std::string packedWeight(const mlir::tfm::GemmWeight &weight);
 
   /// out[r, c] = sum_k x[r, k] W[c, k] (+ bias[c]) (then act) (+
-  /// residual[r, c]) for `rows` rows and the `segments` x `segmentRows`
-  /// columns of packed W, starting at W's segment `firstSegment`; rows of x
-  /// and out are `xStride` and `outStride` floats apart, rows of `residual`
+  /// residual[r, c]) for `rows` rows and the `segments`
+  /// x `segmentRows` columns of packed W, starting at W's segment
+  /// `firstSegment`; bias[0] is the first of those columns'. Rows of x and
+  /// out are `xStride` and `outStride` floats apart, rows of `residual`
   /// (when not empty) `outStride` too. The panels are taken in the order
-  /// `tiling` says (a tfm.linear's, from tfm-select-gemm-tiling) or, for
-  /// the GEMMs inside other ops, in the order that pass would choose for at
-  /// most `maxRows` rows.
+  /// `tiling` says (from tfm-select-gemm-tiling).
   void emitMatmul(llvm::StringRef what, const std::string &rows,
-                  int64_t maxRows, const std::string &x, int64_t xStride,
+                  const std::string &x, int64_t xStride,
                   const std::string &packedW, int64_t firstSegment,
                   int64_t segments, int64_t segmentRows, int64_t k,
                   const std::string &bias, const std::string &out,
                   int64_t outStride, std::optional<mlir::tfm::Activation> act,
-                  const std::string &residual = "",
-                  mlir::tfm::GemmTilingAttr tiling = {});
+                  const std::string &residual,
+                  mlir::tfm::GemmTilingAttr tiling);
 
-  /// A strided view for attention: element (b, h, i, c) of the tensor is at
-  /// ptr + b*batchStride + h*headStride + i*rowStride + c.
+  /// A strided view of per-head rows ([batch, heads, seq, dk]): element
+  /// (b, h, i, c) is at ptr + b*batchStride + h*headStride + i*rowStride +
+  /// c*featureStride. Rows are contiguous (featureStride 1) but for the
+  /// keys of a cache, which its type stores transposed (rowStride 1).
   struct HeadView {
     std::string ptr;
     std::string batchStride;
-    int64_t headStride;
+    std::string headStride;
     int64_t rowStride;
+    int64_t featureStride = 1;
+    /// The address of row `row` of head h of sequence b, as C++.
+    std::string at(llvm::StringRef row) const;
   };
-  void emitRotary(const HeadView &view, const std::string &batch,
-                  const std::string &seq, int64_t maxSeq, int64_t heads,
-                  int64_t dk, mlir::tfm::RopeStyle style, float base,
-                  const std::string &offset);
-  /// Views of the heads of stacked query/key/value rows ([batch, seq, 3*d]
-  /// at `qkv`); with `rope`, rotates the queries and keys in place
-  /// (positions from `position`).
-  void emitStackedHeads(const std::string &qkv, const Dim &batch,
-                        const Dim &seq, int64_t heads, int64_t dk,
-                        std::optional<mlir::tfm::RopeStyle> rope,
-                        std::optional<llvm::APFloat> ropeBase,
-                        const std::string &position, HeadView &q, HeadView &k,
-                        HeadView &v);
-  /// The attention core; returns the tiles its blocked form takes:
-  /// `tilingAttr`'s, else chooseAttentionTiling's for maxSq and maxSk.
-  mlir::tfm::AttentionTiling emitAttentionCore(
-      mlir::tfm::ScoreKind score, bool causal, const std::string &batch,
-      int64_t maxBatch, const std::string &sq, int64_t maxSq,
-      const std::string &sk, int64_t maxSk, int64_t heads, int64_t dk,
-      const HeadView &q, const HeadView &k, const HeadView &v,
-      const HeadView &out, mlir::ValueRange scoreParams,
-      const std::string &queryOffset, const std::string &cachedKeysT,
-      int64_t cachedKeysLd, mlir::tfm::AttentionTilingAttr tilingAttr = {});
+  /// A per-head value in generated code: where its elements are and its
+  /// dimensions.
+  struct Heads {
+    HeadView view;
+    Dim batch, seq;
+    int64_t heads, dk;
+  };
+  /// Rotates the rows of `view` in place (positions from `offset`).
+  void emitRotaryRows(const HeadView &view, const Heads &shape,
+                      mlir::tfm::RopeStyle style, float base,
+                      const std::string &offset);
+  /// The attention core of `op` into `out`; returns the tiles its blocked
+  /// form takes (`op`'s tiling; additive scores have none).
+  mlir::FailureOr<mlir::tfm::AttentionTiling>
+  emitAttentionCore(mlir::tfm::AttentionOp op, const Heads &q, const Heads &k,
+                    const Heads &v, const HeadView &out);
 
   /// The buffer of `value`, a result of the op being emitted: the
   /// function's result pointer when `value` is what it returns, else its
@@ -195,9 +199,6 @@ private:
   void describeAttentionCore(llvm::raw_ostream &what,
                              mlir::tfm::ScoreKind score, bool causal,
                              const mlir::tfm::AttentionTiling &tiling);
-  /// What emitMultiHeadAttention's code for `op` fuses, and what not.
-  std::string describeAttentionFusion(mlir::tfm::MultiHeadAttentionOp op,
-                                      const mlir::tfm::AttentionTiling &tiling);
   /// With `facts.remarks`: a remark at `op` saying what its code fuses.
   void remark(mlir::Operation *op, const llvm::Twine &what);
 
@@ -224,6 +225,9 @@ private:
   size_t calleeBytes = 0;
 
   llvm::DenseMap<mlir::Value, Buffer> buffers;
+  /// Per-head values (tfm.split_heads, tfm.rotary, tfm.cache_read and
+  /// tfm.attention results): views, not buffers of their own.
+  llvm::DenseMap<mlir::Value, Heads> heads;
   /// Index values (positions) as C++ int64_t expressions.
   llvm::DenseMap<mlir::Value, std::string> scalars;
   llvm::DenseMap<mlir::Value, unsigned> resultIndex;

@@ -19,12 +19,11 @@ using namespace mlir::tfm;
 namespace tfm::hwy {
 
 void FunctionEmitter::emitMatmul(
-    StringRef what, const std::string &rows, int64_t maxRows,
-    const std::string &x, int64_t xStride, const std::string &packedW,
-    int64_t firstSegment, int64_t segments, int64_t segmentRows, int64_t k,
-    const std::string &bias, const std::string &out, int64_t outStride,
-    std::optional<Activation> act, const std::string &residual,
-    GemmTilingAttr tilingAttr) {
+    StringRef what, const std::string &rows, const std::string &x,
+    int64_t xStride, const std::string &packedW, int64_t firstSegment,
+    int64_t segments, int64_t segmentRows, int64_t k, const std::string &bias,
+    const std::string &out, int64_t outStride, std::optional<Activation> act,
+    const std::string &residual, GemmTilingAttr tilingAttr) {
   int64_t perSegment =
       (segmentRows + kGemmPanelColumns - 1) / kGemmPanelColumns;
   int64_t panels = segments * perSegment;
@@ -33,13 +32,11 @@ void FunctionEmitter::emitMatmul(
      << k << "]^T (packed) -> [" << rows << ", " << n << "]\n";
   os.indent();
   // The order of the tasks and the prefetch (GemmTiling.h says why).
-  GemmTiling tiling =
-      tilingAttr ? GemmTiling{{tilingAttr.getRows512(), tilingAttr.getRows256(),
-                               tilingAttr.getRows128()},
-                              tilingAttr.getL2Panels(),
-                              tilingAttr.getPrefetch(),
-                              ""}
-                 : chooseGemmTiling(maxRows, k, panels, facts.cache);
+  GemmTiling tiling{{tilingAttr.getRows512(), tilingAttr.getRows256(),
+                     tilingAttr.getRows128()},
+                    tilingAttr.getL2Panels(),
+                    tilingAttr.getPrefetch(),
+                    ""};
   const int64_t width = kGemmPanelColumns, panelFloats = width * k;
   int64_t panelBytes = panelFloats * int64_t(sizeof(float));
   int64_t blockPanels = std::clamp<int64_t>(tiling.l2Panels, 1, panels);
@@ -49,11 +46,9 @@ void FunctionEmitter::emitMatmul(
        {&tiling.rows.rows512, &tiling.rows.rows256, &tiling.rows.rows128})
     *r = std::clamp<int64_t>(*r, 1, 16);
   os << "const int64_t rows = " << rows << ";\n";
-  os << "// Register tiles ("
-     << (tilingAttr ? "#tfm.gemm_tiling" : "chosen here: no #tfm.gemm_tiling")
-     << "): " << tiling.rows.rows512 << " x " << width
-     << " on 512-bit vectors, " << tiling.rows.rows256 << " x " << width
-     << " on 256-bit, " << tiling.rows.rows128 << " x " << width
+  os << "// Register tiles (#tfm.gemm_tiling): " << tiling.rows.rows512 << " x "
+     << width << " on 512-bit vectors, " << tiling.rows.rows256 << " x "
+     << width << " on 256-bit, " << tiling.rows.rows128 << " x " << width
      << " on 128-bit.\n";
   os << "constexpr size_t tileRows = k::ForVectorBits(" << tiling.rows.rows512
      << ", " << tiling.rows.rows256 << ", " << tiling.rows.rows128 << ");\n";
@@ -91,7 +86,7 @@ void FunctionEmitter::emitMatmul(
   }
   std::string biasArg = "nullptr";
   if (!bias.empty())
-    biasArg = bias + " + " + num(firstSegment * segmentRows) + " + col";
+    biasArg = bias + " + col";
   std::string panelAt =
       packedW + " + (" + num(firstSegment * perSegment) + " + panel) * ";
   // Panel by panel, what the tiles prefetch of the next panel (the thread's
@@ -163,24 +158,12 @@ LogicalResult FunctionEmitter::findPackedArguments() {
     slot = spec;
     return success();
   };
-  WalkResult result = func.walk([&](Operation *op) -> WalkResult {
-    LogicalResult r = success();
-    if (auto linear = dyn_cast<LinearOp>(op)) {
-      RankedTensorType w = linear.getWeight().getType();
-      r = mark(linear.getWeight(), 1, w.getDimSize(0), w.getDimSize(1));
-    } else if (auto ffn = dyn_cast<FeedForwardOp>(op)) {
-      RankedTensorType w1 = ffn.getW1().getType(), w2 = ffn.getW2().getType();
-      if (succeeded(
-              r = mark(ffn.getW1(), 1, w1.getDimSize(0), w1.getDimSize(1))))
-        r = mark(ffn.getW2(), 1, w2.getDimSize(0), w2.getDimSize(1));
-    } else if (auto mha = dyn_cast<MultiHeadAttentionOp>(op)) {
-      int64_t d = mha.getQuery().getType().getShape().back();
-      int64_t inSegments = mha.isSelfAttention() ? 1 : 3;
-      if (succeeded(r = mark(mha.getInProjWeight(), inSegments,
-                             3 * d / inSegments, d)))
-        r = mark(mha.getOutProjWeight(), 1, d, d);
-    }
-    return failed(r) ? WalkResult::interrupt() : WalkResult::advance();
+  WalkResult result = func.walk([&](LinearOp linear) -> WalkResult {
+    GemmWeight w = gemmWeight(linear);
+    return failed(mark(w.packed, w.segments, w.segmentRows,
+                       linear.getWeight().getType().getDimSize(1)))
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
   });
   return failure(result.wasInterrupted());
 }
@@ -202,6 +185,10 @@ std::string FunctionEmitter::packedWeight(Value v, int64_t segments,
   return "w[" + num(facts.paramIndex.size() + index) + "]";
 }
 
+std::string FunctionEmitter::packedWeight(const GemmWeight &weight) {
+  return packedWeight(weight.packed, weight.segments, weight.segmentRows);
+}
+
 LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
   Buffer x = buffers[op.getInput()];
   int64_t n = op.getWeight().getType().getDimSize(0);
@@ -211,7 +198,7 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
   outDims.push_back(staticDim(n));
   std::string bias = op.getBias() ? buffers[op.getBias()].ptr : "";
   std::string residual = op.getResidual() ? buffers[op.getResidual()].ptr : "";
-  std::string packed = packedWeight(op.getWeight(), 1, n);
+  GemmWeight weight = gemmWeight(op);
   Buffer out = allocate(op.getResult(), outDims);
   std::optional<Activation> act = op.getActivation();
   std::string what = "linear";
@@ -219,8 +206,13 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
     what += " + " + stringifyActivation(*act).str();
   if (!residual.empty())
     what += " + residual";
-  emitMatmul(what, product(lead), maxProduct(lead), x.ptr, k, packed, 0, 1, n,
-             k, bias, out.ptr, n, act, residual, op.getTilingAttr());
+  GemmTilingAttr tiling = op.getTilingAttr();
+  if (!tiling)
+    return op.emitError("tfm.linear has no #tfm.gemm_tiling: the Highway "
+                        "backend follows tfm-select-gemm-tiling");
+  emitMatmul(what, product(lead), x.ptr, k, packedWeight(weight),
+             weight.firstSegment, weight.usedSegments, weight.segmentRows, k,
+             bias, out.ptr, n, act, residual, tiling);
   if (!facts.remarks)
     return success();
   SmallVector<std::string> epilogue;

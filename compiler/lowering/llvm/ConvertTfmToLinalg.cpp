@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LinalgBuilder.h"
+#include "tfm/Transforms/GemmTiling.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -62,7 +63,14 @@ struct LowerAdd : TfmLowering<AddOp> {
 struct LowerLinear : TfmLowering<LinearOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(LinearOp op, TensorBuilder &tb) const override {
-    Value y = tb.linear(op.getInput(), op.getWeight(), op.getBias());
+    // Rows of a stacked weight are segments of its packed panels.
+    GemmWeight w = gemmWeight(op);
+    Value panels = tb.packedOf(w.packed);
+    Value y = panels ? tb.linearSegments(op.getInput(), panels, w.firstSegment,
+                                         w.usedSegments, w.segmentRows,
+                                         op.getBias())
+                     : tb.linearUnpacked(op.getInput(), op.getWeight(),
+                                         op.getBias());
     if (std::optional<Activation> act = op.getActivation())
       y = tb.activation(y, *act);
     if (Value residual = op.getResidual())
@@ -105,19 +113,30 @@ struct LowerSoftmax : TfmLowering<SoftmaxOp> {
   }
 };
 
-struct LowerFeedForward : TfmLowering<FeedForwardOp> {
+struct LowerSliceRows : TfmLowering<SliceRowsOp> {
   using TfmLowering::TfmLowering;
-  FailureOr<Value> lower(FeedForwardOp op, TensorBuilder &tb) const override {
-    Value hidden = tb.linear(op.getInput(), op.getW1(), op.getB1());
-    hidden = tb.activation(hidden, op.getActivation());
-    return tb.linear(hidden, op.getW2(), op.getB2());
+  FailureOr<Value> lower(SliceRowsOp op, TensorBuilder &tb) const override {
+    // The rows of a GEMM weight are read from its packed panels
+    // (LowerLinear); the slice then dies.
+    if (llvm::all_of(op->getUses(), [](OpOperand &use) {
+          auto linear = dyn_cast<LinearOp>(use.getOwner());
+          return linear && use.get() == linear.getWeight();
+        }))
+      return failure();
+    return tb.rows(op.getInput(), op.getOffset(), op.getType().getDimSize(0));
   }
 };
 
 struct LowerSplitHeads : TfmLowering<SplitHeadsOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(SplitHeadsOp op, TensorBuilder &tb) const override {
-    return tb.splitHeads(op.getInput(), op.getNumHeads());
+    Value x = op.getInput();
+    if (op.getPartCount() != 1) {
+      int64_t d = cast<RankedTensorType>(x.getType()).getShape().back() /
+                  op.getPartCount();
+      x = tb.features(x, op.getPartIndex() * d, d);
+    }
+    return tb.splitHeads(x, op.getNumHeads());
   }
 };
 
@@ -132,7 +151,7 @@ struct LowerRotary : TfmLowering<RotaryOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(RotaryOp op, TensorBuilder &tb) const override {
     return tb.rotary(op.getInput(), op.getStyle(),
-                     op.getBase().convertToFloat(), Value());
+                     op.getBase().convertToFloat(), op.getOffset());
   }
 };
 
@@ -140,86 +159,58 @@ struct LowerAttention : TfmLowering<AttentionOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(AttentionOp op, TensorBuilder &tb) const override {
     return tb.attention(op.getScore(), op.getQuery(), op.getKey(),
-                        op.getValue(), op.getScoreParams(), op.getCausal());
+                        op.getValue(), op.getScoreParams(), op.getCausal(),
+                        op.getQueryOffset());
   }
 };
 
-struct LowerMultiHeadAttention : TfmLowering<MultiHeadAttentionOp> {
-  using TfmLowering::TfmLowering;
-  FailureOr<Value> lower(MultiHeadAttentionOp op,
-                         TensorBuilder &tb) const override {
-    int64_t d = op.getQuery().getType().getShape().back();
-    int64_t heads = op.getNumHeads();
-    Value w = op.getInProjWeight(), bias = op.getInProjBias();
-    Value cache = op.getCache(), pos = op.getPosition();
-    OpFoldResult batch = tb.sizes(op.getQuery())[0];
-    Value q, k, v, keyOffset;
-    if (cache && op.getCacheReadOnly()) {
-      // Cross-attention over the `pos` positions an earlier call appended.
-      q = tb.splitHeads(tb.projectSegments(op.getQuery(), w, bias, 0, 1, d)[0],
-                        heads);
-      k = tb.readCache(cache, 0, batch, pos);
-      v = tb.readCache(cache, 1, batch, pos);
-    } else {
-      Value memory = op.getMemory();
-      if (memory) {
-        q = tb.projectSegments(op.getQuery(), w, bias, 0, 1, d)[0];
-        SmallVector<Value> kv = tb.projectSegments(memory, w, bias, 1, 2, d);
-        k = kv[0];
-        v = kv[1];
-      } else {
-        // One GEMM over the stacked Q/K/V weight.
-        Value qkv = tb.linear(op.getQuery(), w, bias);
-        q = tb.features(qkv, 0, d);
-        k = tb.features(qkv, d, d);
-        v = tb.features(qkv, 2 * d, d);
-      }
-      q = tb.splitHeads(q, heads);
-      k = tb.splitHeads(k, heads);
-      v = tb.splitHeads(v, heads);
-      if (auto rope = op.getRope()) {
-        float base = ropeBaseOrDefault(op.getRopeBase());
-        q = tb.rotary(q, *rope, base, memory ? Value() : pos);
-        k = tb.rotary(k, *rope, base, memory ? Value() : pos);
-      }
-      if (cache) {
-        // Append the new keys and values, attend over everything so far.
-        tb.writeCache(cache, 0, k, pos);
-        tb.writeCache(cache, 1, v, pos);
-        Value added =
-            getValueOrCreateConstantIndexOp(tb.b, tb.loc, tb.sizes(k)[2]);
-        Value total = arith::AddIOp::create(tb.b, tb.loc, pos, added);
-        k = tb.readCache(cache, 0, batch, total);
-        v = tb.readCache(cache, 1, batch, total);
-        if (!memory)
-          keyOffset = pos;
-      }
-    }
-    Value o = tb.attention(op.getScore(), q, k, v, op.getScoreParams(),
-                           op.getCausal(), keyOffset);
-    return tb.linear(tb.mergeHeads(o), op.getOutProjWeight(),
-                     op.getOutProjBias());
+/// A cache is a buffer the runtime keeps across calls, in the layout its
+/// type defines.
+MemRefType cacheBuffer(KVCacheType type) {
+  return MemRefType::get({type.getFloats()},
+                         Float32Type::get(type.getContext()));
+}
+
+/// The buffer of cache handle `cache` (a function argument, which
+/// convertCacheArguments makes that buffer once every op is lowered).
+Value cacheBufferOf(PatternRewriter &rewriter, Location loc,
+                    TypedValue<KVCacheType> cache) {
+  return UnrealizedConversionCastOp::create(
+             rewriter, loc, cacheBuffer(cache.getType()), cache)
+      .getResult(0);
+}
+
+struct LowerCacheAppend : OpRewritePattern<CacheAppendOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CacheAppendOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorBuilder tb(rewriter, op.getLoc());
+    KVCacheType type = op.getCache().getType();
+    Value buffer = cacheBufferOf(rewriter, op.getLoc(), op.getCache());
+    tb.writeCache(buffer, type, /*values=*/false, op.getKeys(),
+                  op.getPosition());
+    tb.writeCache(buffer, type, /*values=*/true, op.getValues(),
+                  op.getPosition());
+    Value added = getValueOrCreateConstantIndexOp(rewriter, op.getLoc(),
+                                                  tb.sizes(op.getKeys())[2]);
+    rewriter.replaceOpWithNewOp<arith::AddIOp>(op, op.getPosition(), added);
+    return success();
   }
 };
 
-struct LowerFlashAttention : TfmLowering<FlashAttentionOp> {
-  using TfmLowering::TfmLowering;
-  FailureOr<Value> lower(FlashAttentionOp op,
-                         TensorBuilder &tb) const override {
-    int64_t d = op.getQkv().getType().getShape().back() / 3;
-    int64_t heads = op.getNumHeads();
-    // Each row holds its query, key and value side by side.
-    SmallVector<Value, 3> qkv;
-    for (int64_t i = 0; i < 3; ++i)
-      qkv.push_back(tb.splitHeads(tb.features(op.getQkv(), i * d, d), heads));
-    if (auto rope = op.getRope()) {
-      float base = ropeBaseOrDefault(op.getRopeBase());
-      qkv[0] = tb.rotary(qkv[0], *rope, base, Value());
-      qkv[1] = tb.rotary(qkv[1], *rope, base, Value());
-    }
-    return tb.mergeHeads(tb.attention(op.getScore(), qkv[0], qkv[1], qkv[2],
-                                      op.getScoreParams(), op.getCausal(),
-                                      Value()));
+struct LowerCacheRead : OpRewritePattern<CacheReadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CacheReadOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorBuilder tb(rewriter, op.getLoc());
+    KVCacheType type = op.getCache().getType();
+    Value buffer = cacheBufferOf(rewriter, op.getLoc(), op.getCache());
+    Value keys = tb.readCache(buffer, type, /*values=*/false, op.getBatch(),
+                              op.getLength());
+    Value values = tb.readCache(buffer, type, /*values=*/true, op.getBatch(),
+                                op.getLength());
+    rewriter.replaceOp(op, {keys, values});
+    return success();
   }
 };
 
@@ -324,16 +315,9 @@ struct LowerTakeLast : TfmLowering<TakeLastOp> {
   }
 };
 
-/// A cache is a buffer the runtime keeps across calls: keys then values,
-/// [2, maxBatch, heads, maxSeq, headDim].
-MemRefType cacheBuffer(KVCacheType type) {
-  return MemRefType::get({2, type.getMaxBatch(), type.getHeads(),
-                          type.getMaxSeq(), type.getHeadDim()},
-                         Float32Type::get(type.getContext()));
-}
-
 /// Function arguments of !tfm.kv_cache type become buffers (the handles
-/// were only ever passed along, down to the attention that uses them).
+/// were only ever passed along, down to the cache accesses, whose casts to
+/// the buffer then fold away).
 void convertCacheArguments(Operation *root) {
   root->walk([](func::FuncOp f) {
     if (f.isExternal())
@@ -347,16 +331,23 @@ void convertCacheArguments(Operation *root) {
     f.setFunctionType(FunctionType::get(f.getContext(), inputs,
                                         f.getFunctionType().getResults()));
   });
+  root->walk([](UnrealizedConversionCastOp cast) {
+    if (cast->getNumOperands() == 1 && cast->getNumResults() == 1 &&
+        cast.getOperand(0).getType() == cast.getResult(0).getType()) {
+      cast.getResult(0).replaceAllUsesWith(cast.getOperand(0));
+      cast.erase();
+    }
+  });
 }
 
 struct ConvertTfmToLinalgPass
     : mlir::tfm::impl::ConvertTfmToLinalgBase<ConvertTfmToLinalgPass> {
   void runOnOperation() override {
-    convertCacheArguments(getOperation());
     RewritePatternSet patterns(&getContext());
     populateTfmToLinalgPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
+    convertCacheArguments(getOperation());
     // Weights, parameters and caches are the ABI's business; everything
     // that computes must be gone.
     WalkResult left = getOperation()->walk([](Operation *op) {
@@ -376,8 +367,8 @@ struct ConvertTfmToLinalgPass
 
 void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerAdd, LowerLinear, LowerLayerNorm, LowerAddLayerNorm,
-               LowerSoftmax, LowerFeedForward, LowerSplitHeads, LowerMergeHeads,
-               LowerRotary, LowerAttention, LowerMultiHeadAttention,
-               LowerFlashAttention, LowerEmbedding, LowerPositionEncoding,
-               LowerTakeLast>(patterns.getContext());
+               LowerSoftmax, LowerSliceRows, LowerSplitHeads, LowerMergeHeads,
+               LowerRotary, LowerAttention, LowerCacheAppend, LowerCacheRead,
+               LowerEmbedding, LowerPositionEncoding, LowerTakeLast>(
+      patterns.getContext());
 }

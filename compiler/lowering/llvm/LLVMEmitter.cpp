@@ -11,6 +11,7 @@
 #include "tfm/Lowering/HighwayEmitter.h"
 #include "tfm/Lowering/LLVMBackend.h"
 #include "tfm/Lowering/ModelGlue.h"
+#include "tfm/Transforms/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -93,8 +94,7 @@ llvm::Error emitDispatch(StringRef cName, func::FuncOp entry, bool step,
             "argument {0} of @{1} is a cache no tfm.kv_cache declares", i,
             name));
       data = "caches[" + std::to_string(it->second) + "]";
-      shape = {2, type.getMaxBatch(), type.getHeads(), type.getMaxSeq(),
-               type.getHeadDim()};
+      shape = {type.getFloats()};
     } else if (auto type = dyn_cast<RankedTensorType>(arg.getType())) {
       shape.assign(type.getShape().begin(), type.getShape().end());
       if (packsArg) {
@@ -347,11 +347,20 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
   glue.entry = original;
   glue.generation = bool(prefill);
   // The matmul FLOPs as the Highway backend counts them, so --bench and
-  // the benchmark compare like with like.
+  // the benchmark compare like with like: its emitter over the IR its
+  // pipeline makes of the model.
+  // TODO(#20): FLOPs from an op interface on tfm IR instead.
+  OwningOpRef<ModuleOp> counting = declarations.clone();
+  PassManager pm(declarations.getContext());
+  buildOptimizePipeline(pm, OptimizePipelineOptions());
+  pm.addPass(createTfmSelectGemmTiling());
+  pm.addPass(createTfmSelectAttentionTiling());
+  pm.addPass(createTfmPlanMemory());
   HighwayEmitStats counted;
   std::string unused;
   llvm::raw_string_ostream discard(unused);
-  if (failed(emitHighwayCpp(declarations, cName, cName.str() + ".cpp", discard,
+  if (failed(pm.run(*counting)) ||
+      failed(emitHighwayCpp(*counting, cName, cName.str() + ".cpp", discard,
                             &counted)))
     return error("counting the model's matmul FLOPs failed");
   glue.flopsDefinition = counted.matmulFlops;

@@ -217,24 +217,33 @@ public:
                   });
   }
 
-  /// Segments [first, first+count) of the stacked Q/K/V projection of x
-  /// (`d` features each), bias added: one GEMM over their panels.
-  SmallVector<Value> projectSegments(Value x, Value w, Value bias,
-                                     int64_t first, int64_t count, int64_t d) {
-    SmallVector<Value> out;
-    Value panels = packedOf(w);
-    if (!panels) {
-      for (int64_t s = first; s < first + count; ++s)
-        out.push_back(
-            linearUnpacked(x, rows(w, s * d, d), rows(bias, s * d, d)));
-      return out;
-    }
-    int64_t perSegment = (d + 31) / 32;
+  /// x times segments [first, first + count) of packed panels (segments of
+  /// `segmentRows` rows, each padded to whole panels), bias added: one GEMM
+  /// over their panels, the segments' columns side by side.
+  Value linearSegments(Value x, Value panels, int64_t first, int64_t count,
+                       int64_t segmentRows, Value bias) {
+    int64_t perSegment = (segmentRows + 31) / 32;
     Value product = gemmPanels(
         x, panelRange(panels, first * perSegment, count * perSegment));
-    for (int64_t s = 0; s < count; ++s)
-      out.push_back(gemmColumns(product, s * perSegment * 32, d,
-                                rows(bias, (first + s) * d, d), x));
+    if (count == 1 || segmentRows % 32 == 0)
+      return gemmColumns(product, 0, count * segmentRows, bias, x);
+    // Each segment's columns end in padding: gather them.
+    SmallVector<OpFoldResult> outSizes = sizes(x);
+    outSizes.back() = b.getIndexAttr(count * segmentRows);
+    Value out = empty(outSizes);
+    unsigned rank = outSizes.size();
+    for (int64_t s = 0; s < count; ++s) {
+      Value cols =
+          gemmColumns(product, s * perSegment * 32, segmentRows,
+                      bias ? rows(bias, s * segmentRows, segmentRows) : Value(),
+                      x);
+      SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
+      offsets.back() = b.getIndexAttr(s * segmentRows);
+      SmallVector<OpFoldResult> sz = sizes(cols);
+      SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+      out = tensor::InsertSliceOp::create(b, loc, cols, out, offsets, sz,
+                                          strides);
+    }
     return out;
   }
 
@@ -773,47 +782,59 @@ public:
         });
   }
 
-  /// Writes `t` ([b, heads, s, dk]) into half `which` (0 keys, 1 values)
-  /// of `cache` ([2, maxBatch, heads, maxSeq, dk]) at positions pos...
-  void writeCache(Value cache, int64_t which, Value t, Value pos) {
+  /// Positions [first, first + count) of the keys or the values of the
+  /// first `batch` sequences of `cache` (a flat buffer in the layout of
+  /// `type`), as a strided view [batch, heads, count, dk].
+  Value cacheView(Value cache, KVCacheType type, bool values,
+                  OpFoldResult batch, OpFoldResult first,
+                  OpFoldResult count) {
+    std::array<int64_t, 4> strides =
+        values ? type.getValueStrides() : type.getKeyStrides();
+    SmallVector<OpFoldResult> whole = {
+        b.getIndexAttr(type.getMaxBatch()), b.getIndexAttr(type.getHeads()),
+        b.getIndexAttr(type.getMaxSeq()), b.getIndexAttr(type.getHeadDim())};
+    SmallVector<OpFoldResult> wholeStrides;
+    for (int64_t s : strides)
+      wholeStrides.push_back(b.getIndexAttr(s));
+    Value all = memref::ReinterpretCastOp::create(
+        b, loc, cast<MemRefType>(MemRefType::get(
+                    {type.getMaxBatch(), type.getHeads(), type.getMaxSeq(),
+                     type.getHeadDim()},
+                    f32(),
+                    StridedLayoutAttr::get(
+                        b.getContext(), values ? type.getValuesOffset() : 0,
+                        strides))),
+        cache, b.getIndexAttr(values ? type.getValuesOffset() : 0), whole,
+        wholeStrides);
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),
+                                         first, b.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sz = {batch, whole[1], count, whole[3]};
+    SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
+    return memref::SubViewOp::create(b, loc, all, offsets, sz, ones);
+  }
+
+  /// Writes `t` ([b, heads, s, dk]) as the keys (or values) of positions
+  /// pos... of `cache`.
+  void writeCache(Value cache, KVCacheType type, bool values, Value t,
+                  Value pos) {
     SmallVector<OpFoldResult> ts = sizes(t);
-    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(which),
-                                         b.getIndexAttr(0), b.getIndexAttr(0),
-                                         pos, b.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sz = {b.getIndexAttr(1), ts[0], ts[1], ts[2],
-                                    ts[3]};
-    SmallVector<OpFoldResult> strides(5, b.getIndexAttr(1));
-    Value dest = memref::SubViewOp::create(b, loc, cache, offsets, sz, strides);
-    auto tType = cast<RankedTensorType>(t.getType());
-    SmallVector<int64_t> shape = {1};
-    shape.append(tType.getShape().begin(), tType.getShape().end());
-    Value expanded = tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get(shape, f32()), t,
-        SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}}, sz);
+    Value dest = cacheView(cache, type, values, ts[0], pos, ts[2]);
     auto write = bufferization::MaterializeInDestinationOp::create(
-        b, loc, TypeRange{}, expanded, dest);
+        b, loc, TypeRange{}, t, dest);
     write.setWritable(true);
   }
 
-  /// Positions [0, count) of half `which` of `cache` for `batch` sequences,
-  /// as [batch, heads, count, dk].
-  Value readCache(Value cache, int64_t which, OpFoldResult batch,
-                  OpFoldResult count) {
-    auto type = cast<MemRefType>(cache.getType());
-    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(which),
-                                         b.getIndexAttr(0), b.getIndexAttr(0),
-                                         b.getIndexAttr(0), b.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sz = {b.getIndexAttr(1), batch,
-                                    b.getIndexAttr(type.getDimSize(2)), count,
-                                    b.getIndexAttr(type.getDimSize(4))};
-    SmallVector<OpFoldResult> strides(5, b.getIndexAttr(1));
-    Value view = memref::SubViewOp::create(b, loc, cache, offsets, sz, strides);
+  /// The keys (or values) of positions [0, count) of the first `batch`
+  /// sequences of `cache`, as [batch, heads, count, dk].
+  Value readCache(Value cache, KVCacheType type, bool values,
+                  OpFoldResult batch, OpFoldResult count) {
+    Value view =
+        cacheView(cache, type, values, batch, b.getIndexAttr(0), count);
     auto viewType = cast<MemRefType>(view.getType());
     auto tensorType = RankedTensorType::get(viewType.getShape(), f32());
     auto read = bufferization::ToTensorOp::create(b, loc, tensorType, view);
     read.setRestrict(true);
-    return tensor::CollapseShapeOp::create(
-        b, loc, read, SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}, {4}});
+    return read;
   }
 
   /// Rows [begin, begin+count) of a weight [n, ...] or a bias [n].

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/Lowering/LLVMBackend.h"
+#include "tfm/Transforms/GemmTiling.h"
 
 #include "mlir/IR/SymbolTable.h"
 
@@ -48,21 +49,13 @@ struct PackGemmWeightsPass
     SymbolTableCollection symbols;
     SymbolUserMap users(symbols, module);
 
-    // The GEMM weights each function multiplies by, with their segments.
+    // The GEMM weights each function multiplies by, with their segments
+    // (a stacked weight's rows as tfm.slice_rows picks them: one packed
+    // copy for all its slices).
     SmallVector<std::pair<Value, int64_t>> weights;
-    module.walk([&](Operation *op) {
-      if (auto linear = dyn_cast<LinearOp>(op)) {
-        weights.push_back({linear.getWeight(), 1});
-      } else if (auto ffn = dyn_cast<FeedForwardOp>(op)) {
-        weights.push_back({ffn.getW1(), 1});
-        weights.push_back({ffn.getW2(), 1});
-      } else if (auto mha = dyn_cast<MultiHeadAttentionOp>(op)) {
-        // Self-attention's Q/K/V are one GEMM (as tfm-fuse-attention's
-        // tfm.linear): one segment, the same packed copy.
-        weights.push_back(
-            {mha.getInProjWeight(), mha.isSelfAttention() ? 1 : 3});
-        weights.push_back({mha.getOutProjWeight(), 1});
-      }
+    module.walk([&](LinearOp linear) {
+      GemmWeight w = gemmWeight(linear);
+      weights.push_back({w.packed, w.segments});
     });
     for (auto [weight, segments] : weights)
       if (failed(ensurePacked(weight, segments, users)))

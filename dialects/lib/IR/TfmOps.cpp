@@ -430,6 +430,16 @@ SplitHeadsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   int64_t dModel = input.getDimSize(input.getRank() - 1);
   if (isDynamic(dModel))
     return diag.fail("d_model (the last dimension) must be static");
+  if (bool(adaptor.getPart()) != bool(adaptor.getParts()))
+    return diag.fail("`part` and `parts` come together");
+  int64_t parts = adaptor.getParts() ? int64_t(*adaptor.getParts()) : 1;
+  int64_t part = adaptor.getPart() ? int64_t(*adaptor.getPart()) : 0;
+  if (parts < 1 || part < 0 || part >= parts)
+    return diag.fail("part ", part, " of ", parts, " does not name a block");
+  if (dModel % parts != 0)
+    return diag.fail("the ", dModel, " features do not split into ", parts,
+                     " equal blocks");
+  dModel /= parts;
   if (dModel % heads != 0)
     return diag.fail("d_model ", dModel, " is not divisible by ", heads,
                      " heads");
@@ -437,6 +447,46 @@ SplitHeadsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   shape.append({heads, input.getDimSize(input.getRank() - 2), dModel / heads});
   inferredReturnTypes.push_back(
       RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+void SplitHeadsOp::build(OpBuilder &builder, OperationState &state, Value input,
+                         int64_t numHeads, int64_t part, int64_t parts) {
+  IntegerAttr partAttr, partsAttr;
+  if (parts != 1) {
+    partAttr = builder.getI64IntegerAttr(part);
+    partsAttr = builder.getI64IntegerAttr(parts);
+  }
+  build(builder, state, input, builder.getI64IntegerAttr(numHeads), partAttr,
+        partsAttr);
+}
+
+LogicalResult SplitHeadsOp::verify() {
+  // The shape rules are inferReturnTypes'; a block of one is no block.
+  if (getParts() && *getParts() == 1)
+    return emitOpError("`part 0 of 1` is the whole input: leave it out");
+  return success();
+}
+
+LogicalResult SliceRowsOp::verify() {
+  RankedTensorType input = getInput().getType(), result = getType();
+  if (input.getRank() < 1 || input.getRank() != result.getRank())
+    return emitOpError("input and result must have the same rank (>= 1), "
+                       "got ")
+           << input << " and " << result;
+  int64_t rows = input.getDimSize(0), taken = result.getDimSize(0);
+  if (isDynamic(rows) || isDynamic(taken))
+    return emitOpError("the rows of input and result must be static, got ")
+           << input << " and " << result;
+  for (int64_t i = 1; i < input.getRank(); ++i)
+    if (input.getDimSize(i) != result.getDimSize(i))
+      return emitOpError("dimension ")
+             << i << " differs: input " << input << ", result " << result;
+  int64_t offset = getOffset();
+  if (offset < 0 || taken < 1 || offset > rows - taken)
+    return emitOpError("rows [")
+           << offset << ", " << offset + taken << ") are not within the "
+           << rows << " rows of the input";
   return success();
 }
 
@@ -521,6 +571,79 @@ AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   return success();
 }
 
+void AttentionOp::build(OpBuilder &builder, OperationState &state,
+                        ScoreKind score, Value query, Value key, Value value,
+                        ValueRange scoreParams, bool causal,
+                        Value queryOffset) {
+  build(builder, state, score, query, key, value, scoreParams, causal,
+        queryOffset, /*tiling=*/nullptr);
+}
+
+LogicalResult AttentionOp::verify() {
+  if (getQueryOffset() && !getCausal())
+    return emitOpError("`offset` places the queries for the causal mask; "
+                       "without `causal` it means nothing");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Key/value caches
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Checks that `type` is [batch, heads, ?, headDim] of the cache's heads.
+LogicalResult expectCacheRows(Diag &diag, StringRef what, RankedTensorType type,
+                              KVCacheType cache) {
+  if (failed(expectShape(diag, what, type,
+                         {ShapedType::kDynamic, cache.getHeads(),
+                          ShapedType::kDynamic, cache.getHeadDim()})))
+    return failure();
+  if (!isDynamic(type.getDimSize(0)) &&
+      type.getDimSize(0) > cache.getMaxBatch())
+    return diag.fail(what, " has ", type.getDimSize(0),
+                     " sequences; the cache holds ", cache.getMaxBatch());
+  if (!isDynamic(type.getDimSize(2)) && type.getDimSize(2) > cache.getMaxSeq())
+    return diag.fail(what, " has ", type.getDimSize(2),
+                     " positions; the cache holds ", cache.getMaxSeq());
+  return success();
+}
+
+} // namespace
+
+LogicalResult CacheAppendOp::verify() {
+  Diag diag(*this);
+  KVCacheType cache = getCache().getType();
+  if (failed(expectCacheRows(diag, "keys", getKeys().getType(), cache)) ||
+      failed(expectCacheRows(diag, "values", getValues().getType(), cache)))
+    return failure();
+  return success();
+}
+
+void CacheAppendOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Write::get(), &getCacheMutable());
+}
+
+LogicalResult
+CacheReadOp::inferReturnTypes(MLIRContext *context, std::optional<Location>,
+                              Adaptor adaptor,
+                              SmallVectorImpl<Type> &inferredReturnTypes) {
+  auto cache = cast<KVCacheType>(adaptor.getCache().getType());
+  Type rows = RankedTensorType::get({ShapedType::kDynamic, cache.getHeads(),
+                                     ShapedType::kDynamic, cache.getHeadDim()},
+                                    Float32Type::get(context));
+  inferredReturnTypes.assign({rows, rows});
+  return success();
+}
+
+void CacheReadOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Read::get(), &getCacheMutable());
+}
+
 LogicalResult MultiHeadAttentionOp::verify() {
   Diag diag(*this);
   RankedTensorType query = getQuery().getType();
@@ -590,40 +713,6 @@ LogicalResult MultiHeadAttentionOp::verify() {
       return emitOpError("cache ")
              << type << " does not hold " << heads << " heads of " << dk;
   }
-  return success();
-}
-
-LogicalResult
-FlashAttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                   Adaptor adaptor,
-                                   SmallVectorImpl<Type> &inferredReturnTypes) {
-  Diag diag(loc, getOperationName());
-  RankedTensorType qkv = tensorType(adaptor.getQkv());
-  if (failed(expectRankAtLeast(diag, "qkv", qkv, 2, "[..., seq, 3*d_model]")))
-    return failure();
-  int64_t heads = adaptor.getNumHeads();
-  if (heads <= 0)
-    return diag.fail("num_heads must be positive, got ", heads);
-  int64_t stacked = qkv.getShape().back();
-  if (isDynamic(stacked))
-    return diag.fail("3*d_model (the last dimension of qkv) must be static");
-  if (stacked == 0 || stacked % 3 != 0)
-    return diag.fail("the last dimension of qkv, ", stacked,
-                     ", is not 3 x d_model (each row's query, key and value "
-                     "side by side)");
-  int64_t dModel = stacked / 3;
-  if (dModel % heads != 0)
-    return diag.fail("d_model ", dModel, " is not divisible by ", heads,
-                     " heads");
-  int64_t dk = dModel / heads;
-  if (failed(verifyScoreParams(diag, adaptor.getScore(),
-                               adaptor.getScoreParams(), heads, dk)) ||
-      failed(verifyRope(diag, adaptor.getRope(), adaptor.getRopeBase(), dk)))
-    return failure();
-  SmallVector<int64_t> shape(qkv.getShape());
-  shape.back() = dModel;
-  inferredReturnTypes.push_back(
-      RankedTensorType::get(shape, qkv.getElementType()));
   return success();
 }
 

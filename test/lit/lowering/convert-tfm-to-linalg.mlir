@@ -146,28 +146,42 @@ func.func @embedding(%ids: tensor<?x?xi32>, %t: tensor<10x8xf32>) -> tensor<?x?x
 
 // -----
 
-// A cache argument becomes the runtime's buffer; the new keys and values
-// are written at the position, attention reads positions [0, pos + seq).
+// A cache argument becomes the runtime's buffer, flat, in the layout its
+// type defines: the keys transposed ([1, 2, 4, 16] strides 128, 64, 1, 16:
+// positions next to each other), then the values as rows at offset 128
+// (strides 128, 64, 4, 1). tfm.cache_append writes the new keys and values
+// at the position and returns pos + seq; tfm.cache_read views positions
+// [0, that) of the first `batch` sequences.
 // CHECK-LABEL: func.func @cached(
-// CHECK-SAME: memref<2x1x2x16x4xf32>
-// CHECK: memref.subview %arg2[0, 0, 0, %arg1, 0]
-// CHECK: bufferization.materialize_in_destination {{.*}} in writable
-// CHECK: memref.subview %arg2[1, 0, 0, %arg1, 0]
-// CHECK: bufferization.materialize_in_destination {{.*}} in writable
-// CHECK: bufferization.to_tensor {{.*}} restrict
-func.func @cached(%x: tensor<?x?x8xf32>, %pos: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4>, %wi: tensor<24x8xf32>, %bi: tensor<24xf32>, %wo: tensor<8x8xf32>, %bo: tensor<8xf32>) -> tensor<?x?x8xf32> {
-  %y = tfm.multi_head_attention <scaled_dot> %x heads 2 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<?x?x8xf32>, tensor<24x8xf32>, tensor<24xf32>, tensor<8x8xf32>, tensor<8xf32>, !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4>, index) -> tensor<?x?x8xf32>
-  return %y : tensor<?x?x8xf32>
+// CHECK-SAME: %[[POS:[a-z0-9]+]]: index, %[[C:[a-z0-9]+]]: memref<256xf32>
+// CHECK: %[[KA:.*]] = memref.reinterpret_cast %[[C]] to offset: [0], sizes: [1, 2, 16, 4], strides: [128, 64, 1, 16]
+// CHECK: %[[KW:.*]] = memref.subview %[[KA]][0, 0, %[[POS]], 0]
+// CHECK: bufferization.materialize_in_destination %arg3 in writable %[[KW]]
+// CHECK: %[[VA:.*]] = memref.reinterpret_cast %[[C]] to offset: [128], sizes: [1, 2, 16, 4], strides: [128, 64, 4, 1]
+// CHECK: %[[VW:.*]] = memref.subview %[[VA]][0, 0, %[[POS]], 0]
+// CHECK: bufferization.materialize_in_destination %arg4 in writable %[[VW]]
+// CHECK: %[[LEN:.*]] = arith.addi %[[POS]], %{{.*}} : index
+// CHECK: %[[KR:.*]] = memref.subview %{{.*}}[0, 0, 0, 0] [%arg5, 2, %[[LEN]], 4]
+// CHECK: %[[K:.*]] = bufferization.to_tensor %[[KR]] restrict
+// CHECK: %[[VR:.*]] = memref.subview %{{.*}}[0, 0, 0, 0] [%arg5, 2, %[[LEN]], 4]
+// CHECK: %[[V:.*]] = bufferization.to_tensor %[[VR]] restrict
+// CHECK: return %[[K]], %[[V]]
+// CHECK-NOT: tfm.
+func.func @cached(%x: tensor<?x?x8xf32>, %pos: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>, %b: index) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) {
+  %len = tfm.cache_append %c, %k, %v at %pos : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4>, tensor<?x2x?x4xf32>
+  %kc, %vc = tfm.cache_read %c[%b, %len] : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4>
+  return %kc, %vc : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>
 }
 
 // -----
 
-// Flash attention over stacked Q/K/V rows (4 heads of 8): the query, key and
-// value are the features [0, 32), [32, 64) and [64, 96) of each row, each
-// split into heads; the attention is that of tfm.attention (blocks of 64
-// query rows, causal mask, 1/sqrt(8)), with no rotation; the heads are merged
-// back into [batch, seq, 32].
-// CHECK-LABEL: func.func @flash_attention(
+// Self-attention over stacked Q/K/V rows (4 heads of 8), as
+// tfm-decompose-attention leaves it: the query, key and value are parts 0,
+// 1 and 2 of each row (features [0, 32), [32, 64) and [64, 96)), each split
+// into heads; the attention runs in blocks of 64 query rows (causal mask,
+// 1/sqrt(8)), with no rotation; the heads are merged back into
+// [batch, seq, 32].
+// CHECK-LABEL: func.func @stacked_attention(
 // CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
 // CHECK-DAG: arith.constant 0.353553385 : f32
 // CHECK: %[[QS:.*]] = tensor.extract_slice %arg0[0, 0, 0] [%{{.*}}, %{{.*}}, 32] [1, 1, 1] : tensor<?x?x96xf32> to tensor<?x?x32xf32>
@@ -193,8 +207,12 @@ func.func @cached(%x: tensor<?x?x8xf32>, %pos: index, %c: !tfm.kv_cache<maxBatch
 // CHECK: %[[R:.*]] = tensor.collapse_shape %[[M]] {{\[\[}}0], [1], [2, 3]] : tensor<?x?x4x8xf32> into tensor<?x?x32xf32>
 // CHECK: return %[[R]] : tensor<?x?x32xf32>
 // CHECK-NOT: tfm.
-func.func @flash_attention(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  %o = tfm.flash_attention <scaled_dot> %qkv heads 4 causal : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+func.func @stacked_attention(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  %a = tfm.attention <scaled_dot> %q, %k, %v causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %o = tfm.merge_heads %a : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
   return %o : tensor<?x?x32xf32>
 }
 
@@ -204,7 +222,7 @@ func.func @flash_attention(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
 // tfm.rotary does, at positions 0, 1, ...: angle = pos * base^(-2i/dk) in
 // double (dk = 8, base 5e5), interleaved pairs (2i, 2i+1); the attention
 // then reads the rotated heads.
-// CHECK-LABEL: func.func @flash_attention_rope(
+// CHECK-LABEL: func.func @stacked_attention_rope(
 // CHECK-DAG: arith.constant 5.000000e+05 : f64
 // CHECK-DAG: arith.constant -2.500000e-01 : f64
 // CHECK: %[[Q:.*]] = linalg.transpose ins(%{{.*}} : tensor<?x?x4x8xf32>)
@@ -227,7 +245,13 @@ func.func @flash_attention(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
 // CHECK: tensor.extract_slice %[[V]]
 // CHECK: tensor.collapse_shape
 // CHECK-NOT: tfm.
-func.func @flash_attention_rope(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  %o = tfm.flash_attention <dot> %qkv heads 4 causal {rope = #tfm.rope<interleaved>, rope_base = 5.0e+05 : f32} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+func.func @stacked_attention_rope(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
+  %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  %rq = tfm.rotary <interleaved> %q {base = 5.0e+05 : f32} : tensor<?x4x?x8xf32>
+  %rk = tfm.rotary <interleaved> %k {base = 5.0e+05 : f32} : tensor<?x4x?x8xf32>
+  %a = tfm.attention <dot> %rq, %rk, %v causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %o = tfm.merge_heads %a : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
   return %o : tensor<?x?x32xf32>
 }

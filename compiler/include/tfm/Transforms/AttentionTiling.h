@@ -1,9 +1,7 @@
 //===- AttentionTiling.h - the tiles of a blocked attention -----*- C++ -*-===//
 //
 // The choice tfm-select-attention-tiling records on each dot-product
-// tfm.flash_attention and the Highway backend follows (and makes itself,
-// the same way, for the attention of a tfm.multi_head_attention the pass
-// does not see: with a key/value cache or a memory).
+// tfm.attention and the Highway backend follows.
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,9 +1,8 @@
 //===- GemmTiling.h - the order a GEMM takes its weight panels -*- C++ -*-===//
 //
 // The choice tfm-select-gemm-tiling records on each tfm.linear and the
-// Highway backend follows (and makes itself, the same way, for the GEMMs
-// inside the ops the pass does not see: attention with a cache or a memory,
-// an unfused tfm.ffn).
+// Highway backend follows; which packed panels a tfm.linear multiplies by
+// (both backends pack the same way).
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,6 +66,31 @@ struct GemmTiling {
 /// rows fit there. Any sizes (negative ones count as 0) give a valid tiling.
 GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
                             const CacheSizes &cache);
+
+/// The packed panels a tfm.linear multiplies by. A weight is packed in
+/// segments of `segmentRows` output rows, each in panels of
+/// kGemmPanelColumns columns, zero-padded; a linear reads segments
+/// [firstSegment, firstSegment + usedSegments). A weight of its own is one
+/// segment; rows of a stacked weight (a tfm.slice_rows of it, such as the
+/// query or key/value rows of in_proj) are segments of the largest size
+/// that divides the offset, the rows and the whole, so every slice of a
+/// stacked weight reads one packed copy of it.
+struct GemmWeight {
+  /// The weight that is packed (the tfm.slice_rows' input, or the
+  /// linear's weight).
+  Value packed;
+  int64_t segments = 1;
+  int64_t segmentRows = 0;
+  int64_t firstSegment = 0;
+  int64_t usedSegments = 1;
+
+  int64_t panelsPerSegment() const {
+    return (segmentRows + kGemmPanelColumns - 1) / kGemmPanelColumns;
+  }
+  /// The panels the linear reads.
+  int64_t panels() const { return usedSegments * panelsPerSegment(); }
+};
+GemmWeight gemmWeight(LinearOp op);
 
 } // namespace mlir::tfm
 

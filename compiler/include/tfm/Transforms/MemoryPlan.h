@@ -64,9 +64,25 @@ struct FrameNeed {
 FailureOr<SmallVector<FrameNeed>> frameNeeds(Operation *op,
                                              const FrameBounds &bounds);
 
+/// The unit attribute tfm-plan-memory sets on a tfm.rotary that rotates
+/// its input's rows where they are (the Highway backend follows it).
+inline constexpr llvm::StringLiteral kRotateInPlace = "tfm.in_place";
+
+/// Whether `op` may rotate its input in place: the input is the only
+/// reader of a tfm.split_heads view of rows the function computed, and
+/// nothing but such views reads those rows.
+bool canRotateInPlace(RotaryOp op);
+
+/// The value whose buffer `op`'s results view (no buffer of their own), or
+/// null: tfm.split_heads, tfm.merge_heads, tfm.slice_rows, and a tfm.rotary
+/// marked in place.
+Value viewedBy(Operation *op);
+
 /// Plans `func`: `tfm.frame` on every op that needs frame buffers,
-/// `tfm.frame_floats` on the function. A buffer lives from the op that
-/// takes it to its last reader (scratch: to the end of its op).
+/// `tfm.frame_floats` on the function, and `tfm.in_place` on each
+/// tfm.rotary that canRotateInPlace. A buffer lives from the op that takes
+/// it to its last reader, through the views of it (scratch: to the end of
+/// its op).
 LogicalResult planFrame(FunctionOpInterface func, const FrameBounds &bounds);
 
 } // namespace mlir::tfm

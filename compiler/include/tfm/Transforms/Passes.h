@@ -20,10 +20,11 @@ namespace mlir::tfm {
 void populateFuseResidualNormPatterns(RewritePatternSet &patterns,
                                       bool remarks = false);
 
-/// Self-attention tfm.multi_head_attention -> tfm.linear (Q, K, V) +
-/// tfm.flash_attention + tfm.linear (out_proj).
-void populateFuseAttentionPatterns(RewritePatternSet &patterns,
-                                   bool remarks = false);
+/// Every tfm.multi_head_attention -> tfm.linear projections,
+/// tfm.split_heads, tfm.rotary, tfm.cache_append / tfm.cache_read, one
+/// tfm.attention and the out_proj tfm.linear.
+void populateDecomposeAttentionPatterns(RewritePatternSet &patterns,
+                                        bool remarks = false);
 
 /// tfm.ffn -> two tfm.linear (the activation in the first one's store);
 /// tfm.add of a tfm.linear's result -> the linear with a residual.

@@ -10,35 +10,38 @@
 
 include "mlir/Pass/PassBase.td"
 
-def TfmFuseAttention : Pass<"tfm-fuse-attention"> {
-  let summary = "multi-head self-attention as one QKV GEMM, a flash-attention "
-                "op and the out_proj GEMM";
+def TfmDecomposeAttention : Pass<"tfm-decompose-attention"> {
+  let summary = "every multi-head attention as projections, heads, cache "
+                "accesses and one attention core";
   let description = [{
-    Rewrites a self-attention `tfm.multi_head_attention` into the form the
-    backends run:
+    Rewrites each `tfm.multi_head_attention`, whatever its form, into the
+    ops the backends lower (the graph-level op is gone after this pass):
 
-    - QKV fusion: one `tfm.linear` over the stacked `in_proj_weight` makes
-      each row's query, key and value side by side (`[..., seq, 3*d]`):
-      one GEMM instead of three, the input read once.
-    - Attention fusion: one `tfm.flash_attention` takes those rows and
-      computes, per head, the scores (scale, bilinear or additive terms),
-      the causal mask, an online softmax (running max and sum) and the
-      product with the values a block of keys at a time; the `seq x seq`
-      score matrix is never stored. Causal attention stops each query row's
-      loop at its own position (the Highway backend; the LLVM backend stops
-      each block of rows at its last row).
-      Rotary positions are applied to the queries and keys it reads.
-    - `out_proj` stays a `tfm.linear` over the merged heads.
+    - Projections as `tfm.linear`: self-attention's Q, K and V as one GEMM
+      over the stacked `in_proj_weight` (`[..., seq, 3*d]`, the input read
+      once); cross-attention's Q over the weight's first `d` rows and the
+      memory's K and V as one GEMM over the other `2*d`
+      (`tfm.slice_rows` picks them).
+    - `tfm.split_heads ... part P of N`: each head's queries, keys and
+      values where the GEMM put them (the backends read them in place).
+    - Rotary positions (`rope`) as `tfm.rotary` of Q and K, offset by the
+      cache position in a decode step.
+    - A key/value cache as explicit accesses: `tfm.cache_append` of the new
+      keys and values at the position, then `tfm.cache_read` of every
+      position the cache holds (a read-only cache: its first `position`).
+    - One `tfm.attention` core (scores, causal mask with the queries'
+      offset in the cache, softmax, product with V), which the backends run
+      without storing the score matrix; then `tfm.merge_heads` and the
+      out_proj `tfm.linear`.
 
-    Not rewritten, with the reason as a remark (`remarks=true`):
-    cross-attention (queries and keys/values project different inputs) and
-    attention with a key/value cache (incremental decoding); the backends
-    fuse those as one op.
+    With `remarks=true`, each rewrite is reported with what it became.
   }];
-  let dependentDialects = ["mlir::tfm::TfmDialect"];
+  let dependentDialects = ["mlir::tfm::TfmDialect",
+                           "mlir::arith::ArithDialect",
+                           "mlir::tensor::TensorDialect"];
   let options = [
     Option<"remarks", "remarks", "bool", /*default=*/"false",
-           "report each fusion done and not done as an MLIR remark">,
+           "report each rewrite as an MLIR remark">,
   ];
 }
 
@@ -142,11 +145,11 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
 }
 
 def TfmSelectAttentionTiling : Pass<"tfm-select-attention-tiling"> {
-  let summary = "choose each blocked tfm.flash_attention's query rows per "
-                "task and keys per block";
+  let summary = "choose each blocked tfm.attention's query rows per task "
+                "and keys per block";
   let description = [{
     Sets `tiling = #tfm.attention_tiling<queryRows512 = R, queryRows256 =
-    R', queryRows128 = R'', keyBlock = B>` on every `tfm.flash_attention`
+    R', queryRows128 = R'', keyBlock = B>` on every `tfm.attention`
     with dot-product scores (`dot`, `scaled_dot`, `bilinear`; the Highway
     backend follows it; tfm-compile runs this pass after `tfm-optimize` for
     that backend):

@@ -4,12 +4,14 @@
 #define TFM_IR_TFMOPS_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include <array>
 
 #include "tfm/IR/TfmDialect.h"
 

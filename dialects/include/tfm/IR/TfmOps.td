@@ -18,13 +18,19 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 
 def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache"> {
   let mnemonic = "kv_cache";
-  let summary = "the keys and values of one self-attention, kept across calls";
+  let summary = "the keys and values of one attention, kept across calls";
   let description = [{
     Storage for incremental decoding: the keys and values of every position
     seen so far, for up to `maxBatch` sequences of `maxSeq` positions, per
     head. Values of this type are handles to one `tfm.kv_cache` declaration;
-    `tfm.multi_head_attention` writes the new positions' keys and values
-    into it and attends over everything it holds.
+    `tfm.cache_append` writes new positions into it and `tfm.cache_read`
+    views the positions written so far.
+
+    The type defines the layout, which every backend and the runtime share:
+    one buffer of `2 x maxBatch x heads x maxSeq x headDim` floats, the keys
+    first, transposed (`[maxBatch, heads, headDim, maxSeq]`: a block of keys'
+    dot products with a query are `headDim` vector FMAs along positions),
+    then the values as rows (`[maxBatch, heads, maxSeq, headDim]`).
 
     ```mlir
     !tfm.kv_cache<maxBatch = 1, heads = 12, maxSeq = 1024, headDim = 64>
@@ -34,6 +40,25 @@ def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache"> {
                         "int64_t":$maxSeq, "int64_t":$headDim);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Floats of the whole buffer, keys and values.
+    int64_t getFloats() const {
+      return 2 * getMaxBatch() * getHeads() * getMaxSeq() * getHeadDim();
+    }
+    /// Where the values start, in floats from the buffer's start (the keys
+    /// start at 0).
+    int64_t getValuesOffset() const { return getFloats() / 2; }
+    /// Strides, in floats, of key element (sequence, head, position,
+    /// feature) and of value element (the same).
+    std::array<int64_t, 4> getKeyStrides() const {
+      return {getHeads() * getHeadDim() * getMaxSeq(),
+              getHeadDim() * getMaxSeq(), 1, getMaxSeq()};
+    }
+    std::array<int64_t, 4> getValueStrides() const {
+      return {getHeads() * getMaxSeq() * getHeadDim(),
+              getMaxSeq() * getHeadDim(), getHeadDim(), 1};
+    }
+  }];
 }
 
 def Tfm_GemmTilingAttr : AttrDef<Tfm_Dialect, "GemmTiling"> {
@@ -278,19 +303,24 @@ def Tfm_RotaryOp : Tfm_Op<"rotary", [Pure, AllTypesMatch<["input", "result"]>]> 
   let summary = "rotary position embedding of per-head queries or keys";
   let description = [{
     Rotates pairs of features of `input` (`[..., seq, head_dim]`) by the angle
-    p * base^(-2i/head_dim), where `p` is the row's index along `seq` and `i`
-    the pair's index. `half` pairs feature `i` with `i + head_dim/2`
+    p * base^(-2i/head_dim), where `p` is the row's index along `seq` plus
+    `offset` when given (the position of the first row during incremental
+    decoding) and `i` the pair's index. `half` pairs feature `i` with `i + head_dim/2`
     (LLaMA/NeoX); `interleaved` pairs `2i` with `2i+1` (RoFormer/GPT-J).
     `head_dim` must be even.
 
     ```mlir
     %q2 = tfm.rotary <half> %q {base = 1.0e+04 : f32} : tensor<1x4x?x8xf32>
+    %k2 = tfm.rotary <interleaved> %k offset %pos : tensor<1x4x?x8xf32>
     ```
   }];
   let arguments = (ins Tfm_RopeStyleAttr:$style, Tfm_Tensor:$input,
-                       DefaultValuedAttr<F32Attr, "10000.0">:$base);
+                       DefaultValuedAttr<F32Attr, "10000.0">:$base,
+                       Optional<Index>:$offset);
   let results = (outs Tfm_Tensor:$result);
-  let assemblyFormat = "$style $input attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $style $input (`offset` $offset^)? attr-dict `:` type($input)
+  }];
   let hasVerifier = 1;
 }
 
@@ -344,20 +374,60 @@ def Tfm_LinearOp : Tfm_Op<"linear",
   }];
 }
 
+def Tfm_SliceRowsOp : Tfm_Op<"slice_rows", [Pure]> {
+  let summary = "rows [offset, offset + n) of a weight or bias";
+  let description = [{
+    The rows of a stacked weight that one projection uses: the query rows
+    of an `in_proj_weight` ([3*d, d]), or its key and value rows, and the
+    same rows of its bias. `n` is the result's first dimension; the other
+    dimensions are the input's. The input's rows must be static.
+
+    ```mlir
+    %wkv = tfm.slice_rows %w from 32 : tensor<96x32xf32> -> tensor<64x32xf32>
+    %bkv = tfm.slice_rows %b from 32 : tensor<96xf32> -> tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input, I64Attr:$offset);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $input `from` $offset attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [Pure, InferTypeOpAdaptor]> {
   let summary = "[..., seq, heads*dk] -> [..., heads, seq, dk]";
   let description = [{
     Splits the feature dimension into `num_heads` heads of `dk` features and
     moves the head dimension in front of the sequence dimension.
 
+    With `part P of N`, the features are first cut into N equal blocks and
+    only block P (from 0) is split: the queries, keys or values of rows
+    that hold them side by side, as one GEMM over a stacked weight makes
+    them (`[..., seq, N*heads*dk]`).
+
     ```mlir
     %h = tfm.split_heads %x into 4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>
+    %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
     ```
   }];
-  let arguments = (ins Tfm_Tensor:$input, I64Attr:$num_heads);
+  let arguments = (ins Tfm_Tensor:$input, I64Attr:$num_heads,
+                       OptionalAttr<I64Attr>:$part, OptionalAttr<I64Attr>:$parts);
   let results = (outs Tfm_Tensor:$result);
+  let builders = [
+    OpBuilder<(ins "Value":$input, "int64_t":$numHeads,
+                   CArg<"int64_t", "0">:$part, CArg<"int64_t", "1">:$parts)>
+  ];
   let assemblyFormat = [{
-    $input `into` $num_heads `heads` attr-dict `:` type($input) `->` type($result)
+    $input (`part` $part^ `of` $parts)? `into` $num_heads `heads` attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The block of features split (0 without `part`) and the number of
+    /// blocks (1).
+    int64_t getPartIndex() { return getPart().value_or(0); }
+    int64_t getPartCount() { return getParts().value_or(1); }
   }];
 }
 
@@ -380,14 +450,20 @@ def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [Pure, InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 def Tfm_AttentionOp : Tfm_Op<"attention",
-    [Pure, InferTypeOpAdaptor]> {
+    [Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
   let summary = "attention core: softmax(score(q, k)) v";
   let description = [{
     For each query row `i` and key row `j` (the last two dimensions of
     `query`/`key`, which share their leading dimensions, typically
-    `[batch, heads]`), computes a score, masks `j > i` when `causal`,
+    `[batch, heads]`), computes a score, masks `j > offset + i` when
+    `causal` (`offset` is 0 unless given: the position of the first query
+    row among the keys, as in a decode step over a key/value cache),
     normalises each row with softmax and returns the weighted sum of `value`
-    rows. The score function:
+    rows. This is the one attention core every multi-head attention
+    decomposes into (`--tfm-decompose-attention`); the backends run it
+    without storing the score matrix (a block of query rows at a time, an
+    online softmax over blocks of keys), and a causal mask bounds the keys
+    each block of rows visits. The score function:
 
     - `dot`: q·k
     - `scaled_dot`: q·k / sqrt(dk)
@@ -398,18 +474,89 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
 
     Per-head parameters index the dimension just before the sequence.
 
+    `tiling` (from `--tfm-select-attention-tiling`) gives the Highway
+    backend the query rows of a task and the keys of a block
+    (`#tfm.attention_tiling`) for dot-product scores; additive scores,
+    taken one key at a time, have none.
+
     ```mlir
     %o = tfm.attention <scaled_dot> %q, %k, %v causal
         : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32>
+    %s = tfm.attention <dot> %q, %kc, %vc causal offset %pos
+        tiling #tfm.attention_tiling<queryRows512 = 8, queryRows256 = 2,
+                                     queryRows128 = 2, keyBlock = 64>
+        : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
     ```
   }];
   let arguments = (ins Tfm_ScoreKindAttr:$score, Tfm_Tensor:$query,
                        Tfm_Tensor:$key, Tfm_Tensor:$value,
-                       Variadic<Tfm_Tensor>:$score_params, UnitAttr:$causal);
+                       Variadic<Tfm_Tensor>:$score_params, UnitAttr:$causal,
+                       Optional<Index>:$query_offset,
+                       OptionalAttr<Tfm_AttentionTilingAttr>:$tiling);
   let results = (outs Tfm_Tensor:$result);
+  let builders = [
+    OpBuilder<(ins "ScoreKind":$score, "Value":$query, "Value":$key,
+                   "Value":$value, "ValueRange":$scoreParams,
+                   CArg<"bool", "false">:$causal,
+                   CArg<"Value", "{}">:$queryOffset)>
+  ];
   let assemblyFormat = [{
     $score $query `,` $key `,` $value (`params` `(` $score_params^ `)`)?
-    (`causal` $causal^)? attr-dict `:` functional-type(operands, results)
+    (`causal` $causal^)? (`offset` $query_offset^)? (`tiling` $tiling^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Key/value caches
+//===----------------------------------------------------------------------===//
+
+def Tfm_CacheAppendOp : Tfm_Op<"cache_append",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+     AllTypesMatch<["keys", "values"]>]> {
+  let summary = "writes new positions' keys and values into a cache";
+  let description = [{
+    Writes `keys` and `values` (`[batch, heads, n, headDim]`) into the
+    cache at positions `position, ..., position + n - 1` of each of the
+    first `batch` sequences, in the layout `!tfm.kv_cache` defines. The
+    result is `position + n`: the positions the cache holds now, what a
+    `tfm.cache_read` after it reads.
+
+    ```mlir
+    %len = tfm.cache_append %c, %k, %v at %pos
+        : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x4x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_KVCacheType:$cache, Tfm_Tensor:$keys,
+                       Tfm_Tensor:$values, Index:$position);
+  let results = (outs Index:$length);
+  let assemblyFormat = [{
+    $cache `,` $keys `,` $values `at` $position attr-dict `:` type($cache) `,`
+    type($keys)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_CacheReadOp : Tfm_Op<"cache_read",
+    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>, InferTypeOpAdaptor]> {
+  let summary = "the keys and values of a cache's first positions";
+  let description = [{
+    The keys and values (`[batch, heads, length, headDim]` each) of
+    positions `0, ..., length - 1` of the first `batch` sequences of the
+    cache, as earlier `tfm.cache_append`s (in this call or an earlier one)
+    wrote them. The backends read them where they are, in the layout
+    `!tfm.kv_cache` defines.
+
+    ```mlir
+    %k, %v = tfm.cache_read %c[%batch, %len]
+        : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>
+    ```
+  }];
+  let arguments = (ins Tfm_KVCacheType:$cache, Index:$batch, Index:$length);
+  let results = (outs Tfm_Tensor:$keys, Tfm_Tensor:$values);
+  let assemblyFormat = [{
+    $cache `[` $batch `,` $length `]` attr-dict `:` type($cache)
   }];
 }
 
@@ -475,56 +622,6 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     /// Queries, keys and values all from `query` (not cross-attention over
     /// `memory` or over a read-only cache).
     bool isSelfAttention() { return !getMemory() && !getCacheReadOnly(); }
-  }];
-}
-
-def Tfm_FlashAttentionOp : Tfm_Op<"flash_attention",
-    [Pure, InferTypeOpAdaptor]> {
-  let summary = "multi-head self-attention over stacked Q/K/V rows, flash form";
-  let description = [{
-    The attention core of a multi-head self-attention whose projections are
-    already done: `qkv` is `[..., seq, 3*d_model]`, each row its query, key
-    and value side by side (what one `tfm.linear` over the stacked
-    `in_proj_weight` makes); the result is `[..., seq, d_model]`, the heads
-    merged (what `out_proj` reads). Head `h` is features
-    `[h*dk, (h+1)*dk)` of each third, `dk = d_model / num_heads`.
-
-    Per head it computes what `tfm.attention` does (score, causal mask,
-    softmax, product with the values) without storing the `seq x seq` score
-    matrix: the Highway backend runs it in the flash form (a group of query
-    rows at a time, keys in blocks, a running max and sum per row: online
-    softmax; additive scores one key at a time), the LLVM backend in blocks
-    of query rows. `causal` limits each query row's keys to those at or
-    before its own position, in the loop bounds: the Highway backend scores
-    no key above the diagonal, the LLVM backend no block of rows above it. `rope` rotates each
-    head's queries and keys (positions 0, 1, ...) before scoring, as
-    `tfm.rotary`. `score_params` are those of `tfm.attention`.
-
-    Formed by `--tfm-fuse-attention` from `tfm.multi_head_attention`.
-    `tiling` (from `--tfm-select-attention-tiling`) gives the Highway
-    backend the query rows of a task and the keys of a block
-    (`#tfm.attention_tiling`); additive scores, taken one key at a time,
-    have none.
-
-    ```mlir
-    %o = tfm.flash_attention <scaled_dot> %qkv heads 4 causal
-        : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-    %t = tfm.flash_attention <dot> %qkv heads 4
-        tiling #tfm.attention_tiling<queryRows512 = 8, queryRows256 = 2,
-                                     queryRows128 = 2, keyBlock = 64>
-        : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-    ```
-  }];
-  let arguments = (ins Tfm_ScoreKindAttr:$score, Tfm_Tensor:$qkv,
-                       I64Attr:$num_heads, Variadic<Tfm_Tensor>:$score_params,
-                       UnitAttr:$causal, OptionalAttr<Tfm_RopeStyleAttr>:$rope,
-                       OptionalAttr<F32Attr>:$rope_base,
-                       OptionalAttr<Tfm_AttentionTilingAttr>:$tiling);
-  let results = (outs Tfm_Tensor:$result);
-  let assemblyFormat = [{
-    $score $qkv `heads` $num_heads (`params` `(` $score_params^ `)`)?
-    (`causal` $causal^)? (`tiling` $tiling^)? attr-dict `:`
-    functional-type(operands, results)
   }];
 }
 

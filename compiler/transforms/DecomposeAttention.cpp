@@ -1,0 +1,168 @@
+//===- DecomposeAttention.cpp - multi-head attention -> its parts ---------===//
+//
+// Every form of tfm.multi_head_attention (self, cross over a memory, with a
+// key/value cache that it appends to or only reads) becomes the same few
+// ops, which are all a backend lowers: tfm.linear projections (one GEMM
+// over the stacked Q/K/V weight where the rows are the same; tfm.slice_rows
+// picks the rows of a projection otherwise), tfm.split_heads views of the
+// heads, tfm.rotary, tfm.cache_append / tfm.cache_read, one tfm.attention
+// core and the out_proj tfm.linear over tfm.merge_heads. A new kind of
+// attention is one more rewrite here, not one more lowering per backend.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PassRemarks.h"
+#include "tfm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_TFMDECOMPOSEATTENTION
+#include "tfm/Transforms/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
+  DecomposeMultiHeadAttention(MLIRContext *context, bool remarks)
+      : OpRewritePattern(context), remarks(remarks) {}
+
+  /// x times rows [first * d, (first + count) * d) of the stacked in_proj
+  /// weight, its bias added: one GEMM for those projections.
+  static Value project(PatternRewriter &rewriter, Location loc,
+                       MultiHeadAttentionOp op, Value x, int64_t first,
+                       int64_t count) {
+    Value w = op.getInProjWeight(), b = op.getInProjBias();
+    int64_t d = op.getQuery().getType().getShape().back();
+    if (count != 3) {
+      auto rows = [&](Value t) {
+        auto type = cast<RankedTensorType>(t.getType());
+        SmallVector<int64_t> shape(type.getShape());
+        shape[0] = count * d;
+        return SliceRowsOp::create(
+            rewriter, loc, RankedTensorType::get(shape, type.getElementType()),
+            t, rewriter.getI64IntegerAttr(first * d));
+      };
+      w = rows(w);
+      b = rows(b);
+    }
+    return LinearOp::create(rewriter, loc, x, w, b);
+  }
+
+  LogicalResult matchAndRewrite(MultiHeadAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t heads = op.getNumHeads();
+    Value cache = op.getCache(), position = op.getPosition();
+    Value memory = op.getMemory();
+    bool self = op.isSelfAttention();
+    auto heads3 = [&](Value rows, int64_t part, int64_t parts) {
+      return SplitHeadsOp::create(rewriter, loc, rows, heads, part, parts)
+          .getResult();
+    };
+
+    Value q, k, v;
+    if (self) {
+      Value qkv = project(rewriter, loc, op, op.getQuery(), 0, 3);
+      q = heads3(qkv, 0, 3);
+      k = heads3(qkv, 1, 3);
+      v = heads3(qkv, 2, 3);
+    } else {
+      q = heads3(project(rewriter, loc, op, op.getQuery(), 0, 1), 0, 1);
+      if (memory) {
+        Value kv = project(rewriter, loc, op, memory, 1, 2);
+        k = heads3(kv, 0, 2);
+        v = heads3(kv, 1, 2);
+      }
+    }
+    if (std::optional<RopeStyle> rope = op.getRope()) {
+      APFloat base(ropeBaseOrDefault(op.getRopeBase()));
+      auto rotate = [&](Value t) {
+        return RotaryOp::create(rewriter, loc, t.getType(), *rope, t, base,
+                                cache ? position : Value())
+            .getResult();
+      };
+      q = rotate(q);
+      k = rotate(k);
+    }
+    Value queryOffset;
+    if (cache) {
+      // The new keys and values go in at `position`; attention reads every
+      // position the cache holds then (a read-only cache: the first
+      // `position`, appended by an earlier call).
+      Value length = position;
+      if (!op.getCacheReadOnly())
+        length = CacheAppendOp::create(rewriter, loc, cache, k, v, position);
+      Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+      Value batch = tensor::DimOp::create(rewriter, loc, op.getQuery(), zero);
+      auto read = CacheReadOp::create(rewriter, loc, cache, batch, length);
+      k = read.getKeys();
+      v = read.getValues();
+      if (self)
+        queryOffset = position;
+    }
+    Value core =
+        AttentionOp::create(rewriter, loc, op.getScore(), q, k, v,
+                            op.getScoreParams(), op.getCausal(), queryOffset);
+    Value merged = MergeHeadsOp::create(rewriter, loc, core);
+    Value out = LinearOp::create(rewriter, loc, merged, op.getOutProjWeight(),
+                                 op.getOutProjBias());
+    if (remarks)
+      remarkAt(op) << describe(op);
+    rewriter.replaceOp(op, out);
+    return success();
+  }
+
+  static std::string describe(MultiHeadAttentionOp op) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "decomposed into ";
+    if (op.isSelfAttention())
+      os << "one Q/K/V GEMM over the stacked in_proj weight";
+    else if (op.getMemory())
+      os << "a Q GEMM over in_proj's first d_model rows and one K/V GEMM "
+            "of the memory over the other 2 x d_model";
+    else
+      os << "a Q GEMM over in_proj's first d_model rows";
+    if (op.getRope())
+      os << ", rotary positions of Q and K";
+    if (op.getCache())
+      os << (op.getCacheReadOnly()
+                 ? ", the keys and values read from the cache"
+                 : ", the new keys and values appended to the cache and "
+                   "every position so far read from it");
+    os << ", one tfm.attention (scores";
+    if (op.getScore() == ScoreKind::ScaledDot)
+      os << ", scale";
+    if (op.getCausal())
+      os << ", causal mask";
+    os << ", softmax, product with V; the score matrix never stored) and "
+          "the out_proj GEMM";
+    return text;
+  }
+
+  bool remarks;
+};
+
+struct DecomposeAttentionPass
+    : mlir::tfm::impl::TfmDecomposeAttentionBase<DecomposeAttentionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateDecomposeAttentionPatterns(patterns, remarks);
+    walkAndApplyPatterns(getOperation(), std::move(patterns));
+  }
+};
+
+} // namespace
+
+void mlir::tfm::populateDecomposeAttentionPatterns(RewritePatternSet &patterns,
+                                                   bool remarks) {
+  patterns.add<DecomposeMultiHeadAttention>(patterns.getContext(), remarks);
+}
