@@ -141,8 +141,9 @@ Value mlir::tfm::viewedBy(Operation *op) {
 
 bool mlir::tfm::canRotateInPlace(RotaryOp op) {
   // Its input must be a view of rows this function computed (not an
-  // argument's or a weight's) that nothing but such views reads, and the
-  // rotary its view's only reader: nothing else sees the rows unrotated.
+  // argument's or a weight's) that nothing but views of other features
+  // reads, and the rotary its view's only reader: nothing else sees the
+  // rotated features unrotated.
   Value input = op.getInput();
   auto heads = input.getDefiningOp<SplitHeadsOp>();
   if (!heads || !input.hasOneUse())
@@ -151,8 +152,22 @@ bool mlir::tfm::canRotateInPlace(RotaryOp op) {
   Operation *def = rows.getDefiningOp();
   if (!def || isa<WeightOp>(def) || viewedBy(def))
     return false;
-  return llvm::all_of(rows.getUsers(),
-                      [](Operation *user) { return isa<SplitHeadsOp>(user); });
+  // The features each view reads, of the rows' last dimension.
+  auto features = [](SplitHeadsOp view) {
+    int64_t width =
+        view.getInput().getType().getShape().back() / view.getPartCount();
+    return std::pair<int64_t, int64_t>{view.getPartIndex() * width,
+                                       (view.getPartIndex() + 1) * width};
+  };
+  std::pair<int64_t, int64_t> mine = features(heads);
+  return llvm::all_of(rows.getUsers(), [&](Operation *user) {
+    auto other = dyn_cast<SplitHeadsOp>(user);
+    if (!other)
+      return false;
+    std::pair<int64_t, int64_t> theirs = features(other);
+    return other == heads || theirs.second <= mine.first ||
+           mine.second <= theirs.first;
+  });
 }
 
 std::optional<FrameBounds> mlir::tfm::moduleFrameBounds(ModuleOp module) {

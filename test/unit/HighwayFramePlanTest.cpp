@@ -19,22 +19,23 @@ using namespace mlir::tfm;
 
 namespace {
 
-// One unfused FFN ([?, ?, 8] -> 16 -> 8) and a residual add, at batch 1 and
-// seq 4: the FFN's hidden layer (4 x 16 floats) is scratch, its result
-// (4 x 8) lives until the add.
+// One self-attention core of 2 heads of 4 over the Q/K/V rows of a GEMM
+// ([?, ?, 8] -> 24), then a residual add, at batch 1 and seq 4: the GEMM's
+// rows (4 x 24 floats) live until the attention (its heads are views of
+// them); the attention takes its result (4 x 8, stored merged) and scratch
+// for the transposed keys (2 x 4 x 4); the add's result is the function's.
 constexpr const char *kModel = R"mlir(
 module @frame_plan attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
-  tfm.param @w1 : tensor<16x8xf32>
-  tfm.param @b1 : tensor<16xf32>
-  tfm.param @w2 : tensor<8x16xf32>
-  tfm.param @b2 : tensor<8xf32>
+  tfm.param @w : tensor<24x8xf32>
   func.func @forward(%x: tensor<?x?x8xf32> {tfm.input = "input"}) -> (tensor<?x?x8xf32> {tfm.output = "hidden"}) {
-    %w1 = tfm.weight @w1 : tensor<16x8xf32>
-    %b1 = tfm.weight @b1 : tensor<16xf32>
-    %w2 = tfm.weight @w2 : tensor<8x16xf32>
-    %b2 = tfm.weight @b2 : tensor<8xf32>
-    %0 = tfm.ffn <relu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
-    %1 = tfm.add %0, %x : tensor<?x?x8xf32>
+    %w = tfm.weight @w : tensor<24x8xf32>
+    %qkv = tfm.linear %x, %w tiling <rows512 = 4, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = none> : (tensor<?x?x8xf32>, tensor<24x8xf32>) -> tensor<?x?x24xf32>
+    %q = tfm.split_heads %qkv part 0 of 3 into 2 heads : tensor<?x?x24xf32> -> tensor<?x2x?x4xf32>
+    %k = tfm.split_heads %qkv part 1 of 3 into 2 heads : tensor<?x?x24xf32> -> tensor<?x2x?x4xf32>
+    %v = tfm.split_heads %qkv part 2 of 3 into 2 heads : tensor<?x?x24xf32> -> tensor<?x2x?x4xf32>
+    %o = tfm.attention <dot> %q, %k, %v tiling <queryRows512 = 4, queryRows256 = 2, queryRows128 = 2, keyBlock = 16> : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+    %m = tfm.merge_heads %o : tensor<?x2x?x4xf32> -> tensor<?x?x8xf32>
+    %1 = tfm.add %m, %x : tensor<?x?x8xf32>
     return %1 : tensor<?x?x8xf32>
   }
 }
@@ -44,7 +45,7 @@ class HighwayFramePlanTest : public ::tfm::test::HighwayEmitTest {
 protected:
   HighwayFramePlanTest() : HighwayEmitTest(kModel) {}
 
-  FeedForwardOp ffn() { return firstOp<FeedForwardOp>(); }
+  AttentionOp attention() { return firstOp<AttentionOp>(); }
 
   /// Plans the module as tfm-plan-memory does.
   void plan() {
@@ -52,39 +53,44 @@ protected:
     ASSERT_TRUE(succeeded(planFrame(forward, FrameBounds{1, 4})));
   }
 
-  /// Replaces the FFN's slots by `slots` (name, offset, floats).
+  /// Replaces the attention's slots by `slots` (name, offset, floats).
   void setSlots(ArrayRef<std::tuple<const char *, int64_t, int64_t>> slots) {
     SmallVector<Attribute> list;
     for (auto [name, offset, floats] : slots)
       list.push_back(FrameSlotAttr::get(&context, name, offset, floats));
-    ffn()->setAttr("tfm.frame", ArrayAttr::get(&context, list));
+    attention()->setAttr("tfm.frame", ArrayAttr::get(&context, list));
   }
 };
 
 TEST_F(HighwayFramePlanTest, PlansAndFollows) {
   ASSERT_TRUE(module);
   plan();
-  auto slots = ffn()->getAttrOfType<ArrayAttr>("tfm.frame");
+  auto slots = attention()->getAttrOfType<ArrayAttr>("tfm.frame");
   ASSERT_TRUE(slots);
   ASSERT_EQ(slots.size(), 2u);
-  auto hidden = cast<FrameSlotAttr>(slots[0]);
-  auto result = cast<FrameSlotAttr>(slots[1]);
-  EXPECT_EQ(hidden.getName(), "hidden");
-  EXPECT_EQ(hidden.getOffset(), 0);
-  EXPECT_EQ(hidden.getFloats(), 64);
+  auto result = cast<FrameSlotAttr>(slots[0]);
+  auto keys = cast<FrameSlotAttr>(slots[1]);
   EXPECT_EQ(result.getName(), "result0");
-  EXPECT_EQ(result.getOffset(), 64);
+  EXPECT_EQ(result.getOffset(), 96);
   EXPECT_EQ(result.getFloats(), 32);
+  EXPECT_EQ(keys.getName(), "keysT");
+  EXPECT_EQ(keys.getOffset(), 128);
+  EXPECT_EQ(keys.getFloats(), 32);
+  // The views take no slot.
+  module->walk([](SplitHeadsOp view) {
+    EXPECT_FALSE(view->hasAttr("tfm.frame"));
+  });
 
-  // Moved by hand (still valid: nothing else is live), the code follows.
-  setSlots({{"hidden", 32, 64}, {"result0", 0, 32}});
+  // Swapped by hand (still valid: nothing else is live there), the code
+  // follows.
+  setSlots({{"result0", 128, 32}, {"keysT", 96, 32}});
   std::string text;
   ASSERT_TRUE(emit(text)) << text;
-  EXPECT_NE(text.find("arena.take(96); // 384 bytes, planned"),
-            std::string::npos);
-  EXPECT_NE(text.find("= frame + 32;"), std::string::npos) << text;
-  EXPECT_NE(text.find("= frame + 0;"), std::string::npos) << text;
-  EXPECT_EQ(text.find("= frame + 64;"), std::string::npos) << text;
+  EXPECT_NE(text.find("arena.take(160); // 640 bytes, planned"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("= frame + 128;\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("keysT2 = frame + 96;"), std::string::npos) << text;
 }
 
 TEST_F(HighwayFramePlanTest, PlansWhenThePassDidNotRun) {
@@ -94,8 +100,8 @@ TEST_F(HighwayFramePlanTest, PlansWhenThePassDidNotRun) {
   auto forward = module->lookupSymbol<func::FuncOp>("forward");
   auto floats = forward->getAttrOfType<IntegerAttr>("tfm.frame_floats");
   ASSERT_TRUE(floats);
-  EXPECT_EQ(floats.getInt(), 96);
-  EXPECT_NE(text.find("= frame + 64;"), std::string::npos) << text;
+  EXPECT_EQ(floats.getInt(), 160);
+  EXPECT_NE(text.find("keysT2 = frame + 128;"), std::string::npos) << text;
 }
 
 struct BadPlan {
@@ -107,27 +113,27 @@ struct BadPlan {
 TEST_F(HighwayFramePlanTest, RefusesAPlanItsCodeDoesNotMatch) {
   const BadPlan cases[] = {
       {"no scratch",
-       {{"result0", 64, 32}},
-       "the memory plan (tfm.frame) has no slot 'hidden' for this op's code"},
+       {{"result0", 96, 32}},
+       "the memory plan (tfm.frame) has no slot 'keysT' for this op's code"},
       {"no result",
-       {{"hidden", 0, 64}},
+       {{"keysT", 128, 32}},
        "the memory plan (tfm.frame) has no slot 'result0' for this op's code"},
       {"small scratch",
-       {{"hidden", 0, 48}, {"result0", 64, 32}},
-       "frame slot 'hidden' holds 48 floats; the code needs 64"},
+       {{"result0", 96, 32}, {"keysT", 128, 16}},
+       "frame slot 'keysT' holds 16 floats; the code needs 32"},
       {"small result",
-       {{"hidden", 0, 64}, {"result0", 64, 31}},
+       {{"result0", 96, 31}, {"keysT", 128, 32}},
        "frame slot 'result0' holds 31 floats; the code needs 32"},
       {"past the frame",
-       {{"hidden", 48, 64}, {"result0", 0, 32}},
-       "frame slot 'hidden' (floats 48 to 112) ends past the function's "
-       "frame of 96 floats"},
+       {{"result0", 96, 32}, {"keysT", 144, 32}},
+       "frame slot 'keysT' (floats 144 to 176) ends past the function's "
+       "frame of 160 floats"},
       {"other scratch",
-       {{"keysT", 0, 64}, {"result0", 64, 32}},
-       "the code takes scratch 'hidden' where the memory plan (tfm.frame) "
-       "has 'keysT'"},
+       {{"result0", 96, 32}, {"qW", 128, 32}},
+       "the code takes scratch 'keysT' where the memory plan (tfm.frame) "
+       "has 'qW'"},
       {"extra slot",
-       {{"hidden", 0, 64}, {"result0", 64, 32}, {"qkv", 64, 16}},
+       {{"result0", 96, 32}, {"keysT", 128, 32}, {"qkv", 128, 16}},
        "the memory plan (tfm.frame) has a slot 'qkv' this op's code does "
        "not take"},
   };

@@ -311,13 +311,6 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   float scale = score == ScoreKind::ScaledDot
                     ? 1.0f / std::sqrt(static_cast<float>(dk))
                     : 1.0f;
-  // FLOP terms are evaluated outside this block, over the dims themselves.
-  std::string fb = "double(" + batch + ")", fq = "double(" + sq + ")",
-              fk = "double(" + sk + ")";
-  std::string pairs = "(" + fq + " * " + fk + ")";
-  if (causal)
-    pairs = "(" + fq + " * (" + fq + " + 1) / 2 + " + fq + " * double(" +
-            queryOffset + "))";
   if (score == ScoreKind::Bilinear) {
     // q_hᵀ W_h k = (W_hᵀ q_h)·k: fold W into each query row once.
     std::string wPtr = buffers[scoreParams[0]].ptr;
@@ -337,9 +330,6 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
     os.unindent();
     os << "});\n";
     queryRow = qb + " + t * " + num(dk);
-    addFlops(
-        llvm::formatv("2.0 * {0} * {1} * {2} * {3} * {3}", fb, heads, fq, dk)
-            .str());
   } else if (score == ScoreKind::Additive) {
     // v_hᵀ tanh(W_key k + W_query q): project every key and query once.
     std::string wKey = buffers[scoreParams[0]].ptr;
@@ -380,17 +370,7 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
                               "j) * {2}, {3} + h * {2}, {2})",
                               kp, heads, a, vPtr)
                     .str();
-    addFlops(llvm::formatv("2.0 * {0} * {1} * ({2} + {3}) * {4} * {5}", fb,
-                           heads, fq, fk, a, dk)
-                 .str());
-    addFlops(llvm::formatv("2.0 * {0} * {1} * {2} * {3}", fb, heads, pairs, a)
-                 .str());
-  } else {
-    addFlops(llvm::formatv("2.0 * {0} * {1} * {2} * {3}", fb, heads, pairs, dk)
-                 .str());
   }
-  addFlops(
-      llvm::formatv("2.0 * {0} * {1} * {2} * {3}", fb, heads, pairs, dk).str());
 
   std::string keyLimit =
       causal ? "std::min<int64_t>(sk, " + queryOffset + " + i + 1)"

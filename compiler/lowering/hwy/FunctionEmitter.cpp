@@ -179,7 +179,7 @@ LogicalResult FunctionEmitter::emitSignature(EntryKind entry) {
 
   // Dynamic sizes first, then the arguments in order: how emitCall passes
   // them.
-  SmallVector<std::string> params, argParams, flopParams, flopScalars, prologue;
+  SmallVector<std::string> params, argParams, prologue;
   unsigned inputIndex = 0;
   for (auto [i, arg] : llvm::enumerate(func.getArguments())) {
     std::string name = "a" + num(i);
@@ -198,7 +198,6 @@ LogicalResult FunctionEmitter::emitSignature(EntryKind entry) {
       } else {
         scalars[arg] = name;
         argParams.push_back("int64_t " + name);
-        flopScalars.push_back("int64_t " + name);
       }
       continue;
     }
@@ -239,7 +238,6 @@ LogicalResult FunctionEmitter::emitSignature(EntryKind entry) {
       } else {
         dimName = llvm::formatv("a{0}_d{1}", i, d).str();
         params.push_back("int64_t " + dimName);
-        flopParams.push_back("int64_t " + dimName);
         summary.dynamicArgDims.push_back({unsigned(i), unsigned(d)});
       }
       dims.push_back({dimName, max, false});
@@ -259,8 +257,6 @@ LogicalResult FunctionEmitter::emitSignature(EntryKind entry) {
     buffers[arg] = {name, dims};
   }
   llvm::append_range(params, argParams);
-  // FLOP counts take the dynamic sizes, then the positions.
-  llvm::append_range(flopParams, flopScalars);
   for (unsigned i = 0; !isEntry && i < type.getNumResults(); ++i)
     params.push_back("float *result" + num(i));
 
@@ -270,7 +266,6 @@ LogicalResult FunctionEmitter::emitSignature(EntryKind entry) {
   case EntryKind::Forward:
     os << "void forward(const float *const *w, const tfm::rt::InputView *in, "
           "float *out, tfm::rt::Arena &arena, tfm::rt::ThreadPool &pool) {\n";
-    flopsOs << "static double matmulFlops(const tfm::rt::InputView *in) {\n";
     break;
   case EntryKind::Generation:
     os << "void " << name
@@ -279,25 +274,16 @@ LogicalResult FunctionEmitter::emitSignature(EntryKind entry) {
           "float *out, tfm::rt::Arena &arena, tfm::rt::ThreadPool &pool) "
           "{\n";
     prologue.insert(prologue.begin(), "(void)position, (void)memoryLength;");
-    flopsOs << "[[maybe_unused]] static double flops_" << name
-            << "(const tfm::rt::InputView *in, int64_t position, int64_t "
-               "memoryLength) {\n";
     break;
   case EntryKind::None:
     params.insert(params.begin(),
                   {"tfm::rt::Arena &arena", "tfm::rt::ThreadPool &pool"});
     os << "static void " << name << "(" << llvm::join(params, ", ") << ") {\n";
-    flopsOs << "static double flops_" << name << "("
-            << llvm::join(flopParams, ", ") << ") {\n";
     break;
   }
   os.indent();
-  flopsOs.indent();
-  for (const std::string &line : prologue) {
+  for (const std::string &line : prologue)
     os << line << "\n";
-    if (StringRef(line).contains("int64_t"))
-      flopsOs << line << "\n";
-  }
   return success();
 }
 
@@ -325,13 +311,6 @@ LogicalResult FunctionEmitter::emit(EntryKind entry) {
   os << "}\n\n";
   os.flush();
   out << text;
-
-  flopsOs << "double flops = 0;\n";
-  for (const std::string &term : flopTerms)
-    flopsOs << "flops += " << term << ";\n";
-  flopsOs << "return flops;\n";
-  flopsOs.unindent();
-  flopsOs << "}\n\n";
 
   summary.peakBytes = size_t(frameFloats) * sizeof(float) + calleeBytes;
   summaries[summary.name] = summary;
@@ -535,18 +514,16 @@ LogicalResult FunctionEmitter::emitCall(func::CallOp op) {
   const FunctionSummary &callee = it->second;
 
   llvm::StringMap<Dim> dimMap;
-  SmallVector<std::string> args = {"arena", "pool"}, flopArgs;
+  SmallVector<std::string> args = {"arena", "pool"};
   for (auto [argIndex, dimIndex] : callee.dynamicArgDims) {
     const Dim &dim = buffers[op.getOperand(argIndex)].dims[dimIndex];
     dimMap[llvm::formatv("a{0}_d{1}", argIndex, dimIndex).str()] = dim;
     args.push_back(dim.expr);
-    flopArgs.push_back(dim.expr);
   }
   for (auto [j, operand] : llvm::enumerate(op.getOperands())) {
     const std::optional<PackSpec> &packing = callee.argPacking[j];
     if (operand.getType().isIndex()) {
       args.push_back(scalars[operand]);
-      flopArgs.push_back(scalars[operand]);
     } else
       args.push_back(packing ? packedWeight(operand, packing->segments,
                                             packing->segmentRows)
@@ -560,7 +537,6 @@ LogicalResult FunctionEmitter::emitCall(func::CallOp op) {
   }
   calleeBytes = std::max(calleeBytes, callee.peakBytes);
   os << callee.name << "(" << llvm::join(args, ", ") << ");\n";
-  addFlops("flops_" + callee.name + "(" + llvm::join(flopArgs, ", ") + ")");
   return success();
 }
 

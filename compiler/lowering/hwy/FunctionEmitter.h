@@ -86,16 +86,14 @@ struct ModelFacts {
 /// runtime as `forward`, or as a generation step (prefill, decode).
 enum class EntryKind { None, Forward, Generation };
 
-/// Emits one function's C++ (into `out`, per Highway target) and its
-/// matmul-FLOP count (into `flopsOs`, target-independent).
+/// Emits one function's C++ (into `out`, per Highway target).
 class FunctionEmitter {
 public:
   FunctionEmitter(mlir::func::FuncOp func, ModelFacts &facts,
                   llvm::StringMap<FunctionSummary> &summaries,
-                  mlir::raw_indented_ostream &out,
-                  mlir::raw_indented_ostream &flopsOs)
+                  mlir::raw_indented_ostream &out)
       : func(func), facts(facts), summaries(summaries), out(out),
-        textStream(text), os(textStream), flopsOs(flopsOs) {}
+        textStream(text), os(textStream) {}
 
   mlir::LogicalResult emit(EntryKind entry);
 
@@ -193,7 +191,6 @@ private:
   void beginOpPlan(mlir::Operation &op);
   mlir::LogicalResult endOpPlan(mlir::Operation &op);
   std::string fresh(llvm::StringRef hint);
-  void addFlops(const std::string &term) { flopTerms.push_back(term); }
   /// What emitAttentionCore's code fuses for `score` (and `causal`), in
   /// tiles of `tiling`.
   void describeAttentionCore(llvm::raw_ostream &what,
@@ -210,7 +207,6 @@ private:
   std::string text;
   llvm::raw_string_ostream textStream;
   mlir::raw_indented_ostream os;
-  mlir::raw_indented_ostream &flopsOs;
 
   /// The function's frame (tfm.frame_floats) and the op's slots in it
   /// (tfm.frame), as tfm-plan-memory placed them.
@@ -234,7 +230,6 @@ private:
   std::vector<std::string> resultPtrs;
   FunctionSummary summary;
   unsigned counter = 0;
-  std::vector<std::string> flopTerms;
 };
 
 /// `v` as C++.

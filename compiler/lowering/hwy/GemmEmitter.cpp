@@ -140,7 +140,6 @@ void FunctionEmitter::emitMatmul(
   os << "});\n";
   os.unindent();
   os << "}\n";
-  addFlops(llvm::formatv("2.0 * double({0}) * {1} * {2}", rows, n, k).str());
 }
 
 LogicalResult FunctionEmitter::findPackedArguments() {

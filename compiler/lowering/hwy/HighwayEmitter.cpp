@@ -32,15 +32,6 @@ using namespace mlir::tfm;
 
 namespace tfm {
 
-std::string cIdentifier(StringRef name) {
-  std::string id;
-  for (char c : name)
-    id += llvm::isAlnum(c) ? c : '_';
-  if (id.empty() || llvm::isDigit(id[0]))
-    id = "_" + id;
-  return id;
-}
-
 namespace {
 
 class ModuleEmitter {
@@ -107,15 +98,18 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
   if (failed(collectFacts()))
     return failure();
 
-  std::string body, flops;
-  llvm::raw_string_ostream bodyStream(body), flopsStream(flops);
-  raw_indented_ostream bodyOs(bodyStream), flopsOs(flopsStream);
+  FailureOr<std::string> flops = emitMatmulFlops(module);
+  if (failed(flops))
+    return failure();
+  std::string body;
+  llvm::raw_string_ostream bodyStream(body);
+  raw_indented_ostream bodyOs(bodyStream);
   llvm::StringMap<hwy::FunctionSummary> summaries;
   size_t functions = 0;
   for (func::FuncOp f : module.getOps<func::FuncOp>()) {
     if (f.isExternal())
       return f.emitError("external functions cannot be compiled");
-    hwy::FunctionEmitter fe(f, facts, summaries, bodyOs, flopsOs);
+    hwy::FunctionEmitter fe(f, facts, summaries, bodyOs);
     hwy::EntryKind kind = f == entry ? hwy::EntryKind::Forward
                           : generationEntries.contains(f.getSymName())
                               ? hwy::EntryKind::Generation
@@ -203,14 +197,13 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
   glue.entry = entry;
   glue.arenaBytes = arenaBytes;
   glue.packs = facts.packs;
-  glue.flopsDefinition = flops;
+  glue.flopsDefinition = *flops;
   glue.generation = !generationEntries.empty();
   emitModelGlue(glue, out);
   out << "#endif // HWY_ONCE\n";
 
   if (stats) {
     stats->arenaBytes = arenaBytes;
-    stats->matmulFlops = flops;
     stats->functions = functions;
   }
   return success();

@@ -66,11 +66,10 @@ struct LowerLinear : TfmLowering<LinearOp> {
     // Rows of a stacked weight are segments of its packed panels.
     GemmWeight w = gemmWeight(op);
     Value panels = tb.packedOf(w.packed);
-    Value y = panels ? tb.linearSegments(op.getInput(), panels, w.firstSegment,
-                                         w.usedSegments, w.segmentRows,
-                                         op.getBias())
-                     : tb.linearUnpacked(op.getInput(), op.getWeight(),
-                                         op.getBias());
+    Value y =
+        panels ? tb.linearSegments(op.getInput(), panels, w.firstSegment,
+                                   w.usedSegments, w.segmentRows, op.getBias())
+               : tb.linearUnpacked(op.getInput(), op.getWeight(), op.getBias());
     if (std::optional<Activation> act = op.getActivation())
       y = tb.activation(y, *act);
     if (Value residual = op.getResidual())
@@ -175,8 +174,8 @@ MemRefType cacheBuffer(KVCacheType type) {
 /// convertCacheArguments makes that buffer once every op is lowered).
 Value cacheBufferOf(PatternRewriter &rewriter, Location loc,
                     TypedValue<KVCacheType> cache) {
-  return UnrealizedConversionCastOp::create(
-             rewriter, loc, cacheBuffer(cache.getType()), cache)
+  return UnrealizedConversionCastOp::create(rewriter, loc,
+                                            cacheBuffer(cache.getType()), cache)
       .getResult(0);
 }
 

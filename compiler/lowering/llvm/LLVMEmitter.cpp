@@ -8,10 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "tfm/Lowering/HighwayEmitter.h"
 #include "tfm/Lowering/LLVMBackend.h"
 #include "tfm/Lowering/ModelGlue.h"
-#include "tfm/Transforms/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
@@ -346,24 +344,12 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
   glue.cName = cName.str();
   glue.entry = original;
   glue.generation = bool(prefill);
-  // The matmul FLOPs as the Highway backend counts them, so --bench and
-  // the benchmark compare like with like: its emitter over the IR its
-  // pipeline makes of the model.
-  // TODO(#20): FLOPs from an op interface on tfm IR instead.
-  OwningOpRef<ModuleOp> counting = declarations.clone();
-  PassManager pm(declarations.getContext());
-  buildOptimizePipeline(pm, OptimizePipelineOptions());
-  pm.addPass(createTfmSelectGemmTiling());
-  pm.addPass(createTfmSelectAttentionTiling());
-  pm.addPass(createTfmPlanMemory());
-  HighwayEmitStats counted;
-  std::string unused;
-  llvm::raw_string_ostream discard(unused);
-  if (failed(pm.run(*counting)) ||
-      failed(emitHighwayCpp(*counting, cName, cName.str() + ".cpp", discard,
-                            &counted)))
+  // The matmul FLOPs of the decomposed IR, as the Highway backend counts
+  // them.
+  FailureOr<std::string> flops = emitMatmulFlops(entries);
+  if (failed(flops))
     return error("counting the model's matmul FLOPs failed");
-  glue.flopsDefinition = counted.matmulFlops;
+  glue.flopsDefinition = *flops;
   emitModelGlue(glue, os);
   return text;
 }

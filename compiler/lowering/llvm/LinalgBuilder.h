@@ -233,10 +233,9 @@ public:
     Value out = empty(outSizes);
     unsigned rank = outSizes.size();
     for (int64_t s = 0; s < count; ++s) {
-      Value cols =
-          gemmColumns(product, s * perSegment * 32, segmentRows,
-                      bias ? rows(bias, s * segmentRows, segmentRows) : Value(),
-                      x);
+      Value cols = gemmColumns(
+          product, s * perSegment * 32, segmentRows,
+          bias ? rows(bias, s * segmentRows, segmentRows) : Value(), x);
       SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
       offsets.back() = b.getIndexAttr(s * segmentRows);
       SmallVector<OpFoldResult> sz = sizes(cols);
@@ -786,8 +785,7 @@ public:
   /// first `batch` sequences of `cache` (a flat buffer in the layout of
   /// `type`), as a strided view [batch, heads, count, dk].
   Value cacheView(Value cache, KVCacheType type, bool values,
-                  OpFoldResult batch, OpFoldResult first,
-                  OpFoldResult count) {
+                  OpFoldResult batch, OpFoldResult first, OpFoldResult count) {
     std::array<int64_t, 4> strides =
         values ? type.getValueStrides() : type.getKeyStrides();
     SmallVector<OpFoldResult> whole = {
@@ -797,13 +795,13 @@ public:
     for (int64_t s : strides)
       wholeStrides.push_back(b.getIndexAttr(s));
     Value all = memref::ReinterpretCastOp::create(
-        b, loc, cast<MemRefType>(MemRefType::get(
-                    {type.getMaxBatch(), type.getHeads(), type.getMaxSeq(),
-                     type.getHeadDim()},
-                    f32(),
-                    StridedLayoutAttr::get(
-                        b.getContext(), values ? type.getValuesOffset() : 0,
-                        strides))),
+        b, loc,
+        cast<MemRefType>(MemRefType::get(
+            {type.getMaxBatch(), type.getHeads(), type.getMaxSeq(),
+             type.getHeadDim()},
+            f32(),
+            StridedLayoutAttr::get(
+                b.getContext(), values ? type.getValuesOffset() : 0, strides))),
         cache, b.getIndexAttr(values ? type.getValuesOffset() : 0), whole,
         wholeStrides);
     SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),

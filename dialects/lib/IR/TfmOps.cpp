@@ -7,6 +7,8 @@
 
 #include "tfm/IR/TfmOps.h"
 
+#include "tfm/IR/TfmInterfaces.cpp.inc"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -440,6 +442,8 @@ SplitHeadsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
     return diag.fail("the ", dModel, " features do not split into ", parts,
                      " equal blocks");
   dModel /= parts;
+  if (dModel == 0)
+    return diag.fail("the heads of ", heads, " would have no features");
   if (dModel % heads != 0)
     return diag.fail("d_model ", dModel, " is not divisible by ", heads,
                      " heads");
@@ -483,10 +487,12 @@ LogicalResult SliceRowsOp::verify() {
       return emitOpError("dimension ")
              << i << " differs: input " << input << ", result " << result;
   int64_t offset = getOffset();
-  if (offset < 0 || taken < 1 || offset > rows - taken)
-    return emitOpError("rows [")
-           << offset << ", " << offset + taken << ") are not within the "
-           << rows << " rows of the input";
+  if (taken < 1)
+    return emitOpError("the result must take at least one row, got ") << result;
+  if (offset < 0 || offset > rows - taken)
+    return emitOpError("rows from ")
+           << offset << " (" << taken << " of them) are not within the " << rows
+           << " rows of the input";
   return success();
 }
 
@@ -583,6 +589,9 @@ LogicalResult AttentionOp::verify() {
   if (getQueryOffset() && !getCausal())
     return emitOpError("`offset` places the queries for the causal mask; "
                        "without `causal` it means nothing");
+  if (getTiling() && getScore() == ScoreKind::Additive)
+    return emitOpError("additive scores are taken one key at a time: no "
+                       "#tfm.attention_tiling applies");
   return success();
 }
 
@@ -614,10 +623,8 @@ LogicalResult expectCacheRows(Diag &diag, StringRef what, RankedTensorType type,
 LogicalResult CacheAppendOp::verify() {
   Diag diag(*this);
   KVCacheType cache = getCache().getType();
-  if (failed(expectCacheRows(diag, "keys", getKeys().getType(), cache)) ||
-      failed(expectCacheRows(diag, "values", getValues().getType(), cache)))
-    return failure();
-  return success();
+  // Values have the keys' type (AllTypesMatch).
+  return expectCacheRows(diag, "keys", getKeys().getType(), cache);
 }
 
 void CacheAppendOp::getEffects(
@@ -697,6 +704,12 @@ LogicalResult MultiHeadAttentionOp::verify() {
   if (getCacheReadOnly() && !getCache())
     return emitOpError("cache_read_only is set but there is no cache");
   if (Value cache = getCache()) {
+    // A cache holds [batch, heads, positions, dk]: the query's batch and
+    // positions are its first two dimensions.
+    if (rank != 3)
+      return emitOpError("a key/value cache needs a [batch, seq, d_model] "
+                         "query, got ")
+             << query;
     if (getCacheReadOnly()) {
       if (getMemory())
         return emitOpError("a read-only cache holds the keys and values of "
@@ -801,6 +814,137 @@ LogicalResult FeedForwardOp::verify() {
       failed(expectShape(diag, "b2", getB2().getType(), {dModel})))
     return failure();
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Sizes of results, FLOPs of matrix products
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Dimension `dim` of the result is dimension `dim` of `operand`.
+SizeSum sameDim(Value operand, int64_t dim) { return {{operand, dim}}; }
+
+/// The attention pairs scored: sq x sk, or with a causal mask (row i sees
+/// keys up to offset + i) sq (sq + 1) / 2 + sq x offset.
+void addPairs(FlopCount &flops, double c, ArrayRef<SizeAtom> per,
+              AttentionOp op) {
+  int64_t rank = op.getQuery().getType().getRank();
+  SizeAtom sq{op.getQuery(), rank - 2}, sk{op.getKey(), rank - 2};
+  SmallVector<SizeAtom> sizes(per);
+  if (!op.getCausal()) {
+    sizes.append({sq, sk});
+    flops.add(c, sizes);
+    return;
+  }
+  SmallVector<SizeAtom> square = sizes, linear = sizes;
+  square.append({sq, sq});
+  linear.push_back(sq);
+  flops.add(c / 2, square).add(c / 2, linear);
+  if (Value offset = op.getQueryOffset()) {
+    linear.push_back({offset, -1});
+    flops.add(c, linear);
+  }
+}
+
+} // namespace
+
+SizeSum TakeLastOp::getResultSize(unsigned, int64_t dim) {
+  return sameDim(getInput(), dim);
+}
+SizeSum EmbeddingOp::getResultSize(unsigned, int64_t dim) {
+  return sameDim(getIds(), dim);
+}
+SizeSum PositionEncodingOp::getResultSize(unsigned, int64_t dim) {
+  return sameDim(getInput(), dim);
+}
+SizeSum RotaryOp::getResultSize(unsigned, int64_t dim) {
+  return sameDim(getInput(), dim);
+}
+SizeSum LinearOp::getResultSize(unsigned, int64_t dim) {
+  return sameDim(getInput(), dim);
+}
+SizeSum SplitHeadsOp::getResultSize(unsigned, int64_t dim) {
+  // [lead..., heads, seq, dk] of [lead..., seq, features].
+  int64_t rank = getType().getRank();
+  return sameDim(getInput(), dim == rank - 2 ? rank - 3 : dim);
+}
+SizeSum MergeHeadsOp::getResultSize(unsigned, int64_t dim) {
+  // [lead..., seq, heads*dk] of [lead..., heads, seq, dk].
+  int64_t rank = getType().getRank();
+  return sameDim(getInput(), dim == rank - 2 ? rank - 1 : dim);
+}
+SizeSum AttentionOp::getResultSize(unsigned, int64_t dim) {
+  return sameDim(getQuery(), dim);
+}
+SizeSum CacheAppendOp::getResultSize(unsigned, int64_t) {
+  return {{getPosition(), -1}, {getKeys(), 2}};
+}
+SizeSum CacheReadOp::getResultSize(unsigned, int64_t dim) {
+  return {{dim == 0 ? getBatch() : getLength(), -1}};
+}
+SizeSum SoftmaxOp::getResultSize(unsigned, int64_t dim) {
+  return sameDim(getInput(), dim);
+}
+SizeSum LayerNormOp::getResultSize(unsigned, int64_t dim) {
+  return sameDim(getInput(), dim);
+}
+SizeSum AddLayerNormOp::getResultSize(unsigned, int64_t dim) {
+  return sameDim(getLhs(), dim);
+}
+SizeSum AddOp::getResultSize(unsigned, int64_t dim) {
+  return sameDim(getLhs(), dim);
+}
+
+FlopCount LinearOp::getMatmulFlops() {
+  // 2 x rows x out_features x in_features.
+  SmallVector<SizeAtom> sizes;
+  int64_t rank = getInput().getType().getRank();
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    sizes.push_back({getInput(), i});
+  sizes.push_back({getWeight(), 0});
+  sizes.push_back({getWeight(), 1});
+  return FlopCount().add(2.0, sizes);
+}
+
+FlopCount AttentionOp::getMatmulFlops() {
+  RankedTensorType query = getQuery().getType();
+  int64_t rank = query.getRank(), dk = query.getDimSize(rank - 1);
+  // Per pair of query and key row: the score, and the product with V.
+  SmallVector<SizeAtom> lead;
+  for (int64_t i = 0; i + 2 < rank; ++i)
+    lead.push_back({getQuery(), i});
+  FlopCount flops;
+  SizeAtom sq{getQuery(), rank - 2}, sk{getKey(), rank - 2};
+  switch (getScore()) {
+  case ScoreKind::Bilinear: {
+    // W_h folded into each query row: dk x dk per row.
+    SmallVector<SizeAtom> rows = lead;
+    rows.push_back(sq);
+    flops.add(2.0 * double(dk) * double(dk), rows);
+    addPairs(flops, 2.0 * double(dk), lead, *this);
+    break;
+  }
+  case ScoreKind::Additive: {
+    // W_key k and W_query q once per key and query row (A x dk), then A
+    // per pair.
+    int64_t a =
+        cast<RankedTensorType>(getScoreParams()[0].getType()).getDimSize(1);
+    for (SizeAtom rowsOf : {sq, sk}) {
+      SmallVector<SizeAtom> rows = lead;
+      rows.push_back(rowsOf);
+      flops.add(2.0 * double(a) * double(dk), rows);
+    }
+    addPairs(flops, 2.0 * double(a), lead, *this);
+    break;
+  }
+  case ScoreKind::Dot:
+  case ScoreKind::ScaledDot:
+    addPairs(flops, 2.0 * double(dk), lead, *this);
+    break;
+  }
+  addPairs(flops, 2.0 * double(dk), lead, *this);
+  return flops;
 }
 
 #define GET_OP_CLASSES

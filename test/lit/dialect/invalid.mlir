@@ -238,6 +238,24 @@ func.func @rotary_bad_style(%x: tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32> {
 
 // -----
 
+// The position offset is an index (the custom form takes its type as given).
+func.func @rotary_offset_type(%x: tensor<1x4x?x8xf32>, %p: i32) -> tensor<1x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.rotary' op operand #1 must be index, but got 'i32'}}
+  %0 = "tfm.rotary"(%x, %p) <{base = 1.000000e+04 : f32, style = #tfm.rope<half>}> : (tensor<1x4x?x8xf32>, i32) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+// An offset does not lift the rule on the head size.
+func.func @rotary_offset_odd(%x: tensor<1x4x?x7xf32>, %p: index) -> tensor<1x4x?x7xf32> {
+  // expected-error @+1 {{'tfm.rotary' op rotary embedding needs an even, static head size, got 7}}
+  %0 = tfm.rotary <half> %x offset %p : tensor<1x4x?x7xf32>
+  return %0 : tensor<1x4x?x7xf32>
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // tfm.linear
 //===----------------------------------------------------------------------===//
@@ -445,6 +463,152 @@ func.func @split_heads_wrong_result(%x: tensor<?x?x32xf32>) -> tensor<?x?x4x8xf3
 
 // -----
 
+// `part P of N` is one piece of syntax; the generic form can set one
+// attribute without the other.
+func.func @split_heads_part_without_parts(%x: tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op `part` and `parts` come together}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = "tfm.split_heads"(%x) <{num_heads = 4 : i64, part = 1 : i64}> : (tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @split_heads_parts_without_part(%x: tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op `part` and `parts` come together}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = "tfm.split_heads"(%x) <{num_heads = 4 : i64, parts = 3 : i64}> : (tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @split_heads_part_missing_of(%x: tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{custom op 'tfm.split_heads' expected 'of'}}
+  %0 = tfm.split_heads %x part 1 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// Blocks count from 0: the last of 3 is 2.
+func.func @split_heads_part_past_end(%x: tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op part 3 of 3 does not name a block}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x part 3 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @split_heads_part_negative(%x: tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op part -1 of 3 does not name a block}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x part -1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @split_heads_no_parts(%x: tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op part 0 of 0 does not name a block}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x part 0 of 0 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @split_heads_negative_parts(%x: tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op part 0 of -3 does not name a block}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x part 0 of -3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @split_heads_parts_divisible(%x: tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op the 96 features do not split into 5 equal blocks}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x part 0 of 5 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// Not stacked rows at all: a [..., d_model] input.
+func.func @split_heads_not_stacked(%x: tensor<?x?x32xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op the 32 features do not split into 3 equal blocks}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x part 0 of 3 into 4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// So many blocks that blocks x heads x dk would overflow: the rule divides,
+// it never multiplies.
+func.func @split_heads_huge_parts(%x: tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op the 96 features do not split into 9223372036854775807 equal blocks}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x part 0 of 9223372036854775807 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// 96 is 3 x 32, but a block of 32 features does not split into 5 heads.
+func.func @split_heads_part_not_divisible(%x: tensor<?x?x96xf32>) -> tensor<?x5x?x6xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op d_model 32 is not divisible by 5 heads}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x part 1 of 3 into 5 heads : tensor<?x?x96xf32> -> tensor<?x5x?x6xf32>
+  return %0 : tensor<?x5x?x6xf32>
+}
+
+// -----
+
+// So many heads that 3 x heads would overflow: the rule divides a block
+// by the heads and never multiplies, so no wrap-around hides the error.
+func.func @split_heads_part_huge_heads(%x: tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op d_model 32 is not divisible by 6148914691236517206 heads}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x part 2 of 3 into 6148914691236517206 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// A block of one is no block: its types infer (the whole input), the
+// verifier rejects it.
+func.func @split_heads_part_of_one(%x: tensor<?x?x96xf32>) -> tensor<?x4x?x24xf32> {
+  // expected-error @+1 {{'tfm.split_heads' op `part 0 of 1` is the whole input: leave it out}}
+  %0 = tfm.split_heads %x part 0 of 1 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x24xf32>
+  return %0 : tensor<?x4x?x24xf32>
+}
+
+// -----
+
+// The heads split one block's features, not all of them.
+func.func @split_heads_part_result_width(%x: tensor<?x?x96xf32>) -> tensor<?x4x?x24xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op inferred type(s) 'tensor<?x4x?x8xf32>' are incompatible with return type(s) of operation 'tensor<?x4x?x24xf32>'}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x24xf32>
+  return %0 : tensor<?x4x?x24xf32>
+}
+
+// -----
+
+// The leading dimensions carry over as they are: a batch of 2 is not ?.
+func.func @split_heads_part_result_batch(%x: tensor<2x?x96xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op inferred type(s) 'tensor<2x4x?x8xf32>' are incompatible with return type(s) of operation 'tensor<?x4x?x8xf32>'}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x part 0 of 3 into 4 heads : tensor<2x?x96xf32> -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
 func.func @merge_heads_rank(%x: tensor<?x32xf32>) -> tensor<?x32xf32> {
   // expected-error @+2 {{'tfm.merge_heads' op input must be [..., heads, seq, dk] (rank >= 3), got 'tensor<?x32xf32>'}}
   // expected-error @+1 {{'tfm.merge_heads' op failed to infer returned types}}
@@ -468,6 +632,116 @@ func.func @merge_heads_dynamic_dk(%x: tensor<1x4x?x?xf32>) -> tensor<1x?x?xf32> 
   // expected-error @+1 {{'tfm.merge_heads' op failed to infer returned types}}
   %0 = tfm.merge_heads %x : tensor<1x4x?x?xf32> -> tensor<1x?x?xf32>
   return %0 : tensor<1x?x?xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.slice_rows
+//===----------------------------------------------------------------------===//
+
+func.func @slice_rows_scalar(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{'tfm.slice_rows' op input and result must have the same rank (>= 1), got 'tensor<f32>' and 'tensor<f32>'}}
+  %0 = tfm.slice_rows %x from 0 : tensor<f32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @slice_rows_rank(%w: tensor<96x32xf32>) -> tensor<64xf32> {
+  // expected-error @+1 {{'tfm.slice_rows' op input and result must have the same rank (>= 1), got 'tensor<96x32xf32>' and 'tensor<64xf32>'}}
+  %0 = tfm.slice_rows %w from 32 : tensor<96x32xf32> -> tensor<64xf32>
+  return %0 : tensor<64xf32>
+}
+
+// -----
+
+func.func @slice_rows_dynamic_input(%w: tensor<?x32xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'tfm.slice_rows' op the rows of input and result must be static, got 'tensor<?x32xf32>' and 'tensor<64x32xf32>'}}
+  %0 = tfm.slice_rows %w from 32 : tensor<?x32xf32> -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}
+
+// -----
+
+func.func @slice_rows_dynamic_result(%w: tensor<96x32xf32>) -> tensor<?x32xf32> {
+  // expected-error @+1 {{'tfm.slice_rows' op the rows of input and result must be static, got 'tensor<96x32xf32>' and 'tensor<?x32xf32>'}}
+  %0 = tfm.slice_rows %w from 32 : tensor<96x32xf32> -> tensor<?x32xf32>
+  return %0 : tensor<?x32xf32>
+}
+
+// -----
+
+func.func @slice_rows_columns(%w: tensor<96x32xf32>) -> tensor<64x16xf32> {
+  // expected-error @+1 {{'tfm.slice_rows' op dimension 1 differs: input 'tensor<96x32xf32>', result 'tensor<64x16xf32>'}}
+  %0 = tfm.slice_rows %w from 32 : tensor<96x32xf32> -> tensor<64x16xf32>
+  return %0 : tensor<64x16xf32>
+}
+
+// -----
+
+// The other dimensions are the input's exactly: a ? stays a ?.
+func.func @slice_rows_columns_dynamic(%w: tensor<96x?xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'tfm.slice_rows' op dimension 1 differs: input 'tensor<96x?xf32>', result 'tensor<64x32xf32>'}}
+  %0 = tfm.slice_rows %w from 32 : tensor<96x?xf32> -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}
+
+// -----
+
+func.func @slice_rows_inner_dim(%t: tensor<6x4x8xf32>) -> tensor<3x4x2xf32> {
+  // expected-error @+1 {{'tfm.slice_rows' op dimension 2 differs: input 'tensor<6x4x8xf32>', result 'tensor<3x4x2xf32>'}}
+  %0 = tfm.slice_rows %t from 0 : tensor<6x4x8xf32> -> tensor<3x4x2xf32>
+  return %0 : tensor<3x4x2xf32>
+}
+
+// -----
+
+func.func @slice_rows_past_end(%w: tensor<96x32xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'tfm.slice_rows' op rows from 33 (64 of them) are not within the 96 rows of the input}}
+  %0 = tfm.slice_rows %w from 33 : tensor<96x32xf32> -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}
+
+// -----
+
+func.func @slice_rows_negative(%w: tensor<96x32xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'tfm.slice_rows' op rows from -1 (64 of them) are not within the 96 rows of the input}}
+  %0 = tfm.slice_rows %w from -1 : tensor<96x32xf32> -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}
+
+// -----
+
+// At least one row.
+func.func @slice_rows_empty(%w: tensor<96x32xf32>) -> tensor<0x32xf32> {
+  // expected-error @+1 {{'tfm.slice_rows' op the result must take at least one row, got 'tensor<0x32xf32>'}}
+  %0 = tfm.slice_rows %w from 0 : tensor<96x32xf32> -> tensor<0x32xf32>
+  return %0 : tensor<0x32xf32>
+}
+
+// -----
+
+func.func @slice_rows_more_than_input(%b: tensor<32xf32>) -> tensor<64xf32> {
+  // expected-error @+1 {{'tfm.slice_rows' op rows from 0 (64 of them) are not within the 32 rows of the input}}
+  %0 = tfm.slice_rows %b from 0 : tensor<32xf32> -> tensor<64xf32>
+  return %0 : tensor<64xf32>
+}
+
+// -----
+
+func.func @slice_rows_no_offset(%w: tensor<96x32xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'tfm.slice_rows' op requires attribute 'offset'}}
+  %0 = "tfm.slice_rows"(%w) : (tensor<96x32xf32>) -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}
+
+// -----
+
+func.func @slice_rows_missing_from(%w: tensor<96x32xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{custom op 'tfm.slice_rows' expected 'from'}}
+  %0 = tfm.slice_rows %w 32 : tensor<96x32xf32> -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
 }
 
 // -----
@@ -661,6 +935,120 @@ func.func @attention_bad_score(%q: tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32> {
   // expected-error @+1 {{failed to parse Tfm_ScoreKindAttr parameter 'value' which is to be a `::mlir::tfm::ScoreKind`}}
   %0 = "tfm.attention"(%q, %q, %q) <{score = #tfm.score<cosine>}> : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32>
   return %0 : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+// The offset places the query rows for the causal mask: nothing to place
+// without one.
+func.func @attention_offset_not_causal(%q: tensor<?x4x?x8xf32>, %p: index) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.attention' op `offset` places the queries for the causal mask; without `causal` it means nothing}}
+  %0 = tfm.attention <dot> %q, %q, %q offset %p : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_offset_not_causal_generic(%q: tensor<?x4x?x8xf32>, %w: tensor<4x8x8xf32>, %p: index) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.attention' op `offset` places the queries for the causal mask; without `causal` it means nothing}}
+  %0 = "tfm.attention"(%q, %q, %q, %w, %p) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, score = #tfm.score<bilinear>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_offset_type(%q: tensor<?x4x?x8xf32>, %p: i64) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.attention' op operand #3 must be index, but got 'i64'}}
+  %0 = tfm.attention <dot> %q, %q, %q causal offset %p : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, i64) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// The generic form counts each group of operands: here the offset is not
+// counted.
+func.func @attention_segment_sizes(%q: tensor<?x4x?x8xf32>, %p: index) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.attention' op operand count (4) does not match with the total size (3) specified in attribute 'operandSegmentSizes'}}
+  %0 = "tfm.attention"(%q, %q, %q, %p) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// ... and without operandSegmentSizes it counts none.
+func.func @attention_no_segment_sizes(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.attention' op operand count (3) does not match with the total size (0) specified in attribute 'operandSegmentSizes'}}
+  %0 = "tfm.attention"(%q, %q, %q) <{score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// A task has 1 to 16 query rows on each vector width.
+func.func @attention_tiling_no_rows(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{attention_tiling queryRows512 must be in [1, 16], got 0}}
+  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <queryRows512 = 0, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_tiling_too_many_rows(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{attention_tiling queryRows256 must be in [1, 16], got 17}}
+  %0 = tfm.attention <scaled_dot> %q, %q, %q causal tiling <queryRows512 = 8, queryRows256 = 17, queryRows128 = 2, keyBlock = 64> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_tiling_negative_rows(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{attention_tiling queryRows128 must be in [1, 16], got -2}}
+  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = -2, keyBlock = 64> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// A block of keys is a whole number of vectors on every target (16 lanes at most).
+func.func @attention_tiling_block_not_vectors(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{attention_tiling keyBlock must be a multiple of 16 in [16, 1024], got 40}}
+  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 40> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @attention_tiling_block_empty(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{attention_tiling keyBlock must be a multiple of 16 in [16, 1024], got 0}}
+  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 0> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// A task's scores (rows x keyBlock floats) live on its stack.
+func.func @attention_tiling_block_too_long(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{attention_tiling keyBlock must be a multiple of 16 in [16, 1024], got 1040}}
+  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 1040> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// A tiling written without its key block.
+func.func @attention_tiling_missing_block(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{expected ','}}
+  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// A GEMM's tiling is not an attention's.
+func.func @attention_tiling_of_gemm(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{custom op 'tfm.attention' duplicate or unknown struct parameter name: rows512}}
+  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = l2> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
 }
 
 // -----
@@ -861,306 +1249,10 @@ func.func @mha_result_type(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: 
 
 // -----
 
-//===----------------------------------------------------------------------===//
-// tfm.flash_attention
-//===----------------------------------------------------------------------===//
-
-func.func @flash_qkv_rank(%qkv: tensor<96xf32>) -> tensor<32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op qkv must be [..., seq, 3*d_model] (rank >= 2), got 'tensor<96xf32>'}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<96xf32>) -> tensor<32xf32>
-  return %0 : tensor<32xf32>
-}
-
-// -----
-
-func.func @flash_zero_heads(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op num_heads must be positive, got 0}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 0 : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
+func.func @mha_rope_base_type(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{custom op 'tfm.multi_head_attention' 'tfm.multi_head_attention' op attribute 'rope_base' failed to satisfy constraint: 32-bit float attribute}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>, rope_base = 1.0e+04 : f64} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_negative_heads(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op num_heads must be positive, got -4}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads -4 : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_dynamic_d_model(%qkv: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op 3*d_model (the last dimension of qkv) must be static}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
-  return %0 : tensor<?x?x?xf32>
-}
-
-// -----
-
-// A task has 1 to 16 query rows on each vector width.
-func.func @flash_tiling_no_rows(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{attention_tiling queryRows512 must be in [1, 16], got 0}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 0, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_tiling_too_many_rows(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{attention_tiling queryRows256 must be in [1, 16], got 17}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 17, queryRows128 = 2, keyBlock = 64> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_tiling_negative_rows(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{attention_tiling queryRows128 must be in [1, 16], got -2}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = -2, keyBlock = 64> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-// A block of keys is a whole number of vectors on every target (16 lanes at most).
-func.func @flash_tiling_block_not_vectors(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{attention_tiling keyBlock must be a multiple of 16 in [16, 1024], got 40}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 40> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_tiling_block_empty(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{attention_tiling keyBlock must be a multiple of 16 in [16, 1024], got 0}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 0> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-// A task's scores (rows x keyBlock floats) live on its stack.
-func.func @flash_tiling_block_too_long(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{attention_tiling keyBlock must be a multiple of 16 in [16, 1024], got 1040}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 1040> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-// A tiling written without its key block.
-func.func @flash_tiling_missing_block(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{expected ','}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-// 96 is 3 x 32, but 32 features do not split into 5 heads.
-func.func @flash_not_divisible(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op d_model 32 is not divisible by 5 heads}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 5 : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-// No features at all.
-func.func @flash_empty_rows(%qkv: tensor<?x?x0xf32>) -> tensor<?x?x0xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op the last dimension of qkv, 0, is not 3 x d_model (each row's query, key and value side by side)}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<?x?x0xf32>) -> tensor<?x?x0xf32>
-  return %0 : tensor<?x?x0xf32>
-}
-
-// -----
-
-// So many heads that 3 x heads would overflow: the verifier divides
-// d_model by heads and never multiplies, so no wrap-around hides the error.
-func.func @flash_huge_heads(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op d_model 32 is not divisible by 6148914691236517206 heads}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 6148914691236517206 : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-// Not a multiple of 3 at all (a [..., d_model] input, not the stacked rows).
-func.func @flash_not_stacked(%qkv: tensor<?x?x32xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op the last dimension of qkv, 32, is not 3 x d_model (each row's query, key and value side by side)}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_dot_with_param(%qkv: tensor<?x?x96xf32>, %w: tensor<4x8x8xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op score <dot> takes no parameters, got 1}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <dot> %qkv heads 4 params(%w) : (tensor<?x?x96xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_scaled_dot_with_param(%qkv: tensor<?x?x96xf32>, %w: tensor<4x8x8xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op score <scaled_dot> takes no parameters, got 2}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 params(%w, %w) causal : (tensor<?x?x96xf32>, tensor<4x8x8xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_bilinear_no_param(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op score <bilinear> takes 1 parameter(s) (weight [heads, dk, dk]), got 0}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <bilinear> %qkv heads 4 : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_additive_two_params(%qkv: tensor<?x?x96xf32>, %w: tensor<4x16x8xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op score <additive> takes 3 parameter(s) (w_key [heads, A, dk], w_query [heads, A, dk], v [heads, A]), got 2}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <additive> %qkv heads 4 params(%w, %w) : (tensor<?x?x96xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_bilinear_weight(%qkv: tensor<?x?x96xf32>, %w: tensor<4x8x16xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op bilinear score weight must be [4, 8, 8], got 'tensor<4x8x16xf32>'}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <bilinear> %qkv heads 4 params(%w) : (tensor<?x?x96xf32>, tensor<4x8x16xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-// The heads come from num_heads: a weight for 2 heads of 16 does not fit 4 of 8.
-func.func @flash_bilinear_heads(%qkv: tensor<?x?x96xf32>, %w: tensor<2x16x16xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op bilinear score weight must be [4, 8, 8], got 'tensor<2x16x16xf32>'}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <bilinear> %qkv heads 4 params(%w) : (tensor<?x?x96xf32>, tensor<2x16x16xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_additive_w_key(%qkv: tensor<?x?x96xf32>, %wk: tensor<4x16x4xf32>, %wq: tensor<4x16x8xf32>, %v: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op additive score w_key must be [4, 16, 8], got 'tensor<4x16x4xf32>'}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <additive> %qkv heads 4 params(%wk, %wq, %v) : (tensor<?x?x96xf32>, tensor<4x16x4xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_additive_w_query(%qkv: tensor<?x?x96xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<2x16x8xf32>, %v: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op additive score w_query must be [4, 16, 8], got 'tensor<2x16x8xf32>'}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <additive> %qkv heads 4 params(%wk, %wq, %v) : (tensor<?x?x96xf32>, tensor<4x16x8xf32>, tensor<2x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_additive_v(%qkv: tensor<?x?x96xf32>, %wk: tensor<4x16x8xf32>, %v: tensor<4x8xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op additive score v must be [4, 16], got 'tensor<4x8xf32>'}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <additive> %qkv heads 4 params(%wk, %wk, %v) causal : (tensor<?x?x96xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x8xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_additive_inner_zero(%qkv: tensor<?x?x96xf32>, %wk: tensor<4x0x8xf32>, %v: tensor<4x0xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op additive score inner size (A) must be positive}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <additive> %qkv heads 4 params(%wk, %wk, %v) : (tensor<?x?x96xf32>, tensor<4x0x8xf32>, tensor<4x0x8xf32>, tensor<4x0xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-// 36 = 3 x 12: 4 heads of 3 features, which rotary pairs cannot cover.
-func.func @flash_rope_odd_dk(%qkv: tensor<?x?x36xf32>) -> tensor<?x?x12xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op rotary positions need an even head size, got dk = 3}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal {rope = #tfm.rope<half>} : (tensor<?x?x36xf32>) -> tensor<?x?x12xf32>
-  return %0 : tensor<?x?x12xf32>
-}
-
-// -----
-
-func.func @flash_rope_base_without_rope(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op rope_base is set but rope is not}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal {rope_base = 5.0e+05 : f32} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_rope_base_zero(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op rope_base must be positive, got 0.000000e+00}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal {rope = #tfm.rope<interleaved>, rope_base = 0.0 : f32} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_rope_base_negative(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op rope_base must be positive, got -1.000000e+04}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal {rope = #tfm.rope<half>, rope_base = -1.0e+04 : f32} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_rope_base_type(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{custom op 'tfm.flash_attention' 'tfm.flash_attention' op attribute 'rope_base' failed to satisfy constraint: 32-bit float attribute}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal {rope = #tfm.rope<half>, rope_base = 1.0e+04 : f64} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_wrong_result(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x96xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op inferred type(s) 'tensor<?x?x32xf32>' are incompatible with return type(s) of operation 'tensor<?x?x96xf32>'}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal : (tensor<?x?x96xf32>) -> tensor<?x?x96xf32>
-  return %0 : tensor<?x?x96xf32>
-}
-
-// -----
-
-// The leading dimensions carry over as they are: a batch of 2 is not ?.
-func.func @flash_wrong_result_batch(%qkv: tensor<2x?x96xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+2 {{'tfm.flash_attention' op inferred type(s) 'tensor<2x?x32xf32>' are incompatible with return type(s) of operation 'tensor<?x?x32xf32>'}}
-  // expected-error @+1 {{'tfm.flash_attention' op failed to infer returned types}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<2x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-func.func @flash_f16(%qkv: tensor<?x?x96xf16>) -> tensor<?x?x32xf16> {
-  // expected-error @+1 {{'tfm.flash_attention' op operand #0 must be ranked tensor of 32-bit float values, but got 'tensor<?x?x96xf16>'}}
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 : (tensor<?x?x96xf16>) -> tensor<?x?x32xf16>
-  return %0 : tensor<?x?x32xf16>
 }
 
 // -----
@@ -1397,7 +1489,8 @@ func.func @attention_additive_dynamic_heads(%q: tensor<1x?x?x8xf32>, %wk: tensor
 tfm.param @"src_embed.weight" {alias = ""} : tensor<8x4xf32>
 
 //===----------------------------------------------------------------------===//
-// Incremental decoding: !tfm.kv_cache, tfm.cache, cached attention
+// Incremental decoding: !tfm.kv_cache, tfm.cache, cached attention,
+// tfm.cache_append, tfm.cache_read
 //===----------------------------------------------------------------------===//
 
 // -----
@@ -1485,6 +1578,129 @@ func.func @mha_cache_access_keyword(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf3
   // expected-error @+1 {{expected 'at' or 'upto' after the cache}}
   %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c from %p) in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// tfm.cache_append: keys and values are [batch, heads, n, headDim] with the
+// cache's heads and headDim, and at most its maxBatch sequences and maxSeq
+// positions where those are static.
+func.func @cache_append_heads(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %k: tensor<?x2x?x8xf32>, %p: index) -> index {
+  // expected-error @+1 {{'tfm.cache_append' op keys must be [?, 4, ?, 8], got 'tensor<?x2x?x8xf32>'}}
+  %0 = tfm.cache_append %c, %k, %k at %p : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x2x?x8xf32>
+  return %0 : index
+}
+
+// -----
+
+func.func @cache_append_head_dim(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %k: tensor<1x4x1x16xf32>, %p: index) -> index {
+  // expected-error @+1 {{'tfm.cache_append' op keys must be [?, 4, ?, 8], got 'tensor<1x4x1x16xf32>'}}
+  %0 = tfm.cache_append %c, %k, %k at %p : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<1x4x1x16xf32>
+  return %0 : index
+}
+
+// -----
+
+// Rows of heads, not of d_model: the heads are split first.
+func.func @cache_append_rank(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %k: tensor<?x?x32xf32>, %p: index) -> index {
+  // expected-error @+1 {{'tfm.cache_append' op keys must be [?, 4, ?, 8], got 'tensor<?x?x32xf32>'}}
+  %0 = tfm.cache_append %c, %k, %k at %p : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x?x32xf32>
+  return %0 : index
+}
+
+// -----
+
+func.func @cache_append_batch(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %k: tensor<3x4x?x8xf32>, %p: index) -> index {
+  // expected-error @+1 {{'tfm.cache_append' op keys has 3 sequences; the cache holds 2}}
+  %0 = tfm.cache_append %c, %k, %k at %p : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<3x4x?x8xf32>
+  return %0 : index
+}
+
+// -----
+
+func.func @cache_append_positions(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %k: tensor<?x4x17x8xf32>, %p: index) -> index {
+  // expected-error @+1 {{'tfm.cache_append' op keys has 17 positions; the cache holds 16}}
+  %0 = tfm.cache_append %c, %k, %k at %p : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x4x17x8xf32>
+  return %0 : index
+}
+
+// -----
+
+// Keys and values have one type (the custom form writes it once); so the
+// values' own shape checks can never fail after the keys' have passed.
+func.func @cache_append_values_type(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %k: tensor<2x4x16x8xf32>, %v: tensor<2x4x16x16xf32>, %p: index) -> index {
+  // expected-error @+1 {{'tfm.cache_append' op failed to verify that all of {keys, values} have same type}}
+  %0 = "tfm.cache_append"(%c, %k, %v, %p) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<2x4x16x8xf32>, tensor<2x4x16x16xf32>, index) -> index
+  return %0 : index
+}
+
+// -----
+
+func.func @cache_append_position_type(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %k: tensor<?x4x?x8xf32>, %p: i64) -> index {
+  // expected-error @+1 {{'tfm.cache_append' op operand #3 must be index, but got 'i64'}}
+  %0 = "tfm.cache_append"(%c, %k, %k, %p) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, i64) -> index
+  return %0 : index
+}
+
+// -----
+
+func.func @cache_append_not_a_cache(%t: tensor<4xf32>, %k: tensor<?x4x?x8xf32>, %p: index) -> index {
+  // expected-error @+1 {{'tfm.cache_append' op operand #0 must be the keys and values of one attention, kept across calls, but got 'tensor<4xf32>'}}
+  %0 = "tfm.cache_append"(%t, %k, %k, %p) : (tensor<4xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> index
+  return %0 : index
+}
+
+// -----
+
+// `at`, as in multi_head_attention's cache(%c at %pos).
+func.func @cache_append_keyword(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %k: tensor<?x4x?x8xf32>, %p: index) -> index {
+  // expected-error @+1 {{custom op 'tfm.cache_append' expected 'at'}}
+  %0 = tfm.cache_append %c, %k, %k from %p : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x4x?x8xf32>
+  return %0 : index
+}
+
+// -----
+
+// tfm.cache_read: its results are [?, heads, ?, headDim] of the cache, the
+// batch and the length left open even where the cache bounds them.
+func.func @cache_read_result_type(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %b: index, %n: index) -> tensor<2x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.cache_read' op inferred type(s) 'tensor<?x4x?x8xf32>', 'tensor<?x4x?x8xf32>' are incompatible with return type(s) of operation 'tensor<2x4x?x8xf32>', 'tensor<?x4x?x8xf32>'}}
+  // expected-error @+1 {{'tfm.cache_read' op failed to infer returned types}}
+  %0:2 = "tfm.cache_read"(%c, %b, %n) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index, index) -> (tensor<2x4x?x8xf32>, tensor<?x4x?x8xf32>)
+  return %0#0 : tensor<2x4x?x8xf32>
+}
+
+// -----
+
+func.func @cache_read_one_result(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %b: index, %n: index) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.cache_read' op expected 2 results}}
+  %0 = "tfm.cache_read"(%c, %b, %n) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index, index) -> tensor<?x4x?x8xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @cache_read_length_type(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %b: index, %n: i32) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.cache_read' op operand #2 must be index, but got 'i32'}}
+  %0:2 = "tfm.cache_read"(%c, %b, %n) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index, i32) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>)
+  return %0#0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @cache_read_not_a_cache(%t: tensor<4xf32>, %b: index, %n: index) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.cache_read' op operand #0 must be the keys and values of one attention, kept across calls, but got 'tensor<4xf32>'}}
+  %0:2 = "tfm.cache_read"(%t, %b, %n) : (tensor<4xf32>, index, index) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>)
+  return %0#0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// The batch and the length, in that order.
+func.func @cache_read_one_index(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %n: index) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{expected ','}}
+  %k, %v = tfm.cache_read %c[%n] : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+  return %k : tensor<?x4x?x8xf32>
 }
 
 //===----------------------------------------------------------------------===//
@@ -1586,4 +1802,48 @@ func.func @frame_negative(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tf
 
 // expected-error @+1 {{'tfm.frame_floats' belongs on a function}}
 module attributes {tfm.frame_floats = 16 : i64} {
+}
+
+// -----
+
+// The largest offset: the message must not overflow adding the rows.
+func.func @slice_rows_offset_max(%w: tensor<96x32xf32>) -> tensor<64x32xf32> {
+  // expected-error @+1 {{'tfm.slice_rows' op rows from 9223372036854775807 (64 of them) are not within the 96 rows of the input}}
+  %0 = tfm.slice_rows %w from 9223372036854775807 : tensor<96x32xf32> -> tensor<64x32xf32>
+  return %0 : tensor<64x32xf32>
+}
+
+// -----
+
+func.func @split_heads_no_features(%x: tensor<?x?x0xf32>) -> tensor<?x4x?x0xf32> {
+  // expected-error @+2 {{'tfm.split_heads' op the heads of 4 would have no features}}
+  // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
+  %0 = tfm.split_heads %x part 0 of 3 into 4 heads : tensor<?x?x0xf32> -> tensor<?x4x?x0xf32>
+  return %0 : tensor<?x4x?x0xf32>
+}
+
+// -----
+
+func.func @attention_additive_tiling(%q: tensor<1x4x5x8xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %v: tensor<4x16xf32>) -> tensor<1x4x5x8xf32> {
+  // expected-error @+1 {{'tfm.attention' op additive scores are taken one key at a time: no #tfm.attention_tiling applies}}
+  %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wq, %v) tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<1x4x5x8xf32>
+  return %0 : tensor<1x4x5x8xf32>
+}
+
+// -----
+
+// A cache holds [batch, heads, positions, dk]: a query without a batch
+// dimension has no sequences to index it by.
+func.func @mha_cache_rank2(%x: tensor<5x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %len: index) -> tensor<5x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op a key/value cache needs a [batch, seq, d_model] query, got 'tensor<5x32xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c upto %len) in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<5x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<5x32xf32>
+  return %0 : tensor<5x32xf32>
+}
+
+// -----
+
+func.func @mha_cache_rank4(%x: tensor<2x3x5x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %pos: index) -> tensor<2x3x5x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op a key/value cache needs a [batch, seq, d_model] query, got 'tensor<2x3x5x32xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<2x3x5x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<2x3x5x32xf32>
+  return %0 : tensor<2x3x5x32xf32>
 }

@@ -87,6 +87,27 @@ func.func @rotary(%q: tensor<1x4x?x8xf32>, %k: tensor<?x8xf32>) -> (tensor<1x4x?
 
 // -----
 
+// A position offset (incremental decoding: the position of the first row),
+// with either pairing and with a base. It prints before the attributes; in
+// the generic form it is the second operand.
+// CHECK-LABEL: func.func @rotary_offset(
+// CHECK-NEXT: %0 = tfm.rotary <half> %arg0 offset %arg1 : tensor<1x4x?x8xf32>
+// CHECK-NEXT: %1 = tfm.rotary <interleaved> %0 offset %arg1 {base = 5.000000e+05 : f32} : tensor<1x4x?x8xf32>
+// CHECK-NEXT: %2 = tfm.rotary <half> %arg2 offset %arg1 : tensor<?x8xf32>
+// CHECK-NEXT: return %1, %2 : tensor<1x4x?x8xf32>, tensor<?x8xf32>
+// GENERIC-LABEL: sym_name = "rotary_offset"
+// GENERIC: "tfm.rotary"(%arg0, %arg1) <{base = 1.000000e+04 : f32, style = #tfm.rope<half>}> : (tensor<1x4x?x8xf32>, index) -> tensor<1x4x?x8xf32>
+// GENERIC: "tfm.rotary"(%0, %arg1) <{base = 5.000000e+05 : f32, style = #tfm.rope<interleaved>}> : (tensor<1x4x?x8xf32>, index) -> tensor<1x4x?x8xf32>
+// GENERIC: "tfm.rotary"(%arg2, %arg1) <{base = 1.000000e+04 : f32, style = #tfm.rope<half>}> : (tensor<?x8xf32>, index) -> tensor<?x8xf32>
+func.func @rotary_offset(%q: tensor<1x4x?x8xf32>, %pos: index, %k: tensor<?x8xf32>) -> (tensor<1x4x?x8xf32>, tensor<?x8xf32>) {
+  %0 = tfm.rotary <half> %q offset %pos : tensor<1x4x?x8xf32>
+  %1 = tfm.rotary <interleaved> %0 offset %pos {base = 5.000000e+05 : f32} : tensor<1x4x?x8xf32>
+  %2 = tfm.rotary <half> %k offset %pos {base = 1.0e+04 : f32} : tensor<?x8xf32>
+  return %1, %2 : tensor<1x4x?x8xf32>, tensor<?x8xf32>
+}
+
+// -----
+
 // With and without bias, and a rank-1 input.
 // CHECK-LABEL: func.func @linear(
 // CHECK-NEXT: %0 = tfm.linear %arg0, %arg1, %arg2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
@@ -174,14 +195,76 @@ func.func @heads(%x: tensor<?x?x32xf32>, %y: tensor<2x5x32xf32>) -> (tensor<?x?x
 
 // -----
 
+// `part P of N`: block P (from 0) of N side by side in the features, split
+// into heads, as the queries, keys and values of one GEMM over a stacked
+// weight; a block of 2 x 32 and one of 3 x 32 with other heads; static
+// leading dimensions carry over, and a rank-2 input has no batch. Without
+// `part` neither attribute is printed or set.
+// CHECK-LABEL: func.func @split_heads_part(
+// CHECK-NEXT: %0 = tfm.split_heads %arg0 part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %1 = tfm.split_heads %arg0 part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %2 = tfm.split_heads %arg0 part 2 of 3 into 2 heads : tensor<?x?x96xf32> -> tensor<?x2x?x16xf32>
+// CHECK-NEXT: %3 = tfm.split_heads %arg1 part 1 of 2 into 4 heads : tensor<2x5x64xf32> -> tensor<2x4x5x8xf32>
+// CHECK-NEXT: %4 = tfm.split_heads %arg2 part 2 of 3 into 4 heads : tensor<?x96xf32> -> tensor<4x?x8xf32>
+// CHECK-NEXT: %5 = tfm.split_heads %arg0 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x24xf32>
+// CHECK-NEXT: return %0, %1, %2, %3, %4, %5 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x2x?x16xf32>, tensor<2x4x5x8xf32>, tensor<4x?x8xf32>, tensor<?x4x?x24xf32>
+// GENERIC-LABEL: sym_name = "split_heads_part"
+// GENERIC: "tfm.split_heads"(%arg0) <{num_heads = 4 : i64, part = 0 : i64, parts = 3 : i64}> : (tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.split_heads"(%arg0) <{num_heads = 4 : i64, part = 1 : i64, parts = 3 : i64}> : (tensor<?x?x96xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.split_heads"(%arg0) <{num_heads = 2 : i64, part = 2 : i64, parts = 3 : i64}> : (tensor<?x?x96xf32>) -> tensor<?x2x?x16xf32>
+// GENERIC: "tfm.split_heads"(%arg1) <{num_heads = 4 : i64, part = 1 : i64, parts = 2 : i64}> : (tensor<2x5x64xf32>) -> tensor<2x4x5x8xf32>
+// GENERIC: "tfm.split_heads"(%arg2) <{num_heads = 4 : i64, part = 2 : i64, parts = 3 : i64}> : (tensor<?x96xf32>) -> tensor<4x?x8xf32>
+// GENERIC: "tfm.split_heads"(%arg0) <{num_heads = 4 : i64}> : (tensor<?x?x96xf32>) -> tensor<?x4x?x24xf32>
+func.func @split_heads_part(%qkv: tensor<?x?x96xf32>, %kv: tensor<2x5x64xf32>, %rows: tensor<?x96xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x2x?x16xf32>, tensor<2x4x5x8xf32>, tensor<4x?x8xf32>, tensor<?x4x?x24xf32>) {
+  %0 = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  %1 = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  %2 = tfm.split_heads %qkv part 2 of 3 into 2 heads : tensor<?x?x96xf32> -> tensor<?x2x?x16xf32>
+  %3 = tfm.split_heads %kv part 1 of 2 into 4 heads : tensor<2x5x64xf32> -> tensor<2x4x5x8xf32>
+  %4 = tfm.split_heads %rows part 2 of 3 into 4 heads : tensor<?x96xf32> -> tensor<4x?x8xf32>
+  %5 = tfm.split_heads %qkv into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x24xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x2x?x16xf32>, tensor<2x4x5x8xf32>, tensor<4x?x8xf32>, tensor<?x4x?x24xf32>
+}
+
+// -----
+
+// Rows of a stacked weight and its bias: the first block, the last two,
+// the last row, all of them, and a rank-3 input whose other dimensions
+// (static or not) carry over.
+// CHECK-LABEL: func.func @slice_rows(
+// CHECK-NEXT: %0 = tfm.slice_rows %arg0 from 0 : tensor<96x32xf32> -> tensor<32x32xf32>
+// CHECK-NEXT: %1 = tfm.slice_rows %arg0 from 32 : tensor<96x32xf32> -> tensor<64x32xf32>
+// CHECK-NEXT: %2 = tfm.slice_rows %arg1 from 32 : tensor<96xf32> -> tensor<64xf32>
+// CHECK-NEXT: %3 = tfm.slice_rows %arg1 from 95 : tensor<96xf32> -> tensor<1xf32>
+// CHECK-NEXT: %4 = tfm.slice_rows %arg0 from 0 : tensor<96x32xf32> -> tensor<96x32xf32>
+// CHECK-NEXT: %5 = tfm.slice_rows %arg2 from 2 : tensor<6x4x?xf32> -> tensor<3x4x?xf32>
+// CHECK-NEXT: return %0, %1, %2, %3, %4, %5 : tensor<32x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<1xf32>, tensor<96x32xf32>, tensor<3x4x?xf32>
+// GENERIC-LABEL: sym_name = "slice_rows"
+// GENERIC: "tfm.slice_rows"(%arg0) <{offset = 0 : i64}> : (tensor<96x32xf32>) -> tensor<32x32xf32>
+// GENERIC: "tfm.slice_rows"(%arg0) <{offset = 32 : i64}> : (tensor<96x32xf32>) -> tensor<64x32xf32>
+// GENERIC: "tfm.slice_rows"(%arg1) <{offset = 32 : i64}> : (tensor<96xf32>) -> tensor<64xf32>
+// GENERIC: "tfm.slice_rows"(%arg1) <{offset = 95 : i64}> : (tensor<96xf32>) -> tensor<1xf32>
+// GENERIC: "tfm.slice_rows"(%arg0) <{offset = 0 : i64}> : (tensor<96x32xf32>) -> tensor<96x32xf32>
+// GENERIC: "tfm.slice_rows"(%arg2) <{offset = 2 : i64}> : (tensor<6x4x?xf32>) -> tensor<3x4x?xf32>
+func.func @slice_rows(%w: tensor<96x32xf32>, %b: tensor<96xf32>, %t: tensor<6x4x?xf32>) -> (tensor<32x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<1xf32>, tensor<96x32xf32>, tensor<3x4x?xf32>) {
+  %0 = tfm.slice_rows %w from 0 : tensor<96x32xf32> -> tensor<32x32xf32>
+  %1 = tfm.slice_rows %w from 32 : tensor<96x32xf32> -> tensor<64x32xf32>
+  %2 = tfm.slice_rows %b from 32 : tensor<96xf32> -> tensor<64xf32>
+  %3 = tfm.slice_rows %b from 95 : tensor<96xf32> -> tensor<1xf32>
+  %4 = tfm.slice_rows %w from 0 : tensor<96x32xf32> -> tensor<96x32xf32>
+  %5 = tfm.slice_rows %t from 2 : tensor<6x4x?xf32> -> tensor<3x4x?xf32>
+  return %0, %1, %2, %3, %4, %5 : tensor<32x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<1xf32>, tensor<96x32xf32>, tensor<3x4x?xf32>
+}
+
+// -----
+
 // dot and scaled_dot (causal); value head size may differ from dk.
 // CHECK-LABEL: func.func @attention_dot(
 // CHECK-NEXT: %0 = tfm.attention <dot> %arg0, %arg1, %arg2 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
 // CHECK-NEXT: %1 = tfm.attention <scaled_dot> %arg0, %arg1, %arg2 causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
 // CHECK-NEXT: return %0, %1 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
 // GENERIC-LABEL: sym_name = "attention_dot"
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{score = #tfm.score<dot>}> :
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{causal, score = #tfm.score<scaled_dot>}> :
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
 func.func @attention_dot(%q: tensor<?x4x?x8xf32>, %k: tensor<?x4x?x8xf32>, %v: tensor<?x4x?x16xf32>) -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) {
   %0 = tfm.attention <dot> %q, %k, %v : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   %1 = tfm.attention <scaled_dot> %q, %k, %v causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
@@ -196,7 +279,7 @@ func.func @attention_dot(%q: tensor<?x4x?x8xf32>, %k: tensor<?x4x?x8xf32>, %v: t
 // CHECK-NEXT: %0 = tfm.attention <bilinear> %arg0, %arg1, %arg2 params(%arg3) : (tensor<1x4x6x8xf32>, tensor<1x4x9x8xf32>, tensor<1x4x9x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x6x8xf32>
 // CHECK-NEXT: return %0 : tensor<1x4x6x8xf32>
 // GENERIC-LABEL: sym_name = "attention_bilinear"
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2, %arg3) <{score = #tfm.score<bilinear>}> :
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2, %arg3) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>, score = #tfm.score<bilinear>}> : (tensor<1x4x6x8xf32>, tensor<1x4x9x8xf32>, tensor<1x4x9x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x6x8xf32>
 func.func @attention_bilinear(%q: tensor<1x4x6x8xf32>, %k: tensor<1x4x9x8xf32>, %v: tensor<1x4x9x8xf32>, %w: tensor<4x8x8xf32>) -> tensor<1x4x6x8xf32> {
   %0 = tfm.attention <bilinear> %q, %k, %v params(%w) : (tensor<1x4x6x8xf32>, tensor<1x4x9x8xf32>, tensor<1x4x9x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x6x8xf32>
   return %0 : tensor<1x4x6x8xf32>
@@ -209,7 +292,7 @@ func.func @attention_bilinear(%q: tensor<1x4x6x8xf32>, %k: tensor<1x4x9x8xf32>, 
 // CHECK-NEXT: %0 = tfm.attention <additive> %arg0, %arg0, %arg0 params(%arg1, %arg2, %arg3) causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
 // CHECK-NEXT: return %0 : tensor<?x4x?x8xf32>
 // GENERIC-LABEL: sym_name = "attention_additive"
-// GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg1, %arg2, %arg3) <{causal, score = #tfm.score<additive>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg1, %arg2, %arg3) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 3, 0>, score = #tfm.score<additive>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
 func.func @attention_additive(%q: tensor<?x4x?x8xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x4x?x8xf32> {
   %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wq, %va) causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
@@ -224,6 +307,49 @@ func.func @attention_additive(%q: tensor<?x4x?x8xf32>, %wk: tensor<4x16x8xf32>, 
 func.func @attention_rank2(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %0 = tfm.attention <scaled_dot> %q, %k, %k : (tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// A causal offset: new query rows (a decode step) over more keys, the first
+// query row at position %arg2 among them; with score parameters between
+// the values and the offset. The generic form counts the score parameters
+// and the offset (operandSegmentSizes).
+// CHECK-LABEL: func.func @attention_offset(
+// CHECK-NEXT: %0 = tfm.attention <scaled_dot> %arg0, %arg1, %arg1 causal offset %arg2 : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
+// CHECK-NEXT: %1 = tfm.attention <bilinear> %arg0, %arg1, %arg1 params(%arg3) causal offset %arg2 : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<1x4x1x8xf32>
+// CHECK-NEXT: %2 = tfm.attention <additive> %arg0, %arg1, %arg1 params(%arg4, %arg4, %arg5) causal offset %arg2 : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, index) -> tensor<1x4x1x8xf32>
+// CHECK-NEXT: return %0, %1, %2 : tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>
+// GENERIC-LABEL: sym_name = "attention_offset"
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg2) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>, score = #tfm.score<scaled_dot>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg3, %arg2) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, score = #tfm.score<bilinear>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<1x4x1x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg4, %arg4, %arg5, %arg2) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 3, 1>, score = #tfm.score<additive>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, index) -> tensor<1x4x1x8xf32>
+func.func @attention_offset(%q: tensor<1x4x1x8xf32>, %kv: tensor<1x4x?x8xf32>, %pos: index, %w: tensor<4x8x8xf32>, %wa: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> (tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>) {
+  %0 = tfm.attention <scaled_dot> %q, %kv, %kv causal offset %pos : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
+  %1 = tfm.attention <bilinear> %q, %kv, %kv params(%w) causal offset %pos : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<1x4x1x8xf32>
+  %2 = tfm.attention <additive> %q, %kv, %kv params(%wa, %wa, %va) causal offset %pos : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, index) -> tensor<1x4x1x8xf32>
+  return %0, %1, %2 : tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>
+}
+
+// -----
+
+// An attention tiling (from tfm-select-attention-tiling): alone, after
+// causal, and after params, causal and offset; query rows and key blocks at
+// the ends of their ranges.
+// CHECK-LABEL: func.func @attention_tiling(
+// CHECK-NEXT: %0 = tfm.attention <scaled_dot> %arg0, %arg1, %arg1 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %1 = tfm.attention <dot> %arg0, %arg1, %arg1 causal tiling <queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %2 = tfm.attention <bilinear> %arg0, %arg1, %arg1 params(%arg3) causal offset %arg2 tiling <queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: return %0, %1, %2 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>
+// GENERIC-LABEL: sym_name = "attention_tiling"
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<scaled_dot>, tiling = #tfm.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>, tiling = #tfm.attention_tiling<queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg3, %arg2) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, score = #tfm.score<bilinear>, tiling = #tfm.attention_tiling<queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<?x4x?x8xf32>
+func.func @attention_tiling(%q: tensor<?x4x?x8xf32>, %kv: tensor<?x4x?x8xf32>, %pos: index, %w: tensor<4x8x8xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) {
+  %0 = tfm.attention <scaled_dot> %q, %kv, %kv tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %1 = tfm.attention <dot> %q, %kv, %kv causal tiling <queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %2 = tfm.attention <bilinear> %q, %kv, %kv params(%w) causal offset %pos tiling <queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<?x4x?x8xf32>
+  return %0, %1, %2 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>
 }
 
 // -----
@@ -282,85 +408,62 @@ func.func @mha_additive(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: ten
 
 // -----
 
-// The attention core over stacked Q/K/V rows (from --tfm-fuse-attention):
-// scaled_dot causal, dot with interleaved rope and a rope_base, and half
-// rope without one (rope_base has no default: absent, it is not printed).
-// CHECK-LABEL: func.func @flash_attention(
-// CHECK-NEXT: %0 = tfm.flash_attention <scaled_dot> %arg0 heads 4 causal : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-// CHECK-NEXT: %1 = tfm.flash_attention <dot> %arg0 heads 2 causal {rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-// CHECK-NEXT: %2 = tfm.flash_attention <scaled_dot> %arg0 heads 4 {rope = #tfm.rope<half>} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-// CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
-// GENERIC-LABEL: sym_name = "flash_attention"
-// GENERIC: "tfm.flash_attention"(%arg0) <{causal, num_heads = 4 : i64, score = #tfm.score<scaled_dot>}> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-// GENERIC: "tfm.flash_attention"(%arg0) <{causal, num_heads = 2 : i64, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-// GENERIC: "tfm.flash_attention"(%arg0) <{num_heads = 4 : i64, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-func.func @flash_attention(%qkv: tensor<?x?x96xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 causal : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  %1 = tfm.flash_attention <dot> %qkv heads 2 causal {rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  %2 = tfm.flash_attention <scaled_dot> %qkv heads 4 {rope = #tfm.rope<half>} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+// A self-attention's core over stacked Q/K/V rows, as
+// --tfm-decompose-attention writes it: one GEMM over the stacked
+// in_proj weight, its three blocks split into heads, rotary positions on
+// the queries and keys, one causal attention core, the heads merged.
+// CHECK-LABEL: func.func @self_attention_decomposed(
+// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1, %arg2 : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<?x?x96xf32>
+// CHECK-NEXT: %1 = tfm.split_heads %0 part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %2 = tfm.split_heads %0 part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %3 = tfm.split_heads %0 part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %4 = tfm.rotary <interleaved> %1 {base = 5.000000e+05 : f32} : tensor<?x4x?x8xf32>
+// CHECK-NEXT: %5 = tfm.rotary <interleaved> %2 {base = 5.000000e+05 : f32} : tensor<?x4x?x8xf32>
+// CHECK-NEXT: %6 = tfm.attention <scaled_dot> %4, %5, %3 causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %7 = tfm.merge_heads %6 : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %7 : tensor<?x?x32xf32>
+func.func @self_attention_decomposed(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>) -> tensor<?x?x32xf32> {
+  %qkv = tfm.linear %x, %wi, %bi : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<?x?x96xf32>
+  %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+  %qr = tfm.rotary <interleaved> %q {base = 5.0e+05 : f32} : tensor<?x4x?x8xf32>
+  %kr = tfm.rotary <interleaved> %k {base = 5.0e+05 : f32} : tensor<?x4x?x8xf32>
+  %o = tfm.attention <scaled_dot> %qr, %kr, %v causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %m = tfm.merge_heads %o : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+  return %m : tensor<?x?x32xf32>
 }
 
 // -----
 
-// An attention tiling (from tfm-select-attention-tiling), alone and after
-// causal; query rows and key blocks at the ends of their ranges.
-// CHECK-LABEL: func.func @flash_attention_tiling(
-// CHECK-NEXT: %0 = tfm.flash_attention <scaled_dot> %arg0 heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-// CHECK-NEXT: %1 = tfm.flash_attention <dot> %arg0 heads 2 causal tiling <queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024> {rope = #tfm.rope<half>} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-// CHECK-NEXT: %2 = tfm.flash_attention <dot> %arg0 heads 2 tiling <queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-// CHECK-NEXT: return %0, %1, %2
-// GENERIC-LABEL: sym_name = "flash_attention_tiling"
-// GENERIC: "tfm.flash_attention"(%arg0) <{num_heads = 4 : i64, score = #tfm.score<scaled_dot>, tiling = #tfm.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64>}>
-// GENERIC: "tfm.flash_attention"(%arg0) <{causal, num_heads = 2 : i64, rope = #tfm.rope<half>, score = #tfm.score<dot>, tiling = #tfm.attention_tiling<queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024>}>
-func.func @flash_attention_tiling(%qkv: tensor<?x?x96xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  %1 = tfm.flash_attention <dot> %qkv heads 2 causal tiling <queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024> {rope = #tfm.rope<half>} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  %2 = tfm.flash_attention <dot> %qkv heads 2 tiling <queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16> : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-  return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
-}
-
-// -----
-
-// Bilinear score with its [heads, dk, dk] weight.
-// CHECK-LABEL: func.func @flash_attention_bilinear(
-// CHECK-NEXT: %0 = tfm.flash_attention <bilinear> %arg0 heads 4 params(%arg1) : (tensor<?x?x96xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
-// CHECK-NEXT: return %0 : tensor<?x?x32xf32>
-// GENERIC-LABEL: sym_name = "flash_attention_bilinear"
-// GENERIC: "tfm.flash_attention"(%arg0, %arg1) <{num_heads = 4 : i64, score = #tfm.score<bilinear>}> : (tensor<?x?x96xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
-func.func @flash_attention_bilinear(%qkv: tensor<?x?x96xf32>, %w: tensor<4x8x8xf32>) -> tensor<?x?x32xf32> {
-  %0 = tfm.flash_attention <bilinear> %qkv heads 4 params(%w) : (tensor<?x?x96xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-// Causal additive score with its three parameters.
-// CHECK-LABEL: func.func @flash_attention_additive(
-// CHECK-NEXT: %0 = tfm.flash_attention <additive> %arg0 heads 4 params(%arg1, %arg2, %arg3) causal : (tensor<?x?x96xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
-// CHECK-NEXT: return %0 : tensor<?x?x32xf32>
-// GENERIC-LABEL: sym_name = "flash_attention_additive"
-// GENERIC: "tfm.flash_attention"(%arg0, %arg1, %arg2, %arg3) <{causal, num_heads = 4 : i64, score = #tfm.score<additive>}> : (tensor<?x?x96xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
-func.func @flash_attention_additive(%qkv: tensor<?x?x96xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
-  %0 = tfm.flash_attention <additive> %qkv heads 4 params(%wk, %wq, %va) causal : (tensor<?x?x96xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
-  return %0 : tensor<?x?x32xf32>
-}
-
-// -----
-
-// All dimensions static (the leading ones carry over to the result), and a
-// rank-2 qkv ([seq, 3*d_model], no batch).
-// CHECK-LABEL: func.func @flash_attention_shapes(
-// CHECK-NEXT: %0 = tfm.flash_attention <scaled_dot> %arg0 heads 2 causal : (tensor<2x5x48xf32>) -> tensor<2x5x16xf32>
-// CHECK-NEXT: %1 = tfm.flash_attention <dot> %arg1 heads 4 : (tensor<?x96xf32>) -> tensor<?x32xf32>
-// CHECK-NEXT: return %0, %1 : tensor<2x5x16xf32>, tensor<?x32xf32>
-// GENERIC-LABEL: sym_name = "flash_attention_shapes"
-// GENERIC: "tfm.flash_attention"(%arg0) <{causal, num_heads = 2 : i64, score = #tfm.score<scaled_dot>}> : (tensor<2x5x48xf32>) -> tensor<2x5x16xf32>
-// GENERIC: "tfm.flash_attention"(%arg1) <{num_heads = 4 : i64, score = #tfm.score<dot>}> : (tensor<?x96xf32>) -> tensor<?x32xf32>
-func.func @flash_attention_shapes(%qkv: tensor<2x5x48xf32>, %rows: tensor<?x96xf32>) -> (tensor<2x5x16xf32>, tensor<?x32xf32>) {
-  %0 = tfm.flash_attention <scaled_dot> %qkv heads 2 causal : (tensor<2x5x48xf32>) -> tensor<2x5x16xf32>
-  %1 = tfm.flash_attention <dot> %rows heads 4 : (tensor<?x96xf32>) -> tensor<?x32xf32>
-  return %0, %1 : tensor<2x5x16xf32>, tensor<?x32xf32>
+// Cross-attention decomposed: the query rows of in_proj and the key and
+// value rows (tfm.slice_rows) are two GEMMs, of the query and of the memory.
+// CHECK-LABEL: func.func @cross_attention_decomposed(
+// CHECK-NEXT: %0 = tfm.slice_rows %arg2 from 0 : tensor<96x32xf32> -> tensor<32x32xf32>
+// CHECK-NEXT: %1 = tfm.slice_rows %arg3 from 0 : tensor<96xf32> -> tensor<32xf32>
+// CHECK-NEXT: %2 = tfm.linear %arg0, %0, %1 : (tensor<2x?x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<2x?x32xf32>
+// CHECK-NEXT: %3 = tfm.split_heads %2 into 4 heads : tensor<2x?x32xf32> -> tensor<2x4x?x8xf32>
+// CHECK-NEXT: %4 = tfm.slice_rows %arg2 from 32 : tensor<96x32xf32> -> tensor<64x32xf32>
+// CHECK-NEXT: %5 = tfm.slice_rows %arg3 from 32 : tensor<96xf32> -> tensor<64xf32>
+// CHECK-NEXT: %6 = tfm.linear %arg1, %4, %5 : (tensor<2x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<2x?x64xf32>
+// CHECK-NEXT: %7 = tfm.split_heads %6 part 0 of 2 into 4 heads : tensor<2x?x64xf32> -> tensor<2x4x?x8xf32>
+// CHECK-NEXT: %8 = tfm.split_heads %6 part 1 of 2 into 4 heads : tensor<2x?x64xf32> -> tensor<2x4x?x8xf32>
+// CHECK-NEXT: %9 = tfm.attention <dot> %3, %7, %8 : (tensor<2x4x?x8xf32>, tensor<2x4x?x8xf32>, tensor<2x4x?x8xf32>) -> tensor<2x4x?x8xf32>
+// CHECK-NEXT: %10 = tfm.merge_heads %9 : tensor<2x4x?x8xf32> -> tensor<2x?x32xf32>
+// CHECK-NEXT: return %10 : tensor<2x?x32xf32>
+func.func @cross_attention_decomposed(%x: tensor<2x?x32xf32>, %mem: tensor<2x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>) -> tensor<2x?x32xf32> {
+  %wq = tfm.slice_rows %wi from 0 : tensor<96x32xf32> -> tensor<32x32xf32>
+  %bq = tfm.slice_rows %bi from 0 : tensor<96xf32> -> tensor<32xf32>
+  %q2 = tfm.linear %x, %wq, %bq : (tensor<2x?x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<2x?x32xf32>
+  %q = tfm.split_heads %q2 into 4 heads : tensor<2x?x32xf32> -> tensor<2x4x?x8xf32>
+  %wkv = tfm.slice_rows %wi from 32 : tensor<96x32xf32> -> tensor<64x32xf32>
+  %bkv = tfm.slice_rows %bi from 32 : tensor<96xf32> -> tensor<64xf32>
+  %kv = tfm.linear %mem, %wkv, %bkv : (tensor<2x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<2x?x64xf32>
+  %k = tfm.split_heads %kv part 0 of 2 into 4 heads : tensor<2x?x64xf32> -> tensor<2x4x?x8xf32>
+  %v = tfm.split_heads %kv part 1 of 2 into 4 heads : tensor<2x?x64xf32> -> tensor<2x4x?x8xf32>
+  %o = tfm.attention <dot> %q, %k, %v : (tensor<2x4x?x8xf32>, tensor<2x4x?x8xf32>, tensor<2x4x?x8xf32>) -> tensor<2x4x?x8xf32>
+  %m = tfm.merge_heads %o : tensor<2x4x?x8xf32> -> tensor<2x?x32xf32>
+  return %m : tensor<2x?x32xf32>
 }
 
 // -----
@@ -464,6 +567,41 @@ func.func @mha_cached(%x: tensor<?x?x32xf32>, %mem: tensor<?x?x32xf32>, %pos: in
   %2 = tfm.multi_head_attention <dot> %1 heads 4 cache(%cross upto %len) in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
   %3 = tfm.take_last %2 : tensor<?x?x32xf32> -> tensor<?x1x32xf32>
   return %3 : tensor<?x1x32xf32>
+}
+
+// -----
+
+// The cache ops: new keys and values appended at a position (the result is
+// the positions the cache then holds), the first positions read back (as
+// ?xHEADSx?xHEAD_DIM tensors, inferred from the cache type) and attended
+// by the new query rows from their own position on; and the largest append
+// the cache takes, all its sequences and positions at once.
+// CHECK: tfm.kv_cache @decoder.cache : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+// CHECK-LABEL: func.func @cache_ops(
+// CHECK-NEXT: %0 = tfm.cache @decoder.cache : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+// CHECK-NEXT: %1 = tfm.cache_append %0, %arg0, %arg1 at %arg2 : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x4x?x8xf32>
+// CHECK-NEXT: %keys, %values = tfm.cache_read %0[%arg3, %1] : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+// CHECK-NEXT: %2 = tfm.attention <scaled_dot> %arg0, %keys, %values causal offset %arg2 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %c0 = arith.constant 0 : index
+// CHECK-NEXT: %3 = tfm.cache_append %0, %arg4, %arg4 at %c0 : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<2x4x16x8xf32>
+// CHECK-NEXT: %keys_0, %values_1 = tfm.cache_read %0[%arg3, %3] : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+// CHECK-NEXT: return %2, %keys_0, %values_1 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>
+// GENERIC: "tfm.kv_cache"() <{sym_name = "decoder.cache", type = !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>}> : () -> ()
+// GENERIC-LABEL: sym_name = "cache_ops"
+// GENERIC: %1 = "tfm.cache_append"(%0, %arg0, %arg1, %arg2) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> index
+// GENERIC-NEXT: %2:2 = "tfm.cache_read"(%0, %arg3, %1) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index, index) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>)
+// GENERIC-NEXT: "tfm.attention"(%arg0, %2#0, %2#1, %arg2) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.cache_append"(%0, %arg4, %arg4, %{{.*}}) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, index) -> index
+tfm.kv_cache @"decoder.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+func.func @cache_ops(%k: tensor<?x4x?x8xf32>, %v: tensor<?x4x?x8xf32>, %pos: index, %batch: index, %all: tensor<2x4x16x8xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) {
+  %c = tfm.cache @"decoder.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+  %len = tfm.cache_append %c, %k, %v at %pos : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x4x?x8xf32>
+  %keys, %values = tfm.cache_read %c[%batch, %len] : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+  %o = tfm.attention <scaled_dot> %k, %keys, %values causal offset %pos : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
+  %zero = arith.constant 0 : index
+  %full = tfm.cache_append %c, %all, %all at %zero : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<2x4x16x8xf32>
+  %k2, %v2 = tfm.cache_read %c[%batch, %full] : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+  return %o, %k2, %v2 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>
 }
 
 // -----

@@ -4,10 +4,14 @@
 // --tfm-plan-memory: every buffer a function's Highway code takes (op
 // results, op scratch) gets a static place in the function's frame, sized
 // at the module's tfm.max_batch x tfm.max_seq_len; space is reused once a
-// buffer is dead. Offsets are whole 64-byte lines (16 floats). The cases it
-// must leave alone say why in a remark; sizes it cannot plan are errors.
+// buffer is dead. Offsets are whole 64-byte lines (16 floats). Views
+// (tfm.split_heads, tfm.merge_heads, tfm.slice_rows, tfm.cache_read, a
+// tfm.rotary in place) take no slot: the buffer they view lives as long as
+// they are read. The cases it must leave alone say why in a remark; sizes
+// it cannot plan are errors.
 
-// Bounds: batch 2, seq 8: [?, ?, 32] is 512 floats, [?, ?, 64] 1024.
+// Bounds: batch 2, seq 8: [?, ?, 32] is 512 floats, [?, ?, 64] 1024,
+// [?, ?, 96] 1536; per head, [?, 4, ?, 8] is 512.
 
 // A chain of GEMMs: %0 is dead once %1 is computed, so %2 reuses its
 // place; the returned value is the caller's (no slot).
@@ -19,40 +23,103 @@
 // CHECK-NEXT: %3 = tfm.linear %2, %arg2 :
 // CHECK-NEXT: return %3
 
-// Self-attention with rotary positions: the stacked Q/K/V rows, a cos and
-// a sin table for Q and for K (8 x 4 floats each), the merged heads and
-// the transposed keys (2 x 4 heads x 8 x 8) are scratch, free after the op;
-// its result stays until the add.
+// Self-attention with rotary positions, as tfm-decompose-attention leaves
+// it: the Q/K/V GEMM's rows (1536 floats) are read only through its three
+// split_heads views, so both rotaries rotate Q and K in place (tfm.in_place,
+// no result slot; each a cos and a sin table of 8 x 4 floats, scratch).
+// The attention's result (the heads merged) and its transposed keys go
+// above the rows, which stay alive until the attention, their last reader
+// through the views; the out_proj GEMM then reuses their place, and the
+// attention's result lives until it through merge_heads.
 // CHECK-LABEL: func.func @self_attention_rope(
-// CHECK-SAME: attributes {tfm.frame_floats = 3200 : i64}
-// CHECK-NEXT: %0 = tfm.multi_head_attention {{.*}} {rope = #tfm.rope<half>, tfm.frame = [#tfm.slot<"qkv", offset = 0, floats = 1536>, #tfm.slot<"ropeCos", offset = 1536, floats = 32>, #tfm.slot<"ropeSin", offset = 1568, floats = 32>, #tfm.slot<"ropeCos", offset = 1600, floats = 32>, #tfm.slot<"ropeSin", offset = 1632, floats = 32>, #tfm.slot<"heads", offset = 1664, floats = 512>, #tfm.slot<"keysT", offset = 2176, floats = 512>, #tfm.slot<"result0", offset = 2688, floats = 512>]}
-// CHECK-NEXT: %1 = tfm.add %0, %arg0 :
+// CHECK-SAME: attributes {tfm.frame_floats = 2560 : i64}
+// CHECK-NEXT: %[[QKV:.+]] = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 1536>]}
+// CHECK-NEXT: %[[Q:.+]] = tfm.split_heads %[[QKV]] part 0 of 3 into 4 heads :
+// CHECK-NEXT: %[[K:.+]] = tfm.split_heads %[[QKV]] part 1 of 3 into 4 heads :
+// CHECK-NEXT: %[[V:.+]] = tfm.split_heads %[[QKV]] part 2 of 3 into 4 heads :
+// CHECK-NEXT: %[[RQ:.+]] = tfm.rotary <half> %[[Q]] {tfm.frame = [#tfm.slot<"ropeCos", offset = 1536, floats = 32>, #tfm.slot<"ropeSin", offset = 1568, floats = 32>], tfm.in_place} :
+// CHECK-NEXT: %[[RK:.+]] = tfm.rotary <half> %[[K]] {tfm.frame = [#tfm.slot<"ropeCos", offset = 1536, floats = 32>, #tfm.slot<"ropeSin", offset = 1568, floats = 32>], tfm.in_place} :
+// CHECK-NEXT: %[[O:.+]] = tfm.attention <scaled_dot> %[[RQ]], %[[RK]], %[[V]] causal {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 512>, #tfm.slot<"keysT", offset = 2048, floats = 512>]} :
+// CHECK-NEXT: %[[M:.+]] = tfm.merge_heads %[[O]] : tensor
+// CHECK-NEXT: %[[Y:.+]] = tfm.linear %[[M]], {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>]}
+// CHECK-NEXT: tfm.add %[[Y]], %arg0 :
 
-// Cross-attention: Q, then K and V of the memory ([2, ?, 32]: 8 rows of
-// 64 per sequence), the heads, the memory's keys transposed.
+// Cross-attention: the weight's row slices are views of an argument (no
+// slot); Q of the query (512), K and V of the memory in one GEMM ([2, ?,
+// 64]: 1024), the attention's result and the memory's keys transposed.
 // CHECK-LABEL: func.func @cross_attention(
 // CHECK-SAME: attributes {tfm.frame_floats = 2560 : i64}
-// CHECK-NEXT: tfm.multi_head_attention <dot> %arg0 memory %arg1 {{.*}} {tfm.frame = [#tfm.slot<"q", offset = 0, floats = 512>, #tfm.slot<"kv", offset = 512, floats = 1024>, #tfm.slot<"heads", offset = 1536, floats = 512>, #tfm.slot<"keysT", offset = 2048, floats = 512>]}
+// CHECK-NEXT: tfm.slice_rows %arg2 from 0 : tensor
+// CHECK-NEXT: tfm.slice_rows %arg3 from 0 : tensor
+// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>]}
+// CHECK-NEXT: tfm.split_heads {{.*}} : tensor
+// CHECK-NEXT: tfm.slice_rows %arg2 from 32 : tensor
+// CHECK-NEXT: tfm.slice_rows %arg3 from 32 : tensor
+// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 512, floats = 1024>]}
+// CHECK-NEXT: tfm.split_heads {{.*}} : tensor
+// CHECK-NEXT: tfm.split_heads {{.*}} : tensor
+// CHECK-NEXT: tfm.attention <dot> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 512>, #tfm.slot<"keysT", offset = 2048, floats = 512>]}
+// CHECK-NEXT: tfm.merge_heads {{.*}} : tensor
+// CHECK-NEXT: tfm.linear {{.*}} : (tensor
 
-// Bilinear scores fold W into each query row (a scratch copy); the
-// returned result has no slot.
-// CHECK-LABEL: func.func @flash_bilinear(
-// CHECK-SAME: attributes {tfm.frame_floats = 2560 : i64}
-// CHECK-NEXT: %0 = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 1536>]}
-// CHECK-NEXT: %1 = tfm.flash_attention <bilinear> %0 {{.*}} {tfm.frame = [#tfm.slot<"qW", offset = 1536, floats = 512>, #tfm.slot<"keysT", offset = 2048, floats = 512>]}
+// Bilinear scores fold W into each query row (qW, scratch, after the
+// result); the returned merge_heads is a view of the attention's result,
+// which has a slot of its own (the return copies it out).
+// CHECK-LABEL: func.func @bilinear(
+// CHECK-SAME: attributes {tfm.frame_floats = 3072 : i64}
+// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 1536>]}
+// CHECK: tfm.attention <bilinear> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 512>, #tfm.slot<"qW", offset = 2048, floats = 512>, #tfm.slot<"keysT", offset = 2560, floats = 512>]}
+// CHECK-NEXT: tfm.merge_heads {{.*}} : tensor
 
-// Rotary positions rotate Q and K in place in a frame buffer no other op
-// reads; an argument's rows are copied first.
-// CHECK-LABEL: func.func @flash_rope(
-// CHECK-SAME: attributes {tfm.frame_floats = 2176 : i64}
-// CHECK-NEXT: %0 = tfm.flash_attention <scaled_dot> %arg0 {{.*}} {rope = #tfm.rope<half>, tfm.frame = [#tfm.slot<"qkv", offset = 0, floats = 1536>, #tfm.slot<"ropeCos", offset = 1536, floats = 32>, #tfm.slot<"ropeSin", offset = 1568, floats = 32>, #tfm.slot<"ropeCos", offset = 1600, floats = 32>, #tfm.slot<"ropeSin", offset = 1632, floats = 32>, #tfm.slot<"keysT", offset = 1664, floats = 512>]}
-// CHECK-NEXT: %1 = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 1536>]}
-// CHECK-NEXT: %2 = tfm.flash_attention <scaled_dot> %1 {{.*}} {rope = #tfm.rope<half>, tfm.frame = [#tfm.slot<"ropeCos", offset = 1536, floats = 32>, #tfm.slot<"ropeSin", offset = 1568, floats = 32>, #tfm.slot<"ropeCos", offset = 1600, floats = 32>, #tfm.slot<"ropeSin", offset = 1632, floats = 32>, #tfm.slot<"keysT", offset = 1664, floats = 512>]}
+// Additive scores project the keys and the queries (2 x 4 heads x 8 x 16
+// floats each) and take no transposed keys.
+// CHECK-LABEL: func.func @additive(
+// CHECK-SAME: attributes {tfm.frame_floats = 4096 : i64}
+// CHECK: tfm.attention <additive> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 512>, #tfm.slot<"keyProj", offset = 2048, floats = 1024>, #tfm.slot<"queryProj", offset = 3072, floats = 1024>]}
 
-// An unfused FFN: its hidden layer is scratch, taken before its result.
-// CHECK-LABEL: func.func @ffn(
-// CHECK-SAME: attributes {tfm.frame_floats = 1536 : i64}
-// CHECK-NEXT: %0 = tfm.ffn <relu> {{.*}} {tfm.frame = [#tfm.slot<"hidden", offset = 0, floats = 1024>, #tfm.slot<"result0", offset = 1024, floats = 512>]}
+// Rotaries that must copy (a result slot before their tables, no
+// tfm.in_place): rows of an argument (the caller's, not to be written),
+// and rows of a GEMM that another op (the add) also reads unrotated. The
+// first attention's result is returned through merge_heads and stays; the
+// copies are dead after the attention that reads them.
+// CHECK-LABEL: func.func @rope_copies(
+// CHECK-SAME: attributes {tfm.frame_floats = 4096 : i64}
+// CHECK-NEXT: tfm.split_heads %arg0 part 0 of 3
+// CHECK-NEXT: tfm.split_heads %arg0 part 1 of 3
+// CHECK-NEXT: tfm.split_heads %arg0 part 2 of 3
+// CHECK-NEXT: tfm.rotary <half> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>, #tfm.slot<"ropeCos", offset = 512, floats = 32>, #tfm.slot<"ropeSin", offset = 544, floats = 32>]} :
+// CHECK-NEXT: tfm.rotary <half> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 512, floats = 512>, #tfm.slot<"ropeCos", offset = 1024, floats = 32>, #tfm.slot<"ropeSin", offset = 1056, floats = 32>]} :
+// CHECK-NEXT: tfm.attention <scaled_dot> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1024, floats = 512>, #tfm.slot<"keysT", offset = 1536, floats = 512>]}
+// CHECK-NEXT: tfm.merge_heads
+// CHECK-NEXT: %[[P:.+]] = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 1536>]}
+// CHECK-NEXT: tfm.split_heads %[[P]] part 0 of 3
+// CHECK-NEXT: tfm.split_heads %[[P]] part 1 of 3
+// CHECK-NEXT: tfm.split_heads %[[P]] part 2 of 3
+// CHECK-NEXT: tfm.rotary <half> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>, #tfm.slot<"ropeCos", offset = 512, floats = 32>, #tfm.slot<"ropeSin", offset = 544, floats = 32>]} :
+// CHECK-NEXT: tfm.rotary <half> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 512, floats = 512>, #tfm.slot<"ropeCos", offset = 3072, floats = 32>, #tfm.slot<"ropeSin", offset = 3104, floats = 32>]} :
+// CHECK-NEXT: tfm.attention <scaled_dot> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 3072, floats = 512>, #tfm.slot<"keysT", offset = 3584, floats = 512>]}
+// CHECK-NEXT: tfm.merge_heads
+// CHECK-NEXT: tfm.add %[[P]], %[[P]] :
+// CHECK-NOT: tfm.in_place
+// CHECK: return
+
+// Views keep the buffer they view alive: the Q/K/V rows (at 0) are read by
+// the attention through their split_heads views only after two more GEMMs,
+// so those GEMMs go above them (1536, 2560) and only the add after the
+// attention reuses offset 0. The attention's result takes the first GEMM's
+// place, dead by then.
+// CHECK-LABEL: func.func @view_alive(
+// CHECK-SAME: attributes {tfm.frame_floats = 3072 : i64}
+// CHECK-NEXT: %[[QKV:.+]] = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 1536>]}
+// CHECK-NEXT: tfm.split_heads %[[QKV]]
+// CHECK-NEXT: tfm.split_heads %[[QKV]]
+// CHECK-NEXT: tfm.split_heads %[[QKV]]
+// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 1024>]}
+// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 2560, floats = 512>]}
+// CHECK-NEXT: tfm.attention <dot> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 512>, #tfm.slot<"keysT", offset = 2048, floats = 512>]}
+// CHECK-NEXT: tfm.merge_heads
+// CHECK-NEXT: tfm.add {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>]}
+// CHECK-NEXT: tfm.add {{.*}} : tensor
 
 // add_layer_norm stores its sum (result 0) only when something reads it;
 // the normalised rows (result 1) come first. An op's results never share
@@ -78,39 +145,94 @@ module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 8 : i64} {
     return %3 : tensor<?x?x32xf32>
   }
 
-  // expected-remark @+1 {{in @self_attention_rope: frame of 12800 bytes for 8 buffers (12800 bytes if none shared space)}}
+  // expected-remark @+1 {{in @self_attention_rope: frame of 10240 bytes for 8 buffers (12800 bytes if none shared space)}}
   func.func @self_attention_rope(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
-    %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
-    %1 = tfm.add %0, %x : tensor<?x?x32xf32>
-    return %1 : tensor<?x?x32xf32>
+    %qkv = tfm.linear %x, %wi, %bi : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<?x?x96xf32>
+    %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %rq = tfm.rotary <half> %q : tensor<?x4x?x8xf32>
+    %rk = tfm.rotary <half> %k : tensor<?x4x?x8xf32>
+    %o = tfm.attention <scaled_dot> %rq, %rk, %v causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    %m = tfm.merge_heads %o : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    %y = tfm.linear %m, %wo, %bo : (tensor<?x?x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+    %r = tfm.add %y, %x : tensor<?x?x32xf32>
+    return %r : tensor<?x?x32xf32>
   }
 
   // expected-remark @+1 {{in @cross_attention: frame of 10240 bytes for 4 buffers (10240 bytes if none shared space)}}
-  func.func @cross_attention(%x: tensor<2x?x32xf32>, %m: tensor<2x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<2x?x32xf32> {
-    %0 = tfm.multi_head_attention <dot> %x memory %m heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<2x?x32xf32>, tensor<2x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<2x?x32xf32>
-    return %0 : tensor<2x?x32xf32>
+  func.func @cross_attention(%x: tensor<2x?x32xf32>, %mem: tensor<2x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<2x?x32xf32> {
+    %wq = tfm.slice_rows %wi from 0 : tensor<96x32xf32> -> tensor<32x32xf32>
+    %bq = tfm.slice_rows %bi from 0 : tensor<96xf32> -> tensor<32xf32>
+    %qr = tfm.linear %x, %wq, %bq : (tensor<2x?x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<2x?x32xf32>
+    %q = tfm.split_heads %qr into 4 heads : tensor<2x?x32xf32> -> tensor<2x4x?x8xf32>
+    %wkv = tfm.slice_rows %wi from 32 : tensor<96x32xf32> -> tensor<64x32xf32>
+    %bkv = tfm.slice_rows %bi from 32 : tensor<96xf32> -> tensor<64xf32>
+    %kv = tfm.linear %mem, %wkv, %bkv : (tensor<2x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<2x?x64xf32>
+    %k = tfm.split_heads %kv part 0 of 2 into 4 heads : tensor<2x?x64xf32> -> tensor<2x4x?x8xf32>
+    %v = tfm.split_heads %kv part 1 of 2 into 4 heads : tensor<2x?x64xf32> -> tensor<2x4x?x8xf32>
+    %o = tfm.attention <dot> %q, %k, %v : (tensor<2x4x?x8xf32>, tensor<2x4x?x8xf32>, tensor<2x4x?x8xf32>) -> tensor<2x4x?x8xf32>
+    %m = tfm.merge_heads %o : tensor<2x4x?x8xf32> -> tensor<2x?x32xf32>
+    %y = tfm.linear %m, %wo, %bo : (tensor<2x?x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<2x?x32xf32>
+    return %y : tensor<2x?x32xf32>
   }
 
-  // expected-remark @+1 {{in @flash_bilinear: frame of 10240 bytes for 3 buffers (10240 bytes if none shared space)}}
-  func.func @flash_bilinear(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %w: tensor<4x8x8xf32>) -> tensor<?x?x32xf32> {
-    %0 = tfm.linear %x, %wi, %bi : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<?x?x96xf32>
-    %1 = tfm.flash_attention <bilinear> %0 heads 4 params(%w) : (tensor<?x?x96xf32>, tensor<4x8x8xf32>) -> tensor<?x?x32xf32>
-    return %1 : tensor<?x?x32xf32>
+  // expected-remark @+1 {{in @bilinear: frame of 12288 bytes for 4 buffers (12288 bytes if none shared space)}}
+  func.func @bilinear(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %w: tensor<4x8x8xf32>) -> tensor<?x?x32xf32> {
+    %qkv = tfm.linear %x, %wi, %bi : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<?x?x96xf32>
+    %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %o = tfm.attention <bilinear> %q, %k, %v params(%w) : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>) -> tensor<?x4x?x8xf32>
+    %m = tfm.merge_heads %o : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    return %m : tensor<?x?x32xf32>
   }
 
-  // expected-remark @+1 {{in @flash_rope: frame of 8704 bytes for 12 buffers (17408 bytes if none shared space)}}
-  func.func @flash_rope(%qkv: tensor<?x?x96xf32>, %x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
-    %0 = tfm.flash_attention <scaled_dot> %qkv heads 4 {rope = #tfm.rope<half>} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-    %1 = tfm.linear %x, %wi : (tensor<?x?x32xf32>, tensor<96x32xf32>) -> tensor<?x?x96xf32>
-    %2 = tfm.flash_attention <scaled_dot> %1 heads 4 {rope = #tfm.rope<half>} : (tensor<?x?x96xf32>) -> tensor<?x?x32xf32>
-    return %0, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>
+  // expected-remark @+1 {{in @additive: frame of 16384 bytes for 4 buffers (16384 bytes if none shared space)}}
+  func.func @additive(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
+    %qkv = tfm.linear %x, %wi : (tensor<?x?x32xf32>, tensor<96x32xf32>) -> tensor<?x?x96xf32>
+    %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %o = tfm.attention <additive> %q, %k, %v params(%wk, %wq, %va) causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
+    %m = tfm.merge_heads %o : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    return %m : tensor<?x?x32xf32>
   }
 
-  // expected-remark @+1 {{in @ffn: frame of 6144 bytes for 2 buffers (6144 bytes if none shared space)}}
-  func.func @ffn(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> tensor<?x?x32xf32> {
-    %0 = tfm.ffn <relu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
-    %1 = tfm.add %0, %x : tensor<?x?x32xf32>
-    return %1 : tensor<?x?x32xf32>
+  // expected-remark @+1 {{in @rope_copies: frame of 16384 bytes for 17 buffers (23552 bytes if none shared space)}}
+  func.func @rope_copies(%qkv: tensor<?x?x96xf32>, %x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x96xf32>) {
+    %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %rq = tfm.rotary <half> %q : tensor<?x4x?x8xf32>
+    %rk = tfm.rotary <half> %k : tensor<?x4x?x8xf32>
+    %o = tfm.attention <scaled_dot> %rq, %rk, %v : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    %m = tfm.merge_heads %o : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    %p = tfm.linear %x, %wi : (tensor<?x?x32xf32>, tensor<96x32xf32>) -> tensor<?x?x96xf32>
+    %q2 = tfm.split_heads %p part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %k2 = tfm.split_heads %p part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %v2 = tfm.split_heads %p part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %rq2 = tfm.rotary <half> %q2 : tensor<?x4x?x8xf32>
+    %rk2 = tfm.rotary <half> %k2 : tensor<?x4x?x8xf32>
+    %o2 = tfm.attention <scaled_dot> %rq2, %rk2, %v2 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    %m2 = tfm.merge_heads %o2 : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    %s = tfm.add %p, %p : tensor<?x?x96xf32>
+    return %m, %m2, %s : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x96xf32>
+  }
+
+  // expected-remark @+1 {{in @view_alive: frame of 12288 bytes for 6 buffers (18432 bytes if none shared space)}}
+  func.func @view_alive(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+    %qkv = tfm.linear %x, %wi : (tensor<?x?x32xf32>, tensor<96x32xf32>) -> tensor<?x?x96xf32>
+    %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %h = tfm.linear %x, %w1 : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+    %g = tfm.linear %h, %w2 : (tensor<?x?x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+    %o = tfm.attention <dot> %q, %k, %v : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    %m = tfm.merge_heads %o : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    %s = tfm.add %g, %m : tensor<?x?x32xf32>
+    %r = tfm.add %s, %x : tensor<?x?x32xf32>
+    return %r : tensor<?x?x32xf32>
   }
 
   // expected-remark @+1 {{in @add_layer_norm: frame of 6144 bytes for 3 buffers (6144 bytes if none shared space)}}
@@ -131,25 +253,67 @@ module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 8 : i64} {
 
 // -----
 
-// Key/value caches live outside the frame: attention over a cache takes no
-// transposed keys; additive scores over a read-only cache project every
-// key it can hold (16 positions: 2 x 4 heads x 16 x 16 floats).
+// Key/value caches live outside the frame: tfm.cache, cache_append and
+// cache_read take no slot (neither do the index ops). A decode step's
+// self-attention rotates Q and K in place (their rows read only through
+// split_heads), appends the rotated K and the V, and attends over the
+// cache: no transposed keys (the cache holds them so). Cross-attention over
+// a read-only cache: the Q GEMM over a slice of in_proj, then additive
+// scores that project every key the cache can hold (16 positions: 2 x 4
+// heads x 16 x 16 floats) and a dot-product attention over the same keys,
+// again without keysT.
 // CHECK-LABEL: func.func @cached(
-// CHECK-SAME: attributes {tfm.frame_floats = 4736 : i64}
-// CHECK: tfm.cache @self
-// CHECK-NOT: tfm.frame
-// CHECK: tfm.multi_head_attention <scaled_dot> {{.*}} {rope = #tfm.rope<half>, tfm.frame = [#tfm.slot<"qkv", offset = 0, floats = 1536>, #tfm.slot<"ropeCos", offset = 1536, floats = 32>, #tfm.slot<"ropeSin", offset = 1568, floats = 32>, #tfm.slot<"ropeCos", offset = 1600, floats = 32>, #tfm.slot<"ropeSin", offset = 1632, floats = 32>, #tfm.slot<"heads", offset = 1664, floats = 512>, #tfm.slot<"result0", offset = 2176, floats = 512>]}
-// CHECK: tfm.multi_head_attention <additive> {{.*}} {tfm.frame = [#tfm.slot<"q", offset = 0, floats = 512>, #tfm.slot<"heads", offset = 512, floats = 512>, #tfm.slot<"keyProj", offset = 2688, floats = 2048>, #tfm.slot<"queryProj", offset = 1024, floats = 1024>]}
+// CHECK-SAME: attributes {tfm.frame_floats = 4096 : i64}
+// CHECK-NOT: tfm.frame =
+// CHECK: %[[QKV:.+]] = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 1536>]}
+// CHECK-NEXT: tfm.split_heads %[[QKV]] part 0 of 3 into 4 heads :
+// CHECK-NEXT: tfm.split_heads %[[QKV]] part 1 of 3 into 4 heads :
+// CHECK-NEXT: tfm.split_heads %[[QKV]] part 2 of 3 into 4 heads :
+// CHECK-NEXT: tfm.rotary <half> {{.*}} offset %arg1 {tfm.frame = [#tfm.slot<"ropeCos", offset = 1536, floats = 32>, #tfm.slot<"ropeSin", offset = 1568, floats = 32>], tfm.in_place} :
+// CHECK-NEXT: tfm.rotary <half> {{.*}} offset %arg1 {tfm.frame = [#tfm.slot<"ropeCos", offset = 1536, floats = 32>, #tfm.slot<"ropeSin", offset = 1568, floats = 32>], tfm.in_place} :
+// CHECK-NEXT: tfm.cache_append {{.*}} : <
+// CHECK-NEXT: tfm.cache_read {{.*}} : <
+// CHECK-NEXT: tfm.attention <scaled_dot> {{.*}} causal offset %arg1 {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 512>]} :
+// CHECK-NEXT: tfm.merge_heads
+// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>]}
+// CHECK-NEXT: tfm.slice_rows %arg3 from 0 : tensor
+// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 512, floats = 512>]}
+// CHECK-NEXT: tfm.split_heads {{.*}} : tensor
+// CHECK-NEXT: tfm.cache_read {{.*}} : <
+// CHECK-NEXT: tfm.attention <additive> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>, #tfm.slot<"keyProj", offset = 1024, floats = 2048>, #tfm.slot<"queryProj", offset = 3072, floats = 1024>]}
+// CHECK-NEXT: tfm.attention <dot> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1024, floats = 512>]}
+// CHECK-NEXT: tfm.add {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 512, floats = 512>]}
+// CHECK-NEXT: tfm.merge_heads
+// CHECK-NEXT: return
 module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 8 : i64} {
   tfm.kv_cache @self : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
   tfm.kv_cache @cross : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
-  // expected-remark @+1 {{in @cached: frame of 18944 bytes for 11 buffers (27136 bytes if none shared space)}}
+  // expected-remark @+1 {{in @cached: frame of 16384 bytes for 13 buffers (31232 bytes if none shared space)}}
   func.func @cached(%x: tensor<?x?x32xf32>, %pos: index, %len: index, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
     %c = tfm.cache @self : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
-    %m = tfm.cache @cross : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
-    %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
-    %1 = tfm.multi_head_attention <additive> %0 heads 4 cache(%m upto %len) in_proj(%wi, %bi) out_proj(%wo, %bo) params(%wk, %wq, %va) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
-    return %1 : tensor<?x?x32xf32>
+    %mc = tfm.cache @cross : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+    %c0 = arith.constant 0 : index
+    %b = tensor.dim %x, %c0 : tensor<?x?x32xf32>
+    %qkv = tfm.linear %x, %wi, %bi : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<?x?x96xf32>
+    %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %rq = tfm.rotary <half> %q offset %pos : tensor<?x4x?x8xf32>
+    %rk = tfm.rotary <half> %k offset %pos : tensor<?x4x?x8xf32>
+    %n = tfm.cache_append %c, %rk, %v at %pos : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x4x?x8xf32>
+    %kc, %vc = tfm.cache_read %c[%b, %n] : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+    %o = tfm.attention <scaled_dot> %rq, %kc, %vc causal offset %pos : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
+    %m = tfm.merge_heads %o : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    %y = tfm.linear %m, %wo, %bo : (tensor<?x?x32xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+    %wq2 = tfm.slice_rows %wi from 0 : tensor<96x32xf32> -> tensor<32x32xf32>
+    %qr2 = tfm.linear %y, %wq2 : (tensor<?x?x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+    %q2 = tfm.split_heads %qr2 into 4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>
+    %km, %vm = tfm.cache_read %mc[%b, %len] : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+    %o2 = tfm.attention <additive> %q2, %km, %vm params(%wk, %wq, %va) : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
+    %o3 = tfm.attention <dot> %q2, %km, %vm : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    %s = tfm.add %o2, %o3 : tensor<?x4x?x8xf32>
+    %m2 = tfm.merge_heads %s : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    return %m2 : tensor<?x?x32xf32>
   }
 }
 
@@ -200,11 +364,14 @@ module {
 
 // -----
 
-// Errors: a dynamic dimension past batch and sequence; a buffer larger
-// than any frame (2^42 floats).
+// A dynamic dimension past the first is bounded as a sequence (per-head
+// [batch, heads, seq, dk] tensors have theirs third): [1, 4, 4] floats.
+// CHECK-LABEL: func.func @dynamic_dims(
+// CHECK-SAME: attributes {tfm.frame_floats = 16 : i64}
+// CHECK-NEXT: tfm.add {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 16>]}
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
-  func.func @dynamic_feature(%x: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
-    // expected-error @+1 {{dimension 2 of 'tensor<?x?x?xf32>' is dynamic: a frame can only bound batch (0) and sequence (1) dimensions}}
+  // expected-remark @+1 {{in @dynamic_dims: frame of 64 bytes for 1 buffers (64 bytes if none shared space)}}
+  func.func @dynamic_dims(%x: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
     %0 = tfm.add %x, %x : tensor<?x?x?xf32>
     %1 = tfm.add %0, %x : tensor<?x?x?xf32>
     return %1 : tensor<?x?x?xf32>
@@ -213,6 +380,7 @@ module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
 
 // -----
 
+// Error: a buffer larger than any frame (2^42 floats).
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
   func.func @huge(%x: tensor<65536x65536x1024xf32>) -> tensor<65536x65536x1024xf32> {
     // expected-error @+1 {{frame buffer 'result0' needs 4398046511104 floats, more than a frame can hold (2^40)}}

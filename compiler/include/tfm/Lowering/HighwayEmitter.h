@@ -3,6 +3,7 @@
 #ifndef TFM_LOWERING_HIGHWAYEMITTER_H
 #define TFM_LOWERING_HIGHWAYEMITTER_H
 
+#include "tfm/Lowering/ModelGlue.h"
 #include "tfm/Transforms/GemmTiling.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -18,10 +19,6 @@ namespace tfm {
 struct HighwayEmitStats {
   size_t arenaBytes = 0;
   size_t functions = 0;
-  /// The C++ of `static double matmulFlops(const tfm::rt::InputView *)`:
-  /// the matmul FLOPs of one forward pass for given inputs (the LLVM
-  /// backend's glue reports the same count).
-  std::string matmulFlops;
 };
 
 /// The caches the GEMMs are tiled for (tfm/Transforms/GemmTiling.h).
@@ -41,10 +38,6 @@ mlir::LogicalResult emitHighwayCpp(mlir::ModuleOp module, llvm::StringRef cName,
                                    llvm::raw_ostream &os,
                                    HighwayEmitStats *stats = nullptr,
                                    bool remarks = false, CacheSizes cache = {});
-
-/// `name` made into a C identifier: other characters become '_', and a
-/// leading digit gets a '_' in front.
-std::string cIdentifier(llvm::StringRef name);
 
 } // namespace tfm
 

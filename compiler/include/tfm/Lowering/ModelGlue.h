@@ -48,6 +48,17 @@ struct ModelGlue {
   bool generation = false;
 };
 
+/// C++ defining `static double matmulFlops(const tfm::rt::InputView *in)`:
+/// the FLOPs of @forward's matrix products (each op's
+/// MatmulFlopsOpInterface, through the functions it calls) for its inputs'
+/// sizes; a helper `flops_NAME` before it for each function called. Errors
+/// are diagnostics at the op whose sizes cannot be followed.
+mlir::FailureOr<std::string> emitMatmulFlops(mlir::ModuleOp module);
+
+/// `name` made into a C identifier: other characters become '_', and a
+/// leading digit gets a '_' in front.
+std::string cIdentifier(llvm::StringRef name);
+
 /// Prints, inside an open `namespace tfm_generated {`, the weight, input,
 /// cache and packing tables; closes the namespace; then defines
 /// `tfm::rt::kModel` and the C API functions `<cName>_*`.

@@ -59,8 +59,10 @@ struct FrameNeed {
 
 /// The buffers the Highway backend's code for `op` takes in the frame, in
 /// the order it takes them: its results (except the function's results,
-/// which the caller provides) and its scratch. Fails with an error at `op`
-/// for a dynamic dimension past the first two or a size past 2^40 floats.
+/// which the caller provides, and views of other buffers) and its scratch.
+/// Dynamic dimensions are bounded by `bounds`: the first by maxBatch, the
+/// others by maxSeqLen. Fails with an error at `op` for a size past 2^40
+/// floats.
 FailureOr<SmallVector<FrameNeed>> frameNeeds(Operation *op,
                                              const FrameBounds &bounds);
 
@@ -70,7 +72,7 @@ inline constexpr llvm::StringLiteral kRotateInPlace = "tfm.in_place";
 
 /// Whether `op` may rotate its input in place: the input is the only
 /// reader of a tfm.split_heads view of rows the function computed, and
-/// nothing but such views reads those rows.
+/// nothing but views of other features reads those rows.
 bool canRotateInPlace(RotaryOp op);
 
 /// The value whose buffer `op`'s results view (no buffer of their own), or

@@ -14,6 +14,9 @@
 #include <array>
 
 #include "tfm/IR/TfmDialect.h"
+#include "tfm/IR/TfmSizes.h"
+
+#include "tfm/IR/TfmInterfaces.h.inc"
 
 #include "tfm/IR/TfmEnums.h.inc"
 

@@ -10,6 +10,7 @@
 
 include "tfm/IR/TfmDialect.td"
 include "tfm/IR/TfmEnums.td"
+include "tfm/IR/TfmInterfaces.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/SymbolInterfaces.td"
@@ -233,7 +234,8 @@ def Tfm_CacheOp : Tfm_Op<"cache",
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
-def Tfm_TakeLastOp : Tfm_Op<"take_last", [Pure, InferTypeOpAdaptor]> {
+def Tfm_TakeLastOp : Tfm_Op<"take_last", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+     Pure, InferTypeOpAdaptor]> {
   let summary = "the last position of each sequence: [..., seq, d] -> [..., 1, d]";
   let description = [{
     What generation needs of a prefill: only the last position's logits.
@@ -251,7 +253,8 @@ def Tfm_TakeLastOp : Tfm_Op<"take_last", [Pure, InferTypeOpAdaptor]> {
 // Embeddings and positions
 //===----------------------------------------------------------------------===//
 
-def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
+def Tfm_EmbeddingOp : Tfm_Op<"embedding", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+     Pure, InferTypeOpAdaptor]> {
   let summary = "token embedding lookup";
   let description = [{
     Looks up each token id in `table` (`[vocab_size, d_model]`) and multiplies
@@ -273,7 +276,8 @@ def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Pure, InferTypeOpAdaptor]> {
 }
 
 def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding",
-    [Pure, AllTypesMatch<["input", "result"]>, AttrSizedOperandSegments]> {
+    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+     Pure, AllTypesMatch<["input", "result"]>, AttrSizedOperandSegments]> {
   let summary = "adds absolute positional encodings to embeddings";
   let description = [{
     Adds a position vector to each row of `input` (`[..., seq, d_model]`);
@@ -299,7 +303,8 @@ def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding",
   let hasVerifier = 1;
 }
 
-def Tfm_RotaryOp : Tfm_Op<"rotary", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Tfm_RotaryOp : Tfm_Op<"rotary", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+     Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embedding of per-head queries or keys";
   let description = [{
     Rotates pairs of features of `input` (`[..., seq, head_dim]`) by the angle
@@ -329,7 +334,8 @@ def Tfm_RotaryOp : Tfm_Op<"rotary", [Pure, AllTypesMatch<["input", "result"]>]> 
 //===----------------------------------------------------------------------===//
 
 def Tfm_LinearOp : Tfm_Op<"linear",
-    [Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
+    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>, DeclareOpInterfaceMethods<Tfm_MatmulFlopsOpInterface>,
+     Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
   let summary = "y = act(x Wᵀ + b) + residual";
   let description = [{
     A fully connected layer as PyTorch's `nn.Linear` computes it: `weight` is
@@ -395,7 +401,8 @@ def Tfm_SliceRowsOp : Tfm_Op<"slice_rows", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [Pure, InferTypeOpAdaptor]> {
+def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+     Pure, InferTypeOpAdaptor]> {
   let summary = "[..., seq, heads*dk] -> [..., heads, seq, dk]";
   let description = [{
     Splits the feature dimension into `num_heads` heads of `dk` features and
@@ -431,7 +438,8 @@ def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [Pure, InferTypeOpAdaptor]> {
   }];
 }
 
-def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [Pure, InferTypeOpAdaptor]> {
+def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+     Pure, InferTypeOpAdaptor]> {
   let summary = "[..., heads, seq, dk] -> [..., seq, heads*dk]";
   let description = [{
     The inverse of `tfm.split_heads`.
@@ -450,7 +458,8 @@ def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [Pure, InferTypeOpAdaptor]> {
 //===----------------------------------------------------------------------===//
 
 def Tfm_AttentionOp : Tfm_Op<"attention",
-    [Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
+    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>, DeclareOpInterfaceMethods<Tfm_MatmulFlopsOpInterface>,
+     Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
   let summary = "attention core: softmax(score(q, k)) v";
   let description = [{
     For each query row `i` and key row `j` (the last two dimensions of
@@ -483,8 +492,8 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
     %o = tfm.attention <scaled_dot> %q, %k, %v causal
         : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32>
     %s = tfm.attention <dot> %q, %kc, %vc causal offset %pos
-        tiling #tfm.attention_tiling<queryRows512 = 8, queryRows256 = 2,
-                                     queryRows128 = 2, keyBlock = 64>
+        tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2,
+                keyBlock = 64>
         : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
     ```
   }];
@@ -513,7 +522,8 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
 //===----------------------------------------------------------------------===//
 
 def Tfm_CacheAppendOp : Tfm_Op<"cache_append",
-    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
      AllTypesMatch<["keys", "values"]>]> {
   let summary = "writes new positions' keys and values into a cache";
   let description = [{
@@ -539,7 +549,8 @@ def Tfm_CacheAppendOp : Tfm_Op<"cache_append",
 }
 
 def Tfm_CacheReadOp : Tfm_Op<"cache_read",
-    [DeclareOpInterfaceMethods<MemoryEffectsOpInterface>, InferTypeOpAdaptor]> {
+    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>, InferTypeOpAdaptor]> {
   let summary = "the keys and values of a cache's first positions";
   let description = [{
     The keys and values (`[batch, heads, length, headDim]` each) of
@@ -625,7 +636,8 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
   }];
 }
 
-def Tfm_SoftmaxOp : Tfm_Op<"softmax", [Pure, SameOperandsAndResultType]> {
+def Tfm_SoftmaxOp : Tfm_Op<"softmax", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+     Pure, SameOperandsAndResultType]> {
   let summary = "softmax along one dimension";
   let description = [{
     exp(x - max) / sum(exp(x - max)) along `dim` (negative counts from the
@@ -646,7 +658,8 @@ def Tfm_SoftmaxOp : Tfm_Op<"softmax", [Pure, SameOperandsAndResultType]> {
 //===----------------------------------------------------------------------===//
 
 def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+     Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "layer normalisation over the last dimension";
   let description = [{
     (x - mean) / sqrt(var + eps) * gamma + beta over the last dimension
@@ -667,7 +680,8 @@ def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
 }
 
 def Tfm_AddLayerNormOp : Tfm_Op<"add_layer_norm",
-    [Pure, AllTypesMatch<["lhs", "rhs", "sum", "result"]>]> {
+    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+     Pure, AllTypesMatch<["lhs", "rhs", "sum", "result"]>]> {
   let summary = "residual add and layer normalisation in one pass over a row";
   let description = [{
     `sum = lhs + rhs` and `result = layer_norm(sum, gamma, beta, eps)` (as
@@ -715,7 +729,8 @@ def Tfm_FeedForwardOp : Tfm_Op<"ffn", [Pure, AllTypesMatch<["input", "result"]>]
   let hasVerifier = 1;
 }
 
-def Tfm_AddOp : Tfm_Op<"add", [Pure, Commutative, SameOperandsAndResultType]> {
+def Tfm_AddOp : Tfm_Op<"add", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+     Pure, Commutative, SameOperandsAndResultType]> {
   let summary = "elementwise sum (residual connection)";
   let description = [{
     ```mlir
