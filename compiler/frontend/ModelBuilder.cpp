@@ -176,10 +176,11 @@ Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
     rope = RopeStyleAttr::get(b.getContext(), c.ropeStyle);
     ropeBase = b.getF32FloatAttr(static_cast<float>(c.ropeBase));
   }
-  return MultiHeadAttentionOp::create(b, loc, activations(), c.score, x, memory,
-                                      c.numHeads, w[0], w[1], w[2], w[3],
-                                      w.drop_front(4), causal && self, rope,
-                                      ropeBase, cache, position, readOnlyCache);
+  return MultiHeadAttentionOp::create(
+      b, loc, activations(), c.score, x, memory, c.numHeads, w[0], w[1], w[2],
+      w[3], w.drop_front(4),
+      causal && self ? MaskAttr::get(b.getContext(), true) : MaskAttr(), rope,
+      ropeBase, cache, position, readOnlyCache);
 }
 
 KVCacheType ModelBuilder::cacheType() {

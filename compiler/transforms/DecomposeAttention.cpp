@@ -108,7 +108,8 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     }
     Value core =
         AttentionOp::create(rewriter, loc, op.getScore(), q, k, v,
-                            op.getScoreParams(), op.getCausal(), queryOffset);
+                            op.getScoreParams(), op.getMaskAttr(), queryOffset,
+                            /*tiling=*/nullptr);
     Value merged = MergeHeadsOp::create(rewriter, loc, core);
     Value out = LinearOp::create(rewriter, loc, merged, op.getOutProjWeight(),
                                  op.getOutProjBias());
@@ -139,7 +140,7 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     os << ", one tfm.attention (scores";
     if (op.getScore() == ScoreKind::ScaledDot)
       os << ", scale";
-    if (op.getCausal())
+    if (op.isCausal())
       os << ", causal mask";
     os << ", softmax, product with V; the score matrix never stored) and "
           "the out_proj GEMM";

@@ -67,7 +67,7 @@ protected:
         weight(body, "layers.0.self_attn.in_proj_bias", {3 * kDModel}),
         weight(body, "layers.0.self_attn.out_proj.weight", {kDModel, kDModel}),
         weight(body, "layers.0.self_attn.out_proj.bias", {kDModel}),
-        /*score_params=*/ValueRange(), /*causal=*/false,
+        /*score_params=*/ValueRange(), /*mask=*/MaskAttr(),
         /*rope=*/RopeStyleAttr(), /*rope_base=*/FloatAttr(), /*cache=*/Value(),
         /*position=*/Value());
     Value h = AddOp::create(body, loc, x, attn);

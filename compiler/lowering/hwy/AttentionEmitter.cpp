@@ -12,6 +12,7 @@
 #include "FunctionEmitter.h"
 #include "tfm/Transforms/MemoryPlan.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -258,7 +259,7 @@ LogicalResult FunctionEmitter::emitAttention(AttentionOp op) {
   if (facts.remarks) {
     std::string text;
     llvm::raw_string_ostream what(text);
-    describeAttentionCore(what, op.getScore(), op.getCausal(), *tiling);
+    describeAttentionCore(what, op.getScore(), op.isCausal(), *tiling);
     if (op.getKey().getDefiningOp<CacheReadOp>())
       what << "; the keys read where the cache holds them (transposed)";
     what << "; the heads written merged, as tfm.merge_heads reads them";
@@ -272,7 +273,11 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
                                    const Heads &kh, const Heads &vh,
                                    const HeadView &out) {
   ScoreKind score = op.getScore();
-  bool causal = op.getCausal();
+  bool causal = op.isCausal();
+  KeySpan span = op.getMaskAttr() ? op.getMaskAttr().getKeySpan() : KeySpan();
+  if (span.begin.constant || span.begin.perRow || span.begin.perOffset)
+    return op.emitError("the Highway backend visits each row's keys from "
+                        "the first");
   AttentionTilingAttr tilingAttr = op.getTilingAttr();
   if (!tilingAttr && score != ScoreKind::Additive)
     return op.emitError("tfm.attention has no #tfm.attention_tiling: the "
@@ -372,9 +377,20 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
                     .str();
   }
 
-  std::string keyLimit =
-      causal ? "std::min<int64_t>(sk, " + queryOffset + " + i + 1)"
-             : std::string("sk");
+  // Each row's keys end where its span says (the mask's one answer).
+  std::string keyLimit = "sk";
+  if (span.end) {
+    SmallVector<std::string> terms;
+    auto term = [&](int64_t c, const std::string &x) {
+      if (c)
+        terms.push_back(c == 1 ? x : num(c) + " * " + x);
+    };
+    term(span.end->perOffset, queryOffset);
+    term(span.end->perRow, "i");
+    if (span.end->constant || terms.empty())
+      terms.push_back(num(span.end->constant));
+    keyLimit = "std::min<int64_t>(sk, " + llvm::join(terms, " + ") + ")";
+  }
   if (score == ScoreKind::Additive) {
     // One query row per task, one key at a time.
     os << "pool.parallelFor(batch * " << heads << " * sq, [&](int64_t t) {\n";

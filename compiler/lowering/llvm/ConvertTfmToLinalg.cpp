@@ -158,7 +158,9 @@ struct LowerAttention : TfmLowering<AttentionOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(AttentionOp op, TensorBuilder &tb) const override {
     return tb.attention(op.getScore(), op.getQuery(), op.getKey(),
-                        op.getValue(), op.getScoreParams(), op.getCausal(),
+                        op.getValue(), op.getScoreParams(),
+                        op.getMaskAttr() ? op.getMaskAttr().getKeySpan()
+                                         : KeySpan(),
                         op.getQueryOffset());
   }
 };

@@ -628,13 +628,13 @@ public:
   /// blocks. Additive scores run in one block: their key projections would
   /// be repeated per block.
   Value attention(ScoreKind score, Value q, Value k, Value v, ValueRange params,
-                  bool causal, Value keyOffset = Value()) {
+                  const KeySpan &span, Value keyOffset = Value()) {
     auto qType = cast<RankedTensorType>(q.getType());
     unsigned rank = qType.getRank();
     int64_t staticRows = qType.getDimSize(rank - 2);
     if (score == ScoreKind::Additive ||
         (!ShapedType::isDynamic(staticRows) && staticRows <= kQueryBlock))
-      return attentionBlock(score, q, k, v, params, causal, keyOffset);
+      return attentionBlock(score, q, k, v, params, span, Value(), keyOffset);
     SmallVector<OpFoldResult> qSizes = sizes(q), vSizes = sizes(v);
     Value sq = getValueOrCreateConstantIndexOp(b, loc, qSizes[rank - 2]);
     Value sk = getValueOrCreateConstantIndexOp(b, loc, sizes(k)[rank - 2]);
@@ -655,18 +655,22 @@ public:
           Value out = args[1];
           Value rows = arith::MinSIOp::create(
               b, loc, step, arith::SubIOp::create(b, loc, sq, i0));
-          // The position of the block's first query row.
-          Value first =
-              keyOffset ? arith::AddIOp::create(b, loc, keyOffset, i0) : i0;
+          // The keys the block's rows see: up to the end of its last row's
+          // span (the spans' ends grow with the row).
           Value keys = sk;
-          if (causal)
+          if (span.end) {
+            Value last = arith::SubIOp::create(
+                b, loc, arith::AddIOp::create(b, loc, i0, rows),
+                arith::ConstantIndexOp::create(b, loc, 1));
             keys = arith::MinSIOp::create(
-                b, loc, sk, arith::AddIOp::create(b, loc, first, rows));
+                b, loc, sk, keyBound(b, loc, *span.end, last, keyOffset));
+          }
           Value block =
               attentionBlock(score, sliceDim(q, rank - 2, i0, rows),
                              sliceDim(keysT, rank - 1, b.getIndexAttr(0), keys),
                              sliceDim(v, rank - 2, b.getIndexAttr(0), keys),
-                             params, causal, first, /*keysTransposed=*/true);
+                             params, span, i0, keyOffset,
+                             /*keysTransposed=*/true);
           SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
           offsets[rank - 2] = i0;
           SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
@@ -680,12 +684,33 @@ public:
     return loop.getResult(0);
   }
 
+  /// `bound` of query row `row` (an index; the queries at `offset` among
+  /// the keys, 0 when null).
+  static Value keyBound(OpBuilder &nb, Location nl, const KeyBound &bound,
+                        Value row, Value offset) {
+    auto times = [&](int64_t c, Value x) -> Value {
+      return c == 1 ? x
+                    : arith::MulIOp::create(
+                          nb, nl, x, arith::ConstantIndexOp::create(nb, nl, c))
+                          .getResult();
+    };
+    Value sum = arith::ConstantIndexOp::create(nb, nl, bound.constant);
+    if (bound.perRow)
+      sum = arith::AddIOp::create(nb, nl, times(bound.perRow, row), sum);
+    if (bound.perOffset && offset)
+      sum = arith::AddIOp::create(nb, nl, times(bound.perOffset, offset), sum);
+    return sum;
+  }
+
   /// The attention core on [L..., s, dk] queries/keys/values: scores,
-  /// causal mask (key j after query i + keyOffset), softmax, times values.
-  /// With `keysTransposed`, dot-product keys come as [L..., dk, s].
+  /// masked to the keys of `span` (query row i is row firstRow + i of the
+  /// attention, the queries at keyOffset among the keys; null: 0), softmax,
+  /// times values. With `keysTransposed`, dot-product keys come as
+  /// [L..., dk, s].
   Value attentionBlock(ScoreKind score, Value q, Value k, Value v,
-                       ValueRange params, bool causal, Value keyOffset,
-                       bool keysTransposed = false) {
+                       ValueRange params, const KeySpan &span, Value firstRow,
+                       Value keyOffset, bool keysTransposed = false) {
+    bool masked = !span.isFull();
     auto qType = cast<RankedTensorType>(q.getType());
     unsigned rank = qType.getRank();
     int64_t dk = qType.getShape().back();
@@ -742,29 +767,41 @@ public:
                          return arith::AddFOp::create(nb, nl, a[2], m);
                        });
     }
-    if (score == ScoreKind::ScaledDot || causal) {
+    if (score == ScoreKind::ScaledDot || masked) {
       double scale = score == ScoreKind::ScaledDot
                          ? 1.0 / std::sqrt(static_cast<double>(dk))
                          : 1.0;
       unsigned sRank = rank;
       Value scaleV = f32Const(scale);
       Value minusInf = f32Const(-INFINITY);
-      scores =
-          generic({}, scores, {map(sRank, range(0, sRank))}, parallel(sRank),
-                  [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-                    Value s = a[0];
-                    if (score == ScoreKind::ScaledDot)
-                      s = arith::MulFOp::create(nb, nl, s, scaleV);
-                    if (!causal)
-                      return s;
-                    Value i = linalg::IndexOp::create(nb, nl, sRank - 2);
-                    Value j = linalg::IndexOp::create(nb, nl, sRank - 1);
-                    if (keyOffset) // query row i is position keyOffset + i
-                      i = arith::AddIOp::create(nb, nl, i, keyOffset);
-                    Value after = arith::CmpIOp::create(
-                        nb, nl, arith::CmpIPredicate::ugt, j, i);
-                    return arith::SelectOp::create(nb, nl, after, minusInf, s);
-                  });
+      scores = generic(
+          {}, scores, {map(sRank, range(0, sRank))}, parallel(sRank),
+          [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+            Value s = a[0];
+            if (score == ScoreKind::ScaledDot)
+              s = arith::MulFOp::create(nb, nl, s, scaleV);
+            if (!masked)
+              return s;
+            Value i = linalg::IndexOp::create(nb, nl, sRank - 2);
+            Value j = linalg::IndexOp::create(nb, nl, sRank - 1);
+            if (firstRow)
+              i = arith::AddIOp::create(nb, nl, i, firstRow);
+            // Outside [begin(i), end(i)): no weight.
+            Value outside;
+            auto either = [&](arith::CmpIPredicate pred, const KeyBound &at) {
+              Value c = arith::CmpIOp::create(
+                  nb, nl, pred, j, keyBound(nb, nl, at, i, keyOffset));
+              outside =
+                  outside ? arith::OrIOp::create(nb, nl, outside, c).getResult()
+                          : c;
+            };
+            const KeyBound &begin = span.begin;
+            if (begin.constant || begin.perRow || begin.perOffset)
+              either(arith::CmpIPredicate::ult, begin);
+            if (span.end)
+              either(arith::CmpIPredicate::uge, *span.end);
+            return arith::SelectOp::create(nb, nl, outside, minusInf, s);
+          });
     }
     Value probs = softmax(scores, rank - 1);
     // out[L, i, e] = sum_j p[L, i, j] v[L, j, e], the feature e innermost

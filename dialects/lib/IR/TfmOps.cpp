@@ -267,6 +267,40 @@ AttentionTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+Attribute MaskAttr::parse(AsmParser &parser, Type) {
+  // `<` rule, ... `>`: the only rule so far is `causal`.
+  if (parser.parseLess() ||
+      parser.parseKeyword("causal", ": the rules of a mask") ||
+      parser.parseGreater())
+    return {};
+  return MaskAttr::get(parser.getContext(), /*causal=*/true);
+}
+
+void MaskAttr::print(AsmPrinter &printer) const { printer << "<causal>"; }
+
+LogicalResult MaskAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               bool causal) {
+  if (!causal)
+    return emitError() << "a mask without rules is no mask: leave it out "
+                          "(every key is seen)";
+  return success();
+}
+
+KeySpan MaskAttr::getKeySpan() const {
+  KeySpan span;
+  if (getCausal())
+    span.end = KeyBound{/*constant=*/1, /*perRow=*/1, /*perOffset=*/1};
+  return span;
+}
+
+/// After the `causal` keyword of an attention op: the mask of those rules.
+static ParseResult parseMaskRules(OpAsmParser &parser, MaskAttr &mask) {
+  mask = MaskAttr::get(parser.getContext(), /*causal=*/true);
+  return success();
+}
+
+static void printMaskRules(OpAsmPrinter &, Operation *, MaskAttr) {}
+
 LogicalResult
 FrameSlotAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                       StringRef name, int64_t offset, int64_t floats) {
@@ -581,12 +615,13 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
                         ScoreKind score, Value query, Value key, Value value,
                         ValueRange scoreParams, bool causal,
                         Value queryOffset) {
-  build(builder, state, score, query, key, value, scoreParams, causal,
+  build(builder, state, score, query, key, value, scoreParams,
+        causal ? MaskAttr::get(builder.getContext(), true) : MaskAttr(),
         queryOffset, /*tiling=*/nullptr);
 }
 
 LogicalResult AttentionOp::verify() {
-  if (getQueryOffset() && !getCausal())
+  if (getQueryOffset() && !isCausal())
     return emitOpError("`offset` places the queries for the causal mask; "
                        "without `causal` it means nothing");
   if (getTiling() && getScore() == ScoreKind::Additive)
@@ -679,7 +714,7 @@ LogicalResult MultiHeadAttentionOp::verify() {
     expected[rank - 2] = ShapedType::kDynamic;
     if (failed(expectShape(diag, "memory", mem, expected)))
       return failure();
-    if (getCausal())
+    if (isCausal())
       return emitOpError("causal masking applies to self-attention only; "
                          "attention over memory is never causal");
     if (getRope())
@@ -714,10 +749,10 @@ LogicalResult MultiHeadAttentionOp::verify() {
       if (getMemory())
         return emitOpError("a read-only cache holds the keys and values of "
                            "the memory: it replaces `memory`, not both");
-      if (getCausal() || getRope())
+      if (isCausal() || getRope())
         return emitOpError("a read-only cache is cross-attention: neither "
                            "causal nor rotary");
-    } else if (!getMemory() && !getCausal()) {
+    } else if (!getMemory() && !isCausal()) {
       return emitOpError("a key/value cache in self-attention needs causal "
                          "attention");
     }
@@ -825,26 +860,39 @@ namespace {
 /// Dimension `dim` of the result is dimension `dim` of `operand`.
 SizeSum sameDim(Value operand, int64_t dim) { return {{operand, dim}}; }
 
-/// The attention pairs scored: sq x sk, or with a causal mask (row i sees
-/// keys up to offset + i) sq (sq + 1) / 2 + sq x offset.
+/// The pairs of query and key rows scored, per `per` (the leading sizes),
+/// times `c`: over rows i < sq, the keys of the mask's span (sk for every
+/// row without a mask): sum over i of (end(i) - begin(i)), end(i) =
+/// constant + perRow i + perOffset offset, which a causal mask keeps
+/// within the keys (sk = offset + sq).
 void addPairs(FlopCount &flops, double c, ArrayRef<SizeAtom> per,
               AttentionOp op) {
   int64_t rank = op.getQuery().getType().getRank();
   SizeAtom sq{op.getQuery(), rank - 2}, sk{op.getKey(), rank - 2};
-  SmallVector<SizeAtom> sizes(per);
-  if (!op.getCausal()) {
-    sizes.append({sq, sk});
-    flops.add(c, sizes);
-    return;
-  }
-  SmallVector<SizeAtom> square = sizes, linear = sizes;
-  square.append({sq, sq});
-  linear.push_back(sq);
-  flops.add(c / 2, square).add(c / 2, linear);
-  if (Value offset = op.getQueryOffset()) {
-    linear.push_back({offset, -1});
-    flops.add(c, linear);
-  }
+  KeySpan span = op.getMaskAttr() ? op.getMaskAttr().getKeySpan() : KeySpan();
+  auto sizes = [&](ArrayRef<SizeAtom> more) {
+    SmallVector<SizeAtom> all(per);
+    all.append(more.begin(), more.end());
+    return all;
+  };
+  // sum over i < sq of (constant + perRow i + perOffset offset), with
+  // sum i = sq (sq - 1) / 2 = (sq^2 - sq) / 2.
+  auto addBound = [&](const KeyBound &bound, double sign) {
+    double k = sign * c;
+    if (bound.constant)
+      flops.add(k * double(bound.constant), sizes({sq}));
+    if (bound.perRow)
+      flops.add(k * double(bound.perRow) / 2, sizes({sq, sq}))
+          .add(-k * double(bound.perRow) / 2, sizes({sq}));
+    if (bound.perOffset && op.getQueryOffset())
+      flops.add(k * double(bound.perOffset),
+                sizes({sq, {op.getQueryOffset(), -1}}));
+  };
+  if (span.end)
+    addBound(*span.end, 1.0);
+  else
+    flops.add(c, sizes({sq, sk}));
+  addBound(span.begin, -1.0);
 }
 
 } // namespace

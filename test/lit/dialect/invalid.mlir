@@ -969,7 +969,7 @@ func.func @attention_offset_type(%q: tensor<?x4x?x8xf32>, %p: i64) -> tensor<?x4
 // counted.
 func.func @attention_segment_sizes(%q: tensor<?x4x?x8xf32>, %p: index) -> tensor<?x4x?x8xf32> {
   // expected-error @+1 {{'tfm.attention' op operand count (4) does not match with the total size (3) specified in attribute 'operandSegmentSizes'}}
-  %0 = "tfm.attention"(%q, %q, %q, %p) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
+  %0 = "tfm.attention"(%q, %q, %q, %p) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
 }
 
@@ -1520,7 +1520,7 @@ func.func @cache_type_mismatch() {
 
 func.func @mha_cache_without_position(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op a cache needs a position and a position a cache}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %c) <{causal, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %c) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -1846,4 +1846,13 @@ func.func @mha_cache_rank4(%x: tensor<2x3x5x32xf32>, %wi: tensor<96x32xf32>, %bi
   // expected-error @+1 {{'tfm.multi_head_attention' op a key/value cache needs a [batch, seq, d_model] query, got 'tensor<2x3x5x32xf32>'}}
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<2x3x5x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<2x3x5x32xf32>
   return %0 : tensor<2x3x5x32xf32>
+}
+
+// -----
+
+// A mask is its rules; `causal` is the only one so far.
+func.func @mask_unknown_rule(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
+  // expected-error @+1 {{expected 'causal': the rules of a mask}}
+  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<window>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  return %0 : tensor<1x4x5x8xf32>
 }

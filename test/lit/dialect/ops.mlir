@@ -264,7 +264,7 @@ func.func @slice_rows(%w: tensor<96x32xf32>, %b: tensor<96xf32>, %t: tensor<6x4x
 // CHECK-NEXT: return %0, %1 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
 // GENERIC-LABEL: sym_name = "attention_dot"
 // GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
 func.func @attention_dot(%q: tensor<?x4x?x8xf32>, %k: tensor<?x4x?x8xf32>, %v: tensor<?x4x?x16xf32>) -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) {
   %0 = tfm.attention <dot> %q, %k, %v : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   %1 = tfm.attention <scaled_dot> %q, %k, %v causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
@@ -292,7 +292,7 @@ func.func @attention_bilinear(%q: tensor<1x4x6x8xf32>, %k: tensor<1x4x9x8xf32>, 
 // CHECK-NEXT: %0 = tfm.attention <additive> %arg0, %arg0, %arg0 params(%arg1, %arg2, %arg3) causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
 // CHECK-NEXT: return %0 : tensor<?x4x?x8xf32>
 // GENERIC-LABEL: sym_name = "attention_additive"
-// GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg1, %arg2, %arg3) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 3, 0>, score = #tfm.score<additive>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg1, %arg2, %arg3) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 3, 0>, score = #tfm.score<additive>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
 func.func @attention_additive(%q: tensor<?x4x?x8xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x4x?x8xf32> {
   %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wq, %va) causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
@@ -321,9 +321,9 @@ func.func @attention_rank2(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>) -> tensor<?
 // CHECK-NEXT: %2 = tfm.attention <additive> %arg0, %arg1, %arg1 params(%arg4, %arg4, %arg5) causal offset %arg2 : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, index) -> tensor<1x4x1x8xf32>
 // CHECK-NEXT: return %0, %1, %2 : tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>
 // GENERIC-LABEL: sym_name = "attention_offset"
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg2) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>, score = #tfm.score<scaled_dot>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg3, %arg2) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, score = #tfm.score<bilinear>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<1x4x1x8xf32>
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg4, %arg4, %arg5, %arg2) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 3, 1>, score = #tfm.score<additive>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, index) -> tensor<1x4x1x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>, score = #tfm.score<scaled_dot>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg3, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, score = #tfm.score<bilinear>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<1x4x1x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg4, %arg4, %arg5, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 3, 1>, score = #tfm.score<additive>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, index) -> tensor<1x4x1x8xf32>
 func.func @attention_offset(%q: tensor<1x4x1x8xf32>, %kv: tensor<1x4x?x8xf32>, %pos: index, %w: tensor<4x8x8xf32>, %wa: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> (tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>) {
   %0 = tfm.attention <scaled_dot> %q, %kv, %kv causal offset %pos : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
   %1 = tfm.attention <bilinear> %q, %kv, %kv params(%w) causal offset %pos : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<1x4x1x8xf32>
@@ -343,8 +343,8 @@ func.func @attention_offset(%q: tensor<1x4x1x8xf32>, %kv: tensor<1x4x?x8xf32>, %
 // CHECK-NEXT: return %0, %1, %2 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>
 // GENERIC-LABEL: sym_name = "attention_tiling"
 // GENERIC: "tfm.attention"(%arg0, %arg1, %arg1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<scaled_dot>, tiling = #tfm.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>, tiling = #tfm.attention_tiling<queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg3, %arg2) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, score = #tfm.score<bilinear>, tiling = #tfm.attention_tiling<queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>, tiling = #tfm.attention_tiling<queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg3, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, score = #tfm.score<bilinear>, tiling = #tfm.attention_tiling<queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<?x4x?x8xf32>
 func.func @attention_tiling(%q: tensor<?x4x?x8xf32>, %kv: tensor<?x4x?x8xf32>, %pos: index, %w: tensor<4x8x8xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) {
   %0 = tfm.attention <scaled_dot> %q, %kv, %kv tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
   %1 = tfm.attention <dot> %q, %kv, %kv causal tiling <queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
@@ -362,8 +362,8 @@ func.func @attention_tiling(%q: tensor<?x4x?x8xf32>, %kv: tensor<?x4x?x8xf32>, %
 // CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "mha_self"
 // GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{causal, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{causal, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}>
 func.func @mha_self(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
@@ -400,7 +400,7 @@ func.func @mha_bilinear(%x: tensor<2x5x32xf32>, %m: tensor<2x7x32xf32>, %wi: ten
 // CHECK-NEXT: %0 = tfm.multi_head_attention <additive> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) params(%arg5, %arg6, %arg7) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: return %0 : tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "mha_additive"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{causal, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 3, 0, 0>, score = #tfm.score<additive>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 3, 0, 0>, score = #tfm.score<additive>}>
 func.func @mha_additive(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
   %0 = tfm.multi_head_attention <additive> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%wk, %wq, %va) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
@@ -553,7 +553,7 @@ func.func @add(%x: tensor<?x?x32xf32>, %y: tensor<?x?x32xf32>, %s: tensor<2x3xf3
 // GENERIC: "tfm.kv_cache"() <{sym_name = "layers.0.self_attn.cache", type = !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>}> : () -> ()
 // GENERIC-LABEL: sym_name = "mha_cached"
 // GENERIC: "tfm.cache"() <{name = @layers.0.self_attn.cache}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg3, %arg4, %arg5, %arg6, %0, %arg2) <{causal, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg3, %arg4, %arg5, %arg6, %0, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
 // GENERIC: "tfm.multi_head_attention"({{.*}}) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1>, score = #tfm.score<dot>}>
 // GENERIC: "tfm.take_last"(%5)
 tfm.kv_cache @"layers.0.self_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
@@ -590,7 +590,7 @@ func.func @mha_cached(%x: tensor<?x?x32xf32>, %mem: tensor<?x?x32xf32>, %pos: in
 // GENERIC-LABEL: sym_name = "cache_ops"
 // GENERIC: %1 = "tfm.cache_append"(%0, %arg0, %arg1, %arg2) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> index
 // GENERIC-NEXT: %2:2 = "tfm.cache_read"(%0, %arg3, %1) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index, index) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>)
-// GENERIC-NEXT: "tfm.attention"(%arg0, %2#0, %2#1, %arg2) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>, score = #tfm.score<scaled_dot>}>
+// GENERIC-NEXT: "tfm.attention"(%arg0, %2#0, %2#1, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1>, score = #tfm.score<scaled_dot>}>
 // GENERIC: "tfm.cache_append"(%0, %arg4, %arg4, %{{.*}}) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, index) -> index
 tfm.kv_cache @"decoder.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
 func.func @cache_ops(%k: tensor<?x4x?x8xf32>, %v: tensor<?x4x?x8xf32>, %pos: index, %batch: index, %all: tensor<2x4x16x8xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) {

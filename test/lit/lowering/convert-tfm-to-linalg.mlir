@@ -97,7 +97,7 @@ func.func @layer_norm(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32
 // CHECK: linalg.index 2
 // CHECK: linalg.index 3
 // CHECK: arith.addi %{{.*}}, %[[I0]]
-// CHECK: arith.cmpi ugt
+// CHECK: arith.cmpi uge
 // CHECK: arith.maximumf
 // CHECK: math.exp
 // CHECK: arith.divf
@@ -117,11 +117,11 @@ func.func @attention(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tenso
 // CHECK-LABEL: func.func @attention_one_block(
 // CHECK-NOT: scf.for
 // CHECK: linalg.transpose
-// CHECK: arith.cmpi ugt
+// CHECK: arith.cmpi uge
 // CHECK-LABEL: func.func @attention_additive(
 // CHECK-NOT: scf.for
 // CHECK: math.tanh
-// CHECK: arith.cmpi ugt
+// CHECK: arith.cmpi uge
 // CHECK: return
 func.func @attention_one_block(%q: tensor<1x2x64x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>) -> tensor<1x2x64x8xf32> {
   %o = tfm.attention <scaled_dot> %q, %k, %v causal : (tensor<1x2x64x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x64x8xf32>
@@ -200,7 +200,7 @@ func.func @cached(%x: tensor<?x?x8xf32>, %pos: index, %c: !tfm.kv_cache<maxBatch
 // CHECK: tensor.extract_slice %[[Q]][0, 0, %[[I0]], 0]
 // CHECK: tensor.extract_slice %[[KT]][0, 0, 0, 0]
 // CHECK: tensor.extract_slice %[[V]][0, 0, 0, 0]
-// CHECK: arith.cmpi ugt
+// CHECK: arith.cmpi uge
 // CHECK: math.exp
 // CHECK: tensor.parallel_insert_slice
 // CHECK: %[[M:.*]] = linalg.transpose ins(%[[O]] : tensor<?x4x?x8xf32>) outs({{.*}} : tensor<?x?x4x8xf32>) permutation = [0, 2, 1, 3]

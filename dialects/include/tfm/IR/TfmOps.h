@@ -14,6 +14,7 @@
 #include <array>
 
 #include "tfm/IR/TfmDialect.h"
+#include "tfm/IR/KeySpan.h"
 #include "tfm/IR/TfmSizes.h"
 
 #include "tfm/IR/TfmInterfaces.h.inc"

@@ -129,6 +129,38 @@ def Tfm_AttentionTilingAttr : AttrDef<Tfm_Dialect, "AttentionTiling"> {
   let genVerifyDecl = 1;
 }
 
+def Tfm_MaskAttr : AttrDef<Tfm_Dialect, "Mask"> {
+  let mnemonic = "mask";
+  let summary = "which keys each query row of an attention sees";
+  let description = [{
+    The attention mask as rules, one structured description that the
+    verifiers, the attention-tiling pass, both backends and the FLOP count
+    read through one helper, `getKeySpan()`: the keys query row `i` (at
+    position `offset + i` among the keys) attends to, as bounds affine in
+    `i` and `offset`, clamped to the keys there are. An attention without a
+    mask sees every key.
+
+    - `causal`: keys `0 ..= offset + i` (none after the query's own
+      position).
+
+    The rules to come (a sliding window, global tokens, block patterns,
+    run-time padding) are more parameters and more bounds here; a backend
+    visits only the key blocks the spans allow. On the attention ops the
+    mask is written by its rules (`... causal ...`); standalone:
+
+    ```mlir
+    #tfm.mask<causal>
+    ```
+  }];
+  let parameters = (ins "bool":$causal);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The keys query row `i` attends to, for every row.
+    ::mlir::tfm::KeySpan getKeySpan() const;
+  }];
+}
+
 def Tfm_FrameSlotAttr : AttrDef<Tfm_Dialect, "FrameSlot"> {
   let mnemonic = "slot";
   let summary = "a buffer's place in its function's frame";
@@ -499,7 +531,8 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
   }];
   let arguments = (ins Tfm_ScoreKindAttr:$score, Tfm_Tensor:$query,
                        Tfm_Tensor:$key, Tfm_Tensor:$value,
-                       Variadic<Tfm_Tensor>:$score_params, UnitAttr:$causal,
+                       Variadic<Tfm_Tensor>:$score_params,
+                       OptionalAttr<Tfm_MaskAttr>:$mask,
                        Optional<Index>:$query_offset,
                        OptionalAttr<Tfm_AttentionTilingAttr>:$tiling);
   let results = (outs Tfm_Tensor:$result);
@@ -511,10 +544,15 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
   ];
   let assemblyFormat = [{
     $score $query `,` $key `,` $value (`params` `(` $score_params^ `)`)?
-    (`causal` $causal^)? (`offset` $query_offset^)? (`tiling` $tiling^)?
+    (`causal` `` custom<MaskRules>($mask)^)? (`offset` $query_offset^)?
+    (`tiling` $tiling^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether the mask is causal.
+    bool isCausal() { return getMaskAttr() && getMaskAttr().getCausal(); }
+  }];
 }
 
 //===----------------------------------------------------------------------===//
@@ -614,7 +652,8 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                        Optional<Tfm_Tensor>:$memory, I64Attr:$num_heads,
                        Tfm_Tensor:$in_proj_weight, Tfm_Tensor:$in_proj_bias,
                        Tfm_Tensor:$out_proj_weight, Tfm_Tensor:$out_proj_bias,
-                       Variadic<Tfm_Tensor>:$score_params, UnitAttr:$causal,
+                       Variadic<Tfm_Tensor>:$score_params,
+                       OptionalAttr<Tfm_MaskAttr>:$mask,
                        OptionalAttr<Tfm_RopeStyleAttr>:$rope,
                        OptionalAttr<F32Attr>:$rope_base,
                        Optional<Tfm_KVCacheType>:$cache,
@@ -625,7 +664,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     (`cache` `(` $cache^ custom<CacheAccess>($position, $cache_read_only) `)`)?
     `in_proj` `(` $in_proj_weight `,` $in_proj_bias `)`
     `out_proj` `(` $out_proj_weight `,` $out_proj_bias `)`
-    (`params` `(` $score_params^ `)`)? (`causal` $causal^)?
+    (`params` `(` $score_params^ `)`)? (`causal` `` custom<MaskRules>($mask)^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -633,6 +672,8 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     /// Queries, keys and values all from `query` (not cross-attention over
     /// `memory` or over a read-only cache).
     bool isSelfAttention() { return !getMemory() && !getCacheReadOnly(); }
+    /// Whether the mask is causal.
+    bool isCausal() { return getMaskAttr() && getMaskAttr().getCausal(); }
   }];
 }
 
