@@ -68,6 +68,8 @@ private:
       return FailureOr<std::string>(argName(arg.getArgNumber(), dim));
     });
   }
+  /// emitFunction of every function `f` calls.
+  LogicalResult emitCallees(func::FuncOp f, raw_ostream &os);
   /// `f`'s own terms and its calls, as `flops += ...;` lines.
   LogicalResult emitBody(func::FuncOp f, raw_ostream &os);
 
@@ -172,9 +174,7 @@ LogicalResult FlopEmitter::emitBody(func::FuncOp f, raw_ostream &os) {
   return failure(walk.wasInterrupted());
 }
 
-LogicalResult FlopEmitter::emitFunction(func::FuncOp f, raw_ostream &os) {
-  if (!done.insert(f.getSymName()).second)
-    return success();
+LogicalResult FlopEmitter::emitCallees(func::FuncOp f, raw_ostream &os) {
   // Callees first: C++ declares before use.
   WalkResult walk = f.walk([&](func::CallOp call) {
     auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
@@ -182,7 +182,13 @@ LogicalResult FlopEmitter::emitFunction(func::FuncOp f, raw_ostream &os) {
       return WalkResult::interrupt();
     return WalkResult::advance();
   });
-  if (walk.wasInterrupted())
+  return failure(walk.wasInterrupted());
+}
+
+LogicalResult FlopEmitter::emitFunction(func::FuncOp f, raw_ostream &os) {
+  if (!done.insert(f.getSymName()).second)
+    return success();
+  if (failed(emitCallees(f, os)))
     return failure();
   SmallVector<std::string> params;
   for (unsigned i = 0, e = f.getNumArguments(); i < e; ++i) {
@@ -202,13 +208,7 @@ LogicalResult FlopEmitter::emitFunction(func::FuncOp f, raw_ostream &os) {
 }
 
 LogicalResult FlopEmitter::emitEntry(func::FuncOp f, raw_ostream &os) {
-  WalkResult walk = f.walk([&](func::CallOp call) {
-    auto callee = symbols.lookup<func::FuncOp>(call.getCallee());
-    if (callee && !callee.isExternal() && failed(emitFunction(callee, os)))
-      return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted())
+  if (failed(emitCallees(f, os)))
     return failure();
   os << "static double matmulFlops([[maybe_unused]] const tfm::rt::InputView "
         "*in) {\n";

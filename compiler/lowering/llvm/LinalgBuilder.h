@@ -797,7 +797,7 @@ public:
             };
             const KeyBound &begin = span.begin;
             if (begin.constant || begin.perRow || begin.perOffset)
-              either(arith::CmpIPredicate::ult, begin);
+              either(arith::CmpIPredicate::slt, begin); // may be negative
             if (span.end)
               either(arith::CmpIPredicate::uge, *span.end);
             return arith::SelectOp::create(nb, nl, outside, minusInf, s);

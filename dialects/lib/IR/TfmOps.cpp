@@ -897,21 +897,6 @@ void addPairs(FlopCount &flops, double c, ArrayRef<SizeAtom> per,
 
 } // namespace
 
-SizeSum TakeLastOp::getResultSize(unsigned, int64_t dim) {
-  return sameDim(getInput(), dim);
-}
-SizeSum EmbeddingOp::getResultSize(unsigned, int64_t dim) {
-  return sameDim(getIds(), dim);
-}
-SizeSum PositionEncodingOp::getResultSize(unsigned, int64_t dim) {
-  return sameDim(getInput(), dim);
-}
-SizeSum RotaryOp::getResultSize(unsigned, int64_t dim) {
-  return sameDim(getInput(), dim);
-}
-SizeSum LinearOp::getResultSize(unsigned, int64_t dim) {
-  return sameDim(getInput(), dim);
-}
 SizeSum SplitHeadsOp::getResultSize(unsigned, int64_t dim) {
   // [lead..., heads, seq, dk] of [lead..., seq, features].
   int64_t rank = getType().getRank();
@@ -922,26 +907,11 @@ SizeSum MergeHeadsOp::getResultSize(unsigned, int64_t dim) {
   int64_t rank = getType().getRank();
   return sameDim(getInput(), dim == rank - 2 ? rank - 1 : dim);
 }
-SizeSum AttentionOp::getResultSize(unsigned, int64_t dim) {
-  return sameDim(getQuery(), dim);
-}
 SizeSum CacheAppendOp::getResultSize(unsigned, int64_t) {
   return {{getPosition(), -1}, {getKeys(), 2}};
 }
 SizeSum CacheReadOp::getResultSize(unsigned, int64_t dim) {
   return {{dim == 0 ? getBatch() : getLength(), -1}};
-}
-SizeSum SoftmaxOp::getResultSize(unsigned, int64_t dim) {
-  return sameDim(getInput(), dim);
-}
-SizeSum LayerNormOp::getResultSize(unsigned, int64_t dim) {
-  return sameDim(getInput(), dim);
-}
-SizeSum AddLayerNormOp::getResultSize(unsigned, int64_t dim) {
-  return sameDim(getLhs(), dim);
-}
-SizeSum AddOp::getResultSize(unsigned, int64_t dim) {
-  return sameDim(getLhs(), dim);
 }
 
 FlopCount LinearOp::getMatmulFlops() {

@@ -30,11 +30,12 @@ def TfmWeightsToArguments : Pass<"tfm-weights-to-arguments", "mlir::ModuleOp"> {
 def TfmPackGemmWeights : Pass<"tfm-pack-gemm-weights", "mlir::ModuleOp"> {
   let summary = "pass each GEMM weight also in the micro-kernel's panel layout";
   let description = [{
-    For every weight argument a `tfm.linear`, `tfm.ffn` or
-    `tfm.multi_head_attention` multiplies by, the function gets a second
-    argument `tensor<panels x K x 32>` marked `{tfm.packs = i,
-    tfm.segments = s}` (`i` the weight's argument; `s` 3 for the stacked
-    Q/K/V projection, packed segment by segment, else 1): for each k, 32
+    For every weight argument a `tfm.linear` multiplies by (directly, or
+    rows of it through `tfm.slice_rows`: see `gemmWeight`), the function
+    gets a second argument `tensor<panels x K x 32>` marked `{tfm.packs =
+    i, tfm.segments = s}` (`i` the weight's argument; `s` the segments the
+    slices need, 3 for cross-attention's stacked Q/K/V weight, packed
+    segment by segment, else 1): for each k, 32
     consecutive output columns, zero-padded. Callers pass theirs, up to the
     entry points, whose packed arguments the runtime fills once after
     loading the weights. convert-tfm-to-linalg multiplies by the packed form.
@@ -49,17 +50,20 @@ def ConvertTfmToLinalg : Pass<"convert-tfm-to-linalg"> {
     as `linalg.generic`; layer norm and softmax a reduction and an
     elementwise op; heads reshapes and transposes; positional encodings
     elementwise ops over `linalg.index`. A key/value cache
-    (`!tfm.kv_cache` arguments) becomes the buffer the runtime keeps,
-    `memref<2 x maxBatch x heads x maxSeq x headDim>` (keys, then values):
-    new keys and values are written into it with
-    `bufferization.materialize_in_destination`, and attention reads the
+    (`!tfm.kv_cache` arguments) becomes the flat buffer the runtime keeps,
+    `memref<floats x f32>`, viewed in the layout the type defines (keys
+    transposed, then values) through `memref.reinterpret_cast`:
+    `tfm.cache_append` writes the new keys and values with
+    `bufferization.materialize_in_destination`, `tfm.cache_read` reads the
     positions so far through `bufferization.to_tensor`.
 
     Attention with more than 64 query rows (or a dynamic number) runs in an
-    `scf.for` over blocks of 64 query rows: each block scores only the keys
-    up to its last row when causal (the blocks of keys above the diagonal
-    are never computed; only the diagonal block is masked), and stores only
-    its own scores. Additive scores stay one block.
+    `scf.forall` over blocks of 64 query rows: each block scores only the
+    keys its rows' mask span allows up to its last row (with a causal mask
+    the blocks of keys above the diagonal are never computed; only the
+    diagonal block is masked), and stores only its own scores. Additive
+    scores stay one block. Only the decomposed ops are lowered (run
+    tfm-optimize first): no graph-level op has a lowering here.
   }];
   let dependentDialects = [
     "mlir::affine::AffineDialect", "mlir::arith::ArithDialect",

@@ -190,10 +190,15 @@ def TfmPlanMemory : Pass<"tfm-plan-memory", "::mlir::ModuleOp"> {
 
     - each op's results, from the op to the last op that reads them (the
       function's own results are its caller's, not in its frame);
-    - the scratch an op's code uses while it runs: the stacked Q/K/V rows,
-      the merged heads, the transposed keys, rotary tables, the FFN's
-      hidden layer, the projected or folded queries and keys of additive
-      and bilinear scores.
+    - the scratch an op's code uses while it runs: the transposed keys
+      (unless a cache holds them so), rotary tables, the projected or
+      folded queries and keys of additive and bilinear scores.
+
+    Views take no buffer and keep the one they view alive:
+    `tfm.split_heads`, `tfm.merge_heads` (of a `tfm.attention`, which
+    stores its heads merged), `tfm.slice_rows`, `tfm.cache_read`, and a
+    `tfm.rotary` this pass marks `tfm.in_place` (its rows are read by
+    nothing else: they are rotated where the GEMM wrote them).
 
     First fit over the free ranges, in program order; every buffer starts
     on a 64-byte line. The plan is `tfm.frame = [#tfm.slot<...>, ...]` on

@@ -1,7 +1,7 @@
 //===- KeySpan.h - the keys a query row attends to --------------*- C++ -*-===//
 //
-// What #tfm.mask answers for every consumer (the verifiers, the tiling
-// pass, both backends, the FLOP count): the keys of query row `i`, as bounds
+// What #tfm.mask answers for its consumers (both backends, the FLOP
+// count): the keys of query row `i`, as bounds
 // affine in `i` and the queries' offset among the keys.
 //
 //===----------------------------------------------------------------------===//

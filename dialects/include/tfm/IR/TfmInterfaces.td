@@ -23,9 +23,13 @@ def Tfm_SizedResultsOpInterface : OpInterface<"SizedResultsOpInterface"> {
     InterfaceMethod<[{
         Dimension `dim` of result `result` (which is dynamic), or the value
         of index result `result` when `dim` is -1, as a sum of operand
-        sizes.
+        sizes. By default: dimension `dim` of operand 0 (ops whose results
+        are shaped like their first operand, or keep its leading
+        dimensions).
       }], "::mlir::tfm::SizeSum", "getResultSize",
-      (ins "unsigned":$result, "int64_t":$dim)>,
+      (ins "unsigned":$result, "int64_t":$dim), [{}], [{
+        return {{$_op->getOperand(0), dim}};
+      }]>,
   ];
 }
 

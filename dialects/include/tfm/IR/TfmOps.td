@@ -133,9 +133,9 @@ def Tfm_MaskAttr : AttrDef<Tfm_Dialect, "Mask"> {
   let mnemonic = "mask";
   let summary = "which keys each query row of an attention sees";
   let description = [{
-    The attention mask as rules, one structured description that the
-    verifiers, the attention-tiling pass, both backends and the FLOP count
-    read through one helper, `getKeySpan()`: the keys query row `i` (at
+    The attention mask as rules, one structured description that both
+    backends and the FLOP count read through one helper, `getKeySpan()`
+    (the attention-tiling pass does not yet): the keys query row `i` (at
     position `offset + i` among the keys) attends to, as bounds affine in
     `i` and `offset`, clamped to the keys there are. An attention without a
     mask sees every key.
@@ -266,7 +266,7 @@ def Tfm_CacheOp : Tfm_Op<"cache",
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
-def Tfm_TakeLastOp : Tfm_Op<"take_last", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+def Tfm_TakeLastOp : Tfm_Op<"take_last", [Tfm_SizedResultsOpInterface,
      Pure, InferTypeOpAdaptor]> {
   let summary = "the last position of each sequence: [..., seq, d] -> [..., 1, d]";
   let description = [{
@@ -285,7 +285,7 @@ def Tfm_TakeLastOp : Tfm_Op<"take_last", [DeclareOpInterfaceMethods<Tfm_SizedRes
 // Embeddings and positions
 //===----------------------------------------------------------------------===//
 
-def Tfm_EmbeddingOp : Tfm_Op<"embedding", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+def Tfm_EmbeddingOp : Tfm_Op<"embedding", [Tfm_SizedResultsOpInterface,
      Pure, InferTypeOpAdaptor]> {
   let summary = "token embedding lookup";
   let description = [{
@@ -308,7 +308,7 @@ def Tfm_EmbeddingOp : Tfm_Op<"embedding", [DeclareOpInterfaceMethods<Tfm_SizedRe
 }
 
 def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding",
-    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+    [Tfm_SizedResultsOpInterface,
      Pure, AllTypesMatch<["input", "result"]>, AttrSizedOperandSegments]> {
   let summary = "adds absolute positional encodings to embeddings";
   let description = [{
@@ -335,7 +335,7 @@ def Tfm_PositionEncodingOp : Tfm_Op<"position_encoding",
   let hasVerifier = 1;
 }
 
-def Tfm_RotaryOp : Tfm_Op<"rotary", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+def Tfm_RotaryOp : Tfm_Op<"rotary", [Tfm_SizedResultsOpInterface,
      Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "rotary position embedding of per-head queries or keys";
   let description = [{
@@ -366,7 +366,7 @@ def Tfm_RotaryOp : Tfm_Op<"rotary", [DeclareOpInterfaceMethods<Tfm_SizedResultsO
 //===----------------------------------------------------------------------===//
 
 def Tfm_LinearOp : Tfm_Op<"linear",
-    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>, DeclareOpInterfaceMethods<Tfm_MatmulFlopsOpInterface>,
+    [Tfm_SizedResultsOpInterface, DeclareOpInterfaceMethods<Tfm_MatmulFlopsOpInterface>,
      Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
   let summary = "y = act(x Wᵀ + b) + residual";
   let description = [{
@@ -433,7 +433,7 @@ def Tfm_SliceRowsOp : Tfm_Op<"slice_rows", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface, ["getResultSize"]>,
      Pure, InferTypeOpAdaptor]> {
   let summary = "[..., seq, heads*dk] -> [..., heads, seq, dk]";
   let description = [{
@@ -470,7 +470,7 @@ def Tfm_SplitHeadsOp : Tfm_Op<"split_heads", [DeclareOpInterfaceMethods<Tfm_Size
   }];
 }
 
-def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface, ["getResultSize"]>,
      Pure, InferTypeOpAdaptor]> {
   let summary = "[..., heads, seq, dk] -> [..., seq, heads*dk]";
   let description = [{
@@ -490,7 +490,7 @@ def Tfm_MergeHeadsOp : Tfm_Op<"merge_heads", [DeclareOpInterfaceMethods<Tfm_Size
 //===----------------------------------------------------------------------===//
 
 def Tfm_AttentionOp : Tfm_Op<"attention",
-    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>, DeclareOpInterfaceMethods<Tfm_MatmulFlopsOpInterface>,
+    [Tfm_SizedResultsOpInterface, DeclareOpInterfaceMethods<Tfm_MatmulFlopsOpInterface>,
      Pure, InferTypeOpAdaptor, AttrSizedOperandSegments]> {
   let summary = "attention core: softmax(score(q, k)) v";
   let description = [{
@@ -560,7 +560,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
 //===----------------------------------------------------------------------===//
 
 def Tfm_CacheAppendOp : Tfm_Op<"cache_append",
-    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface, ["getResultSize"]>,
      DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
      AllTypesMatch<["keys", "values"]>]> {
   let summary = "writes new positions' keys and values into a cache";
@@ -587,7 +587,7 @@ def Tfm_CacheAppendOp : Tfm_Op<"cache_append",
 }
 
 def Tfm_CacheReadOp : Tfm_Op<"cache_read",
-    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface, ["getResultSize"]>,
      DeclareOpInterfaceMethods<MemoryEffectsOpInterface>, InferTypeOpAdaptor]> {
   let summary = "the keys and values of a cache's first positions";
   let description = [{
@@ -677,7 +677,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
   }];
 }
 
-def Tfm_SoftmaxOp : Tfm_Op<"softmax", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+def Tfm_SoftmaxOp : Tfm_Op<"softmax", [Tfm_SizedResultsOpInterface,
      Pure, SameOperandsAndResultType]> {
   let summary = "softmax along one dimension";
   let description = [{
@@ -699,7 +699,7 @@ def Tfm_SoftmaxOp : Tfm_Op<"softmax", [DeclareOpInterfaceMethods<Tfm_SizedResult
 //===----------------------------------------------------------------------===//
 
 def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
-    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+    [Tfm_SizedResultsOpInterface,
      Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "layer normalisation over the last dimension";
   let description = [{
@@ -721,7 +721,7 @@ def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
 }
 
 def Tfm_AddLayerNormOp : Tfm_Op<"add_layer_norm",
-    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+    [Tfm_SizedResultsOpInterface,
      Pure, AllTypesMatch<["lhs", "rhs", "sum", "result"]>]> {
   let summary = "residual add and layer normalisation in one pass over a row";
   let description = [{
@@ -770,7 +770,7 @@ def Tfm_FeedForwardOp : Tfm_Op<"ffn", [Pure, AllTypesMatch<["input", "result"]>]
   let hasVerifier = 1;
 }
 
-def Tfm_AddOp : Tfm_Op<"add", [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface>,
+def Tfm_AddOp : Tfm_Op<"add", [Tfm_SizedResultsOpInterface,
      Pure, Commutative, SameOperandsAndResultType]> {
   let summary = "elementwise sum (residual connection)";
   let description = [{
