@@ -57,7 +57,10 @@ class GenCase:
     # dominated by the current token's embedding and a tied-head model just
     # repeats its last token; stronger layers make the context decide, so the
     # greedy paths are varied (the seeds below were picked for that, with a
-    # top-2 logit gap of at least 10*tol at every step).
+    # top-2 logit gap of at least 10*tol at every step).  Stronger layers
+    # also amplify rounding: run_generate.py requires the fp32 rounding noise
+    # (emulated in float64, machine-independent) to stay below a quarter of
+    # the tolerance; `run_generate.py --reference-only` prints it per case.
     weight_gain: float = 3.0
     # Extra runs: "sample" (--temperature/--top-k/--seed determinism),
     # "too_long" (prompt + N > compiled max seq len must exit 1).
@@ -122,9 +125,12 @@ CASES = [
     # ---- rope, half -----------------------------------------------------------
     gen("gen_rope_half_post_batch2", prompt(7, batch=2, dtype="int32"), dict(positional="rope"),
         extras=("sample",), seed=6, note="two prompts; greedy and sampled"),
+    # seed 40: with the name's crc32 seed, fp32 rounding could move one logit
+    # (step 12) by 0.41*tol, and this case's fp32 reference was 0.107*tol
+    # from float64 with netlib BLAS but 0.057*tol with OpenBLAS (Haswell).
     gen("gen_rope_half_pre_dot_dk24", prompt(5), dict(
         d_model=48, num_heads=2, d_ff=50, positional="rope", norm="pre", attention_score="dot",
-        activation="gelu_tanh", rope_base=1000.0), note="dk 24, unscaled dot scores"),
+        activation="gelu_tanh", rope_base=1000.0), seed=40, note="dk 24, unscaled dot scores"),
     # ---- rope, interleaved ----------------------------------------------------
     gen("gen_rope_interleaved_post_base500", prompt(6), dict(
         positional="rope", rope_style="interleaved", rope_base=500.0), seed=1),
@@ -140,8 +146,12 @@ CASES = [
     gen("gen_pre_rope_weights_bf16", prompt(4), dict(positional="rope", norm="pre",
                                                      num_layers=1), weight_dtype="BF16", seed=2),
     # ---- encoder_decoder: src fixed, tgt continued -----------------------------
-    gen_ed("gen_ed_sinusoidal_post_tgt1", prompt(9), prompt(1), extras=("too_long",), seed=33,
-           weight_gain=8.0,
+    # seed 67, gain 10: seed 33 with gain 8 had fp32 noise 0.425*tol (its fp32
+    # reference 0.150*tol from float64 with netlib BLAS, 0.065*tol with
+    # OpenBLAS); the well-conditioned seeds at lower gains mostly repeat one
+    # token, this one alternates two with a top-2 gap of 341*tol.
+    gen_ed("gen_ed_sinusoidal_post_tgt1", prompt(9), prompt(1), extras=("too_long",), seed=67,
+           weight_gain=10.0,
            note="defaults; src 9, tgt start of length 1; separate src/tgt embeddings, head tied to "
                 "tgt_embed"),
     gen_ed("gen_ed_learned_pre_untied_unbatched", prompt(7, batch=None, dtype="int32"),

@@ -18,13 +18,20 @@ Both expose state_dict() with exactly the contract's section 3 names, so
 one set of weights loads into either (strict=True), and a weights file
 written from that state_dict is what the compiled executable reads.
 
+Fp32Rounding / fp32_rounding_noise: how much fp32 rounding moves a model's
+outputs (its conditioning), estimated by running the float64 model with
+fp32-sized random rounding errors injected at every op that rounds in fp32
+(Monte Carlo arithmetic), so that the estimate does not depend on this
+machine's fp32 kernels.
+
 `/usr/bin/python3 reference.py --self-test` checks (b) against (a) on every
 configuration (a) supports, (b)'s dot and bilinear scores against (a) with
 equivalently transformed weights, the attention function against a naive
 per-element loop for every score kind/rope style/mask, rotary positions
 against the complex-number (RoFormer/LLaMA) and rotate_half (NeoX/HF)
-formulations, and the weight names against a listing written from the
-contract's tables.
+formulations, the fp32 rounding emulation (errors of fp32's size where fp32
+rounds, none where it is exact), and the weight names against a listing
+written from the contract's tables.
 """
 
 import argparse
@@ -251,6 +258,24 @@ def expected_weights(cfg, shared_embeddings=False):
 # Shared numeric helpers (the formulas).
 # ---------------------------------------------------------------------------
 
+_float64_tables = [0]   # > 0 while a float64 table of every model is computed
+
+
+def _float64_table(fn):
+    """Marks a helper that computes its table in float64 in every model (the
+    caller casts the result): Fp32Rounding leaves its inside alone, since an
+    fp32 model rounds only at that cast."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        _float64_tables[0] += 1
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _float64_tables[0] -= 1
+    return wrapper
+
+
+@_float64_table
 def sinusoidal_table(seq_len, d_model):
     """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(same),
     computed in float64 (cast by the caller)."""
@@ -262,6 +287,7 @@ def sinusoidal_table(seq_len, d_model):
     return torch.where(even, torch.sin(angle), torch.cos(angle))
 
 
+@_float64_table
 def rope_cos_sin(seq_len, head_dim, base):
     """cos/sin of angle[pos, i] = pos * base^(-2i/dk), i < dk/2, in float64."""
     i = torch.arange(head_dim // 2, dtype=torch.float64)
@@ -842,6 +868,85 @@ def run_model(model, cfg, inputs):
 
 
 # ---------------------------------------------------------------------------
+# fp32 rounding emulated in float64: how well-conditioned a computation is.
+# ---------------------------------------------------------------------------
+
+F32_UNIT_ROUNDOFF = 2.0 ** -24
+
+# Ops whose fp32 result is exact (no rounding): data movement, indexing,
+# masking, max, clamp, sign changes, constructors.  Results of other ops
+# that produce float64 are rounded (see Fp32Rounding).
+_EXACT_OPS = frozenset((
+    "reshape", "view", "transpose", "permute", "t", "flatten", "squeeze", "unsqueeze", "expand",
+    "expand_as", "contiguous", "clone", "detach", "__getitem__", "index_select", "gather", "narrow",
+    "select", "split", "chunk", "unbind", "cat", "stack", "repeat", "roll", "masked_fill", "where",
+    "amax", "amin", "max", "min", "clamp", "clamp_min", "clamp_max", "relu", "neg", "__neg__", "abs",
+    "floor", "ceil", "round", "arange", "tensor", "as_tensor", "zeros", "ones", "full", "empty",
+    "zeros_like", "ones_like", "full_like", "empty_like", "__get__", "__set__"))
+_MATMUL_OPS = frozenset(("matmul", "__matmul__", "__rmatmul__", "mm", "bmm"))
+_SUM_OPS = frozenset(("sum", "mean"))
+
+
+class Fp32Rounding(torch.overrides.TorchFunctionMode):
+    """Monte Carlo arithmetic (Parker, 1997): a float64 model run under this
+    mode gets, at every op where fp32 arithmetic rounds, a random error of
+    fp32's size, so the spread of its outputs around the plain float64 run
+    is what fp32 rounding does to this computation -- without depending on
+    this machine's fp32 kernels (BLAS, SIMD width, summation order).
+
+      elementwise ops and casts:  y * (1 + u r)
+      matmul (dot products):      y + u r (|A| @ |B|)
+      sum / mean over n terms:    y + u r sum/mean(|x|)
+
+    u = 2^-24, r uniform in [-1, 1] from `generator`, per element.  A dot
+    product or sum of n terms rounds n partial sums, each bounded by the
+    sum of magnitudes; with errors of random sign they add up to about u
+    times that sum (the worst case, n u times it, does not happen in
+    practice).  Ops in _EXACT_OPS pass through, as does the inside of the
+    float64 tables (sinusoidal_table, rope_cos_sin); the cast of a table to
+    the model's dtype (`to`) rounds."""
+
+    def __init__(self, generator, u=F32_UNIT_ROUNDOFF):
+        super().__init__()
+        self.generator = generator
+        self.u = u
+
+    def _r(self, like):
+        return torch.rand(like.shape, generator=self.generator, dtype=torch.float64) * 2.0 - 1.0
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if (_float64_tables[0] or not isinstance(out, torch.Tensor) or out.dtype != torch.float64
+                or out.numel() == 0):
+            return out
+        name = getattr(func, "__name__", "")
+        if name in _EXACT_OPS:
+            return out
+        if name in _MATMUL_OPS:
+            return out + self.u * self._r(out) * func(args[0].abs(), args[1].abs())
+        if name in _SUM_OPS:
+            return out + self.u * self._r(out) * func(args[0].abs(), *args[1:], **kwargs)
+        return out * (1.0 + self.u * self._r(out))
+
+
+def fp32_rounding_noise(run64, exact, trials=16, seed=0):
+    """How far fp32 rounding moves the result of `run64` (a function that
+    runs a float64 model and returns a numpy array; `exact`: its result
+    without the mode): the largest max|run64() - exact| over `trials` runs
+    under Fp32Rounding (a fixed generator seed, so the same on every
+    machine)."""
+    gen = torch.Generator().manual_seed(int(seed))
+    exact = np.asarray(exact, dtype=np.float64)
+    worst = 0.0
+    for _ in range(trials):
+        with Fp32Rounding(gen):
+            y = np.asarray(run64(), dtype=np.float64)
+        worst = max(worst, float(np.max(np.abs(y - exact))) if y.size else 0.0)
+    return worst
+
+
+# ---------------------------------------------------------------------------
 # Self-test.
 # ---------------------------------------------------------------------------
 
@@ -1178,7 +1283,40 @@ def self_test(verbose=False, extra_descs=()):
             failures.append("negative control: " + what)
     _negative_controls(check_differs)
 
-    # 5. Whole models: (b) vs (a), names against the contract's tables.
+    # 5. The fp32 rounding emulation: perturbations of fp32's size where
+    #    fp32 rounds (and not zero), none where it doesn't, the float64
+    #    tables left exact (only their cast rounds).
+    u = F32_UNIT_ROUNDOFF
+    a = torch.randn(4, 9, generator=gen, dtype=torch.float64)
+    b = torch.randn(9, 5, generator=gen, dtype=torch.float64)
+    with Fp32Rounding(torch.Generator().manual_seed(3)):
+        mm = torch.matmul(a, b)
+        ew = torch.exp(a)
+        sm = a.sum(dim=-1)
+        moved = (a.transpose(0, 1).reshape(36)[3:], a.amax(dim=-1), torch.clamp(a, min=0.0), a[1:3])
+        tables = (sinusoidal_table(7, 10), rope_cos_sin(7, 8, 500.0)[1])
+        cast = sinusoidal_table(7, 10).to(torch.float64)
+    for what, got, want, room in (("matmul", mm, a @ b, u * (a.abs() @ b.abs())),
+                                  ("exp", ew, torch.exp(a), u * torch.exp(a)),
+                                  ("sum", sm, a.sum(dim=-1), u * a.abs().sum(dim=-1)),
+                                  ("table cast", cast, sinusoidal_table(7, 10),
+                                   u * sinusoidal_table(7, 10).abs())):
+        # error / its fp32 size: in (0, 1] (not in check(): not a diff)
+        ratio = ((got - want).abs() / room.clamp(min=1e-300)).max().item()
+        n_checks += 1
+        ok = 0.0 < ratio <= 1.0 + 1e-9
+        if verbose or not ok:
+            print("%s Fp32Rounding %s: largest error / its fp32 bound %.3g (must be in (0, 1])"
+                  % ("ok  " if ok else "FAIL", what, ratio))
+        if not ok:
+            failures.append("Fp32Rounding " + what)
+    exact = ((a.transpose(0, 1).reshape(36)[3:], a.amax(dim=-1), torch.clamp(a, min=0.0), a[1:3]),
+             (sinusoidal_table(7, 10), rope_cos_sin(7, 8, 500.0)[1]))
+    for what, got, want in zip(("transpose/reshape/slice", "amax", "clamp", "index", "sinusoidal table",
+                                "rope table"), moved + tables, exact[0] + exact[1]):
+        check("Fp32Rounding leaves %s exact" % what, _max_diff(got, want), 1e-300)
+
+    # 6. Whole models: (b) vs (a), names against the contract's tables.
     descs = list(_desc_variants()) + list(extra_descs)
     for idx, desc in enumerate(descs):
         shared_opts = (False, True) if (desc["architecture"] == "encoder_decoder" and "vocab_size" in desc) else (False,)
