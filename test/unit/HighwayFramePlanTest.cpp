@@ -77,9 +77,8 @@ TEST_F(HighwayFramePlanTest, PlansAndFollows) {
   EXPECT_EQ(keys.getOffset(), 128);
   EXPECT_EQ(keys.getFloats(), 32);
   // The views take no slot.
-  module->walk([](SplitHeadsOp view) {
-    EXPECT_FALSE(view->hasAttr("tfm.frame"));
-  });
+  module->walk(
+      [](SplitHeadsOp view) { EXPECT_FALSE(view->hasAttr("tfm.frame")); });
 
   // Swapped by hand (still valid: nothing else is live there), the code
   // follows.

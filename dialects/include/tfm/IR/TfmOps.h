@@ -13,8 +13,8 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include <array>
 
-#include "tfm/IR/TfmDialect.h"
 #include "tfm/IR/KeySpan.h"
+#include "tfm/IR/TfmDialect.h"
 #include "tfm/IR/TfmSizes.h"
 
 #include "tfm/IR/TfmInterfaces.h.inc"
