@@ -10,6 +10,7 @@
 
 #include "FuzzCheck.h"
 
+#include "tfm/Codegen/Codegen.h"
 #include "tfm/IR/TfmDialect.h"
 #include "tfm/Transforms/Passes.h"
 
@@ -35,7 +36,8 @@ namespace {
 const DialectRegistry &registry() {
   static DialectRegistry *r = [] {
     auto *r = new DialectRegistry;
-    r->insert<tfm::TfmDialect, func::FuncDialect>();
+    r->insert<tfm::TfmDialect, tfm::codegen::TfmCodegenDialect,
+              func::FuncDialect>();
     return r;
   }();
   return *r;

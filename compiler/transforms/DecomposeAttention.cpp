@@ -108,8 +108,7 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     }
     Value core =
         AttentionOp::create(rewriter, loc, op.getScore(), q, k, v,
-                            op.getScoreParams(), op.getMaskAttr(), queryOffset,
-                            /*tiling=*/nullptr);
+                            op.getScoreParams(), op.getMaskAttr(), queryOffset);
     Value merged = MergeHeadsOp::create(rewriter, loc, core);
     Value out = LinearOp::create(rewriter, loc, merged, op.getOutProjWeight(),
                                  op.getOutProjBias());

@@ -30,7 +30,7 @@ struct FuseFeedForwardActivation : OpRewritePattern<FeedForwardOp> {
                                 PatternRewriter &rewriter) const override {
     auto hidden = LinearOp::create(
         rewriter, op.getLoc(), op.getInput(), op.getW1(), op.getB1(),
-        op.getActivationAttr(), /*residual=*/Value(), /*tiling=*/nullptr);
+        op.getActivationAttr(), /*residual=*/Value());
     auto out = LinearOp::create(rewriter, op.getLoc(), hidden.getResult(),
                                 op.getW2(), op.getB2());
     if (remarks)

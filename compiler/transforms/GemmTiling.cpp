@@ -98,11 +98,11 @@ GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
   } else if (panels == 1) {
     tiling.why += "; no panel follows to prefetch";
   } else if (panelBytes <= l1 / 3 * 2) {
-    tiling.prefetch = GemmPrefetch::L1;
+    tiling.prefetch = codegen::GemmPrefetch::L1;
     tiling.why += "; the next panel prefetched into L1 (1.5 panels of " +
                   kib(panelBytes) + " fit in " + kib(cache.l1Bytes) + ")";
   } else if (panelBytes <= (l2 - std::min(tileRowsBytes, l2)) / 2) {
-    tiling.prefetch = GemmPrefetch::L2;
+    tiling.prefetch = codegen::GemmPrefetch::L2;
     tiling.why += "; the next panel prefetched into L2 by every row block, "
                   "a share each (two panels of " +
                   kib(panelBytes) + " and " +

@@ -17,6 +17,7 @@ namespace mlir::tfm {
 
 using namespace mlir;
 using namespace mlir::tfm;
+using namespace mlir::tfm::codegen;
 
 namespace {
 
@@ -45,7 +46,7 @@ struct PlanMemoryPass : public tfm::impl::TfmPlanMemoryBase<PlanMemoryPass> {
     for (auto func : module.getOps<FunctionOpInterface>()) {
       if (func.isExternal())
         continue;
-      if (func->hasAttr("tfm.frame_floats")) {
+      if (getFrameFloats(func)) {
         if (remarks)
           remarkAt(func) << "frame kept: it was already planned";
         continue;
@@ -69,14 +70,12 @@ struct PlanMemoryPass : public tfm::impl::TfmPlanMemoryBase<PlanMemoryPass> {
   static void remarkFrame(FunctionOpInterface func) {
     int64_t buffers = 0, unshared = 0;
     func.walk([&](Operation *op) {
-      if (auto slots = op->getAttrOfType<ArrayAttr>("tfm.frame"))
-        for (auto slot : slots.getAsRange<FrameSlotAttr>()) {
-          ++buffers;
-          unshared += (slot.getFloats() + 15) / 16 * 16;
-        }
+      for (FrameSlotAttr slot : getFrameSlots(op)) {
+        ++buffers;
+        unshared += (slot.getFloats() + 15) / 16 * 16;
+      }
     });
-    int64_t floats =
-        func->getAttrOfType<IntegerAttr>("tfm.frame_floats").getInt();
+    int64_t floats = *getFrameFloats(func);
     remarkAt(func) << "frame of " << floats * 4 << " bytes for " << buffers
                    << " buffers (" << unshared * 4
                    << " bytes if none shared space)";

@@ -1,4 +1,4 @@
-//===- SelectAttentionTiling.cpp - #tfm.attention_tiling on attention -----===//
+//===- SelectAttentionTiling.cpp - the tiles of each blocked attention ----===//
 //
 // How many query rows a task of the blocked attention scores together, and
 // how many keys it takes per block, depend on the register file of the
@@ -22,6 +22,7 @@ namespace mlir::tfm {
 
 using namespace mlir;
 using namespace mlir::tfm;
+using namespace mlir::tfm::codegen;
 
 namespace {
 
@@ -50,7 +51,7 @@ struct SelectAttentionTilingPass
 
   void runOnOperation() override {
     getOperation()->walk([&](AttentionOp op) {
-      if (op.getTilingAttr()) {
+      if (getAttentionTiling(op)) {
         if (remarks)
           remarkAt(op) << "attention tiling kept: it was already chosen";
         return;
@@ -62,11 +63,19 @@ struct SelectAttentionTilingPass
         return;
       }
       auto module = op->getParentOfType<ModuleOp>();
-      AttentionTiling tiling = chooseAttentionTiling(
-          maxRows(op.getQuery(), module), maxRows(op.getKey(), module));
-      op.setTilingAttr(AttentionTilingAttr::get(
-          op.getContext(), tiling.queryRows512, tiling.queryRows256,
-          tiling.queryRows128, tiling.keyBlock));
+      int64_t maxQueries = maxRows(op.getQuery(), module);
+      int64_t maxKeys = maxRows(op.getKey(), module);
+      // The keys a task's block of query rows visits, as the mask bounds
+      // them: a window sees fewer than all of them.
+      KeySpan span =
+          op.getMaskAttr() ? op.getMaskAttr().getKeySpan() : KeySpan();
+      int64_t keysOfTask = span.maxKeysOfBlock(
+          chooseAttentionTiling(maxQueries, maxKeys).queryRows512, maxKeys);
+      AttentionTiling tiling = chooseAttentionTiling(maxQueries, keysOfTask);
+      op->setAttr(AttentionTilingName::getNameStr(),
+                  AttentionTilingAttr::get(
+                      op.getContext(), tiling.queryRows512, tiling.queryRows256,
+                      tiling.queryRows128, tiling.keyBlock));
       if (remarks)
         remarkAt(op) << "attention tiling: " << tiling.why;
     });

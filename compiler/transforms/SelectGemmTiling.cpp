@@ -1,4 +1,4 @@
-//===- SelectGemmTiling.cpp - #tfm.gemm_tiling on each tfm.linear ---------===//
+//===- SelectGemmTiling.cpp - a GEMM tiling on each tfm.linear ------------===//
 //
 // A GEMM's speed past its register tile is in the order it takes the
 // weight's panels: which data stays in which cache. That choice depends on
@@ -27,6 +27,7 @@ namespace mlir::tfm {
 
 using namespace mlir;
 using namespace mlir::tfm;
+using namespace mlir::tfm::codegen;
 
 namespace {
 
@@ -72,7 +73,7 @@ struct SelectGemmTilingPass
     }
     CacheSizes cache{int64_t(l1Bytes), int64_t(l2Bytes)};
     getOperation()->walk([&](LinearOp op) {
-      if (op.getTilingAttr()) {
+      if (getGemmTiling(op)) {
         if (remarks)
           remarkAt(op) << "GEMM tiling kept: it was already chosen";
         return;
@@ -93,9 +94,10 @@ struct SelectGemmTilingPass
       }
       GemmTiling tiling = chooseGemmTiling(*rows, weight.getDimSize(1),
                                            gemmWeight(op).panels(), cache);
-      op.setTilingAttr(GemmTilingAttr::get(
-          op.getContext(), tiling.rows.rows512, tiling.rows.rows256,
-          tiling.rows.rows128, tiling.l2Panels, tiling.prefetch));
+      op->setAttr(GemmTilingName::getNameStr(),
+                  GemmTilingAttr::get(op.getContext(), tiling.rows.rows512,
+                                      tiling.rows.rows256, tiling.rows.rows128,
+                                      tiling.l2Panels, tiling.prefetch));
       if (remarks)
         remarkAt(op) << "GEMM tiling: " << tiling.why;
     });

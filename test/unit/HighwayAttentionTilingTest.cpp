@@ -1,7 +1,7 @@
 //===- HighwayAttentionTilingTest.cpp - the backend follows the tiles -----===//
 //
 // tfm-select-attention-tiling records each blocked attention's query rows
-// per task and keys per block in #tfm.attention_tiling; the Highway emitter
+// per task and keys per block in #tfm_codegen.attention_tiling; the Highway emitter
 // must take those tiles, refuse an attention without them (it chooses
 // nothing itself), and never emit a task of no rows or a block of part of
 // a vector from IR the verifier did not see (the C++ API).
@@ -16,6 +16,7 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+using namespace mlir::tfm::codegen;
 
 namespace {
 
@@ -48,10 +49,11 @@ protected:
 
 TEST_F(HighwayAttentionTilingTest, FollowsTheRecordedTiles) {
   ASSERT_TRUE(module);
-  attention().setTilingAttr(AttentionTilingAttr::get(&context, 5, 3, 1, 32));
+  attention()->setAttr(AttentionTilingName::getNameStr(),
+                       AttentionTilingAttr::get(&context, 5, 3, 1, 32));
   std::string text;
   ASSERT_TRUE(emit(text)) << text;
-  EXPECT_TRUE(has(text, "// Attention tiles (#tfm.attention_tiling): 5 query "
+  EXPECT_TRUE(has(text, "// Attention tiles (#tfm_codegen.attention_tiling): 5 query "
                         "rows a task on 512-bit vectors, 3 on 256-bit, 1 on "
                         "128-bit; blocks of 32 keys."))
       << text;
@@ -70,10 +72,10 @@ TEST_F(HighwayAttentionTilingTest, RefusesAnAttentionWithoutTiles) {
   // The tiles are tfm-select-attention-tiling's choice: the emitter makes
   // none.
   ASSERT_TRUE(module);
-  ASSERT_FALSE(attention().getTilingAttr());
+  ASSERT_FALSE(getAttentionTiling(attention()));
   std::string text;
   ASSERT_FALSE(emit(text)) << text;
-  EXPECT_TRUE(has(text, "tfm.attention has no #tfm.attention_tiling: the "
+  EXPECT_TRUE(has(text, "tfm.attention has no tfm_codegen.attention_tiling: the "
                         "Highway backend follows tfm-select-attention-tiling"))
       << text;
 }
@@ -82,8 +84,8 @@ TEST_F(HighwayAttentionTilingTest, UnverifiedTilesAreBounded) {
   // AttentionTilingAttr::get does not verify: rows 0, 40 and 20 become 1,
   // 16 and 16; a block of 1000 keys (not whole vectors) 992.
   ASSERT_TRUE(module);
-  attention().setTilingAttr(
-      AttentionTilingAttr::get(&context, 0, 40, 20, 1000));
+  attention()->setAttr(AttentionTilingName::getNameStr(),
+                       AttentionTilingAttr::get(&context, 0, 40, 20, 1000));
   std::string text;
   ASSERT_TRUE(emit(text)) << text;
   EXPECT_TRUE(has(text, "k::ForVectorBits(1, 16, 16)")) << text;

@@ -8,6 +8,7 @@
 #ifndef TFM_TEST_UNIT_HIGHWAYEMITTEST_H
 #define TFM_TEST_UNIT_HIGHWAYEMITTEST_H
 
+#include "tfm/Codegen/Codegen.h"
 #include "tfm/IR/TfmDialect.h"
 #include "tfm/Lowering/HighwayEmitter.h"
 
@@ -36,8 +37,9 @@ inline std::string boundedModule(const std::string &name, int maxSeqLen,
 class HighwayEmitTest : public ::testing::Test {
 protected:
   explicit HighwayEmitTest(const char *source) {
-    context.loadDialect<mlir::tfm::TfmDialect, mlir::func::FuncDialect,
-                        mlir::arith::ArithDialect>();
+    context.loadDialect<mlir::tfm::TfmDialect,
+                        mlir::tfm::codegen::TfmCodegenDialect,
+                        mlir::func::FuncDialect, mlir::arith::ArithDialect>();
     parse(source);
   }
 

@@ -1,4 +1,4 @@
-//===- HighwayFramePlanTest.cpp - the Highway backend follows tfm.frame ---===//
+//===- HighwayFramePlanTest.cpp - the Highway backend follows tfm_codegen.frame ---===//
 //
 // tfm-plan-memory places each buffer; the Highway emitter takes the planned
 // slots and must refuse a plan its code does not match (a missing, small,
@@ -16,6 +16,7 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+using namespace mlir::tfm::codegen;
 
 namespace {
 
@@ -29,11 +30,11 @@ module @frame_plan attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i6
   tfm.param @w : tensor<24x8xf32>
   func.func @forward(%x: tensor<?x?x8xf32> {tfm.input = "input"}) -> (tensor<?x?x8xf32> {tfm.output = "hidden"}) {
     %w = tfm.weight @w : tensor<24x8xf32>
-    %qkv = tfm.linear %x, %w tiling <rows512 = 4, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = none> : (tensor<?x?x8xf32>, tensor<24x8xf32>) -> tensor<?x?x24xf32>
+    %qkv = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 4, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = none>} : (tensor<?x?x8xf32>, tensor<24x8xf32>) -> tensor<?x?x24xf32>
     %q = tfm.split_heads %qkv part 0 of 3 into 2 heads : tensor<?x?x24xf32> -> tensor<?x2x?x4xf32>
     %k = tfm.split_heads %qkv part 1 of 3 into 2 heads : tensor<?x?x24xf32> -> tensor<?x2x?x4xf32>
     %v = tfm.split_heads %qkv part 2 of 3 into 2 heads : tensor<?x?x24xf32> -> tensor<?x2x?x4xf32>
-    %o = tfm.attention <dot> %q, %k, %v tiling <queryRows512 = 4, queryRows256 = 2, queryRows128 = 2, keyBlock = 16> : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
+    %o = tfm.attention <dot> %q, %k, %v {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 4, queryRows256 = 2, queryRows128 = 2, keyBlock = 16>} : (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>) -> tensor<?x2x?x4xf32>
     %m = tfm.merge_heads %o : tensor<?x2x?x4xf32> -> tensor<?x?x8xf32>
     %1 = tfm.add %m, %x : tensor<?x?x8xf32>
     return %1 : tensor<?x?x8xf32>
@@ -53,43 +54,48 @@ protected:
     ASSERT_TRUE(succeeded(planFrame(forward, FrameBounds{1, 4})));
   }
 
-  /// Replaces the attention's slots by `slots` (name, offset, floats).
-  void setSlots(ArrayRef<std::tuple<const char *, int64_t, int64_t>> slots) {
+  /// Replaces the attention's slots by `slots` (buffer, offset, floats).
+  void setSlots(ArrayRef<std::tuple<FrameBuffer, int64_t, int64_t>> slots) {
     SmallVector<Attribute> list;
-    for (auto [name, offset, floats] : slots)
-      list.push_back(FrameSlotAttr::get(&context, name, offset, floats));
-    attention()->setAttr("tfm.frame", ArrayAttr::get(&context, list));
+    for (auto [buffer, offset, floats] : slots)
+      list.push_back(FrameSlotAttr::get(&context, buffer, 0, offset, floats));
+    attention()->setAttr(FrameName::getNameStr(),
+                         ArrayAttr::get(&context, list));
   }
 };
 
 TEST_F(HighwayFramePlanTest, PlansAndFollows) {
   ASSERT_TRUE(module);
   plan();
-  auto slots = attention()->getAttrOfType<ArrayAttr>("tfm.frame");
+  auto slots = attention()->getAttrOfType<ArrayAttr>(FrameName::getNameStr());
   ASSERT_TRUE(slots);
   ASSERT_EQ(slots.size(), 2u);
   auto result = cast<FrameSlotAttr>(slots[0]);
   auto keys = cast<FrameSlotAttr>(slots[1]);
-  EXPECT_EQ(result.getName(), "result0");
+  EXPECT_EQ(result.getBuffer(), FrameBuffer::Result);
+  EXPECT_EQ(result.getIndex(), 0);
   EXPECT_EQ(result.getOffset(), 96);
   EXPECT_EQ(result.getFloats(), 32);
-  EXPECT_EQ(keys.getName(), "keysT");
+  EXPECT_EQ(keys.getBuffer(), FrameBuffer::KeysTransposed);
   EXPECT_EQ(keys.getOffset(), 128);
   EXPECT_EQ(keys.getFloats(), 32);
   // The views take no slot.
-  module->walk(
-      [](SplitHeadsOp view) { EXPECT_FALSE(view->hasAttr("tfm.frame")); });
+  module->walk([](SplitHeadsOp view) {
+    EXPECT_FALSE(view->hasAttr(FrameName::getNameStr()));
+  });
 
   // Swapped by hand (still valid: nothing else is live there), the code
   // follows.
-  setSlots({{"result0", 128, 32}, {"keysT", 96, 32}});
+  setSlots(
+      {{FrameBuffer::Result, 128, 32}, {FrameBuffer::KeysTransposed, 96, 32}});
   std::string text;
   ASSERT_TRUE(emit(text)) << text;
   EXPECT_NE(text.find("arena.take(160); // 640 bytes, planned"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("= frame + 128;\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("keysT2 = frame + 96;"), std::string::npos) << text;
+  EXPECT_NE(text.find("keys_transposed2 = frame + 96;"), std::string::npos)
+      << text;
 }
 
 TEST_F(HighwayFramePlanTest, PlansWhenThePassDidNotRun) {
@@ -97,44 +103,51 @@ TEST_F(HighwayFramePlanTest, PlansWhenThePassDidNotRun) {
   std::string text;
   ASSERT_TRUE(emit(text)) << text;
   auto forward = module->lookupSymbol<func::FuncOp>("forward");
-  auto floats = forward->getAttrOfType<IntegerAttr>("tfm.frame_floats");
+  auto floats =
+      forward->getAttrOfType<IntegerAttr>(FrameFloatsName::getNameStr());
   ASSERT_TRUE(floats);
   EXPECT_EQ(floats.getInt(), 160);
-  EXPECT_NE(text.find("keysT2 = frame + 128;"), std::string::npos) << text;
+  EXPECT_NE(text.find("keys_transposed2 = frame + 128;"), std::string::npos)
+      << text;
 }
 
 struct BadPlan {
   const char *what;
-  std::vector<std::tuple<const char *, int64_t, int64_t>> slots;
+  std::vector<std::tuple<FrameBuffer, int64_t, int64_t>> slots;
   const char *error;
 };
 
 TEST_F(HighwayFramePlanTest, RefusesAPlanItsCodeDoesNotMatch) {
   const BadPlan cases[] = {
       {"no scratch",
-       {{"result0", 96, 32}},
-       "the memory plan (tfm.frame) has no slot 'keysT' for this op's code"},
+       {{FrameBuffer::Result, 96, 32}},
+       "the memory plan (tfm_codegen.frame) has no slot 'keys_transposed' "
+       "for this op's code"},
       {"no result",
-       {{"keysT", 128, 32}},
-       "the memory plan (tfm.frame) has no slot 'result0' for this op's code"},
+       {{FrameBuffer::KeysTransposed, 128, 32}},
+       "the memory plan (tfm_codegen.frame) has no slot 'result 0' for this "
+       "op's code"},
       {"small scratch",
-       {{"result0", 96, 32}, {"keysT", 128, 16}},
-       "frame slot 'keysT' holds 16 floats; the code needs 32"},
+       {{FrameBuffer::Result, 96, 32}, {FrameBuffer::KeysTransposed, 128, 16}},
+       "frame slot 'keys_transposed' holds 16 floats; the code needs 32"},
       {"small result",
-       {{"result0", 96, 31}, {"keysT", 128, 32}},
-       "frame slot 'result0' holds 31 floats; the code needs 32"},
+       {{FrameBuffer::Result, 96, 31}, {FrameBuffer::KeysTransposed, 128, 32}},
+       "frame slot 'result 0' holds 31 floats; the code needs 32"},
       {"past the frame",
-       {{"result0", 96, 32}, {"keysT", 144, 32}},
-       "frame slot 'keysT' (floats 144 to 176) ends past the function's "
+       {{FrameBuffer::Result, 96, 32}, {FrameBuffer::KeysTransposed, 144, 32}},
+       "frame slot 'keys_transposed' (floats 144 to 176) ends past the "
+       "function's "
        "frame of 160 floats"},
       {"other scratch",
-       {{"result0", 96, 32}, {"qW", 128, 32}},
-       "the code takes scratch 'keysT' where the memory plan (tfm.frame) "
-       "has 'qW'"},
+       {{FrameBuffer::Result, 96, 32}, {FrameBuffer::BilinearQueries, 128, 32}},
+       "the code takes scratch 'keys_transposed' where the memory plan "
+       "(tfm_codegen.frame) has 'bilinear_queries'"},
       {"extra slot",
-       {{"result0", 96, 32}, {"keysT", 128, 32}, {"qkv", 128, 16}},
-       "the memory plan (tfm.frame) has a slot 'qkv' this op's code does "
-       "not take"},
+       {{FrameBuffer::Result, 96, 32},
+        {FrameBuffer::KeysTransposed, 128, 32},
+        {FrameBuffer::RotaryCos, 128, 16}},
+       "the memory plan (tfm_codegen.frame) has a slot 'rotary_cos' this "
+       "op's code does not take"},
   };
   for (const BadPlan &bad : cases) {
     parse(kModel);

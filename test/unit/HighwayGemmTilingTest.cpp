@@ -1,7 +1,7 @@
 //===- HighwayGemmTilingTest.cpp - the Highway backend follows the tiling -===//
 //
 // tfm-select-gemm-tiling records each GEMM's register tile in
-// #tfm.gemm_tiling; the Highway emitter must take that tile, not its own
+// #tfm_codegen.gemm_tiling; the Highway emitter must take that tile, not its own
 // choice, and make the same choice itself where no tiling was recorded.
 // tfm-compile always runs the pass with the same rule, so a tile other
 // than the rule's can only come through the C++ API.
@@ -16,6 +16,7 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+using namespace mlir::tfm::codegen;
 
 namespace {
 
@@ -42,11 +43,12 @@ protected:
 
 TEST_F(HighwayGemmTilingTest, FollowsTheRecordedTile) {
   ASSERT_TRUE(module);
-  linear().setTilingAttr(
+  linear()->setAttr(
+      GemmTilingName::getNameStr(),
       GemmTilingAttr::get(&context, 5, 2, 7, 1, GemmPrefetch::None));
   std::string text;
   ASSERT_TRUE(emit(text)) << text;
-  EXPECT_NE(text.find("// Register tiles (#tfm.gemm_tiling): 5 x 32 on "
+  EXPECT_NE(text.find("// Register tiles (#tfm_codegen.gemm_tiling): 5 x 32 on "
                       "512-bit vectors, 2 x 32 on 256-bit, 7 x 32 on 128-bit."),
             std::string::npos)
       << text;
@@ -60,10 +62,10 @@ TEST_F(HighwayGemmTilingTest, FollowsTheRecordedTile) {
 TEST_F(HighwayGemmTilingTest, RefusesALinearWithoutATile) {
   // The tile is tfm-select-gemm-tiling's choice: the emitter makes none.
   ASSERT_TRUE(module);
-  ASSERT_FALSE(linear().getTilingAttr());
+  ASSERT_FALSE(getGemmTiling(linear()));
   std::string text;
   ASSERT_FALSE(emit(text)) << text;
-  EXPECT_NE(text.find("tfm.linear has no #tfm.gemm_tiling: the Highway "
+  EXPECT_NE(text.find("tfm.linear has no tfm_codegen.gemm_tiling: the Highway "
                       "backend follows tfm-select-gemm-tiling"),
             std::string::npos)
       << text;

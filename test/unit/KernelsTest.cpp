@@ -91,7 +91,7 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
   // A's rows have padding (NaN: never read), the panel's columns past cols
   // too (NaN: their sums must never reach C).
   const size_t lda = depth + 3;
-  // Every tile #tfm.gemm_tiling allows (1 to 16 rows), through the
+  // Every tile #tfm_codegen.gemm_tiling allows (1 to 16 rows), through the
   // largest's run-time choice of rows.
   constexpr size_t maxRows = 16;
   std::vector<float> a(maxRows * lda, kNaN);
@@ -448,7 +448,7 @@ template <size_t kRows, size_t kKeyBlock> AttentionTile attentionTile() {
 }
 
 /// This target's default tile (tfm-select-attention-tiling's for long
-/// sequences) and others #tfm.attention_tiling allows: one row (a decoding
+/// sequences) and others #tfm_codegen.attention_tiling allows: one row (a decoding
 /// step's), the most rows, blocks of one vector's worth of keys and of
 /// several passes.
 std::vector<AttentionTile> attentionTiles() {

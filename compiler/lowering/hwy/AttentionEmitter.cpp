@@ -19,6 +19,7 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+using namespace mlir::tfm::codegen;
 
 namespace tfm::hwy {
 
@@ -94,10 +95,10 @@ void FunctionEmitter::emitRotaryRows(const HeadView &view, const Heads &shape,
      << floatLiteral(base) << ")\n";
   os.indent();
   os << "const int64_t seq = " << shape.seq.expr << ";\n";
-  std::string cosT =
-      scratch("ropeCos", "seq * " + num(half), shape.seq.max * half);
-  std::string sinT =
-      scratch("ropeSin", "seq * " + num(half), shape.seq.max * half);
+  std::string cosT = scratch(FrameBuffer::RotaryCos, "seq * " + num(half),
+                             shape.seq.max * half);
+  std::string sinT = scratch(FrameBuffer::RotarySin, "seq * " + num(half),
+                             shape.seq.max * half);
   // Angles in double: p * base^(-2i/dk).
   os << "for (int64_t s = 0; s < seq; ++s)\n";
   os << "  for (int64_t i = 0; i < " << half << "; ++i) {\n";
@@ -145,7 +146,7 @@ LogicalResult FunctionEmitter::emitRotary(RotaryOp op) {
   float base = op.getBase().convertToFloat();
   Heads out = in;
   // tfm-plan-memory's choice: rotate the rows where they are, or a copy.
-  bool inPlace = op->hasAttr(kRotateInPlace);
+  bool inPlace = isRotatedInPlace(op);
   if (!inPlace) {
     int64_t d = in.heads * in.dk;
     Buffer copy = allocate(op.getResult(), {in.batch, staticDim(in.heads),
@@ -278,10 +279,11 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   if (span.begin.constant || span.begin.perRow || span.begin.perOffset)
     return op.emitError("the Highway backend visits each row's keys from "
                         "the first");
-  AttentionTilingAttr tilingAttr = op.getTilingAttr();
+  AttentionTilingAttr tilingAttr = getAttentionTiling(op);
   if (!tilingAttr && score != ScoreKind::Additive)
-    return op.emitError("tfm.attention has no #tfm.attention_tiling: the "
-                        "Highway backend follows tfm-select-attention-tiling");
+    return op.emitError(
+        "tfm.attention has no tfm_codegen.attention_tiling: the "
+        "Highway backend follows tfm-select-attention-tiling");
   AttentionTiling tiling;
   if (tilingAttr)
     tiling = {tilingAttr.getQueryRows512(), tilingAttr.getQueryRows256(),
@@ -319,9 +321,9 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   if (score == ScoreKind::Bilinear) {
     // q_hᵀ W_h k = (W_hᵀ q_h)·k: fold W into each query row once.
     std::string wPtr = buffers[scoreParams[0]].ptr;
-    std::string qb =
-        scratch("qW", "batch * " + num(heads) + " * sq * " + num(dk),
-                maxBatch * heads * maxSq * dk);
+    std::string qb = scratch(FrameBuffer::BilinearQueries,
+                             "batch * " + num(heads) + " * sq * " + num(dk),
+                             maxBatch * heads * maxSq * dk);
     os << "pool.parallelFor(batch * " << heads << " * sq, [&](int64_t t) {\n";
     os.indent();
     os << "const int64_t b = t / (" << heads << " * sq), h = (t / sq) % "
@@ -341,12 +343,12 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
     std::string wQuery = buffers[scoreParams[1]].ptr;
     std::string vPtr = buffers[scoreParams[2]].ptr;
     int64_t a = cast<RankedTensorType>(scoreParams[0].getType()).getDimSize(1);
-    std::string kp =
-        scratch("keyProj", "batch * " + num(heads) + " * sk * " + num(a),
-                maxBatch * heads * maxSk * a);
-    std::string qp =
-        scratch("queryProj", "batch * " + num(heads) + " * sq * " + num(a),
-                maxBatch * heads * maxSq * a);
+    std::string kp = scratch(FrameBuffer::AdditiveKeys,
+                             "batch * " + num(heads) + " * sk * " + num(a),
+                             maxBatch * heads * maxSk * a);
+    std::string qp = scratch(FrameBuffer::AdditiveQueries,
+                             "batch * " + num(heads) + " * sq * " + num(a),
+                             maxBatch * heads * maxSq * a);
     for (auto [proj, len, w, view] :
          {std::make_tuple(kp, std::string("sk"), wKey, k),
           std::make_tuple(qp, std::string("sq"), wQuery, q)}) {
@@ -417,9 +419,9 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   // a block of keys' scores is then dk vector FMAs.
   HeadView keysT = k;
   if (!keysTransposed) {
-    std::string scratchKeys =
-        scratch("keysT", "batch * " + num(heads * dk) + " * sk",
-                maxBatch * heads * dk * maxSk);
+    std::string scratchKeys = scratch(FrameBuffer::KeysTransposed,
+                                      "batch * " + num(heads * dk) + " * sk",
+                                      maxBatch * heads * dk * maxSk);
     os << "pool.parallelFor(batch * " << heads << ", [&](int64_t t) {\n";
     os.indent();
     os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
@@ -438,10 +440,10 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   // softmax (and, causal, its own key limit). The rows of a task are fixed
   // by the shapes and the tiling alone, so results do not depend on the
   // thread count.
-  os << "// Attention tiles (#tfm.attention_tiling): " << tiling.queryRows512
-     << " query rows a task on 512-bit vectors, " << tiling.queryRows256
-     << " on 256-bit, " << tiling.queryRows128 << " on 128-bit; blocks of "
-     << tiling.keyBlock << " keys.\n";
+  os << "// Attention tiles (#tfm_codegen.attention_tiling): "
+     << tiling.queryRows512 << " query rows a task on 512-bit vectors, "
+     << tiling.queryRows256 << " on 256-bit, " << tiling.queryRows128
+     << " on 128-bit; blocks of " << tiling.keyBlock << " keys.\n";
   os << "constexpr size_t queryRows = k::ForVectorBits(" << tiling.queryRows512
      << ", " << tiling.queryRows256 << ", " << tiling.queryRows128 << ");\n";
   os << "constexpr size_t keyBlock = " << tiling.keyBlock << ";\n";

@@ -22,6 +22,7 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+using namespace mlir::tfm::codegen;
 
 namespace tfm::hwy {
 
@@ -50,13 +51,13 @@ std::string slotMismatch(FrameSlotAttr slot, int64_t frameFloats,
   if (slot.getOffset() < 0 || slot.getFloats() > frameFloats - slot.getOffset())
     return llvm::formatv("frame slot '{0}' (floats {1} to {2}) ends past the "
                          "function's frame of {3} floats",
-                         slot.getName(), slot.getOffset(),
+                         slot.describe(), slot.getOffset(),
                          slot.getOffset() + slot.getFloats(), frameFloats)
         .str();
   if (slot.getFloats() < maxCount)
     return llvm::formatv("frame slot '{0}' holds {1} floats; the code needs "
                          "{2}",
-                         slot.getName(), slot.getFloats(), maxCount)
+                         slot.describe(), slot.getFloats(), maxCount)
         .str();
   return "";
 }
@@ -83,10 +84,11 @@ std::string FunctionEmitter::fresh(StringRef hint) {
   return (hint + std::to_string(counter++)).str();
 }
 
-void FunctionEmitter::frameBuffer(const std::string &name, StringRef slotName,
-                                  int64_t maxCount) {
+void FunctionEmitter::frameBuffer(const std::string &name, FrameBuffer kind,
+                                  unsigned index, int64_t maxCount) {
   for (auto [i, slot] : llvm::enumerate(opSlots)) {
-    if (slotTaken[i] || slot.getName() != slotName)
+    if (slotTaken[i] || slot.getBuffer() != kind ||
+        slot.getIndex() != int64_t(index))
       continue;
     slotTaken[i] = true;
     if (planError.empty())
@@ -95,9 +97,10 @@ void FunctionEmitter::frameBuffer(const std::string &name, StringRef slotName,
     return;
   }
   if (planError.empty())
-    planError = ("the memory plan (tfm.frame) has no slot '" + slotName +
-                 "' for this op's code; run tfm-plan-memory again")
-                    .str();
+    planError =
+        ("the memory plan (tfm_codegen.frame) has no slot '" +
+         FrameSlotAttr::get(func.getContext(), kind, index, 0, 1).describe() +
+         "' for this op's code; run tfm-plan-memory again");
   os << "float *" << name << " = nullptr;\n";
 }
 
@@ -108,8 +111,8 @@ Buffer FunctionEmitter::allocate(Value value, Dims dims) {
     buffer.ptr = resultPtrs[it->second];
   } else {
     buffer.ptr = fresh("v");
-    frameBuffer(buffer.ptr,
-                "result" + num(cast<OpResult>(value).getResultNumber()),
+    frameBuffer(buffer.ptr, FrameBuffer::Result,
+                cast<OpResult>(value).getResultNumber(),
                 maxProduct(buffer.dims));
     frameValues.insert(value);
   }
@@ -117,32 +120,30 @@ Buffer FunctionEmitter::allocate(Value value, Dims dims) {
   return buffer;
 }
 
-std::string FunctionEmitter::scratch(StringRef hint, const std::string &count,
+std::string FunctionEmitter::scratch(FrameBuffer kind, const std::string &count,
                                      int64_t maxCount) {
-  std::string name = fresh(hint);
+  std::string name = fresh(stringifyFrameBuffer(kind));
   os << "// " << name << ": " << count << " floats\n";
   // Scratch slots are taken in order: the next one not yet taken that is
   // not a result's.
   for (auto [i, slot] : llvm::enumerate(opSlots))
-    if (!slotTaken[i] && !slot.getName().starts_with("result")) {
-      if (slot.getName() != hint && planError.empty())
+    if (!slotTaken[i] && slot.getBuffer() != FrameBuffer::Result) {
+      if (slot.getBuffer() != kind && planError.empty())
         planError = llvm::formatv("the code takes scratch '{0}' where the "
-                                  "memory plan (tfm.frame) has '{1}'",
-                                  hint, slot.getName())
+                                  "memory plan (tfm_codegen.frame) has '{1}'",
+                                  stringifyFrameBuffer(kind), slot.describe())
                         .str();
-      frameBuffer(name, slot.getName(), maxCount);
+      frameBuffer(name, slot.getBuffer(), 0, maxCount);
       return name;
     }
-  frameBuffer(name, hint, maxCount);
+  frameBuffer(name, kind, 0, maxCount);
   return name;
 }
 
 void FunctionEmitter::beginOpPlan(Operation &op) {
   opSlots.clear();
   planError.clear();
-  if (auto slots = op.getAttrOfType<ArrayAttr>("tfm.frame"))
-    for (Attribute slot : slots)
-      opSlots.push_back(cast<FrameSlotAttr>(slot));
+  opSlots = getFrameSlots(&op);
   slotTaken.assign(opSlots.size(), false);
 }
 
@@ -150,9 +151,8 @@ LogicalResult FunctionEmitter::endOpPlan(Operation &op) {
   if (planError.empty())
     for (auto [i, slot] : llvm::enumerate(opSlots))
       if (!slotTaken[i]) {
-        planError = ("the memory plan (tfm.frame) has a slot '" +
-                     slot.getName() + "' this op's code does not take")
-                        .str();
+        planError = "the memory plan (tfm_codegen.frame) has a slot '" +
+                    slot.describe() + "' this op's code does not take";
         break;
       }
   if (planError.empty())
@@ -292,11 +292,13 @@ LogicalResult FunctionEmitter::emit(EntryKind entry) {
     return func.emitError("the Highway backend needs single-block functions");
   if (failed(findPackedArguments()) || failed(emitSignature(entry)))
     return failure();
-  // The frame tfm-plan-memory sized (planned here if it did not run).
-  if (!func->hasAttr("tfm.frame_floats") &&
+  // The frame tfm-plan-memory sized (planned here if it did not run: the
+  // ops' scratch comes from the interface tfm_codegen attaches).
+  func.getContext()->getOrLoadDialect<TfmCodegenDialect>();
+  if (!getFrameFloats(func) &&
       failed(planFrame(func, {facts.maxBatch, facts.maxSeqLen})))
     return failure();
-  frameFloats = func->getAttrOfType<IntegerAttr>("tfm.frame_floats").getInt();
+  frameFloats = *getFrameFloats(func);
   os << "const size_t arenaMark = arena.mark();\n";
   os << llvm::formatv("[[maybe_unused]] float *frame = arena.take({0}); // {1} "
                       "bytes, planned\n",

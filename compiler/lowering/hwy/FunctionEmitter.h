@@ -7,6 +7,7 @@
 #ifndef TFM_LOWERING_HWY_FUNCTIONEMITTER_H
 #define TFM_LOWERING_HWY_FUNCTIONEMITTER_H
 
+#include "tfm/Codegen/Codegen.h"
 #include "tfm/IR/TfmOps.h"
 
 #include "tfm/Lowering/HighwayEmitter.h"
@@ -142,7 +143,7 @@ private:
                   const std::string &bias, const std::string &out,
                   int64_t outStride, std::optional<mlir::tfm::Activation> act,
                   const std::string &residual,
-                  mlir::tfm::GemmTilingAttr tiling);
+                  mlir::tfm::codegen::GemmTilingAttr tiling);
 
   /// A strided view of per-head rows ([batch, heads, seq, dk]): element
   /// (b, h, i, c) is at ptr + b*batchStride + h*headStride + i*rowStride +
@@ -178,13 +179,15 @@ private:
   /// function's result pointer when `value` is what it returns, else its
   /// planned frame slot (tfm-plan-memory's `result<i>`).
   Buffer allocate(mlir::Value value, Dims dims);
-  /// The op's next planned scratch slot, which must be `hint`'s and hold
-  /// `count` floats (`maxCount` at the maxima).
-  std::string scratch(llvm::StringRef hint, const std::string &count,
-                      int64_t maxCount);
-  /// `float *name = frame + offset;` for the planned slot `slotName` of the
-  /// op being emitted, which must hold `maxCount` floats.
-  void frameBuffer(const std::string &name, llvm::StringRef slotName,
+  /// The op's next planned scratch slot, which must be a `kind` (what the
+  /// op declares, codegen::ScratchBuffersOpInterface) and hold `count`
+  /// floats (`maxCount` at the maxima).
+  std::string scratch(mlir::tfm::codegen::FrameBuffer kind,
+                      const std::string &count, int64_t maxCount);
+  /// `float *name = frame + offset;` for the op's planned slot of `kind`
+  /// (result `index` for a result), which must hold `maxCount` floats.
+  void frameBuffer(const std::string &name,
+                   mlir::tfm::codegen::FrameBuffer kind, unsigned index,
                    int64_t maxCount);
   /// Before emitting `op`: its planned slots; after it: whether its code
   /// took exactly those.
@@ -208,10 +211,10 @@ private:
   llvm::raw_string_ostream textStream;
   mlir::raw_indented_ostream os;
 
-  /// The function's frame (tfm.frame_floats) and the op's slots in it
-  /// (tfm.frame), as tfm-plan-memory placed them.
+  /// The function's frame (tfm_codegen.frame_floats) and the op's slots in it
+  /// (tfm_codegen.frame), as tfm-plan-memory placed them.
   int64_t frameFloats = 0;
-  llvm::SmallVector<mlir::tfm::FrameSlotAttr> opSlots;
+  llvm::SmallVector<mlir::tfm::codegen::FrameSlotAttr> opSlots;
   /// The op's slots its code has taken; the first mismatch with the plan.
   llvm::SmallVector<bool> slotTaken;
   std::string planError;

@@ -2,7 +2,7 @@
 //
 // The GEMM part of FunctionEmitter: weights packed into panels, the order of
 // the tasks over (row block, panel) and their prefetches (from
-// #tfm.gemm_tiling), the epilogues, and tfm.linear.
+// #tfm_codegen.gemm_tiling), the epilogues, and tfm.linear.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +15,7 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+using namespace mlir::tfm::codegen;
 
 namespace tfm::hwy {
 
@@ -46,10 +47,10 @@ void FunctionEmitter::emitMatmul(
        {&tiling.rows.rows512, &tiling.rows.rows256, &tiling.rows.rows128})
     *r = std::clamp<int64_t>(*r, 1, 16);
   os << "const int64_t rows = " << rows << ";\n";
-  os << "// Register tiles (#tfm.gemm_tiling): " << tiling.rows.rows512 << " x "
-     << width << " on 512-bit vectors, " << tiling.rows.rows256 << " x "
-     << width << " on 256-bit, " << tiling.rows.rows128 << " x " << width
-     << " on 128-bit.\n";
+  os << "// Register tiles (#tfm_codegen.gemm_tiling): " << tiling.rows.rows512
+     << " x " << width << " on 512-bit vectors, " << tiling.rows.rows256
+     << " x " << width << " on 256-bit, " << tiling.rows.rows128 << " x "
+     << width << " on 128-bit.\n";
   os << "constexpr size_t tileRows = k::ForVectorBits(" << tiling.rows.rows512
      << ", " << tiling.rows.rows256 << ", " << tiling.rows.rows128 << ");\n";
   os << "const int64_t rowBlocks = (rows + int64_t(tileRows) - 1) / "
@@ -205,10 +206,11 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
     what += " + " + stringifyActivation(*act).str();
   if (!residual.empty())
     what += " + residual";
-  GemmTilingAttr tiling = op.getTilingAttr();
+  GemmTilingAttr tiling = getGemmTiling(op);
   if (!tiling)
-    return op.emitError("tfm.linear has no #tfm.gemm_tiling: the Highway "
-                        "backend follows tfm-select-gemm-tiling");
+    return op.emitError(
+        "tfm.linear has no tfm_codegen.gemm_tiling: the Highway "
+        "backend follows tfm-select-gemm-tiling");
   emitMatmul(what, product(lead), x.ptr, k, packedWeight(weight),
              weight.firstSegment, weight.usedSegments, weight.segmentRows, k,
              bias, out.ptr, n, act, residual, tiling);

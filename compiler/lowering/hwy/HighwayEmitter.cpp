@@ -29,6 +29,7 @@
 
 using namespace mlir;
 using namespace mlir::tfm;
+using namespace mlir::tfm::codegen;
 
 namespace tfm {
 

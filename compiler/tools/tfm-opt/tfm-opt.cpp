@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tfm/Codegen/Codegen.h"
 #include "tfm/IR/TfmDialect.h"
 #include "tfm/Lowering/LLVMBackend.h"
 #include "tfm/Transforms/Passes.h"
@@ -22,7 +23,8 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::tfm::registerTfmPassesAndPipelines();
   mlir::tfm::registerLLVMBackendPassesAndPipelines();
-  registry.insert<mlir::tfm::TfmDialect>();
+  registry
+      .insert<mlir::tfm::TfmDialect, mlir::tfm::codegen::TfmCodegenDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "tfm optimizer driver\n", registry));
 }

@@ -219,54 +219,6 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult
-GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                       int64_t rows512, int64_t rows256, int64_t rows128,
-                       int64_t l2Panels, GemmPrefetch prefetch) {
-  // Past 8 rows the accumulators spill on every x86 target (correct,
-  // slower); 16 bounds the code: the backend instantiates a tile for each
-  // row count up to this one.
-  for (auto [name, rows] : {std::pair<StringRef, int64_t>{"rows512", rows512},
-                            {"rows256", rows256},
-                            {"rows128", rows128}})
-    if (rows < 1 || rows > 16)
-      return emitError() << "gemm_tiling " << name
-                         << " must be in [1, 16], got " << rows;
-  if (l2Panels < 1)
-    return emitError() << "gemm_tiling l2Panels must be at least 1, got "
-                       << l2Panels;
-  // In blocks, the next panel of a task is the one at its place in the
-  // next block: a block of tasks later, not next.
-  if (l2Panels > 1 && prefetch != GemmPrefetch::None)
-    return emitError() << "gemm_tiling prefetches only panel by panel "
-                          "(l2Panels = 1), got l2Panels = "
-                       << l2Panels << " with prefetch = "
-                       << stringifyGemmPrefetch(prefetch);
-  return success();
-}
-
-LogicalResult
-AttentionTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                            int64_t queryRows512, int64_t queryRows256,
-                            int64_t queryRows128, int64_t keyBlock) {
-  // 16 bounds the code: the backend instantiates the value pass for each
-  // row count up to this one.
-  for (auto [name, rows] :
-       {std::pair<StringRef, int64_t>{"queryRows512", queryRows512},
-        {"queryRows256", queryRows256},
-        {"queryRows128", queryRows128}})
-    if (rows < 1 || rows > 16)
-      return emitError() << "attention_tiling " << name
-                         << " must be in [1, 16], got " << rows;
-  // Scores are stored by the vector: a block is a whole number of vectors
-  // on every target (16 lanes at most); its scores live on the stack.
-  if (keyBlock < 16 || keyBlock > 1024 || keyBlock % 16 != 0)
-    return emitError() << "attention_tiling keyBlock must be a multiple of "
-                          "16 in [16, 1024], got "
-                       << keyBlock;
-  return success();
-}
-
 Attribute MaskAttr::parse(AsmParser &parser, Type) {
   // `<` rule, ... `>`: the only rule so far is `causal`.
   if (parser.parseLess() ||
@@ -300,22 +252,6 @@ static ParseResult parseMaskRules(OpAsmParser &parser, MaskAttr &mask) {
 }
 
 static void printMaskRules(OpAsmPrinter &, Operation *, MaskAttr) {}
-
-LogicalResult
-FrameSlotAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                      StringRef name, int64_t offset, int64_t floats) {
-  if (name.empty())
-    return emitError() << "frame slot name must not be empty";
-  if (offset < 0 || offset % 16 != 0)
-    return emitError() << "frame slot '" << name
-                       << "' offset must be a non-negative multiple of 16 "
-                          "floats (a 64-byte line), got "
-                       << offset;
-  if (floats < 1)
-    return emitError() << "frame slot '" << name
-                       << "' must hold at least one float, got " << floats;
-  return success();
-}
 
 LogicalResult KVCacheDeclOp::verify() {
   if (getSymName().empty())
@@ -617,16 +553,13 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
                         Value queryOffset) {
   build(builder, state, score, query, key, value, scoreParams,
         causal ? MaskAttr::get(builder.getContext(), true) : MaskAttr(),
-        queryOffset, /*tiling=*/nullptr);
+        queryOffset);
 }
 
 LogicalResult AttentionOp::verify() {
   if (getQueryOffset() && !isCausal())
     return emitOpError("`offset` places the queries for the causal mask; "
                        "without `causal` it means nothing");
-  if (getTiling() && getScore() == ScoreKind::Additive)
-    return emitOpError("additive scores are taken one key at a time: no "
-                       "#tfm.attention_tiling applies");
   return success();
 }
 

@@ -288,68 +288,6 @@ func.func @linear_residual_rank(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %
 
 // -----
 
-// A tiling takes at least one panel at a time.
-func.func @linear_tiling_no_panels(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{gemm_tiling l2Panels must be at least 1, got 0}}
-  %0 = tfm.linear %x, %w tiling <rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 0, prefetch = l1> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  return %0 : tensor<4x8xf32>
-}
-
-// -----
-
-// A register tile has 1 to 16 rows on each vector width.
-func.func @linear_tiling_no_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{gemm_tiling rows512 must be in [1, 16], got 0}}
-  %0 = tfm.linear %x, %w tiling <rows512 = 0, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = none> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  return %0 : tensor<4x8xf32>
-}
-
-// -----
-
-func.func @linear_tiling_too_many_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{gemm_tiling rows256 must be in [1, 16], got 17}}
-  %0 = tfm.linear %x, %w tiling <rows512 = 8, rows256 = 17, rows128 = 1, l2Panels = 1, prefetch = none> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  return %0 : tensor<4x8xf32>
-}
-
-// -----
-
-func.func @linear_tiling_negative_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{gemm_tiling rows128 must be in [1, 16], got -1}}
-  %0 = tfm.linear %x, %w tiling <rows512 = 8, rows256 = 3, rows128 = -1, l2Panels = 1, prefetch = none> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  return %0 : tensor<4x8xf32>
-}
-
-// -----
-
-// A tiling written without its register tile.
-func.func @linear_tiling_missing_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
-  // expected-error @+1 {{expected ','}}
-  %0 = tfm.linear %x, %w tiling <l2Panels = 1, prefetch = none> : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  return %0 : tensor<4x8xf32>
-}
-
-// -----
-
-// In L2 blocks a task's next panel is a block of tasks away: no prefetch.
-func.func @linear_tiling_prefetch_in_blocks(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>) -> tensor<4x64xf32> {
-  // expected-error @+1 {{gemm_tiling prefetches only panel by panel (l2Panels = 1), got l2Panels = 2 with prefetch = l2}}
-  %0 = tfm.linear %x, %w tiling <rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 2, prefetch = l2> : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
-  return %0 : tensor<4x64xf32>
-}
-
-// -----
-
-// Not one of the kinds of prefetch.
-func.func @linear_tiling_bad_prefetch(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>) -> tensor<4x64xf32> {
-  // expected-error @+2 {{expected ::mlir::tfm::GemmPrefetch to be one of: none, l1, l2}}
-  // expected-error @+1 {{failed to parse Tfm_GemmTilingAttr parameter 'prefetch' which is to be a `::mlir::tfm::GemmPrefetch`}}
-  %0 = tfm.linear %x, %w tiling <rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = l3> : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
-  return %0 : tensor<4x64xf32>
-}
-
-// -----
-
 // Not one of the activations.
 func.func @linear_unknown_activation(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>) -> tensor<?x?x64xf32> {
   // expected-error @+2 {{expected ::mlir::tfm::Activation to be one of: relu, gelu, gelu_tanh}}
@@ -979,75 +917,6 @@ func.func @attention_segment_sizes(%q: tensor<?x4x?x8xf32>, %p: index) -> tensor
 func.func @attention_no_segment_sizes(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
   // expected-error @+1 {{'tfm.attention' op operand count (3) does not match with the total size (0) specified in attribute 'operandSegmentSizes'}}
   %0 = "tfm.attention"(%q, %q, %q) <{score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-  return %0 : tensor<?x4x?x8xf32>
-}
-
-// -----
-
-// A task has 1 to 16 query rows on each vector width.
-func.func @attention_tiling_no_rows(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
-  // expected-error @+1 {{attention_tiling queryRows512 must be in [1, 16], got 0}}
-  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <queryRows512 = 0, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-  return %0 : tensor<?x4x?x8xf32>
-}
-
-// -----
-
-func.func @attention_tiling_too_many_rows(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
-  // expected-error @+1 {{attention_tiling queryRows256 must be in [1, 16], got 17}}
-  %0 = tfm.attention <scaled_dot> %q, %q, %q causal tiling <queryRows512 = 8, queryRows256 = 17, queryRows128 = 2, keyBlock = 64> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-  return %0 : tensor<?x4x?x8xf32>
-}
-
-// -----
-
-func.func @attention_tiling_negative_rows(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
-  // expected-error @+1 {{attention_tiling queryRows128 must be in [1, 16], got -2}}
-  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = -2, keyBlock = 64> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-  return %0 : tensor<?x4x?x8xf32>
-}
-
-// -----
-
-// A block of keys is a whole number of vectors on every target (16 lanes at most).
-func.func @attention_tiling_block_not_vectors(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
-  // expected-error @+1 {{attention_tiling keyBlock must be a multiple of 16 in [16, 1024], got 40}}
-  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 40> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-  return %0 : tensor<?x4x?x8xf32>
-}
-
-// -----
-
-func.func @attention_tiling_block_empty(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
-  // expected-error @+1 {{attention_tiling keyBlock must be a multiple of 16 in [16, 1024], got 0}}
-  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 0> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-  return %0 : tensor<?x4x?x8xf32>
-}
-
-// -----
-
-// A task's scores (rows x keyBlock floats) live on its stack.
-func.func @attention_tiling_block_too_long(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
-  // expected-error @+1 {{attention_tiling keyBlock must be a multiple of 16 in [16, 1024], got 1040}}
-  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 1040> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-  return %0 : tensor<?x4x?x8xf32>
-}
-
-// -----
-
-// A tiling written without its key block.
-func.func @attention_tiling_missing_block(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
-  // expected-error @+1 {{expected ','}}
-  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-  return %0 : tensor<?x4x?x8xf32>
-}
-
-// -----
-
-// A GEMM's tiling is not an attention's.
-func.func @attention_tiling_of_gemm(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
-  // expected-error @+1 {{custom op 'tfm.attention' duplicate or unknown struct parameter name: rows512}}
-  %0 = tfm.attention <scaled_dot> %q, %q, %q tiling <rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = l2> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
 }
 
@@ -1733,79 +1602,6 @@ func.func @add_layer_norm_types(%x: tensor<?x?x32xf32>, %z: tensor<2x?x32xf32>, 
 
 // -----
 
-// A frame slot (tfm-plan-memory's #tfm.slot) names its buffer, starts on a
-// 64-byte line and holds something.
-func.func @slot_unaligned(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 64 : i64} {
-  // expected-error @+1 {{frame slot 'result0' offset must be a non-negative multiple of 16 floats (a 64-byte line), got 8}}
-  %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"result0", offset = 8, floats = 6>]} : tensor<2x3xf32>
-  return %0 : tensor<2x3xf32>
-}
-
-// -----
-
-func.func @slot_empty(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 64 : i64} {
-  // expected-error @+1 {{frame slot 'result0' must hold at least one float, got 0}}
-  %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 0>]} : tensor<2x3xf32>
-  return %0 : tensor<2x3xf32>
-}
-
-// -----
-
-func.func @slot_unnamed(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 64 : i64} {
-  // expected-error @+1 {{frame slot name must not be empty}}
-  %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"", offset = 0, floats = 6>]} : tensor<2x3xf32>
-  return %0 : tensor<2x3xf32>
-}
-
-// -----
-
-// tfm.frame lists slots inside the function's frame that do not overlap
-// (an op's buffers are all live while it runs).
-func.func @frame_not_slots(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 64 : i64} {
-  // expected-error @+1 {{'tfm.frame' must be an array of #tfm.slot, got [0]}}
-  %0 = tfm.add %x, %x {tfm.frame = [0]} : tensor<2x3xf32>
-  return %0 : tensor<2x3xf32>
-}
-
-// -----
-
-func.func @frame_without_size(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
-  // expected-error @+1 {{'tfm.frame' needs the enclosing function's 'tfm.frame_floats'}}
-  %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 6>]} : tensor<2x3xf32>
-  return %0 : tensor<2x3xf32>
-}
-
-// -----
-
-func.func @slot_outside_frame(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 16 : i64} {
-  // expected-error @+1 {{frame slot 'hidden' (floats 16 to 22) lies outside the function's frame of 16 floats}}
-  %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 6>, #tfm.slot<"hidden", offset = 16, floats = 6>]} : tensor<2x3xf32>
-  return %0 : tensor<2x3xf32>
-}
-
-// -----
-
-func.func @slots_overlap(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 64 : i64} {
-  // expected-error @+1 {{frame slots 'result0' and 'keysT' of one op overlap}}
-  %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 20>, #tfm.slot<"keysT", offset = 16, floats = 6>]} : tensor<2x3xf32>
-  return %0 : tensor<2x3xf32>
-}
-
-// -----
-
-// expected-error @+1 {{'tfm.frame_floats' must be a non-negative i64, got -16 : i64}}
-func.func @frame_negative(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = -16 : i64} {
-  return %x : tensor<2x3xf32>
-}
-
-// -----
-
-// expected-error @+1 {{'tfm.frame_floats' belongs on a function}}
-module attributes {tfm.frame_floats = 16 : i64} {
-}
-
-// -----
-
 // The largest offset: the message must not overflow adding the rows.
 func.func @slice_rows_offset_max(%w: tensor<96x32xf32>) -> tensor<64x32xf32> {
   // expected-error @+1 {{'tfm.slice_rows' op rows from 9223372036854775807 (64 of them) are not within the 96 rows of the input}}
@@ -1820,14 +1616,6 @@ func.func @split_heads_no_features(%x: tensor<?x?x0xf32>) -> tensor<?x4x?x0xf32>
   // expected-error @+1 {{'tfm.split_heads' op failed to infer returned types}}
   %0 = tfm.split_heads %x part 0 of 3 into 4 heads : tensor<?x?x0xf32> -> tensor<?x4x?x0xf32>
   return %0 : tensor<?x4x?x0xf32>
-}
-
-// -----
-
-func.func @attention_additive_tiling(%q: tensor<1x4x5x8xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %v: tensor<4x16xf32>) -> tensor<1x4x5x8xf32> {
-  // expected-error @+1 {{'tfm.attention' op additive scores are taken one key at a time: no #tfm.attention_tiling applies}}
-  %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wq, %v) tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<1x4x5x8xf32>
-  return %0 : tensor<1x4x5x8xf32>
 }
 
 // -----

@@ -145,39 +145,6 @@ func.func @linear_epilogue(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: te
 
 // -----
 
-// A GEMM tiling (from tfm-select-gemm-tiling), alone and after epilogues;
-// register tiles at the ends of their range (16 and 1 rows).
-// CHECK-LABEL: func.func @linear_tiling(
-// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1, %arg2 tiling <rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 5, prefetch = none> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
-// CHECK-NEXT: %1 = tfm.linear %arg0, %arg1 activation <relu> residual %0 tiling <rows512 = 16, rows256 = 1, rows128 = 16, l2Panels = 1, prefetch = l1> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
-// CHECK-NEXT: return %1
-// GENERIC-LABEL: sym_name = "linear_tiling"
-// GENERIC: "tfm.linear"(%arg0, %arg1, %arg2) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>, tiling = #tfm.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 5, prefetch = none>}>
-// GENERIC: "tfm.linear"(%arg0, %arg1, %0) <{activation = #tfm.activation<relu>, operandSegmentSizes = array<i32: 1, 1, 0, 1>, tiling = #tfm.gemm_tiling<rows512 = 16, rows256 = 1, rows128 = 16, l2Panels = 1, prefetch = l1>}>
-func.func @linear_tiling(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> tensor<?x?x64xf32> {
-  %0 = tfm.linear %x, %w, %b tiling <rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 5, prefetch = none> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
-  %1 = tfm.linear %x, %w activation <relu> residual %0 tiling <rows512 = 16, rows256 = 1, rows128 = 16, l2Panels = 1, prefetch = l1> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
-  return %1 : tensor<?x?x64xf32>
-}
-
-// -----
-
-// A memory plan (from tfm-plan-memory): the function's frame size and each
-// op's slots in it.
-// CHECK-LABEL: func.func @frame_plan(
-// CHECK-SAME: attributes {tfm.frame_floats = 1536 : i64}
-// CHECK-NEXT: %0 = tfm.ffn <relu> %arg0, %arg1, %arg2, %arg3, %arg4 {tfm.frame = [#tfm.slot<"hidden", offset = 0, floats = 1024>, #tfm.slot<"result0", offset = 1024, floats = 512>]} :
-// GENERIC-LABEL: sym_name = "frame_plan"
-// GENERIC: tfm.frame = [#tfm.slot<"hidden", offset = 0, floats = 1024>, #tfm.slot<"result0", offset = 1024, floats = 512>]
-// GENERIC: tfm.frame_floats = 1536 : i64
-func.func @frame_plan(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> tensor<?x?x32xf32> attributes {tfm.frame_floats = 1536 : i64} {
-  %0 = tfm.ffn <relu> %x, %w1, %b1, %w2, %b2 {tfm.frame = [#tfm.slot<"hidden", offset = 0, floats = 1024>, #tfm.slot<"result0", offset = 1024, floats = 512>]} : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
-  %1 = tfm.add %0, %x : tensor<?x?x32xf32>
-  return %1 : tensor<?x?x32xf32>
-}
-
-// -----
-
 // split_heads/merge_heads with dynamic and static batch/seq.
 // CHECK-LABEL: func.func @heads(
 // CHECK-NEXT: %0 = tfm.split_heads %arg0 into 4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>
@@ -329,27 +296,6 @@ func.func @attention_offset(%q: tensor<1x4x1x8xf32>, %kv: tensor<1x4x?x8xf32>, %
   %1 = tfm.attention <bilinear> %q, %kv, %kv params(%w) causal offset %pos : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<1x4x1x8xf32>
   %2 = tfm.attention <additive> %q, %kv, %kv params(%wa, %wa, %va) causal offset %pos : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, index) -> tensor<1x4x1x8xf32>
   return %0, %1, %2 : tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>
-}
-
-// -----
-
-// An attention tiling (from tfm-select-attention-tiling): alone, after
-// causal, and after params, causal and offset; query rows and key blocks at
-// the ends of their ranges.
-// CHECK-LABEL: func.func @attention_tiling(
-// CHECK-NEXT: %0 = tfm.attention <scaled_dot> %arg0, %arg1, %arg1 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-// CHECK-NEXT: %1 = tfm.attention <dot> %arg0, %arg1, %arg1 causal tiling <queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-// CHECK-NEXT: %2 = tfm.attention <bilinear> %arg0, %arg1, %arg1 params(%arg3) causal offset %arg2 tiling <queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<?x4x?x8xf32>
-// CHECK-NEXT: return %0, %1, %2 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>
-// GENERIC-LABEL: sym_name = "attention_tiling"
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<scaled_dot>, tiling = #tfm.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>, tiling = #tfm.attention_tiling<queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg3, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, score = #tfm.score<bilinear>, tiling = #tfm.attention_tiling<queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<?x4x?x8xf32>
-func.func @attention_tiling(%q: tensor<?x4x?x8xf32>, %kv: tensor<?x4x?x8xf32>, %pos: index, %w: tensor<4x8x8xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) {
-  %0 = tfm.attention <scaled_dot> %q, %kv, %kv tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-  %1 = tfm.attention <dot> %q, %kv, %kv causal tiling <queryRows512 = 16, queryRows256 = 1, queryRows128 = 16, keyBlock = 1024> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-  %2 = tfm.attention <bilinear> %q, %kv, %kv params(%w) causal offset %pos tiling <queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<?x4x?x8xf32>
-  return %0, %1, %2 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>
 }
 
 // -----

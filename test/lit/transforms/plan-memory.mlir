@@ -16,91 +16,91 @@
 // A chain of GEMMs: %0 is dead once %1 is computed, so %2 reuses its
 // place; the returned value is the caller's (no slot).
 // CHECK-LABEL: func.func @chain(
-// CHECK-SAME: attributes {tfm.frame_floats = 1536 : i64}
-// CHECK-NEXT: %0 = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 1024>]}
-// CHECK-NEXT: %1 = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1024, floats = 512>]}
-// CHECK-NEXT: %2 = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 1024>]}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 1536 : i64}
+// CHECK-NEXT: %0 = tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 1024>]}
+// CHECK-NEXT: %1 = tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1024, floats = 512>]}
+// CHECK-NEXT: %2 = tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 1024>]}
 // CHECK-NEXT: %3 = tfm.linear %2, %arg2 :
 // CHECK-NEXT: return %3
 
 // Self-attention with rotary positions, as tfm-decompose-attention leaves
 // it: the Q/K/V GEMM's rows (1536 floats) are read only through its three
-// split_heads views, so both rotaries rotate Q and K in place (tfm.in_place,
+// split_heads views, so both rotaries rotate Q and K in place (tfm_codegen.in_place,
 // no result slot; each a cos and a sin table of 8 x 4 floats, scratch).
 // The attention's result (the heads merged) and its transposed keys go
 // above the rows, which stay alive until the attention, their last reader
 // through the views; the out_proj GEMM then reuses their place, and the
 // attention's result lives until it through merge_heads.
 // CHECK-LABEL: func.func @self_attention_rope(
-// CHECK-SAME: attributes {tfm.frame_floats = 2560 : i64}
-// CHECK-NEXT: %[[QKV:.+]] = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 1536>]}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 2560 : i64}
+// CHECK-NEXT: %[[QKV:.+]] = tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 1536>]}
 // CHECK-NEXT: %[[Q:.+]] = tfm.split_heads %[[QKV]] part 0 of 3 into 4 heads :
 // CHECK-NEXT: %[[K:.+]] = tfm.split_heads %[[QKV]] part 1 of 3 into 4 heads :
 // CHECK-NEXT: %[[V:.+]] = tfm.split_heads %[[QKV]] part 2 of 3 into 4 heads :
-// CHECK-NEXT: %[[RQ:.+]] = tfm.rotary <half> %[[Q]] {tfm.frame = [#tfm.slot<"ropeCos", offset = 1536, floats = 32>, #tfm.slot<"ropeSin", offset = 1568, floats = 32>], tfm.in_place} :
-// CHECK-NEXT: %[[RK:.+]] = tfm.rotary <half> %[[K]] {tfm.frame = [#tfm.slot<"ropeCos", offset = 1536, floats = 32>, #tfm.slot<"ropeSin", offset = 1568, floats = 32>], tfm.in_place} :
-// CHECK-NEXT: %[[O:.+]] = tfm.attention <scaled_dot> %[[RQ]], %[[RK]], %[[V]] causal {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 512>, #tfm.slot<"keysT", offset = 2048, floats = 512>]} :
+// CHECK-NEXT: %[[RQ:.+]] = tfm.rotary <half> %[[Q]] {tfm_codegen.frame = [#tfm_codegen.slot<rotary_cos, offset = 1536, floats = 32>, #tfm_codegen.slot<rotary_sin, offset = 1568, floats = 32>], tfm_codegen.in_place} :
+// CHECK-NEXT: %[[RK:.+]] = tfm.rotary <half> %[[K]] {tfm_codegen.frame = [#tfm_codegen.slot<rotary_cos, offset = 1536, floats = 32>, #tfm_codegen.slot<rotary_sin, offset = 1568, floats = 32>], tfm_codegen.in_place} :
+// CHECK-NEXT: %[[O:.+]] = tfm.attention <scaled_dot> %[[RQ]], %[[RK]], %[[V]] causal {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1536, floats = 512>, #tfm_codegen.slot<keys_transposed, offset = 2048, floats = 512>]} :
 // CHECK-NEXT: %[[M:.+]] = tfm.merge_heads %[[O]] : tensor
-// CHECK-NEXT: %[[Y:.+]] = tfm.linear %[[M]], {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>]}
+// CHECK-NEXT: %[[Y:.+]] = tfm.linear %[[M]], {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 512>]}
 // CHECK-NEXT: tfm.add %[[Y]], %arg0 :
 
 // Cross-attention: the weight's row slices are views of an argument (no
 // slot); Q of the query (512), K and V of the memory in one GEMM ([2, ?,
 // 64]: 1024), the attention's result and the memory's keys transposed.
 // CHECK-LABEL: func.func @cross_attention(
-// CHECK-SAME: attributes {tfm.frame_floats = 2560 : i64}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 2560 : i64}
 // CHECK-NEXT: tfm.slice_rows %arg2 from 0 : tensor
 // CHECK-NEXT: tfm.slice_rows %arg3 from 0 : tensor
-// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>]}
+// CHECK-NEXT: tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 512>]}
 // CHECK-NEXT: tfm.split_heads {{.*}} : tensor
 // CHECK-NEXT: tfm.slice_rows %arg2 from 32 : tensor
 // CHECK-NEXT: tfm.slice_rows %arg3 from 32 : tensor
-// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 512, floats = 1024>]}
+// CHECK-NEXT: tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 512, floats = 1024>]}
 // CHECK-NEXT: tfm.split_heads {{.*}} : tensor
 // CHECK-NEXT: tfm.split_heads {{.*}} : tensor
-// CHECK-NEXT: tfm.attention <dot> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 512>, #tfm.slot<"keysT", offset = 2048, floats = 512>]}
+// CHECK-NEXT: tfm.attention <dot> {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1536, floats = 512>, #tfm_codegen.slot<keys_transposed, offset = 2048, floats = 512>]}
 // CHECK-NEXT: tfm.merge_heads {{.*}} : tensor
 // CHECK-NEXT: tfm.linear {{.*}} : (tensor
 
-// Bilinear scores fold W into each query row (qW, scratch, after the
+// Bilinear scores fold W into each query row (bilinear_queries, scratch, after the
 // result); the returned merge_heads is a view of the attention's result,
 // which has a slot of its own (the return copies it out).
 // CHECK-LABEL: func.func @bilinear(
-// CHECK-SAME: attributes {tfm.frame_floats = 3072 : i64}
-// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 1536>]}
-// CHECK: tfm.attention <bilinear> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 512>, #tfm.slot<"qW", offset = 2048, floats = 512>, #tfm.slot<"keysT", offset = 2560, floats = 512>]}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 3072 : i64}
+// CHECK-NEXT: tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 1536>]}
+// CHECK: tfm.attention <bilinear> {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1536, floats = 512>, #tfm_codegen.slot<bilinear_queries, offset = 2048, floats = 512>, #tfm_codegen.slot<keys_transposed, offset = 2560, floats = 512>]}
 // CHECK-NEXT: tfm.merge_heads {{.*}} : tensor
 
 // Additive scores project the keys and the queries (2 x 4 heads x 8 x 16
 // floats each) and take no transposed keys.
 // CHECK-LABEL: func.func @additive(
-// CHECK-SAME: attributes {tfm.frame_floats = 4096 : i64}
-// CHECK: tfm.attention <additive> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 512>, #tfm.slot<"keyProj", offset = 2048, floats = 1024>, #tfm.slot<"queryProj", offset = 3072, floats = 1024>]}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 4096 : i64}
+// CHECK: tfm.attention <additive> {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1536, floats = 512>, #tfm_codegen.slot<additive_keys, offset = 2048, floats = 1024>, #tfm_codegen.slot<additive_queries, offset = 3072, floats = 1024>]}
 
 // Rotaries that must copy (a result slot before their tables, no
-// tfm.in_place): rows of an argument (the caller's, not to be written),
+// tfm_codegen.in_place): rows of an argument (the caller's, not to be written),
 // and rows of a GEMM that another op (the add) also reads unrotated. The
 // first attention's result is returned through merge_heads and stays; the
 // copies are dead after the attention that reads them.
 // CHECK-LABEL: func.func @rope_copies(
-// CHECK-SAME: attributes {tfm.frame_floats = 4096 : i64}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 4096 : i64}
 // CHECK-NEXT: tfm.split_heads %arg0 part 0 of 3
 // CHECK-NEXT: tfm.split_heads %arg0 part 1 of 3
 // CHECK-NEXT: tfm.split_heads %arg0 part 2 of 3
-// CHECK-NEXT: tfm.rotary <half> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>, #tfm.slot<"ropeCos", offset = 512, floats = 32>, #tfm.slot<"ropeSin", offset = 544, floats = 32>]} :
-// CHECK-NEXT: tfm.rotary <half> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 512, floats = 512>, #tfm.slot<"ropeCos", offset = 1024, floats = 32>, #tfm.slot<"ropeSin", offset = 1056, floats = 32>]} :
-// CHECK-NEXT: tfm.attention <scaled_dot> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1024, floats = 512>, #tfm.slot<"keysT", offset = 1536, floats = 512>]}
+// CHECK-NEXT: tfm.rotary <half> {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 512>, #tfm_codegen.slot<rotary_cos, offset = 512, floats = 32>, #tfm_codegen.slot<rotary_sin, offset = 544, floats = 32>]} :
+// CHECK-NEXT: tfm.rotary <half> {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 512, floats = 512>, #tfm_codegen.slot<rotary_cos, offset = 1024, floats = 32>, #tfm_codegen.slot<rotary_sin, offset = 1056, floats = 32>]} :
+// CHECK-NEXT: tfm.attention <scaled_dot> {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1024, floats = 512>, #tfm_codegen.slot<keys_transposed, offset = 1536, floats = 512>]}
 // CHECK-NEXT: tfm.merge_heads
-// CHECK-NEXT: %[[P:.+]] = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 1536>]}
+// CHECK-NEXT: %[[P:.+]] = tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1536, floats = 1536>]}
 // CHECK-NEXT: tfm.split_heads %[[P]] part 0 of 3
 // CHECK-NEXT: tfm.split_heads %[[P]] part 1 of 3
 // CHECK-NEXT: tfm.split_heads %[[P]] part 2 of 3
-// CHECK-NEXT: tfm.rotary <half> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>, #tfm.slot<"ropeCos", offset = 512, floats = 32>, #tfm.slot<"ropeSin", offset = 544, floats = 32>]} :
-// CHECK-NEXT: tfm.rotary <half> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 512, floats = 512>, #tfm.slot<"ropeCos", offset = 3072, floats = 32>, #tfm.slot<"ropeSin", offset = 3104, floats = 32>]} :
-// CHECK-NEXT: tfm.attention <scaled_dot> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 3072, floats = 512>, #tfm.slot<"keysT", offset = 3584, floats = 512>]}
+// CHECK-NEXT: tfm.rotary <half> {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 512>, #tfm_codegen.slot<rotary_cos, offset = 512, floats = 32>, #tfm_codegen.slot<rotary_sin, offset = 544, floats = 32>]} :
+// CHECK-NEXT: tfm.rotary <half> {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 512, floats = 512>, #tfm_codegen.slot<rotary_cos, offset = 3072, floats = 32>, #tfm_codegen.slot<rotary_sin, offset = 3104, floats = 32>]} :
+// CHECK-NEXT: tfm.attention <scaled_dot> {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 3072, floats = 512>, #tfm_codegen.slot<keys_transposed, offset = 3584, floats = 512>]}
 // CHECK-NEXT: tfm.merge_heads
 // CHECK-NEXT: tfm.add %[[P]], %[[P]] :
-// CHECK-NOT: tfm.in_place
+// CHECK-NOT: tfm_codegen.in_place
 // CHECK: return
 
 // Views keep the buffer they view alive: the Q/K/V rows (at 0) are read by
@@ -109,31 +109,31 @@
 // attention reuses offset 0. The attention's result takes the first GEMM's
 // place, dead by then.
 // CHECK-LABEL: func.func @view_alive(
-// CHECK-SAME: attributes {tfm.frame_floats = 3072 : i64}
-// CHECK-NEXT: %[[QKV:.+]] = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 1536>]}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 3072 : i64}
+// CHECK-NEXT: %[[QKV:.+]] = tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 1536>]}
 // CHECK-NEXT: tfm.split_heads %[[QKV]]
 // CHECK-NEXT: tfm.split_heads %[[QKV]]
 // CHECK-NEXT: tfm.split_heads %[[QKV]]
-// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 1024>]}
-// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 2560, floats = 512>]}
-// CHECK-NEXT: tfm.attention <dot> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 512>, #tfm.slot<"keysT", offset = 2048, floats = 512>]}
+// CHECK-NEXT: tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1536, floats = 1024>]}
+// CHECK-NEXT: tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 2560, floats = 512>]}
+// CHECK-NEXT: tfm.attention <dot> {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1536, floats = 512>, #tfm_codegen.slot<keys_transposed, offset = 2048, floats = 512>]}
 // CHECK-NEXT: tfm.merge_heads
-// CHECK-NEXT: tfm.add {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>]}
+// CHECK-NEXT: tfm.add {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 512>]}
 // CHECK-NEXT: tfm.add {{.*}} : tensor
 
 // add_layer_norm stores its sum (result 0) only when something reads it;
 // the normalised rows (result 1) come first. An op's results never share
 // space with its operands: the second norm's rows go after both.
 // CHECK-LABEL: func.func @add_layer_norm(
-// CHECK-SAME: attributes {tfm.frame_floats = 1536 : i64}
-// CHECK-NEXT: %sum, %result = tfm.add_layer_norm {{.*}} {tfm.frame = [#tfm.slot<"result1", offset = 0, floats = 512>, #tfm.slot<"result0", offset = 512, floats = 512>]}
-// CHECK-NEXT: %sum_0, %result_1 = tfm.add_layer_norm %sum, %result, {{.*}} {tfm.frame = [#tfm.slot<"result1", offset = 1024, floats = 512>]}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 1536 : i64}
+// CHECK-NEXT: %sum, %result = tfm.add_layer_norm {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, index = 1, offset = 0, floats = 512>, #tfm_codegen.slot<result, offset = 512, floats = 512>]}
+// CHECK-NEXT: %sum_0, %result_1 = tfm.add_layer_norm %sum, %result, {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, index = 1, offset = 1024, floats = 512>]}
 
 // A call's result lives in the caller's frame; the callee's frame is its
 // own (taken above the caller's at run time).
 // CHECK-LABEL: func.func @caller(
-// CHECK-SAME: attributes {tfm.frame_floats = 512 : i64}
-// CHECK-NEXT: %0 = call @chain({{.*}}) {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>]}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 512 : i64}
+// CHECK-NEXT: %0 = call @chain({{.*}}) {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 512>]}
 // CHECK-NEXT: %1 = call @chain(%0, {{.*}}) :
 module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 8 : i64} {
   // expected-remark @+1 {{in @chain: frame of 6144 bytes for 3 buffers (10240 bytes if none shared space)}}
@@ -261,28 +261,28 @@ module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 8 : i64} {
 // a read-only cache: the Q GEMM over a slice of in_proj, then additive
 // scores that project every key the cache can hold (16 positions: 2 x 4
 // heads x 16 x 16 floats) and a dot-product attention over the same keys,
-// again without keysT.
+// again without keys_transposed.
 // CHECK-LABEL: func.func @cached(
-// CHECK-SAME: attributes {tfm.frame_floats = 4096 : i64}
-// CHECK-NOT: tfm.frame =
-// CHECK: %[[QKV:.+]] = tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 1536>]}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 4096 : i64}
+// CHECK-NOT: tfm_codegen.frame =
+// CHECK: %[[QKV:.+]] = tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 1536>]}
 // CHECK-NEXT: tfm.split_heads %[[QKV]] part 0 of 3 into 4 heads :
 // CHECK-NEXT: tfm.split_heads %[[QKV]] part 1 of 3 into 4 heads :
 // CHECK-NEXT: tfm.split_heads %[[QKV]] part 2 of 3 into 4 heads :
-// CHECK-NEXT: tfm.rotary <half> {{.*}} offset %arg1 {tfm.frame = [#tfm.slot<"ropeCos", offset = 1536, floats = 32>, #tfm.slot<"ropeSin", offset = 1568, floats = 32>], tfm.in_place} :
-// CHECK-NEXT: tfm.rotary <half> {{.*}} offset %arg1 {tfm.frame = [#tfm.slot<"ropeCos", offset = 1536, floats = 32>, #tfm.slot<"ropeSin", offset = 1568, floats = 32>], tfm.in_place} :
+// CHECK-NEXT: tfm.rotary <half> {{.*}} offset %arg1 {tfm_codegen.frame = [#tfm_codegen.slot<rotary_cos, offset = 1536, floats = 32>, #tfm_codegen.slot<rotary_sin, offset = 1568, floats = 32>], tfm_codegen.in_place} :
+// CHECK-NEXT: tfm.rotary <half> {{.*}} offset %arg1 {tfm_codegen.frame = [#tfm_codegen.slot<rotary_cos, offset = 1536, floats = 32>, #tfm_codegen.slot<rotary_sin, offset = 1568, floats = 32>], tfm_codegen.in_place} :
 // CHECK-NEXT: tfm.cache_append {{.*}} : <
 // CHECK-NEXT: tfm.cache_read {{.*}} : <
-// CHECK-NEXT: tfm.attention <scaled_dot> {{.*}} causal offset %arg1 {tfm.frame = [#tfm.slot<"result0", offset = 1536, floats = 512>]} :
+// CHECK-NEXT: tfm.attention <scaled_dot> {{.*}} causal offset %arg1 {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1536, floats = 512>]} :
 // CHECK-NEXT: tfm.merge_heads
-// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>]}
+// CHECK-NEXT: tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 512>]}
 // CHECK-NEXT: tfm.slice_rows %arg3 from 0 : tensor
-// CHECK-NEXT: tfm.linear {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 512, floats = 512>]}
+// CHECK-NEXT: tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 512, floats = 512>]}
 // CHECK-NEXT: tfm.split_heads {{.*}} : tensor
 // CHECK-NEXT: tfm.cache_read {{.*}} : <
-// CHECK-NEXT: tfm.attention <additive> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 512>, #tfm.slot<"keyProj", offset = 1024, floats = 2048>, #tfm.slot<"queryProj", offset = 3072, floats = 1024>]}
-// CHECK-NEXT: tfm.attention <dot> {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 1024, floats = 512>]}
-// CHECK-NEXT: tfm.add {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 512, floats = 512>]}
+// CHECK-NEXT: tfm.attention <additive> {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 512>, #tfm_codegen.slot<additive_keys, offset = 1024, floats = 2048>, #tfm_codegen.slot<additive_queries, offset = 3072, floats = 1024>]}
+// CHECK-NEXT: tfm.attention <dot> {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1024, floats = 512>]}
+// CHECK-NEXT: tfm.add {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 512, floats = 512>]}
 // CHECK-NEXT: tfm.merge_heads
 // CHECK-NEXT: return
 module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 8 : i64} {
@@ -321,16 +321,16 @@ module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 8 : i64} {
 
 // Static shapes need no bounds.
 // CHECK-LABEL: func.func @static_shapes(
-// CHECK-SAME: attributes {tfm.frame_floats = 48 : i64}
-// CHECK-NEXT: tfm.add {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 6>]}
-// CHECK-NEXT: tfm.add {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 16, floats = 6>]}
-// CHECK-NEXT: tfm.add {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 32, floats = 6>]}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 48 : i64}
+// CHECK-NEXT: tfm.add {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 6>]}
+// CHECK-NEXT: tfm.add {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 16, floats = 6>]}
+// CHECK-NEXT: tfm.add {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 32, floats = 6>]}
 // CHECK-NEXT: tfm.add %0, %2 :
 // Left alone: a function planned before keeps its plan; without bounds,
 // dynamic sizes have no maximum; a declaration has nothing to plan.
 // CHECK-LABEL: func.func @planned(
-// CHECK-SAME: attributes {tfm.frame_floats = 64 : i64}
-// CHECK-NEXT: {tfm.frame = [#tfm.slot<"result0", offset = 32, floats = 6>]}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 64 : i64}
+// CHECK-NEXT: {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 32, floats = 6>]}
 module {
   // expected-remark @+1 {{in @static_shapes: frame of 192 bytes for 3 buffers (192 bytes if none shared space)}}
   func.func @static_shapes(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
@@ -341,8 +341,8 @@ module {
     return %3 : tensor<2x3xf32>
   }
   // expected-remark @+1 {{in @planned: frame kept: it was already planned}}
-  func.func @planned(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm.frame_floats = 64 : i64} {
-    %0 = tfm.add %x, %x {tfm.frame = [#tfm.slot<"result0", offset = 32, floats = 6>]} : tensor<2x3xf32>
+  func.func @planned(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm_codegen.frame_floats = 64 : i64} {
+    %0 = tfm.add %x, %x {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 32, floats = 6>]} : tensor<2x3xf32>
     %1 = tfm.add %0, %x : tensor<2x3xf32>
     return %1 : tensor<2x3xf32>
   }
@@ -351,7 +351,7 @@ module {
 // -----
 
 // CHECK-LABEL: func.func @unbounded(
-// CHECK-NOT: tfm.frame
+// CHECK-NOT: tfm_codegen.frame
 // CHECK: return
 module {
   // expected-remark @+1 {{in @unbounded: no frame planned: the module has no positive tfm.max_batch and tfm.max_seq_len to size dynamic dimensions by}}
@@ -367,8 +367,8 @@ module {
 // A dynamic dimension past the first is bounded as a sequence (per-head
 // [batch, heads, seq, dk] tensors have theirs third): [1, 4, 4] floats.
 // CHECK-LABEL: func.func @dynamic_dims(
-// CHECK-SAME: attributes {tfm.frame_floats = 16 : i64}
-// CHECK-NEXT: tfm.add {{.*}} {tfm.frame = [#tfm.slot<"result0", offset = 0, floats = 16>]}
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 16 : i64}
+// CHECK-NEXT: tfm.add {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 16>]}
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
   // expected-remark @+1 {{in @dynamic_dims: frame of 64 bytes for 1 buffers (64 bytes if none shared space)}}
   func.func @dynamic_dims(%x: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
@@ -383,7 +383,7 @@ module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
 // Error: a buffer larger than any frame (2^42 floats).
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
   func.func @huge(%x: tensor<65536x65536x1024xf32>) -> tensor<65536x65536x1024xf32> {
-    // expected-error @+1 {{frame buffer 'result0' needs 4398046511104 floats, more than a frame can hold (2^40)}}
+    // expected-error @+1 {{frame buffer 'result 0' needs 4398046511104 floats, more than a frame can hold (2^40)}}
     %0 = tfm.add %x, %x : tensor<65536x65536x1024xf32>
     %1 = tfm.add %0, %x : tensor<65536x65536x1024xf32>
     return %1 : tensor<65536x65536x1024xf32>

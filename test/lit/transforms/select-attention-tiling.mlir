@@ -13,11 +13,11 @@
 // BERT-base at seq 128 (bounded by tfm.max_seq_len): 8 query rows a task
 // with AVX-512, 2 below; blocks of 64 keys. Causal or bilinear, the same.
 // CHECK-LABEL: func.func @bert_s128(
-// CHECK: %[[O0:.+]] = tfm.attention <scaled_dot> %{{.+}}, %{{.+}}, %{{.+}} tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> :
+// CHECK: %[[O0:.+]] = tfm.attention <scaled_dot> %{{.+}}, %{{.+}}, %{{.+}} {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64>} :
 // CHECK-NEXT: tfm.merge_heads %[[O0]]
-// CHECK: %[[O1:.+]] = tfm.attention <dot> %{{.+}}, %{{.+}}, %{{.+}} causal tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> :
+// CHECK: %[[O1:.+]] = tfm.attention <dot> %{{.+}}, %{{.+}}, %{{.+}} causal {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64>} :
 // CHECK-NEXT: tfm.merge_heads %[[O1]]
-// CHECK: %[[O2:.+]] = tfm.attention <bilinear> %{{.+}}, %{{.+}}, %{{.+}} params(%arg1) tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> :
+// CHECK: %[[O2:.+]] = tfm.attention <bilinear> %{{.+}}, %{{.+}}, %{{.+}} params(%arg1) {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64>} :
 // CHECK-NEXT: tfm.merge_heads %[[O2]]
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 128 : i64} {
   func.func @bert_s128(%qkv: tensor<?x?x2304xf32>, %w: tensor<12x64x64xf32>) -> (tensor<?x?x768xf32>, tensor<?x?x768xf32>, tensor<?x?x768xf32>) {
@@ -44,9 +44,9 @@ module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 128 : i64} {
 // longer than the sequence, rounded up to a whole number of 16-lane
 // vectors (16, and 48 for 40 keys).
 // CHECK-LABEL: func.func @short(
-// CHECK: tfm.attention <scaled_dot> %{{.+}} tiling <queryRows512 = 4, queryRows256 = 2, queryRows128 = 2, keyBlock = 16> : (tensor<?x4x?x8xf32>,
-// CHECK: tfm.attention <scaled_dot> %{{.+}} tiling <queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16> : (tensor<2x4x1x8xf32>,
-// CHECK: tfm.attention <scaled_dot> %{{.+}} causal tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 48> : (tensor<1x4x40x8xf32>,
+// CHECK: tfm.attention <scaled_dot> %{{.+}} {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 4, queryRows256 = 2, queryRows128 = 2, keyBlock = 16>} : (tensor<?x4x?x8xf32>,
+// CHECK: tfm.attention <scaled_dot> %{{.+}} {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 16>} : (tensor<2x4x1x8xf32>,
+// CHECK: tfm.attention <scaled_dot> %{{.+}} causal {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 48>} : (tensor<1x4x40x8xf32>,
 module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 4 : i64} {
   func.func @short(%qkv: tensor<?x?x96xf32>, %one: tensor<2x1x96xf32>, %forty: tensor<1x40x96xf32>) -> (tensor<?x?x32xf32>, tensor<2x1x32xf32>, tensor<1x40x32xf32>) {
     %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
@@ -77,8 +77,8 @@ module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 4 : i64} {
 // tfm.max_seq_len (4 rows) over 40 static memory positions (blocks of 48),
 // and of 40 static query rows over memory bounded by it (blocks of 16).
 // CHECK-LABEL: func.func @cross_bounds(
-// CHECK: tfm.attention <dot> %{{.+}} tiling <queryRows512 = 4, queryRows256 = 2, queryRows128 = 2, keyBlock = 48> : (tensor<1x4x?x8xf32>, tensor<1x4x40x8xf32>,
-// CHECK: tfm.attention <dot> %{{.+}} tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 16> : (tensor<1x4x40x8xf32>, tensor<1x4x?x8xf32>,
+// CHECK: tfm.attention <dot> %{{.+}} {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 4, queryRows256 = 2, queryRows128 = 2, keyBlock = 48>} : (tensor<1x4x?x8xf32>, tensor<1x4x40x8xf32>,
+// CHECK: tfm.attention <dot> %{{.+}} {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 16>} : (tensor<1x4x40x8xf32>, tensor<1x4x?x8xf32>,
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
   func.func @cross_bounds(%x: tensor<1x?x32xf32>, %m: tensor<1x40x64xf32>, %x40: tensor<1x40x32xf32>, %mdyn: tensor<1x?x64xf32>) -> (tensor<1x?x32xf32>, tensor<1x40x32xf32>) {
     %q = tfm.split_heads %x into 4 heads : tensor<1x?x32xf32> -> tensor<1x4x?x8xf32>
@@ -106,9 +106,9 @@ module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
 // positions: 1 query row a task, blocks of 64 keys.
 // CHECK-LABEL: func.func @cached(
 // CHECK: %[[K:[a-z0-9_]+]], %[[V:[a-z0-9_]+]] = tfm.cache_read %arg3
-// CHECK-NEXT: tfm.attention <scaled_dot> %{{.+}}, %[[K]], %[[V]] causal offset %arg2 tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 48> :
+// CHECK-NEXT: tfm.attention <scaled_dot> %{{.+}}, %[[K]], %[[V]] causal offset %arg2 {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 48>} :
 // CHECK: %[[DK:[a-z0-9_]+]], %[[DV:[a-z0-9_]+]] = tfm.cache_read %arg4
-// CHECK-NEXT: tfm.attention <scaled_dot> %{{.+}}, %[[DK]], %[[DV]] causal offset %arg2 tiling <queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 64> :
+// CHECK-NEXT: tfm.attention <scaled_dot> %{{.+}}, %[[DK]], %[[DV]] causal offset %arg2 {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 1, queryRows256 = 1, queryRows128 = 1, keyBlock = 64>} :
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 128 : i64} {
   func.func @cached(%qkv: tensor<1x?x96xf32>, %step: tensor<1x1x96xf32>, %pos: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 40, headDim = 8>, %d: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 1024, headDim = 8>) -> (tensor<1x?x32xf32>, tensor<1x1x32xf32>) {
     %b = arith.constant 1 : index
@@ -138,7 +138,7 @@ module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 128 : i64} {
 
 // Without a bound on a dynamic sequence: the tiles of a long one.
 // CHECK-LABEL: func.func @unbounded(
-// CHECK: tfm.attention <scaled_dot> %{{.+}} tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64> :
+// CHECK: tfm.attention <scaled_dot> %{{.+}} {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64>} :
 func.func @unbounded(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
   %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
   %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
@@ -155,7 +155,7 @@ func.func @unbounded(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32> {
 // attention whose tiling was already chosen (kept as it is).
 // CHECK-LABEL: func.func @untouched(
 // CHECK: tfm.attention <additive> %{{.+}} params(%arg1, %arg2, %arg3) :
-// CHECK: tfm.attention <scaled_dot> %{{.+}} tiling <queryRows512 = 3, queryRows256 = 1, queryRows128 = 1, keyBlock = 32> :
+// CHECK: tfm.attention <scaled_dot> %{{.+}} {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 3, queryRows256 = 1, queryRows128 = 1, keyBlock = 32>} :
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 128 : i64} {
   func.func @untouched(%qkv: tensor<?x?x96xf32>, %wk: tensor<4x8x8xf32>, %wq: tensor<4x8x8xf32>, %va: tensor<4x8xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
     %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
@@ -165,7 +165,7 @@ module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 128 : i64} {
     %0 = tfm.attention <additive> %q, %k, %v params(%wk, %wq, %va) : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, tensor<4x8x8xf32>, tensor<4x8xf32>) -> tensor<?x4x?x8xf32>
     %m0 = tfm.merge_heads %0 : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
     // expected-remark @+1 {{in @untouched: attention tiling kept: it was already chosen}}
-    %1 = tfm.attention <scaled_dot> %q, %k, %v tiling <queryRows512 = 3, queryRows256 = 1, queryRows128 = 1, keyBlock = 32> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    %1 = tfm.attention <scaled_dot> %q, %k, %v {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 3, queryRows256 = 1, queryRows128 = 1, keyBlock = 32>} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
     %m1 = tfm.merge_heads %1 : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
     return %m0, %m1 : tensor<?x?x32xf32>, tensor<?x?x32xf32>
   }

@@ -13,7 +13,7 @@
 
 namespace mlir::tfm {
 
-/// What #tfm.attention_tiling holds, and why.
+/// What #tfm_codegen.attention_tiling holds, and why.
 struct AttentionTiling {
   /// Query rows per task where the code runs with 512-, 256- or 128-bit
   /// vectors.

@@ -9,6 +9,7 @@
 #ifndef TFM_TRANSFORMS_GEMMTILING_H
 #define TFM_TRANSFORMS_GEMMTILING_H
 
+#include "tfm/Codegen/Codegen.h"
 #include "tfm/IR/TfmOps.h"
 
 #include <cstdint>
@@ -46,14 +47,14 @@ struct RegisterRows {
 /// `maxRows` (at least 1).
 RegisterRows chooseRegisterRows(int64_t maxRows);
 
-/// What #tfm.gemm_tiling holds, and why.
+/// What #tfm_codegen.gemm_tiling holds, and why.
 struct GemmTiling {
   RegisterRows rows;
   /// Panels per L2 block: 1 is panel by panel.
   int64_t l2Panels = 1;
   /// Panel by panel, what the tiles prefetch of the next panel: all of it
   /// into L1 from the last row block, or a share of it into L2 from each.
-  GemmPrefetch prefetch = GemmPrefetch::None;
+  codegen::GemmPrefetch prefetch = codegen::GemmPrefetch::None;
   /// The reasons, for a remark.
   std::string why;
 };

@@ -1,7 +1,8 @@
 //===- MemoryPlan.h - static offsets for a function's buffers --*- C++ -*-===//
 //
-// The plan tfm-plan-memory records on a function and its ops (tfm.frame,
-// tfm.frame_floats, see #tfm.slot) and the Highway backend follows. Each
+// The plan tfm-plan-memory records on a function and its ops
+// (tfm_codegen.frame, tfm_codegen.frame_floats, see #tfm_codegen.slot) and
+// the Highway backend follows. Each
 // call of a function takes one frame from the model's arena; every buffer
 // its code needs (results, scratch) has a static offset in it, sized for
 // the compiled maxima, and a dead buffer's space is reused.
@@ -11,6 +12,7 @@
 #ifndef TFM_TRANSFORMS_MEMORYPLAN_H
 #define TFM_TRANSFORMS_MEMORYPLAN_H
 
+#include "tfm/Codegen/Codegen.h"
 #include "tfm/IR/TfmOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -38,37 +40,23 @@ private:
   int64_t top = 0;
 };
 
-/// The largest values of the dynamic dimensions of a function's tensors:
-/// the frontend's tensors are [batch, seq, ...], only those two are
-/// dynamic.
-struct FrameBounds {
-  int64_t maxBatch = 1;
-  int64_t maxSeqLen = 1;
-};
-
-/// The module's tfm.max_batch and tfm.max_seq_len, if both are positive
-/// i64s.
-std::optional<FrameBounds> moduleFrameBounds(ModuleOp module);
-
-/// One buffer an op's code takes in the frame: a result (`result<i>`) or
-/// a scratch buffer, by the name the generated code gives it.
+/// One buffer an op's code takes in the frame: a result (kind `Result`,
+/// `index` its number) or a scratch buffer the op declares.
 struct FrameNeed {
-  std::string name;
+  codegen::FrameBuffer kind;
+  unsigned index;
   int64_t floats;
 };
 
 /// The buffers the Highway backend's code for `op` takes in the frame, in
 /// the order it takes them: its results (except the function's results,
-/// which the caller provides, and views of other buffers) and its scratch.
+/// which the caller provides, and views of other buffers), then the scratch
+/// it declares (codegen::ScratchBuffersOpInterface).
 /// Dynamic dimensions are bounded by `bounds`: the first by maxBatch, the
 /// others by maxSeqLen. Fails with an error at `op` for a size past 2^40
 /// floats.
-FailureOr<SmallVector<FrameNeed>> frameNeeds(Operation *op,
-                                             const FrameBounds &bounds);
-
-/// The unit attribute tfm-plan-memory sets on a tfm.rotary that rotates
-/// its input's rows where they are (the Highway backend follows it).
-inline constexpr llvm::StringLiteral kRotateInPlace = "tfm.in_place";
+FailureOr<SmallVector<FrameNeed>>
+frameNeeds(Operation *op, const codegen::FrameBounds &bounds);
 
 /// Whether `op` may rotate its input in place: the input is the only
 /// reader of a tfm.split_heads view of rows the function computed, and
@@ -80,12 +68,14 @@ bool canRotateInPlace(RotaryOp op);
 /// marked in place.
 Value viewedBy(Operation *op);
 
-/// Plans `func`: `tfm.frame` on every op that needs frame buffers,
-/// `tfm.frame_floats` on the function, and `tfm.in_place` on each
+/// Plans `func`: `tfm_codegen.frame` on every op that needs frame buffers,
+/// `tfm_codegen.frame_floats` on the function, and `tfm_codegen.in_place`
+/// on each
 /// tfm.rotary that canRotateInPlace. A buffer lives from the op that takes
 /// it to its last reader, through the views of it (scratch: to the end of
 /// its op).
-LogicalResult planFrame(FunctionOpInterface func, const FrameBounds &bounds);
+LogicalResult planFrame(FunctionOpInterface func,
+                        const codegen::FrameBounds &bounds);
 
 } // namespace mlir::tfm
 

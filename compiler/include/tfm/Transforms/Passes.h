@@ -3,6 +3,7 @@
 #ifndef TFM_TRANSFORMS_PASSES_H
 #define TFM_TRANSFORMS_PASSES_H
 
+#include "tfm/Codegen/Codegen.h"
 #include "tfm/IR/TfmOps.h"
 #include "tfm/Transforms/GemmTiling.h"
 

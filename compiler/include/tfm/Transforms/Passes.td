@@ -100,8 +100,9 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
                 "machine's caches, the order it takes its packed weight's "
                 "panels";
   let description = [{
-    Sets `tiling = #tfm.gemm_tiling<rows512 = R, rows256 = R', rows128 =
-    R'', l2Panels = N, prefetch = P>` on every `tfm.linear` (the Highway
+    Sets `tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = R,
+    rows256 = R', rows128 = R'', l2Panels = N, prefetch = P>` on every
+    `tfm.linear` (the Highway
     backend follows it; tfm-compile runs this pass after `tfm-optimize` for
     that backend, with the CPU's cache sizes):
 
@@ -130,7 +131,8 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
     unknown). With `remarks=true`, every choice is reported with
     its reasons.
   }];
-  let dependentDialects = ["mlir::tfm::TfmDialect"];
+  let dependentDialects = ["mlir::tfm::TfmDialect",
+                           "mlir::tfm::codegen::TfmCodegenDialect"];
   let options = [
     Option<"l1Bytes", "l1-bytes", "int64_t",
            /*default=*/"::mlir::tfm::CacheSizes().l1Bytes",
@@ -148,8 +150,9 @@ def TfmSelectAttentionTiling : Pass<"tfm-select-attention-tiling"> {
   let summary = "choose each blocked tfm.attention's query rows per task "
                 "and keys per block";
   let description = [{
-    Sets `tiling = #tfm.attention_tiling<queryRows512 = R, queryRows256 =
-    R', queryRows128 = R'', keyBlock = B>` on every `tfm.attention`
+    Sets `tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<
+    queryRows512 = R, queryRows256 = R', queryRows128 = R'', keyBlock = B>`
+    on every `tfm.attention`
     with dot-product scores (`dot`, `scaled_dot`, `bilinear`; the Highway
     backend follows it; tfm-compile runs this pass after `tfm-optimize` for
     that backend):
@@ -169,7 +172,8 @@ def TfmSelectAttentionTiling : Pass<"tfm-select-attention-tiling"> {
     at a time). With `remarks=true`, every choice is reported with its
     reasons.
   }];
-  let dependentDialects = ["mlir::tfm::TfmDialect"];
+  let dependentDialects = ["mlir::tfm::TfmDialect",
+                           "mlir::tfm::codegen::TfmCodegenDialect"];
   let options = [
     Option<"remarks", "remarks", "bool", /*default=*/"false",
            "report each choice, and each attention left alone, as an MLIR "
@@ -190,29 +194,31 @@ def TfmPlanMemory : Pass<"tfm-plan-memory", "::mlir::ModuleOp"> {
 
     - each op's results, from the op to the last op that reads them (the
       function's own results are its caller's, not in its frame);
-    - the scratch an op's code uses while it runs: the transposed keys
-      (unless a cache holds them so), rotary tables, the projected or
-      folded queries and keys of additive and bilinear scores.
+    - the scratch an op's code uses while it runs, as the op declares it
+      (`ScratchBuffersOpInterface` of the tfm_codegen dialect): the
+      transposed keys (unless a cache holds them so), rotary tables, the
+      projected or folded queries and keys of additive and bilinear scores.
 
     Views take no buffer and keep the one they view alive:
     `tfm.split_heads`, `tfm.merge_heads` (of a `tfm.attention`, which
     stores its heads merged), `tfm.slice_rows`, `tfm.cache_read`, and a
-    `tfm.rotary` this pass marks `tfm.in_place` (its rows are read by
+    `tfm.rotary` this pass marks `tfm_codegen.in_place` (its rows are read by
     nothing else: they are rotated where the GEMM wrote them).
 
     First fit over the free ranges, in program order; every buffer starts
-    on a 64-byte line. The plan is `tfm.frame = [#tfm.slot<...>, ...]` on
-    each op, in the order its code takes the buffers, and
-    `tfm.frame_floats` on the function. The peak of the arena (the deepest
+    on a 64-byte line. The plan is `tfm_codegen.frame =
+    [#tfm_codegen.slot<...>, ...]` on each op, in the order its code takes
+    the buffers, and `tfm_codegen.frame_floats` on the function. The peak of the arena (the deepest
     chain of frames through calls) is what `tfm-compile -v` reports.
 
     Not touched, with the reason as a remark (`remarks=true`): a function
-    that already has `tfm.frame_floats` (planned before, or by hand), and,
+    that already has `tfm_codegen.frame_floats` (planned before, or by hand), and,
     in a module without positive `tfm.max_batch` and `tfm.max_seq_len`,
     every function (dynamic sizes have no maximum). With `remarks=true`
     each plan is reported with its frame size and how much reuse saved.
   }];
-  let dependentDialects = ["mlir::tfm::TfmDialect"];
+  let dependentDialects = ["mlir::tfm::TfmDialect",
+                           "mlir::tfm::codegen::TfmCodegenDialect"];
   let options = [
     Option<"remarks", "remarks", "bool", /*default=*/"false",
            "report each function's frame, and each one left alone, as an "

@@ -27,6 +27,19 @@ struct KeySpan {
   KeyBound begin;
   std::optional<KeyBound> end;
 
+  /// The most keys a block of `rows` consecutive query rows sees (the
+  /// union of their spans), of at most `maxKeys` keys, wherever the block
+  /// starts and whatever the offset: fewer than maxKeys only where the
+  /// span's width does not grow with the row or the offset (a window).
+  int64_t maxKeysOfBlock(int64_t rows, int64_t maxKeys) const {
+    if (!end || end->perRow != begin.perRow ||
+        end->perOffset != begin.perOffset || rows < 1 || maxKeys < 0)
+      return maxKeys;
+    // end(i + rows - 1) - begin(i), the same for every i and offset.
+    int64_t width = end->constant - begin.constant + end->perRow * (rows - 1);
+    return width < 0 ? 0 : width < maxKeys ? width : maxKeys;
+  }
+
   /// Whether every row sees every key.
   bool isFull() const {
     return !end && begin.constant == 0 && begin.perRow == 0 &&

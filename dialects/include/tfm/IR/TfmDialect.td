@@ -27,9 +27,6 @@ def Tfm_Dialect : Dialect {
     PyTorch `state_dict()` names, and read inside functions with `tfm.weight`.
   }];
   let useDefaultAttributePrinterParser = 1;
-  // tfm.frame (an op's #tfm.slot list) and tfm.frame_floats (a function's
-  // frame size), set by tfm-plan-memory.
-  let hasOperationAttrVerify = 1;
   let useDefaultTypePrinterParser = 1;
 }
 

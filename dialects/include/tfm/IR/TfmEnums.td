@@ -52,16 +52,4 @@ def Tfm_RopeStyleAttr : EnumAttr<Tfm_Dialect, Tfm_RopeStyle, "rope"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
-def Tfm_GemmPrefetch : I32EnumAttr<"GemmPrefetch",
-    "what a GEMM's tiles prefetch of the next weight panel", [
-    I32EnumAttrCase<"None", 0, "none">,
-    // The last row block of a panel: the whole next panel, into L1.
-    I32EnumAttrCase<"L1", 1, "l1">,
-    // Every row block of a panel: its share of the next panel's lines,
-    // into L2.
-    I32EnumAttrCase<"L2", 2, "l2">]> {
-  let genSpecializedAttr = 0;
-  let cppNamespace = "::mlir::tfm";
-}
-
 #endif // TFM_ENUMS_TD

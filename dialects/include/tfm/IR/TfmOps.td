@@ -62,73 +62,6 @@ def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache"> {
   }];
 }
 
-def Tfm_GemmTilingAttr : AttrDef<Tfm_Dialect, "GemmTiling"> {
-  let mnemonic = "gemm_tiling";
-  let summary = "a GEMM's register tile and the order it takes its weight's panels";
-  let description = [{
-    Chosen by `--tfm-select-gemm-tiling` for the machine's caches and the
-    GEMM's rows; the Highway backend follows it. A GEMM's weight is packed
-    in panels of 32 output columns (every k), and C is computed in register
-    tiles of a few rows by one panel, each tile one task of the thread
-    pool's parallel loop (the tasks, and so the results, do not depend on
-    the number of threads):
-
-    - `rows512`, `rows256`, `rows128`: the rows of a register tile where
-      the code runs with 512-, 256- or 128-bit vectors (the generated C++
-      is compiled for each SIMD target it may run on), 1 to 16. A tile has
-      rows x 32 / lanes accumulators: past 8 rows they no longer fit in
-      any x86 register file and spill (correct, slower).
-    - `l2Panels`: the tiles go panel by panel over all row blocks (1), or
-      in blocks of that many panels, each block over all row blocks, so a
-      row block of the input is read from memory once per block while the
-      block's panels stay in L2.
-    - `prefetch`, panel by panel: `l1`, the last row block of a panel
-      prefetches the whole next panel into L1; `l2`, every row block
-      prefetches its share of the next panel's lines into L2, so the next
-      panel's first tile does not wait for memory; or `none`.
-
-    ```mlir
-    #tfm.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = l2>
-    ```
-  }];
-  let parameters = (ins "int64_t":$rows512, "int64_t":$rows256,
-                        "int64_t":$rows128, "int64_t":$l2Panels,
-                        EnumParameter<Tfm_GemmPrefetch>:$prefetch);
-  let assemblyFormat = "`<` struct(params) `>`";
-  let genVerifyDecl = 1;
-}
-
-def Tfm_AttentionTilingAttr : AttrDef<Tfm_Dialect, "AttentionTiling"> {
-  let mnemonic = "attention_tiling";
-  let summary = "the tiles of a blocked attention: query rows per task, keys per block";
-  let description = [{
-    Chosen by `--tfm-select-attention-tiling` for the register file and the
-    sequence's bound; the Highway backend follows it. Dot-product attention
-    (`dot`, `scaled_dot`, `bilinear`) is computed in tasks of a few query
-    rows of one head, one task per thread-pool index (batch x heads x query
-    groups: the tasks, and so the results, do not depend on the number of
-    threads); a task takes the keys a block at a time: the block's scores
-    for all its rows, one online-softmax update per row, one pass over the
-    block's value rows for all rows.
-
-    - `queryRows512`, `queryRows256`, `queryRows128`: the query rows of a
-      task where the code runs with 512-, 256- or 128-bit vectors (the
-      generated C++ is compiled for each SIMD target it may run on), 1 to
-      16. Each key and value vector loaded serves all of them.
-    - `keyBlock`: keys per block, a multiple of 16 (a whole number of
-      vectors on every target) from 16 to 1024. A task's scores take
-      query rows x keyBlock floats on its stack.
-
-    ```mlir
-    #tfm.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64>
-    ```
-  }];
-  let parameters = (ins "int64_t":$queryRows512, "int64_t":$queryRows256,
-                        "int64_t":$queryRows128, "int64_t":$keyBlock);
-  let assemblyFormat = "`<` struct(params) `>`";
-  let genVerifyDecl = 1;
-}
-
 def Tfm_MaskAttr : AttrDef<Tfm_Dialect, "Mask"> {
   let mnemonic = "mask";
   let summary = "which keys each query row of an attention sees";
@@ -159,28 +92,6 @@ def Tfm_MaskAttr : AttrDef<Tfm_Dialect, "Mask"> {
     /// The keys query row `i` attends to, for every row.
     ::mlir::tfm::KeySpan getKeySpan() const;
   }];
-}
-
-def Tfm_FrameSlotAttr : AttrDef<Tfm_Dialect, "FrameSlot"> {
-  let mnemonic = "slot";
-  let summary = "a buffer's place in its function's frame";
-  let description = [{
-    Set by `--tfm-plan-memory`; the Highway backend follows it. Each
-    function takes one frame of `tfm.frame_floats` floats from the model's
-    arena per call; an op's `tfm.frame` lists, in the order its code takes
-    them, the buffers it needs there: its results (`result0`, `result1`,
-    ...) and the scratch its code uses while it runs (named as in the
-    generated C++: `qkv`, `keysT`, `hidden`, ...). `offset` and `floats`
-    count floats from the frame's start; offsets are whole 64-byte lines.
-
-    ```mlir
-    #tfm.slot<"keysT", offset = 2048, floats = 512>
-    ```
-  }];
-  let parameters = (ins StringRefParameter<>:$name, "int64_t":$offset,
-                        "int64_t":$floats);
-  let assemblyFormat = "`<` $name `,` struct($offset, $floats) `>`";
-  let genVerifyDecl = 1;
 }
 
 def Tfm_Tensor : RankedTensorOf<[F32]>;
@@ -379,9 +290,9 @@ def Tfm_LinearOp : Tfm_Op<"linear",
     `gelu_tanh`, as in `tfm.ffn`), then adding `residual`, a tensor of the
     result's shape (a residual connection).
 
-    `tiling` (from `--tfm-select-gemm-tiling`) gives the Highway backend
-    the register tile and the order it takes the weight's panels in
-    (`#tfm.gemm_tiling`).
+    The Highway backend takes its register tile and the order of the
+    weight's panels from `tfm_codegen.gemm_tiling` (set by
+    `--tfm-select-gemm-tiling`).
 
     ```mlir
     %y = tfm.linear %x, %w, %b
@@ -395,19 +306,18 @@ def Tfm_LinearOp : Tfm_Op<"linear",
   let arguments = (ins Tfm_Tensor:$input, Tfm_Tensor:$weight,
                        Optional<Tfm_Tensor>:$bias,
                        OptionalAttr<Tfm_ActivationAttr>:$activation,
-                       Optional<Tfm_Tensor>:$residual,
-                       OptionalAttr<Tfm_GemmTilingAttr>:$tiling);
+                       Optional<Tfm_Tensor>:$residual);
   let results = (outs Tfm_Tensor:$result);
   let builders = [
     // A plain linear layer, no epilogue.
     OpBuilder<(ins "Value":$input, "Value":$weight, CArg<"Value", "{}">:$bias), [{
       build($_builder, $_state, input, weight, bias, /*activation=*/nullptr,
-            /*residual=*/Value(), /*tiling=*/nullptr);
+            /*residual=*/Value());
     }]>
   ];
   let assemblyFormat = [{
     $input `,` $weight (`,` $bias^)? (`activation` $activation^)?
-    (`residual` $residual^)? (`tiling` $tiling^)? attr-dict `:`
+    (`residual` $residual^)? attr-dict `:`
     functional-type(operands, results)
   }];
 }
@@ -515,17 +425,15 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
 
     Per-head parameters index the dimension just before the sequence.
 
-    `tiling` (from `--tfm-select-attention-tiling`) gives the Highway
-    backend the query rows of a task and the keys of a block
-    (`#tfm.attention_tiling`) for dot-product scores; additive scores,
-    taken one key at a time, have none.
+    The Highway backend takes the query rows of a task and the keys of a
+    block from `tfm_codegen.attention_tiling` (set by
+    `--tfm-select-attention-tiling`) for dot-product scores; additive
+    scores, taken one key at a time, have none.
 
     ```mlir
     %o = tfm.attention <scaled_dot> %q, %k, %v causal
         : (tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32>
     %s = tfm.attention <dot> %q, %kc, %vc causal offset %pos
-        tiling <queryRows512 = 8, queryRows256 = 2, queryRows128 = 2,
-                keyBlock = 64>
         : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
     ```
   }];
@@ -533,8 +441,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
                        Tfm_Tensor:$key, Tfm_Tensor:$value,
                        Variadic<Tfm_Tensor>:$score_params,
                        OptionalAttr<Tfm_MaskAttr>:$mask,
-                       Optional<Index>:$query_offset,
-                       OptionalAttr<Tfm_AttentionTilingAttr>:$tiling);
+                       Optional<Index>:$query_offset);
   let results = (outs Tfm_Tensor:$result);
   let builders = [
     OpBuilder<(ins "ScoreKind":$score, "Value":$query, "Value":$key,
@@ -545,7 +452,6 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
   let assemblyFormat = [{
     $score $query `,` $key `,` $value (`params` `(` $score_params^ `)`)?
     (`causal` `` custom<MaskRules>($mask)^)? (`offset` $query_offset^)?
-    (`tiling` $tiling^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -74,7 +74,7 @@ HWY_INLINE void OnlineSoftmaxStep(OnlineSoftmax &state, float s,
 }
 
 /// A task of the blocked attention is kRows query rows (the compiler's
-/// choice, #tfm.attention_tiling) scored against the keys kKeyBlock at a
+/// choice, #tfm_codegen.attention_tiling) scored against the keys kKeyBlock at a
 /// time: s, the block's scores, holds kRows x kKeyBlock floats, aligned.
 /// kKeyBlock must be a whole number of vectors on every target (a multiple
 /// of 16: the verifier holds it so), since scores are stored by the vector.

@@ -23,8 +23,8 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 /// Of three sizes for code that runs with 512-, 256- or 128-bit vectors
-/// (the compiler's choices, recorded as #tfm.gemm_tiling and
-/// #tfm.attention_tiling: the generated C++ is compiled for every target it
+/// (the compiler's choices, recorded as #tfm_codegen.gemm_tiling and
+/// #tfm_codegen.attention_tiling: the generated C++ is compiled for every target it
 /// may run on), this target's.
 constexpr size_t ForVectorBits(size_t for512, size_t for256, size_t for128) {
   return hn::MaxLanes(hn::ScalableTag<float>()) >= 16  ? for512
