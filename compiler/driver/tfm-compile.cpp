@@ -347,8 +347,9 @@ int main(int argc, char **argv) {
   // The Highway backend's GEMMs are tiled for this CPU's caches (or the
   // ones named), its attention for the register file, and its buffers
   // placed in frames: choices recorded in the IR.
-  tfm::CacheSizes cache = target == Target::Native ? mlir::tfm::hostCacheSizes()
-                                                   : tfm::CacheSizes();
+  mlir::tfm::CacheSizes cache = target == Target::Native
+                                    ? mlir::tfm::hostCacheSizes()
+                                    : mlir::tfm::CacheSizes();
   if (l1CacheBytes)
     cache.l1Bytes = l1CacheBytes;
   if (l2CacheBytes)
@@ -456,7 +457,7 @@ int main(int argc, char **argv) {
             ? sys::path::filename(outputPath).str()
             : cName + ".cpp";
     if (failed(tfm::emitHighwayCpp(*module, cName, fileName, os, &stats,
-                                   showRemarks, cache)))
+                                   showRemarks)))
       return internalError("the Highway backend failed");
     if (verbose)
       errs() << "tfm-compile: " << stats.functions << " functions, "

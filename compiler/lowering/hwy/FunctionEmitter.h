@@ -43,8 +43,6 @@ struct Buffer {
   Dims dims;
 };
 
-using ::tfm::CacheSizes;
-
 /// A weight [segments * segmentRows, k] packed for the GEMM micro-kernel:
 /// each segment of rows split into panels of k::kPanel (32) output columns,
 /// zero-padded, panel after panel. Segments let a stacked weight (Q, K, V of
@@ -69,8 +67,6 @@ struct FunctionSummary {
 
 /// Facts shared by every function of a model.
 struct ModelFacts {
-  /// Of the CPU the code is for: they size the GEMMs' blocks.
-  CacheSizes cache;
   llvm::StringMap<unsigned> paramIndex;
   int64_t maxBatch = 1;
   int64_t maxSeqLen = 1;

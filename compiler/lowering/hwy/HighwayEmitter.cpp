@@ -38,10 +38,9 @@ namespace {
 class ModuleEmitter {
 public:
   ModuleEmitter(ModuleOp module, StringRef cName, StringRef fileName,
-                raw_ostream &out, bool remarks, CacheSizes cache)
+                raw_ostream &out, bool remarks)
       : module(module), cName(cName), fileName(fileName), out(out) {
     facts.remarks = remarks;
-    facts.cache = cache;
   }
 
   LogicalResult emit(HighwayEmitStats *stats);
@@ -214,9 +213,8 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
 
 LogicalResult emitHighwayCpp(ModuleOp module, StringRef cName,
                              StringRef fileName, raw_ostream &os,
-                             HighwayEmitStats *stats, bool remarks,
-                             CacheSizes cache) {
-  return ModuleEmitter(module, cName, fileName, os, remarks, cache).emit(stats);
+                             HighwayEmitStats *stats, bool remarks) {
+  return ModuleEmitter(module, cName, fileName, os, remarks).emit(stats);
 }
 
 } // namespace tfm

@@ -21,9 +21,6 @@ struct HighwayEmitStats {
   size_t functions = 0;
 };
 
-/// The caches the GEMMs are tiled for (tfm/Transforms/GemmTiling.h).
-using CacheSizes = mlir::tfm::CacheSizes;
-
 /// Prints `module` (tfm IR as the frontend builds it) as one C++ file that
 /// uses Highway with dynamic dispatch and defines `tfm::rt::kModel` and the C
 /// API functions `<cName>_create/_forward/_destroy`. Highway compiles the
@@ -37,7 +34,7 @@ mlir::LogicalResult emitHighwayCpp(mlir::ModuleOp module, llvm::StringRef cName,
                                    llvm::StringRef fileName,
                                    llvm::raw_ostream &os,
                                    HighwayEmitStats *stats = nullptr,
-                                   bool remarks = false, CacheSizes cache = {});
+                                   bool remarks = false);
 
 } // namespace tfm
 

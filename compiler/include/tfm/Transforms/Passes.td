@@ -165,7 +165,11 @@ def TfmSelectAttentionTiling : Pass<"tfm-select-attention-tiling"> {
       `tfm.max_seq_len`). A task is one head's group of query rows: the
       thread pool's tasks follow from it, whatever the thread count.
     - Keys per block: 64 (one online-softmax update per row and block), or
-      the sequence's bound rounded up to a multiple of 16 where shorter.
+      rounded up to a multiple of 16, the most keys a task's query rows see
+      where fewer: the keys' bound (a static length, a cache's `maxSeq`,
+      else `tfm.max_seq_len`), narrowed by the mask's key span
+      (`KeySpan::maxKeysOfBlock`: a window sees fewer keys; `causal` sees
+      them all).
 
     Not touched, with the reason as a remark (`remarks=true`): an attention
     that already has a tiling, and one with additive scores (taken one key

@@ -1,8 +1,8 @@
 //===- KeySpan.h - the keys a query row attends to --------------*- C++ -*-===//
 //
-// What #tfm.mask answers for its consumers (both backends, the FLOP
-// count): the keys of query row `i`, as bounds
-// affine in `i` and the queries' offset among the keys.
+// What #tfm.mask answers for its consumers (both backends, the FLOP count,
+// the attention-tiling pass): the keys of query row `i`, as bounds affine
+// in `i` and the queries' offset among the keys.
 //
 //===----------------------------------------------------------------------===//
 

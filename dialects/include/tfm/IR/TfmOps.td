@@ -67,8 +67,8 @@ def Tfm_MaskAttr : AttrDef<Tfm_Dialect, "Mask"> {
   let summary = "which keys each query row of an attention sees";
   let description = [{
     The attention mask as rules, one structured description that both
-    backends and the FLOP count read through one helper, `getKeySpan()`
-    (the attention-tiling pass does not yet): the keys query row `i` (at
+    backends, the FLOP count and the attention-tiling pass read through
+    one helper, `getKeySpan()`: the keys query row `i` (at
     position `offset + i` among the keys) attends to, as bounds affine in
     `i` and `offset`, clamped to the keys there are. An attention without a
     mask sees every key.
