@@ -98,14 +98,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!op || hasUpstreamEmptySymbol(*op))
     return 0;
 
-  for (bool generic : {false, true}) {
-    std::string printed = print(*op, generic);
+  // Printed (custom or generic form) and parsed back, the IR is the same
+  // IR: it verifies, and its generic form (every attribute and property as
+  // it is, no custom printer involved) is the original's, so a custom
+  // printer that drops or changes an attribute fails here.
+  std::string generic = print(*op, /*generic=*/true);
+  for (bool genericForm : {false, true}) {
+    std::string printed = print(*op, genericForm);
     messages.clear();
-    if (!parseAndVerify(context, printed)) {
-      llvm::errs() << "--- printed" << (generic ? " (generic)" : "") << ":\n"
+    OwningOpRef<Operation *> reparsed = parseAndVerify(context, printed);
+    if (!reparsed) {
+      llvm::errs() << "--- printed" << (genericForm ? " (generic)" : "")
+                   << ":\n"
                    << printed << "\n--- diagnostics:\n"
                    << messages;
       FUZZ_CHECK(false, "IR that verifies prints to IR that verifies");
+    }
+    std::string again = print(*reparsed, /*generic=*/true);
+    if (again != generic) {
+      llvm::errs() << "--- printed" << (genericForm ? " (generic)" : "")
+                   << ":\n"
+                   << printed << "\n--- parsed back, generic form:\n"
+                   << again << "\n--- the original, generic form:\n"
+                   << generic;
+      FUZZ_CHECK(false, "IR printed and parsed back is the same IR");
     }
   }
 

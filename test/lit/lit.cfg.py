@@ -20,3 +20,8 @@ config.substitutions.append(("%examples", os.path.join(config.tfm_src_root, "exa
 # Programs that link a compiled model's library need the sanitizer runtime
 # of a TFM_SANITIZE build: `%{sanitize_flags}` gives them its flags.
 config.substitutions.append(("%{sanitize_flags}", config.tfm_sanitize_flags))
+# `%{npy_close} A.npy B.npy --atol X --rtol Y`: two outputs the same within
+# rounding (Inputs/npy-close.py; numpy, as the e2e harness uses).
+config.substitutions.append(
+    ("%{npy_close}", "/usr/bin/python3 " + os.path.join(config.test_source_root, "Inputs", "npy-close.py"))
+)

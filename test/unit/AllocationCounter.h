@@ -1,7 +1,8 @@
 //===- AllocationCounter.h - counts heap allocations ------------*- C++ -*-===//
 //
-// The test binary replaces the global operator new, so a test can check that
-// a forward pass allocates nothing.
+// A test binary linking AllocationCounter.cpp counts every heap allocation
+// of the process, so a test can check that a forward pass allocates
+// nothing.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +13,8 @@
 
 namespace tfm::test {
 
-/// Calls of operator new (any form but the aligned ones) so far.
+/// Heap allocations so far: calls of malloc, calloc, realloc,
+/// aligned_alloc, posix_memalign and memalign (operator new among them).
 uint64_t allocationCount();
 
 } // namespace tfm::test

@@ -7,6 +7,7 @@
 
 #include "tfm/runtime/CApi.h"
 #include "AllocationCounter.h"
+#include "FakeModel.h"
 #include "RuntimeTestUtil.h"
 
 #include "gtest/gtest.h"
@@ -70,6 +71,51 @@ TEST(CApi, ForwardIntoOwnOrCallerBuffer) {
   EXPECT_EQ(output2.shape[0], 1);
   EXPECT_EQ(mine, own);
   EXPECT_STREQ(tfm_rt_last_error(model.get()), "");
+}
+
+// What ForwardAllocatesNothing relies on: every allocator is counted.
+TEST(CApi, AllocationCounterSeesEveryAllocator) {
+  // Through a volatile pointer, so the compiler keeps each allocation.
+  static void *volatile sink;
+  auto counted = [](auto allocate) {
+    uint64_t before = allocationCount();
+    allocate();
+    return allocationCount() - before;
+  };
+  EXPECT_GE(counted([] {
+              sink = std::malloc(24);
+              std::free(sink);
+            }),
+            1u);
+  EXPECT_GE(counted([] {
+              sink = std::calloc(3, 8);
+              std::free(sink);
+            }),
+            1u);
+  EXPECT_GE(counted([] {
+              sink = std::aligned_alloc(64, 128);
+              std::free(sink);
+            }),
+            1u);
+  EXPECT_GE(counted([] {
+              void *p = nullptr;
+              EXPECT_EQ(posix_memalign(&p, 64, 100), 0);
+              sink = p;
+              std::free(sink);
+            }),
+            1u);
+  EXPECT_GE(counted([] {
+              sink = std::malloc(8);
+              sink = std::realloc(sink, 4096);
+              std::free(sink);
+            }),
+            2u);
+  EXPECT_GE(counted([] {
+              auto *v = new std::vector<float>(100);
+              sink = v;
+              delete v;
+            }),
+            2u);
 }
 
 TEST(CApi, ForwardAllocatesNothing) {
@@ -166,16 +212,23 @@ TEST(CApi, ThreadsFromEnvironment) {
     ids[i] = i % 16;
   tfm_tensor input = tensor(TFM_I32, {2, 32}, ids);
   std::vector<std::vector<float>> results;
-  for (const char *threads : {"1", "3"}) {
-    setenv("TFM_NUM_THREADS", threads, 1);
+  // Unset: one thread; else the count asked for, with the same results.
+  unsetenv("TFM_NUM_THREADS");
+  for (const char *threads : {"", "1", "3"}) {
+    if (*threads)
+      setenv("TFM_NUM_THREADS", threads, 1);
     ModelPtr model = create();
     ASSERT_TRUE(model);
     tfm_tensor output = {};
+    fakeForwardThreads = 0;
     ASSERT_EQ(tfm_rt_forward(model.get(), &input, 1, &output), 0);
+    EXPECT_EQ(fakeForwardThreads.load(), *threads ? std::atoi(threads) : 1)
+        << "TFM_NUM_THREADS='" << threads << "'";
     const float *out = static_cast<const float *>(output.data);
     results.emplace_back(out, out + 2 * 32 * 8);
   }
   EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[1], results[2]);
   setenv("TFM_NUM_THREADS", "many", 1);
   char err[256];
   EXPECT_EQ(tfm_rt_create(&tfm::rt::kModel, nullptr, err, sizeof(err)),

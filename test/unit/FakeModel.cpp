@@ -8,11 +8,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeModel.h"
+
 #include "tfm/runtime/Arena.h"
 #include "tfm/runtime/Model.h"
 #include "tfm/runtime/ThreadPool.h"
 
 #include <cmath>
+
+std::atomic<int64_t> tfm::test::fakeForwardThreads{0};
 
 namespace tfm::rt {
 
@@ -38,6 +42,7 @@ double matmulFlops(const InputView *inputs) {
 // h[r] = embed[id[r]] + bias + 0.01 * position.
 void forward(const float *const *weights, const InputView *inputs,
              float *output, Arena &arena, ThreadPool &pool) {
+  tfm::test::fakeForwardThreads = pool.size();
   const float *embed = weights[0], *bias = weights[1];
   const auto *ids = static_cast<const int32_t *>(inputs[0].data);
   int64_t seq = inputs[0].seq, rows = inputs[0].batch * seq;

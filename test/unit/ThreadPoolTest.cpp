@@ -131,12 +131,21 @@ TEST(ThreadPool, ManyShortLoopsInARow) {
 TEST(ThreadPool, NestedLoopRunsInline) {
   ThreadPool pool(2);
   std::vector<std::atomic<int>> hits(16);
+  // Each inner index runs on the thread of its outer one: inline, not
+  // handed to the pool again.
+  std::vector<std::thread::id> outerThread(4), innerThread(16);
   pool.parallelFor(4, [&](int64_t outer) {
-    pool.parallelFor(4,
-                     [&](int64_t inner) { hits[size_t(outer * 4 + inner)]++; });
+    outerThread[size_t(outer)] = std::this_thread::get_id();
+    pool.parallelFor(4, [&](int64_t inner) {
+      innerThread[size_t(outer * 4 + inner)] = std::this_thread::get_id();
+      hits[size_t(outer * 4 + inner)]++;
+    });
   });
   for (auto &hit : hits)
     EXPECT_EQ(hit.load(), 1);
+  for (int64_t i = 0; i < 16; ++i)
+    EXPECT_EQ(innerThread[size_t(i)], outerThread[size_t(i / 4)])
+        << "inner index " << i % 4 << " of outer index " << i / 4;
 }
 
 TEST(ThreadPool, SurvivesSleepingWorkers) {
