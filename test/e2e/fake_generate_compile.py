@@ -17,6 +17,10 @@ TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
   flip         takes the second-best id at step 4 (must FAIL: argmax/greedy)
   threads      --threads 2 flips the last bit of one step logit (must FAIL)
   sample_nondet  sampling ignores --seed (must FAIL on sample cases)
+  fixed_seed   sampling ignores --seed, drawing from one fixed stream: deterministic,
+               but every seed gives the same ids (must FAIL on sample cases)
+  greedy_sample  ignores --temperature and --top-k: always argmax (must FAIL on sample
+               cases: the sampled ids are the greedy ones)
   topk         sampling ignores --top-k (must FAIL on sample cases, almost surely)
   no_line      no `generate:` stdout line (must FAIL)
   int64        writes int64 ids (must FAIL: dtype)
@@ -38,7 +42,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-MODES = ("exact", "unsupported", "noisy", "flip", "threads", "sample_nondet", "topk",
+MODES = ("exact", "unsupported", "noisy", "flip", "threads", "sample_nondet", "fixed_seed",
+         "greedy_sample", "topk",
          "no_line", "int64", "no_limit", "crash", "no_src_limit", "src_short")
 
 
@@ -132,11 +137,12 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
                 pe.weight = torch.nn.Parameter(torch.cat(
                     [pe.weight, torch.zeros(max(p2.shape[1] + n, max_seq + 1), cfg.d_model)]))
     dec = run_generate.KVCacheDecoder(fm, src)
-    rng = np.random.default_rng(None if mode == "sample_nondet" else args.seed)
+    seed = None if mode == "sample_nondet" else 12345 if mode == "fixed_seed" else args.seed
+    rng = np.random.default_rng(seed)
     r = dec.step(p2.astype(np.int64))[:, -1, :].numpy()
     ids, rows = [], []
     for t in range(n):
-        if args.temperature > 0:
+        if args.temperature > 0 and mode != "greedy_sample":
             z = r.astype(np.float64) / args.temperature
             k = args.top_k if (args.top_k > 0 and mode != "topk") else z.shape[-1]
             nxt = []

@@ -9,9 +9,16 @@ names and shapes like the real loader), infers shared enc-dec embeddings
 from the file (`embed.weight` alone), checks input dtypes and the compiled
 limits, and computes with reference.py's formula model (b).
 
+`--emit=mlir -o OUT.mlir` writes what run_e2e.py's IR check reads of the
+real frontend's output: the module's tfm.max_batch / tfm.max_seq_len and
+one `tfm.param @NAME : tensor<...xf32>` per tensor of the contract's
+listing (reference.expected_weights), an encoder_decoder's token tables with
+`{alias = "embed.weight"}` as the real frontend prints them.
+
 TFM_FAKE_MODE (read when compiling) selects a behaviour:
   exact         correct output (default)
-  unavailable   compile exits 1 with "--emit=exe is not available yet"
+  unavailable   --emit=exe exits 1 with "--emit=exe is not available yet" (--emit=mlir
+                works, as in a frontend-only build)
   noisy         adds 1e-3 * (1 + max|out|) to one element (must FAIL: tolerance)
   threads       --threads 2 perturbs the last bit of one element (must FAIL: bit-identity)
   float64       writes a float64 output (must FAIL: dtype)
@@ -19,6 +26,11 @@ TFM_FAKE_MODE (read when compiling) selects a behaviour:
   crash         the executable aborts with a message on stderr (must FAIL: exit status)
   hang          the executable sleeps past the run timeout (must FAIL: timeout)
   noexe         compile exits 0 but writes nothing (must FAIL)
+  ir_warning    --emit=mlir succeeds but prints a warning on stderr (must FAIL: IR check)
+  ir_drop_param --emit=mlir leaves out the last tfm.param (must FAIL: IR check, a weights
+                file tensor the IR does not use)
+  ir_extra_param --emit=mlir adds a tfm.param the weights file lacks (must FAIL: IR check)
+  ir_shape      --emit=mlir makes the first tfm.param's first dimension one longer (must FAIL)
 """
 
 import argparse
@@ -29,7 +41,9 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe")
+MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe",
+         "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape")
+EMITS = ("exe", "mlir")
 
 
 def compile_main(argv):
@@ -39,14 +53,23 @@ def compile_main(argv):
     ap.add_argument("--max-batch", type=int, default=1)
     ap.add_argument("--max-seq-len", type=int, default=0)
     ap.add_argument("--emit", default="exe")
+    # Code generation settings (cases.py's cache sizes, run_e2e.py --backend):
+    # accepted and ignored, the fake computes with the reference either way.
+    ap.add_argument("--l1-cache-bytes")
+    ap.add_argument("--l2-cache-bytes")
+    ap.add_argument("--backend")
     args = ap.parse_args(argv)
     mode = os.environ.get("TFM_FAKE_MODE", "exact")
     if mode not in MODES:
         print("fake tfm-compile: unknown TFM_FAKE_MODE %r" % mode, file=sys.stderr)
         return 2
-    if mode == "unavailable" or args.emit != "exe":
-        print("tfm-compile: error: --emit=%s is not available yet: this build has the frontend "
-              "only; use --emit=mlir" % args.emit, file=sys.stderr)
+    if args.emit not in EMITS:
+        print("fake tfm-compile: error: --emit=%s is not faked (only %s)" % (args.emit, ", ".join(EMITS)),
+              file=sys.stderr)
+        return 1
+    if mode == "unavailable" and args.emit == "exe":
+        print("tfm-compile: error: --emit=exe is not available yet: this build has the frontend "
+              "only; use --emit=mlir", file=sys.stderr)
         return 1
     sys.path.insert(0, HERE)
     import reference
@@ -61,6 +84,8 @@ def compile_main(argv):
     if cfg.positional == "learned" and max_seq > cfg.max_seq_len:
         print("%s: error: --max-seq-len %d exceeds max_seq_len" % (args.model, max_seq), file=sys.stderr)
         return 1
+    if args.emit == "mlir":
+        return emit_mlir(cfg, args.max_batch, max_seq, mode, args.out)
     if mode == "noexe":
         return 0
     script = "#!%s\nimport sys\nsys.path.insert(0, %r)\nimport fake_tfm_compile\n" \
@@ -69,6 +94,31 @@ def compile_main(argv):
     with open(args.out, "w") as f:
         f.write(script)
     os.chmod(args.out, os.stat(args.out).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return 0
+
+
+def emit_mlir(cfg, max_batch, max_seq, mode, out):
+    """The parts of the frontend's IR that run_e2e.check_ir reads."""
+    import reference
+    params = list(reference.expected_weights(cfg, False).items())
+    if mode == "ir_drop_param":
+        params = params[:-1]
+    if mode == "ir_extra_param":
+        params.append(("layers.99.extra.weight", (cfg.d_model,)))
+    if mode == "ir_shape":
+        name, shape = params[0]
+        params[0] = (name, (shape[0] + 1,) + tuple(shape[1:]))
+    lines = ["module attributes {tfm.max_batch = %d : i64, tfm.max_seq_len = %d : i64} {"
+             % (max_batch, max_seq)]
+    for name, shape in params:
+        alias = ' {alias = "embed.weight"}' if (
+            cfg.is_encdec and name in ("src_embed.weight", "tgt_embed.weight")) else ""
+        lines.append("  tfm.param @%s%s : tensor<%sxf32>" % (name, alias, "x".join(str(d) for d in shape)))
+    lines.append("}")
+    with open(out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    if mode == "ir_warning":
+        print("%s: warning: simulated frontend warning" % out, file=sys.stderr)
     return 0
 
 

@@ -62,10 +62,21 @@ class GenCase:
     # (emulated in float64, machine-independent) to stay below a quarter of
     # the tolerance; `run_generate.py --reference-only` prints it per case.
     weight_gain: float = 3.0
-    # Extra runs: "sample" (--temperature/--top-k/--seed determinism),
-    # "too_long" (prompt + N > compiled max seq len must exit 1).
+    # Extra runs: "sample" (--temperature/--top-k/--seed: determinism, the
+    # top-k, and that the flags change the ids), "too_long" (prompt + N >
+    # compiled max seq len must exit 1).
     extras: Tuple[str, ...] = ()
-    sample: Tuple[float, int, int, int] = (0.8, 5, 1, 2)   # temperature, top_k, seed, other seed
+    # temperature, top_k, seed, other seed.  The weight gain spreads the
+    # logits widely (the top two often 5-8 apart): at T=0.8 sampling is
+    # nearly greedy (a correct sampler drew the greedy ids of
+    # gen_rope_interleaved_pre_additive with probability 0.004, and repeated
+    # its own sampled path with probability up to 0.3), so run_generate.py
+    # could not tell it from an executable that ignores the flags.  At T=8
+    # the top 5 are nearly even: the greedy ids have probability 1e-10.8
+    # there (1e-22.9 and 1e-24.8 for the two batch-2 cases; run_generate.py
+    # requires at most 1e-6), sampled paths at most ~1e-10.9 (20 draws), and
+    # a sampler ignoring --top-k left the top 5 in 20 of 20 draws.
+    sample: Tuple[float, int, int, int] = (8.0, 5, 1, 2)
     note: str = ""
 
     def compile_args(self):

@@ -11,7 +11,13 @@ For each case of cases.py:
      both apply they must agree (max abs diff < 1e-5, relative above
      magnitude 1), and the fp32 reference must be within a tenth of the
      tolerance of a float64 run of (b) (the case is well-conditioned);
-  4. tfm-compile CASE.json -o CASE.exe [--max-batch N] [--max-seq-len N]
+  4. the frontend: tfm-compile CASE.json --emit=mlir [--max-batch N]
+     [--max-seq-len N] must succeed without a word on stderr (no warnings),
+     and the IR's tfm.param symbols (or their `alias`) must be exactly the
+     weights file's tensors with their shapes, in f32, and its
+     tfm.max_batch / tfm.max_seq_len the compiled limits (--no-check-ir
+     leaves this out);
+     then tfm-compile CASE.json -o CASE.exe [--max-batch N] [--max-seq-len N]
      [--backend B] (--backend llvm: the same cases through the LLVM backend);
   5. run it with --threads 1 and --threads 2; the outputs must have the
      reference's shape and dtype (float32), satisfy contract section 6,
@@ -20,9 +26,8 @@ For each case of cases.py:
 One line per case (PASS/FAIL), the last line `N passed, M failed`; the exit
 status is 1 if any case failed.
 
---reference-only does steps 1-3 only (and, given --tfm-compile, checks with
-`--emit=mlir` that the frontend accepts each case without warnings and that
-its tfm.param symbols are exactly the weights file's tensors and shapes).
+--reference-only does steps 1-3 only, and the IR check of step 4 when given
+--tfm-compile.
 
 Run with Debian's /usr/bin/python3 (it has python3-torch 1.13).
 """
@@ -193,7 +198,9 @@ def prepare_reference(case, case_dir):
 
 
 # ---------------------------------------------------------------------------
-# Frontend (IR) check, for --reference-only.
+# Frontend (IR) check: every case, before the executable is compiled (a
+# tfm-compile --emit=mlir is the frontend only, a small share of a case's
+# time), so that ctest's normal runs check it too.
 # ---------------------------------------------------------------------------
 
 _PARAM_RE = re.compile(r'^\s*tfm\.param\s+@"?([^\s"{:]+)"?\s*(\{[^}]*\})?\s*:\s*tensor<([^>]*)>')
@@ -353,11 +360,13 @@ def run_one(case_name, opts):
                 extra = ", ir_params=%d" % n
             return True, "PASS %s (max_err=%.3g, tol=%.3g, torch_vs_formula=%s%s; reference only: "\
                 "max_err is fp32 vs float64)" % (case.name, info["cond"], info["tol"], ab, extra)
+        extra = ""
         if opts["check_ir"]:
-            check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"])
+            n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"])
+            extra = ", ir_params=%d" % n
         err = compile_and_run(case, info, opts["tfm_compile"], case_dir,
                               (opts["compile_timeout"], opts["run_timeout"]), opts["backend"])
-        return True, "PASS %s (max_err=%.3g, tol=%.3g)" % (case.name, err, info["tol"])
+        return True, "PASS %s (max_err=%.3g, tol=%.3g%s)" % (case.name, err, info["tol"], extra)
     except CaseFailure as e:
         return False, "FAIL %s: %s" % (case.name, e)
     except Exception as e:  # noqa: BLE001 - report, never crash the harness
@@ -403,11 +412,11 @@ def main(argv=None):
     ap.add_argument("-j", dest="jobs", type=int, default=2, help="cases in parallel (default 2)")
     ap.add_argument("--reference-only", action="store_true",
                     help="reference side only (weights, inputs, (a)-vs-(b), fp64 check; "
-                         "with --tfm-compile, also the --emit=mlir parameter check)")
-    ap.add_argument("--check-ir", dest="check_ir", action="store_true", default=None,
-                    help="check the --emit=mlir parameters against the weights file "
-                         "(default: on with --reference-only, off otherwise)")
-    ap.add_argument("--no-check-ir", dest="check_ir", action="store_false")
+                         "with --tfm-compile, also the --emit=mlir check)")
+    ap.add_argument("--no-check-ir", dest="check_ir", action="store_false", default=True,
+                    help="leave out the --emit=mlir check (no warnings; tfm.param symbols and "
+                         "shapes equal to the weights file; the compiled limits), which is on "
+                         "whenever --tfm-compile is given")
     ap.add_argument("--compile-timeout", type=int, default=300)
     ap.add_argument("--run-timeout", type=int, default=120)
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
@@ -430,9 +439,8 @@ def main(argv=None):
     tfm_compile = os.path.abspath(args.tfm_compile) if args.tfm_compile else None
     if tfm_compile and not (os.path.isfile(tfm_compile) and os.access(tfm_compile, os.X_OK)):
         ap.error("--tfm-compile %s is not an executable file" % args.tfm_compile)
-    check_ir = args.check_ir if args.check_ir is not None else args.reference_only
-    if check_ir and not tfm_compile:
-        check_ir = False
+    # The IR check needs a compiler; with one, it runs in every mode.
+    check_ir = args.check_ir and tfm_compile is not None
     work_dir = os.path.abspath(args.work_dir or "e2e-work")
     os.makedirs(work_dir, exist_ok=True)
 

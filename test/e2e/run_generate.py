@@ -60,9 +60,13 @@ For each case of generate_cases.py:
        and the ids are compared only up to there;
      * --threads 2 gives the same ids and bit-identical step logits.
   5. extras: "sample": --temperature T --top-k K --seed S twice (same ids),
-     with --threads 2 (same ids), ids in range and within the top K of their
-     step logits, step logits against the reference on the sampled prefix
-     (raw logits, or divided by T), and another seed (reported, may differ);
+     with --threads 2 (same ids), and with another seed S2; ids in range and
+     within the top K of their step logits, step logits against the
+     reference on the sampled prefix (raw logits, or divided by T); neither
+     seed's ids equal the greedy ids, and the two seeds' ids differ (both
+     fail a correct sampler with a probability computed from torch's logits,
+     in the note; the case's settings keep the greedy one <= 1e-6, checked
+     with the reference);
      "too_long": prompt (encoder_decoder: tgt) + N > the compiled max seq len
      must exit 1 with a message, and for encoder_decoder a src one token
      longer than the limit too (with --generate 1).
@@ -126,6 +130,10 @@ NOISE_TRIALS = 16             # runs of the fp32 rounding emulation (reference.f
 FP32_NOISE_FACTOR = 2.0       # an fp32 run may be this many times the emulated noise N from float64
 CONDITIONING_FRACTION = 0.25  # N must stay below this share of the tolerance
 AMBIGUITY = 2.0               # a top-2 gap <= AMBIGUITY * tol may flip within the tolerance
+# A "sample" case must be able to tell sampling from greedy decoding: a
+# correct sampler reproduces the greedy ids with at most this probability
+# (computed from torch's logits on the greedy path; see sampling_probs).
+MAX_GREEDY_PATH_PROB = 1e-6
 
 GEN_LINE_RE = re.compile(r"^generate: prefill_tok_s=(\S+) decode_tok_s=(\S+) "
                          r"new_tokens=(\d+) threads=(\d+)$")
@@ -417,6 +425,32 @@ def min_gap(rows):
     return float(gaps[idx]), tuple(int(i) for i in idx)
 
 
+def sampling_probs(rows, temperature, top_k):
+    """The distribution the contract's sampler draws each id from, given the
+    logits rows [.., V]: softmax(logits / T) over the top_k largest logits
+    (all of them for top_k 0 or >= V; ties by the lower id, as the runtime
+    orders them), zero elsewhere.  float64, the shape of rows."""
+    r = np.asarray(rows, dtype=np.float64)
+    k = top_k if 0 < top_k < r.shape[-1] else r.shape[-1]
+    keep = np.argsort(-r, axis=-1, kind="stable")[..., :k]
+    z = np.take_along_axis(r, keep, axis=-1) / temperature
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    out = np.zeros_like(r)
+    np.put_along_axis(out, keep, e / e.sum(axis=-1, keepdims=True), axis=-1)
+    return out
+
+
+def path_log10_prob(probs, ids):
+    """log10 of the probability that a sampler drawing from probs [N, B, V]
+    (step t's distribution on the path's own prefix) draws exactly ids
+    [B, N]: the product over every step and row of the drawn id's
+    probability (-inf if one has probability 0)."""
+    n, b = probs.shape[0], probs.shape[1]
+    p = probs[np.arange(n)[:, None], np.arange(b)[None, :], np.asarray(ids).T]
+    with np.errstate(divide="ignore"):
+        return float(np.sum(np.log10(p)))
+
+
 # ---------------------------------------------------------------------------
 # Reference side.
 # ---------------------------------------------------------------------------
@@ -563,10 +597,23 @@ def prepare_reference(case, case_dir, strict_margin):
         raise CaseFailure("ill-conditioned case: fp32 rounding moves the logits by up to %.3g (float64 "
                           "emulation; this fp32 reference is %.3g from float64) > %g*tol = %.3g"
                           % (noise, cond, CONDITIONING_FRACTION, CONDITIONING_FRACTION * tol))
-    # (vi) Margins of the greedy choices.
+    # (vi) A sample case can fail an executable that ignores its sampling
+    # flags: the probability that a correct sampler draws exactly the greedy
+    # ids (the product of each greedy id's sampling probability along the
+    # greedy path) is at most MAX_GREEDY_PATH_PROB.
+    greedy_lp = None
+    if "sample" in case.extras:
+        temp, top_k = case.sample[:2]
+        greedy_lp = path_log10_prob(sampling_probs(ref_rows, temp, top_k), ref_ids)
+        if greedy_lp > math.log10(MAX_GREEDY_PATH_PROB):
+            raise CaseFailure("sample settings T=%g top-k=%d cannot tell sampling from greedy decoding: "
+                              "a correct sampler draws the %d greedy ids with probability %.3g > %g; "
+                              "raise the temperature or the top-k, or generate more tokens"
+                              % (temp, top_k, ref_ids.size, 10.0 ** greedy_lp, MAX_GREEDY_PATH_PROB))
+    # (vii) Margins of the greedy choices.
     gap, where = min_gap(ref_rows)
     info.update(cond=cond, cond_a=cond_a, noise=noise, d_ab=d_ab, d_kv=d_kv, d_whole=d_whole, gap=gap,
-                gap_at=where)
+                gap_at=where, greedy_log10_prob=greedy_lp)
     if strict_margin and gap <= AMBIGUITY * tol:
         raise CaseFailure("ambiguous reference: at step %d row %d the top two logits are %.3g apart "
                           "(<= %g*tol = %.3g); choose another seed for this case"
@@ -748,15 +795,32 @@ def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend):
                           "not bit-identical" % (k, d))
 
     if "sample" in case.extras:
-        notes.append(check_sampling(case, info, exe, case_dir, timeouts[1]))
+        notes.append(check_sampling(case, info, exe, case_dir, timeouts[1], ids, rows))
     if "too_long" in case.extras:
         notes.append(check_too_long(case, info, exe, case_dir, timeouts[1]))
     return err, tol, notes
 
 
-def check_sampling(case, info, exe, case_dir, timeout):
+def check_sampling(case, info, exe, case_dir, timeout, greedy_ids, greedy_rows):
+    """--temperature T --top-k K --seed S: deterministic per seed (also at
+    --threads 2); every id within the top K of its step's logits; the step
+    logits right on the sampled prefix; and the flags must change the ids:
+    neither seed's ids equal the greedy run's (greedy_ids [B, N], with torch's
+    logits on that path greedy_rows [N, B, V]), and the two seeds' ids differ.
+
+    The last two are probabilistic; their false alarms are bounded from
+    torch's logits with sampling_probs (the executable's logits are within
+    tol of those, which moves each probability by a factor of at most
+    exp(2*tol/T), ~1): a correct sampler draws the greedy ids with
+    probability P_greedy (at most MAX_GREEDY_PATH_PROB, checked for the
+    case's settings by prepare_reference), and an independent second stream
+    repeats the first seed's ids with the probability P_a of that path.
+    Both are reported in the note; over the cases they are ~1e-10 or less.
+    An executable that ignores --temperature (always argmax) fails the
+    first, one that ignores --seed the second, one that ignores --top-k the
+    rank check (its ids leave the top K at some step, near-certainly)."""
     temp, top_k, s1, s2 = case.sample
-    n, fm, prompt2d = case.new_tokens, info["fm"], info["prompt2d"]
+    n, fm, prompt2d, src2d = case.new_tokens, info["fm"], info["prompt2d"], info["src2d"]
 
     def flags(seed):
         return ["--temperature", repr(temp), "--top-k", str(top_k), "--seed", str(seed)]
@@ -769,33 +833,51 @@ def check_sampling(case, info, exe, case_dir, timeout):
     _, raw_c, _ = run_generate_ok(exe, info, case_dir, "sample_t2", n, 2, timeout, flags(s1))
     if raw_c.tobytes() != raw_a.tobytes():
         raise CaseFailure("sampling: --threads 2 gave other ids than --threads 1 for --seed %d" % s1)
-    # Each sampled id is among the top K of the logits it was drawn from
-    # (rank-based, so raw or temperature-scaled logits alike).
-    for t in range(n):
-        for b in range(ids_a.shape[0]):
-            row = lg_a[t, b]
-            rank = int(np.sum(row > row[ids_a[b, t]]))
-            if rank >= top_k:
-                raise CaseFailure("sampling: step %d row %d drew id %d of rank %d, outside --top-k %d"
-                                  % (t, b, ids_a[b, t], rank, top_k))
+    ids_d, raw_d, lg_d = run_generate_ok(exe, info, case_dir, "sample_other_seed", n, 1, timeout, flags(s2))
+
+    def check_top_k(tag, seed, ids, lg):
+        """Each sampled id is among the top K of the logits it was drawn from
+        (rank-based, so raw or temperature-scaled logits alike)."""
+        for t in range(n):
+            for b in range(ids.shape[0]):
+                row = lg[t, b]
+                rank = int(np.sum(row > row[ids[b, t]]))
+                if rank >= top_k:
+                    raise CaseFailure("sampling (%s, --seed %d): step %d row %d drew id %d of rank %d, "
+                                      "outside --top-k %d" % (tag, seed, t, b, ids[b, t], rank, top_k))
+    check_top_k("sample_a", s1, ids_a, lg_a)
+    check_top_k("sample_other_seed", s2, ids_d, lg_d)
+
     # The step logits on the sampled (non-greedy) prefix against torch.
-    rows = logits_on_prefix(fm, prompt2d, ids_a, info["src2d"])
-    tol = tolerance(rows)
-    err = float(np.max(np.abs(lg_a.astype(np.float64) - rows)))
-    how = "raw"
-    if not err <= tol:
-        err_s = float(np.max(np.abs(lg_a.astype(np.float64) - rows / temp)))
+    def check_prefix_logits(tag, ids, lg):
+        rows = logits_on_prefix(fm, prompt2d, ids, src2d)
+        tol = tolerance(rows)
+        err = float(np.max(np.abs(lg.astype(np.float64) - rows)))
+        if err <= tol:
+            return rows, "raw", err
+        err_s = float(np.max(np.abs(lg.astype(np.float64) - rows / temp)))
         if err_s <= tol / temp:
-            how, err = "divided by T", err_s
-        else:
-            raise CaseFailure("sampling: step logits on the sampled prefix max_err=%.3g > tol=%.3g "
-                              "(and %.3g against torch/T)" % (err, tol, err_s))
-    _, raw_d, _ = run_generate_ok(exe, info, case_dir, "sample_other_seed", n, 1, timeout, flags(s2))
-    differs = raw_d.tobytes() != raw_a.tobytes()
-    greedy_like = bool(np.array_equal(ids_a, info["ref_ids"]))
-    return ("sample T=%g k=%d: deterministic, top-k ok, logits %s err %.3g; seed %d %s seed %d%s"
-            % (temp, top_k, how, err, s2, "differs from" if differs else "same as", s1,
-               "; equal to greedy" if greedy_like else ""))
+            return rows, "divided by T", err_s
+        raise CaseFailure("sampling (%s): step logits on the sampled prefix max_err=%.3g > tol=%.3g "
+                          "(and %.3g against torch/T)" % (tag, err, tol, err_s))
+    rows_a, how, err = check_prefix_logits("sample_a", ids_a, lg_a)
+    check_prefix_logits("sample_other_seed", ids_d, lg_d)
+
+    # The flags must matter: not the greedy ids, and another seed, other ids.
+    greedy_lp = path_log10_prob(sampling_probs(greedy_rows, temp, top_k), greedy_ids)
+    for tag, seed, ids in (("sample_a", s1, ids_a), ("sample_other_seed", s2, ids_d)):
+        if np.array_equal(ids, greedy_ids):
+            raise CaseFailure("sampling ignored: --temperature %g --top-k %d --seed %d gave the greedy "
+                              "ids, all %d of them (a correct sampler does that with probability "
+                              "10^%.1f)" % (temp, top_k, seed, ids.size, greedy_lp))
+    a_lp = path_log10_prob(sampling_probs(rows_a, temp, top_k), ids_a)
+    if raw_d.tobytes() == raw_a.tobytes():
+        raise CaseFailure("sampling ignores --seed: --seed %d and --seed %d gave the same %d ids (an "
+                          "independent stream repeats this path with probability 10^%.1f)"
+                          % (s1, s2, ids_a.size, a_lp))
+    return ("sample T=%g k=%d: deterministic, top-k ok, logits %s err %.3g; not greedy "
+            "(P_greedy=10^%.1f), seed %d differs from seed %d (P_a=10^%.1f)"
+            % (temp, top_k, how, err, greedy_lp, s2, s1, a_lp))
 
 
 def check_too_long(case, info, exe, case_dir, timeout):
@@ -845,6 +927,8 @@ def run_one(case_name, opts):
         if opts["reference_only"]:
             ab = "n/a" if info["d_ab"] is None else "%.3g" % info["d_ab"]
             ab32 = "" if info["cond_a"] is None else ", torch_fp32_vs_fp64=%.3g" % info["cond_a"]
+            if info["greedy_log10_prob"] is not None:
+                ab32 += ", sampling_draws_greedy_ids_prob=10^%.1f" % info["greedy_log10_prob"]
             return True, ("PASS %s (reference only: tol=%.3g, fp32_noise=%.3g=%.3f*tol, fp32_vs_fp64=%.3g%s, "
                           "kv_cache_vs_full=%.3g, torch_vs_formula_fp64=%s, min_top2_gap=%.3g=%.0f*tol, "
                           "ids=%s)"
@@ -923,6 +1007,21 @@ def self_test():
         check("greedy real mismatch fails", False)
     except CaseFailure as e:
         check("greedy real mismatch message", "step 2 row 0" in str(e))
+    # The sampling distribution: top-k by rank (ties: the lower id), then
+    # softmax(logits / T) over those; a path's probability multiplies them.
+    lg = np.array([[[1.0, 3.0, 3.0, 3.0 - math.log(2.0) * 0.5]]])   # [1 step, 1 row, 4 ids]
+    pr = sampling_probs(lg, 0.5, 2)
+    check("sampling_probs top-2 with a tie: %s" % pr[0, 0].tolist(),
+          np.allclose(pr[0, 0], [0.0, 0.5, 0.5, 0.0], rtol=0, atol=1e-15))
+    pr = sampling_probs(lg, 0.5, 3)
+    check("sampling_probs top-3, T 0.5: %s" % pr[0, 0].tolist(),
+          np.allclose(pr[0, 0], [0.0, 0.4, 0.4, 0.2], rtol=0, atol=1e-15))
+    check("sampling_probs top-k 0 is every id",
+          np.allclose(sampling_probs(lg, 1.0, 0), sampling_probs(lg, 1.0, 4), rtol=0, atol=0)
+          and np.all(sampling_probs(lg, 1.0, 0) > 0))
+    two = np.concatenate([sampling_probs(lg, 0.5, 3)] * 2, axis=0)  # 2 steps
+    check("path_log10_prob", abs(path_log10_prob(two, np.array([[1, 3]])) - math.log10(0.4 * 0.2)) < 1e-12
+          and path_log10_prob(two, np.array([[0, 1]])) == -math.inf)
     for line, ok in (("generate: prefill_tok_s=812.5 decode_tok_s=95.1 new_tokens=32 threads=1", True),
                      ("generate: prefill_tok_s=1e+04 decode_tok_s=inf new_tokens=3 threads=2", True),
                      ("generate: prefill_tok_s=812.5 decode_tok_s=95.1 new_tokens=32", False),
