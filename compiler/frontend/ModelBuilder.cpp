@@ -69,6 +69,9 @@ private:
                StringRef alias = "");
 
   std::vector<WeightSpec> attentionWeights(StringRef prefix);
+  std::vector<WeightSpec> feedForwardWeights();
+  /// A norm's weight, and its bias for a layer norm.
+  std::vector<WeightSpec> normWeights(StringRef name);
   std::vector<WeightSpec> layerWeights(const LayerKind &kind);
   func::FuncOp buildLayerFunc(const LayerKind &kind);
   /// With a read-only `cache`, cross-attention over the `position` first
@@ -77,7 +80,8 @@ private:
                   ValueRange weights, bool causal, Value cache = Value(),
                   Value position = Value(), bool readOnlyCache = false);
   Value feedForward(OpBuilder &b, Location loc, Value x, ValueRange weights);
-  Value layerNorm(OpBuilder &b, Location loc, Value x, Value gamma, Value beta);
+  /// The model's norm of x, with `weights` as normWeights lists them.
+  Value norm(OpBuilder &b, Location loc, Value x, ValueRange weights);
 
   /// Embeds the stack's input and adds absolute positions (from `offset`
   /// when given).
@@ -129,13 +133,15 @@ Value ModelBuilder::weight(OpBuilder &b, StringRef name,
 
 std::vector<WeightSpec> ModelBuilder::attentionWeights(StringRef prefix) {
   int64_t d = c.dModel, h = c.numHeads, dk = c.headDim();
+  // Q rows, then K and V rows of the key/value heads.
+  int64_t inRows = (h + 2 * c.numKVHeads) * dk;
   std::string p = prefix.str() + ".";
-  std::vector<WeightSpec> specs = {
-      {p + "in_proj_weight", {3 * d, d}},
-      {p + "in_proj_bias", {3 * d}},
-      {p + "out_proj.weight", {d, d}},
-      {p + "out_proj.bias", {d}},
-  };
+  std::vector<WeightSpec> specs = {{p + "in_proj_weight", {inRows, d}}};
+  if (c.bias)
+    specs.push_back({p + "in_proj_bias", {inRows}});
+  specs.push_back({p + "out_proj.weight", {d, d}});
+  if (c.bias)
+    specs.push_back({p + "out_proj.bias", {d}});
   if (c.score == ScoreKind::Bilinear) {
     specs.push_back({p + "score.weight", {h, dk, dk}});
   } else if (c.score == ScoreKind::Additive) {
@@ -153,16 +159,31 @@ std::vector<WeightSpec> ModelBuilder::layerWeights(const LayerKind &kind) {
   std::vector<WeightSpec> specs = attentionWeights("self_attn");
   if (kind.crossAttention)
     llvm::append_range(specs, attentionWeights("multihead_attn"));
-  int64_t d = c.dModel, ff = c.dFF;
-  specs.push_back({"linear1.weight", {ff, d}});
-  specs.push_back({"linear1.bias", {ff}});
-  specs.push_back({"linear2.weight", {d, ff}});
-  specs.push_back({"linear2.bias", {d}});
+  llvm::append_range(specs, feedForwardWeights());
   int norms = kind.crossAttention ? 3 : 2;
-  for (int i = 1; i <= norms; ++i) {
-    specs.push_back({"norm" + std::to_string(i) + ".weight", {d}});
-    specs.push_back({"norm" + std::to_string(i) + ".bias", {d}});
-  }
+  for (int i = 1; i <= norms; ++i)
+    llvm::append_range(specs, normWeights("norm" + std::to_string(i)));
+  return specs;
+}
+
+std::vector<WeightSpec> ModelBuilder::feedForwardWeights() {
+  int64_t d = c.dModel, ff = c.dFF;
+  // A gated FFN's linear1 holds the gate rows, then the up rows.
+  int64_t firstRows = c.ffnGated ? 2 * ff : ff;
+  std::vector<WeightSpec> specs = {{"linear1.weight", {firstRows, d}}};
+  if (c.bias)
+    specs.push_back({"linear1.bias", {firstRows}});
+  specs.push_back({"linear2.weight", {d, ff}});
+  if (c.bias)
+    specs.push_back({"linear2.bias", {d}});
+  return specs;
+}
+
+std::vector<WeightSpec> ModelBuilder::normWeights(StringRef name) {
+  std::vector<WeightSpec> specs = {{name.str() + ".weight", {c.dModel}}};
+  // An RMS norm has no bias.
+  if (c.normType == NormType::LayerNorm)
+    specs.push_back({name.str() + ".bias", {c.dModel}});
   return specs;
 }
 
@@ -176,15 +197,23 @@ Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
     rope = RopeStyleAttr::get(b.getContext(), c.ropeStyle);
     ropeBase = b.getF32FloatAttr(static_cast<float>(c.ropeBase));
   }
+  // in_proj and out_proj weights, each followed by its bias if there are
+  // biases; then the score parameters.
+  unsigned perProjection = c.bias ? 2 : 1;
+  Value inBias = c.bias ? w[1] : Value();
+  Value outBias = c.bias ? w[3] : Value();
+  IntegerAttr kvHeads;
+  if (c.numKVHeads != c.numHeads)
+    kvHeads = b.getI64IntegerAttr(c.numKVHeads);
   return MultiHeadAttentionOp::create(
-      b, loc, activations(), c.score, x, memory, c.numHeads, w[0], w[1], w[2],
-      w[3], w.drop_front(4),
+      b, loc, activations(), c.score, x, memory, c.numHeads, kvHeads, w[0],
+      inBias, w[perProjection], outBias, w.drop_front(2 * perProjection),
       causal && self ? MaskAttr::get(b.getContext(), true) : MaskAttr(), rope,
       ropeBase, cache, position, readOnlyCache);
 }
 
 KVCacheType ModelBuilder::cacheType() {
-  return KVCacheType::get(builder.getContext(), limits.maxBatch, c.numHeads,
+  return KVCacheType::get(builder.getContext(), limits.maxBatch, c.numKVHeads,
                           limits.maxSeqLen, c.headDim());
 }
 
@@ -201,13 +230,18 @@ Value ModelBuilder::cache(OpBuilder &b, StringRef name) {
 
 Value ModelBuilder::feedForward(OpBuilder &b, Location loc, Value x,
                                 ValueRange w) {
-  return FeedForwardOp::create(b, loc, activations(), c.activation, x, w[0],
-                               w[1], w[2], w[3]);
+  if (!c.bias)
+    return FeedForwardOp::create(b, loc, activations(), c.activation,
+                                 c.ffnGated, x, w[0], Value(), w[1], Value());
+  return FeedForwardOp::create(b, loc, activations(), c.activation, c.ffnGated,
+                               x, w[0], w[1], w[2], w[3]);
 }
 
-Value ModelBuilder::layerNorm(OpBuilder &b, Location loc, Value x, Value gamma,
-                              Value beta) {
-  return LayerNormOp::create(b, loc, x, gamma, beta,
+Value ModelBuilder::norm(OpBuilder &b, Location loc, Value x,
+                         ValueRange weights) {
+  bool rms = c.normType == NormType::RmsNorm;
+  return LayerNormOp::create(b, loc, rms ? b.getUnitAttr() : UnitAttr(), x,
+                             weights[0], rms ? Value() : weights[1],
                              b.getF32FloatAttr(static_cast<float>(c.normEps)));
 }
 
@@ -271,11 +305,13 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
     crossW = w.take_front(attnWeights);
     w = w.drop_front(attnWeights);
   }
-  ValueRange ffW = w.take_front(4);
-  ValueRange normW = w.drop_front(4);
-  auto norm = [&](int i, Value v) {
-    return layerNorm(b, named("norm" + std::to_string(i + 1)), v, normW[2 * i],
-                     normW[2 * i + 1]);
+  size_t ffWeights = feedForwardWeights().size();
+  ValueRange ffW = w.take_front(ffWeights);
+  ValueRange normW = w.drop_front(ffWeights);
+  size_t perNorm = normWeights("norm").size();
+  auto layerNorm = [&](int i, Value v) {
+    return norm(b, named("norm" + std::to_string(i + 1)), v,
+                normW.slice(perNorm * i, perNorm));
   };
 
   // Each sublayer f: post-norm x = LN(x + f(x)); pre-norm x = x + f(LN(x)).
@@ -283,8 +319,8 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   auto sublayer = [&](llvm::function_ref<Value(Value)> f) {
     int i = normIndex++;
     if (c.norm == NormPlacement::Pre)
-      return Value(AddOp::create(b, x.getLoc(), x, f(norm(i, x))));
-    return norm(i, AddOp::create(b, x.getLoc(), x, f(x)));
+      return Value(AddOp::create(b, x.getLoc(), x, f(layerNorm(i, x))));
+    return layerNorm(i, AddOp::create(b, x.getLoc(), x, f(x)));
   };
   x = sublayer([&](Value in) {
     return attention(b, named("self_attn"), in, Value(), selfW, kind.causal,
@@ -355,9 +391,10 @@ Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
             .getResult(0);
   }
   if (c.finalNorm) {
-    std::string n = finalNorm.str();
-    x = layerNorm(b, named(n), x, weight(b, n + ".weight", {c.dModel}),
-                  weight(b, n + ".bias", {c.dModel}));
+    SmallVector<Value> weights;
+    for (const WeightSpec &s : normWeights(finalNorm))
+      weights.push_back(weight(b, s.suffix, s.shape));
+    x = norm(b, named(finalNorm), x, weights);
   }
   return x;
 }

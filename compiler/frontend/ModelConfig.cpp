@@ -47,6 +47,7 @@ const char *const kKnownKeys[] = {"name",
                                   "rope_base",
                                   "embedding_scale",
                                   "norm",
+                                  "norm_type",
                                   "norm_eps",
                                   "final_norm",
                                   "activation",
@@ -54,7 +55,10 @@ const char *const kKnownKeys[] = {"name",
                                   "additive_dim",
                                   "causal",
                                   "lm_head",
-                                  "tie_embeddings"};
+                                  "tie_embeddings",
+                                  "ffn_gated",
+                                  "num_kv_heads",
+                                  "bias"};
 
 struct Position {
   unsigned line = 1, column = 1;
@@ -148,8 +152,29 @@ std::vector<KeyLocation> scanTopLevelKeys(StringRef text,
   return keys;
 }
 
-/// The closest known key to `key`, if it is close enough to be a typo.
+/// Hugging Face config.json names of keys the description spells its own
+/// way: a user who writes one is pointed at ours.
+const std::pair<const char *, const char *> kHuggingFaceNames[] = {
+    {"hidden_size", "d_model"},
+    {"num_attention_heads", "num_heads"},
+    {"num_key_value_heads", "num_kv_heads"},
+    {"intermediate_size", "d_ff"},
+    {"num_hidden_layers", "num_layers"},
+    {"max_position_embeddings", "max_seq_len"},
+    {"hidden_act", "activation"},
+    {"rms_norm_eps", "norm_eps"},
+    {"layer_norm_eps", "norm_eps"},
+    {"layer_norm_epsilon", "norm_eps"},
+    {"rope_theta", "rope_base"},
+    {"tie_word_embeddings", "tie_embeddings"},
+};
+
+/// The closest known key to `key`, if it is close enough to be a typo (or
+/// Hugging Face's name for it).
 std::optional<StringRef> closestKey(StringRef key) {
+  for (auto [hfName, ours] : kHuggingFaceNames)
+    if (key == hfName)
+      return StringRef(ours);
   std::optional<StringRef> best;
   unsigned bestDistance = std::max<unsigned>(2, key.size() / 3) + 1;
   for (StringRef known : kKnownKeys) {
@@ -380,6 +405,7 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
   std::optional<int64_t> vocab = readInt("vocab_size", false, kMaxDim);
   std::optional<int64_t> maxSeq = readInt("max_seq_len", true, kMaxDim);
   std::optional<int64_t> additiveDim = readInt("additive_dim", false, kMaxDim);
+  std::optional<int64_t> kvHeads = readInt("num_kv_heads", false, kMaxDim);
 
   if (std::optional<size_t> p = readChoice(
           "positional", {"sinusoidal", "learned", "rope", "none"}, false))
@@ -394,11 +420,14 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
     c.embeddingScale = static_cast<EmbeddingScale>(*s);
   if (std::optional<size_t> n = readChoice("norm", {"post", "pre"}, false))
     c.norm = static_cast<NormPlacement>(*n);
+  if (std::optional<size_t> t =
+          readChoice("norm_type", {"layer_norm", "rms_norm"}, false))
+    c.normType = static_cast<NormType>(*t);
   if (std::optional<double> eps = readPositiveFloat("norm_eps"))
     c.normEps = *eps;
   std::optional<bool> finalNorm = readBool("final_norm");
-  if (std::optional<size_t> a =
-          readChoice("activation", {"relu", "gelu", "gelu_tanh"}, false))
+  if (std::optional<size_t> a = readChoice(
+          "activation", {"relu", "gelu", "gelu_tanh", "silu"}, false))
     c.activation = static_cast<Activation>(*a);
   if (std::optional<size_t> s =
           readChoice("attention_score",
@@ -407,6 +436,8 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
   std::optional<bool> causal = readBool("causal");
   std::optional<bool> lmHead = readBool("lm_head");
   std::optional<bool> tie = readBool("tie_embeddings");
+  std::optional<bool> gated = readBool("ffn_gated");
+  std::optional<bool> bias = readBool("bias");
 
   // Cross-key rules only make sense once every key read cleanly.
   if (failed || !arch || !dModel || !heads || !dFF || !maxSeq)
@@ -422,6 +453,15 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
     error("num_heads", formatv("'d_model' {0} is not divisible by "
                                "'num_heads' {1}",
                                c.dModel, c.numHeads));
+  c.numKVHeads = kvHeads.value_or(c.numHeads);
+  if (c.numHeads % c.numKVHeads != 0)
+    error("num_kv_heads",
+          formatv("'num_kv_heads' {0} does not divide 'num_heads' {1}; "
+                  "grouped-query attention gives each key/value head the "
+                  "same number of query heads",
+                  c.numKVHeads, c.numHeads));
+  c.ffnGated = gated.value_or(false);
+  c.bias = bias.value_or(true);
 
   if (c.architecture == Architecture::EncoderDecoder) {
     if (layers && encLayers && decLayers)

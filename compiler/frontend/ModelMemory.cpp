@@ -31,7 +31,10 @@ constexpr double kFloat = 4.0;
 /// Elements of one attention block's weights (contract section 3).
 double attentionElements(const ModelConfig &c) {
   double d = double(c.dModel), h = double(c.numHeads), dk = d / h;
-  double n = 4 * d * d + 4 * d; // in_proj (Q, K, V) and out_proj
+  double inRows = (h + 2 * double(c.numKVHeads)) * dk; // Q, K, V
+  double n = inRows * d + d * d;                       // in_proj, out_proj
+  if (c.bias)
+    n += inRows + d;
   if (c.score == ScoreKind::Bilinear)
     n += h * dk * dk;
   else if (c.score == ScoreKind::Additive)
@@ -39,12 +42,20 @@ double attentionElements(const ModelConfig &c) {
   return n;
 }
 
+/// Elements of one norm's weights: a weight, and a bias for a layer norm.
+double normElements(const ModelConfig &c) {
+  return double(c.dModel) * (c.normType == NormType::LayerNorm ? 2 : 1);
+}
+
 /// Elements of one layer's weights; `cross`: it has cross-attention.
 double layerElements(const ModelConfig &c, bool cross) {
   double d = double(c.dModel), ff = double(c.dFF);
+  double firstRows = c.ffnGated ? 2 * ff : ff; // a gated FFN's gate and up
   double n = attentionElements(c) * (cross ? 2 : 1);
-  n += 2 * d * ff + ff + d;     // linear1, linear2
-  n += 2 * d * (cross ? 3 : 2); // norms
+  n += firstRows * d + d * ff; // linear1, linear2
+  if (c.bias)
+    n += firstRows + d;
+  n += normElements(c) * (cross ? 3 : 2);
   return n;
 }
 
@@ -66,7 +77,7 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
       double(c.numEncoderLayers) * layerElements(c, /*cross=*/false) +
       double(c.numDecoderLayers) * layerElements(c, /*cross=*/encDec);
   if (c.finalNorm)
-    layers += stacks * 2 * d;
+    layers += stacks * normElements(c);
   m.layerBytes = layers * kFloat;
   m.weightBytes = m.embeddingBytes + m.positionBytes + m.layerBytes;
 
@@ -79,8 +90,9 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
   // As ModelBuilder: generation needs token ids and an LM head.
   if (c.vocabSize && c.lmHead && c.numDecoderLayers > 0) {
     double attentions = encDec ? 2 : 1;
+    double kvWidth = double(c.numKVHeads) * double(c.headDim());
     m.cacheBytes =
-        double(c.numDecoderLayers) * attentions * 2 * tokens * d * kFloat;
+        double(c.numDecoderLayers) * attentions * 2 * tokens * kvWidth * kFloat;
   }
   return m;
 }

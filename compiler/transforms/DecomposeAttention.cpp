@@ -32,21 +32,22 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
   DecomposeMultiHeadAttention(MLIRContext *context, bool remarks)
       : OpRewritePattern(context), remarks(remarks) {}
 
-  /// x times rows [first * d, (first + count) * d) of the stacked in_proj
-  /// weight, its bias added: one GEMM for those projections.
+  /// x times rows [first, first + count) of the stacked in_proj weight, its
+  /// bias (if any) added: one GEMM for those projections.
   static Value project(PatternRewriter &rewriter, Location loc,
                        MultiHeadAttentionOp op, Value x, int64_t first,
                        int64_t count) {
     Value w = op.getInProjWeight(), b = op.getInProjBias();
-    int64_t d = op.getQuery().getType().getShape().back();
-    if (count != 3) {
-      auto rows = [&](Value t) {
+    if (count != op.getInProjWeight().getType().getDimSize(0)) {
+      auto rows = [&](Value t) -> Value {
+        if (!t)
+          return t;
         auto type = cast<RankedTensorType>(t.getType());
         SmallVector<int64_t> shape(type.getShape());
-        shape[0] = count * d;
+        shape[0] = count;
         return SliceRowsOp::create(
             rewriter, loc, RankedTensorType::get(shape, type.getElementType()),
-            t, rewriter.getI64IntegerAttr(first * d));
+            t, rewriter.getI64IntegerAttr(first));
       };
       w = rows(w);
       b = rows(b);
@@ -57,27 +58,33 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
   LogicalResult matchAndRewrite(MultiHeadAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    int64_t heads = op.getNumHeads();
+    int64_t heads = op.getNumHeads(), kvHeads = op.getKeyValueHeads();
+    int64_t d = op.getQuery().getType().getShape().back(), dk = d / heads;
     Value cache = op.getCache(), position = op.getPosition();
     Value memory = op.getMemory();
     bool self = op.isSelfAttention();
-    auto heads3 = [&](Value rows, int64_t part, int64_t parts) {
-      return SplitHeadsOp::create(rewriter, loc, rows, heads, part, parts)
+    auto split = [&](Value rows, int64_t count, int64_t part, int64_t parts) {
+      return SplitHeadsOp::create(rewriter, loc, rows, count, part, parts)
           .getResult();
     };
 
+    // in_proj's rows: heads x dk of Q, then kvHeads x dk of K and of V.
+    int64_t qRows = heads * dk, kvRows = 2 * kvHeads * dk;
     Value q, k, v;
-    if (self) {
-      Value qkv = project(rewriter, loc, op, op.getQuery(), 0, 3);
-      q = heads3(qkv, 0, 3);
-      k = heads3(qkv, 1, 3);
-      v = heads3(qkv, 2, 3);
+    if (self && kvHeads == heads) {
+      Value qkv = project(rewriter, loc, op, op.getQuery(), 0, 3 * d);
+      q = split(qkv, heads, 0, 3);
+      k = split(qkv, heads, 1, 3);
+      v = split(qkv, heads, 2, 3);
     } else {
-      q = heads3(project(rewriter, loc, op, op.getQuery(), 0, 1), 0, 1);
-      if (memory) {
-        Value kv = project(rewriter, loc, op, memory, 1, 2);
-        k = heads3(kv, 0, 2);
-        v = heads3(kv, 1, 2);
+      // Grouped-query self-attention projects Q and K/V by two GEMMs:
+      // their heads differ, and tfm.split_heads cuts equal parts.
+      q = split(project(rewriter, loc, op, op.getQuery(), 0, qRows), heads, 0,
+                1);
+      if (Value source = self ? op.getQuery() : memory) {
+        Value kv = project(rewriter, loc, op, source, qRows, kvRows);
+        k = split(kv, kvHeads, 0, 2);
+        v = split(kv, kvHeads, 1, 2);
       }
     }
     if (std::optional<RopeStyle> rope = op.getRope()) {
@@ -122,13 +129,22 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     std::string text;
     llvm::raw_string_ostream os(text);
     os << "decomposed into ";
-    if (op.isSelfAttention())
+    int64_t heads = op.getNumHeads(), kvHeads = op.getKeyValueHeads();
+    if (op.isSelfAttention() && kvHeads == heads)
       os << "one Q/K/V GEMM over the stacked in_proj weight";
-    else if (op.getMemory())
+    else if (kvHeads == heads && op.getMemory())
       os << "a Q GEMM over in_proj's first d_model rows and one K/V GEMM "
             "of the memory over the other 2 x d_model";
+    else if (op.isSelfAttention() || op.getMemory())
+      os << "a Q GEMM over in_proj's query rows and one K/V GEMM "
+         << (op.isSelfAttention() ? "" : "of the memory ")
+         << "over its key and value rows";
     else
-      os << "a Q GEMM over in_proj's first d_model rows";
+      os << "a Q GEMM over in_proj's "
+         << (kvHeads == heads ? "first d_model" : "query") << " rows";
+    if (kvHeads != heads)
+      os << " (grouped-query: " << kvHeads << " key/value heads for " << heads
+         << " query heads, each read by " << heads / kvHeads << ")";
     if (op.getRope())
       os << ", rotary positions of Q and K";
     if (op.getCache())

@@ -28,15 +28,31 @@ struct FuseFeedForwardActivation : OpRewritePattern<FeedForwardOp> {
 
   LogicalResult matchAndRewrite(FeedForwardOp op,
                                 PatternRewriter &rewriter) const override {
-    auto hidden = LinearOp::create(
-        rewriter, op.getLoc(), op.getInput(), op.getW1(), op.getB1(),
-        op.getActivationAttr(), /*residual=*/Value());
-    auto out = LinearOp::create(rewriter, op.getLoc(), hidden.getResult(),
-                                op.getW2(), op.getB2());
-    if (remarks)
-      remarkAt(op) << "fused " << stringifyActivation(op.getActivation())
-                   << " into the first GEMM's store: the hidden layer is "
-                      "written once, activated";
+    Location loc = op.getLoc();
+    Value hidden;
+    if (op.getGated()) {
+      // The gate and up projections are one GEMM over the stacked w1; the
+      // GLU reads its two halves.
+      Value both = LinearOp::create(rewriter, loc, op.getInput(), op.getW1(),
+                                    op.getB1());
+      hidden = GluOp::create(rewriter, loc, op.getActivationAttr(), both);
+    } else {
+      hidden = LinearOp::create(rewriter, loc, op.getInput(), op.getW1(),
+                                op.getB1(), op.getActivationAttr(),
+                                /*residual=*/Value());
+    }
+    auto out = LinearOp::create(rewriter, loc, hidden, op.getW2(), op.getB2());
+    if (remarks) {
+      if (op.getGated())
+        remarkAt(op) << "gated FFN: the gate and up projections as one GEMM "
+                        "over the stacked linear1 weight, then "
+                     << stringifyActivation(op.getActivation())
+                     << "(gate) * up in one pass (tfm.glu)";
+      else
+        remarkAt(op) << "fused " << stringifyActivation(op.getActivation())
+                     << " into the first GEMM's store: the hidden layer is "
+                        "written once, activated";
+    }
     rewriter.replaceOp(op, out.getResult());
     return success();
   }

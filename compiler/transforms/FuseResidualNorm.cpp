@@ -62,7 +62,7 @@ FailureOr<FusionPlan> planFusion(LayerNormOp norm, std::string &whyNot) {
   if (atNorm)
     return FusionPlan{add, true};
   bool weightsReady =
-      llvm::all_of(ValueRange{norm.getGamma(), norm.getBeta()}, [&](Value v) {
+      llvm::all_of(norm->getOperands().drop_front(), [&](Value v) {
         return dominance.properlyDominates(v, add);
       });
   if (weightsReady)
@@ -90,8 +90,8 @@ struct FuseAddLayerNorm : OpRewritePattern<LayerNormOp> {
     Type type = add.getType();
     auto fused = AddLayerNormOp::create(
         rewriter, rewriter.getFusedLoc({add.getLoc(), norm.getLoc()}), type,
-        type, add.getLhs(), add.getRhs(), norm.getGamma(), norm.getBeta(),
-        norm.getEpsAttr());
+        type, norm.getRmsAttr(), add.getLhs(), add.getRhs(), norm.getGamma(),
+        norm.getBeta(), norm.getEpsAttr());
     if (remarks) {
       size_t otherReaders = llvm::count_if(
           add->getUsers(), [&](Operation *u) { return u != norm; });

@@ -3,7 +3,12 @@ plus the inputs to run it on and how to compile it.
 
 Every model is tiny (compile + run in a few seconds).  Sizes are chosen to
 stay off the 16-lane vector width: odd sequence lengths (1, 5, 7, 13), head
-sizes 7, 8, 24, 32, 80, d_model 21/48/96/160, d_ff 50.
+sizes 7, 8, 12, 24, 32, 80, d_model 21/48/96/160, d_ff 50 (45, 44, 25 for
+gated FFNs, whose linear1 has 2 d_ff rows).
+
+The section 11 cases (contract: norm_type, silu, ffn_gated, num_kv_heads,
+bias) are checked against reference.py's Hugging Face style form (c)
+instead of nn.Transformer (a).
 
 `check_coverage()` asserts that every option of the contract is exercised.
 """
@@ -93,6 +98,11 @@ def floats(seq, batch=1):
 
 def src_tgt(src, tgt, batch=1, dtype="int64", tgt_dtype=None):
     return {"src": Input(src, batch, dtype), "tgt": Input(tgt, batch, tgt_dtype or dtype)}
+
+
+
+LLAMA = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu", ffn_gated=True,
+             bias=False)   # + num_kv_heads; final norm by default (pre)
 
 
 CASES = [
@@ -209,6 +219,54 @@ CASES = [
              "into L2, in the cross-attention's K and V of the memory too"),
     encdec("encdec_weights_f16_batch3", src_tgt(5, 7, batch=3), dict(
         vocab_size=64, positional="learned", norm="pre"), max_batch=3, weight_dtype="F16"),
+
+    # ---- contract section 11: norm_type, silu, ffn_gated, num_kv_heads, bias ----
+    dec("dec_llama_gqa_untied", ids(7, batch=2), dict(
+        LLAMA, vocab_size=64, num_kv_heads=2, d_ff=44, tie_embeddings=False),
+        note="llama-like: pre rms norms (and the final one), gated silu (linear1 88 rows), rope, "
+             "2 kv heads of 4 (in_proj 64 rows), no biases, untied head"),
+    dec("dec_llama_gqa_dk12_tied_unbatched", ids(13, batch=None, dtype="int32"), dict(
+        LLAMA, d_model=48, num_heads=4, num_kv_heads=2, d_ff=45, vocab_size=50),
+        note="dk 12, d_ff 45, tied head, no batch dimension"),
+    dec("dec_mqa_interleaved_eps", ids(5), dict(
+        LLAMA, vocab_size=64, num_kv_heads=1, rope_style="interleaved", norm_eps=1e-6),
+        note="multi-query (one kv head), interleaved rope"),
+    dec("dec_mqa_seq1_unbatched", ids(1, batch=None), dict(
+        LLAMA, vocab_size=64, num_kv_heads=1, tie_embeddings=False)),
+    dec("dec_gqa_bias_post_learned", ids(7, batch=3), dict(
+        vocab_size=64, num_kv_heads=2, activation="gelu", positional="learned"), max_batch=4,
+        note="GQA with biases (in_proj_bias 64), post layer norms"),
+    dec("dec_gqa_rope_bilinear_float", floats(13), dict(
+        positional="rope", attention_score="bilinear", num_kv_heads=2, norm="pre",
+        norm_type="rms_norm"), note="score.weight stays per query head [4, 8, 8]"),
+    dec("dec_llama_gemm_l2_blocks", ids(13, batch=2), dict(
+        LLAMA, d_model=96, num_heads=6, num_kv_heads=2, d_ff=50, vocab_size=64, max_seq_len=64),
+        cache_bytes=(32 * 1024, 48 * 1024),
+        note="small caches as enc_gemm_l2_blocks: in_proj (6+2*2)*16 = 160 rows, gated linear1 100 rows"),
+    dec("dec_llama_weights_bf16", ids(7), dict(LLAMA, vocab_size=64, num_kv_heads=2),
+        weight_dtype="BF16"),
+    enc("enc_rms_post_final_norm", floats(13, batch=2), dict(
+        norm_type="rms_norm", final_norm=True, activation="gelu"),
+        note="rms norms after each sublayer, and a final one"),
+    enc("enc_geglu_pre", floats(7, batch=2), dict(norm="pre", ffn_gated=True, activation="gelu", d_ff=40),
+        note="GeGLU: gated exact gelu, layer norms, biases"),
+    enc("enc_silu_learned_ids", ids(13), dict(
+        vocab_size=50, positional="learned", activation="silu", lm_head=False),
+        note="silu, not gated"),
+    enc("enc_mqa_additive_nobias", floats(5), dict(
+        attention_score="additive", additive_dim=12, num_kv_heads=1, bias=False, norm="pre")),
+    enc("enc_gated_silu_d21_unbatched", ids(7, batch=None), dict(
+        d_model=21, num_heads=3, num_kv_heads=1, d_ff=25, vocab_size=33, ffn_gated=True,
+        activation="silu"), note="dk 7, gated d_ff 25, one kv head, biases"),
+    encdec("encdec_llama_gqa_nobias", src_tgt(7, 5, batch=2), dict(
+        LLAMA, vocab_size=64, num_kv_heads=2, num_encoder_layers=2, num_decoder_layers=1),
+        note="2 kv heads in self- and cross-attention, no biases anywhere"),
+    encdec("encdec_mqa_nobias_shared_unbatched", src_tgt(13, 1, batch=None), dict(
+        vocab_size=64, num_kv_heads=1, bias=False, final_norm=True, activation="silu"),
+        shared_embeddings=True, note="post layer norms, tgt of length 1"),
+    encdec("encdec_gqa_rms_dot_dk12_float", src_tgt(5, 7, dtype="float32"), dict(
+        d_model=48, num_heads=4, num_kv_heads=2, d_ff=45, norm_type="rms_norm", norm="post",
+        attention_score="dot", ffn_gated=True, activation="gelu_tanh", positional="none")),
 ]
 
 
@@ -305,6 +363,37 @@ def coverage():
         add("dk=%d" % cfg.head_dim, n)
         add("d_model=%d,heads=%d" % (cfg.d_model, cfg.num_heads), n)
         add("d_ff=%d" % cfg.d_ff, n)
+        # Section 11.
+        add("norm_type=%s(%s)" % (cfg.norm_type, cfg.norm), n)
+        if cfg.rms and cfg.final_norm:
+            add("rms_norm final norm", n)
+        if cfg.ffn_gated:
+            add("ffn_gated(%s)" % cfg.activation, n)
+            add("ffn_gated bias=%s" % cfg.bias, n)
+            if cfg.d_ff % 8:
+                add("ffn_gated d_ff%8!=0", n)
+        if cfg.num_kv_heads != cfg.num_heads:
+            kv = "num_kv_heads=1" if cfg.num_kv_heads == 1 else "num_kv_heads grouped"
+            add(kv, n)
+            add("gqa(%s)" % cfg.architecture, n)
+            add("gqa bias=%s" % cfg.bias, n)
+            add("gqa+score=" + cfg.attention_score, n)
+            if cfg.positional == "rope":
+                add("gqa+rope", n)
+        if not cfg.bias:
+            add("bias=false(%s)" % cfg.architecture, n)
+        if cfg.uses_section11():
+            add("section 11 batch" + ("=none" if b is None else "=1" if b == 1 else ">1"), n)
+            add("section 11 weights " + c.weight_dtype, n)
+            if c.cache_bytes:
+                add("section 11 cache sizes", n)
+            if min(i.seq for i in c.inputs.values()) == 1:
+                add("section 11 seq=1", n)
+            if cfg.lm_head:
+                add("section 11 lm_head " + ("tied" if cfg.tie_embeddings else "untied"), n)
+            if (cfg.rms and cfg.activation == "silu" and cfg.ffn_gated and cfg.positional == "rope"
+                    and cfg.num_kv_heads < cfg.num_heads and not cfg.bias and cfg.norm == "pre"):
+                add("llama-like" + (" encdec" if cfg.is_encdec else ""), n)
     return feats
 
 
@@ -328,6 +417,17 @@ REQUIRED = (
     + ["weights F32", "weights F16", "weights BF16"]
     + ["seq=1", "seq=7", "seq=13"]
     + ["dk=8", "dk=24", "dk=80", "d_model=96,heads=3", "d_ff=50"]
+    # section 11
+    + ["norm_type=%s(%s)" % x for x in itertools.product(("layer_norm", "rms_norm"), ("pre", "post"))]
+    + ["rms_norm final norm", "activation=silu", "ffn_gated(silu)", "ffn_gated(gelu)",
+       "ffn_gated bias=True", "ffn_gated bias=False", "ffn_gated d_ff%8!=0"]
+    + ["num_kv_heads=1", "num_kv_heads grouped", "gqa(encoder)", "gqa(decoder)", "gqa(encoder_decoder)",
+       "gqa bias=True", "gqa bias=False", "gqa+rope", "gqa+score=scaled_dot", "gqa+score=dot",
+       "gqa+score=bilinear", "gqa+score=additive"]
+    + ["bias=false(encoder)", "bias=false(decoder)", "bias=false(encoder_decoder)"]
+    + ["section 11 batch=none", "section 11 batch=1", "section 11 batch>1", "section 11 seq=1",
+       "section 11 weights BF16", "section 11 cache sizes", "section 11 lm_head tied",
+       "section 11 lm_head untied", "llama-like", "llama-like encdec", "dk=12"]
 )
 
 

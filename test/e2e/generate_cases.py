@@ -21,6 +21,14 @@ decoder depths, int32/int64 ids (also mixed), --max-seq-len with
 tgt + N == the limit (and src above the model's max_seq_len), sampling,
 and the too-long checks (tgt + N, and src, above the limit).
 
+Section 11 (norm_type, silu, ffn_gated, num_kv_heads, bias): llama-like
+decoders (pre rms norms, gated silu, rope, no biases) with 2 kv heads of 4
+(batch 2, sampled too), one kv head (multi-query, unbatched, interleaved
+rope, too_long) and dk 12 with a prompt of length 1; an encoder_decoder
+with 2 kv heads in self- and cross-attention and no biases.  Their
+reference checks include run_generate's KV cache, which keeps num_kv_heads
+heads per layer like the compiled model.
+
 `check_coverage()` asserts that every required feature is exercised, for
 both architectures (encoder_decoder features are prefixed `encdec `);
 `/usr/bin/python3 generate_cases.py -v` prints the map.
@@ -106,6 +114,11 @@ def _model(name, **kw):
     return {k: v for k, v in m.items() if v is not None}   # num_layers=None: drop the key
 
 
+# Contract section 11, the Llama recipe (+ num_kv_heads).
+LLAMA = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu", ffn_gated=True,
+             bias=False)
+
+
 def gen(name, prompt, model=None, **kw):
     return GenCase(name, _model(name, **(model or {})), prompt, **kw)
 
@@ -186,6 +199,20 @@ CASES = [
            dict(max_seq_len=16, norm="pre", activation="gelu_tanh", num_encoder_layers=2,
                 num_decoder_layers=1, num_layers=None), max_seq_len=27, seed=9, weight_gain=5.0,
            note="--max-seq-len 27 above the model's 16: src 19, tgt 7 + 20 = exactly the limit"),
+    # ---- section 11: llama-like decoders, and an encoder_decoder ----------------
+    gen("gen_llama_gqa_batch2", prompt(6, batch=2), dict(LLAMA, num_kv_heads=2, tie_embeddings=False),
+        extras=("sample",), seed=6,
+        note="pre rms norms, gated silu, rope, 2 kv heads of 4, no biases, untied head; greedy and sampled"),
+    gen("gen_llama_mqa_interleaved_unbatched", prompt(5, batch=None, dtype="int32"), dict(
+        LLAMA, num_kv_heads=1, rope_style="interleaved"), extras=("too_long",), seed=1,
+        note="multi-query (one kv head), tied head, no batch dimension"),
+    gen("gen_llama_gqa_dk12_seq1", prompt(1), dict(
+        LLAMA, d_model=48, num_heads=4, num_kv_heads=2, d_ff=45, rope_base=500000.0), seed=6,
+        note="dk 12, gated d_ff 45, a prompt of length 1"),
+    gen_ed("gen_ed_gqa_nobias", prompt(7), prompt(3), dict(
+        num_kv_heads=2, bias=False, norm="pre", norm_type="rms_norm", activation="silu",
+        ffn_gated=True, positional="rope"), seed=9,
+        note="2 kv heads in self- and cross-attention, no biases; rms norms, gated silu"),
 ]
 
 
@@ -300,6 +327,21 @@ def coverage():
             add(a + "extra " + e, n)
         if "sample" in c.extras and (c.prompt.batch or 1) > 1:
             add(a + "sample batch>1", n)
+        # Section 11.
+        if cfg.num_kv_heads != cfg.num_heads:
+            add(a + ("num_kv_heads=1" if cfg.num_kv_heads == 1 else "num_kv_heads grouped"), n)
+        if cfg.rms:
+            add(a + "norm_type=rms_norm", n)
+        if cfg.ffn_gated:
+            add(a + "ffn_gated(%s)" % cfg.activation, n)
+        if not cfg.bias:
+            add(a + "bias=false", n)
+        if cfg.uses_section11():
+            add(a + "section 11 prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
+            if c.prompt.seq == 1:
+                add(a + "section 11 prompt seq=1", n)
+            for e in c.extras:
+                add(a + "section 11 extra " + e, n)
     return feats
 
 
@@ -323,6 +365,11 @@ REQUIRED = (
        "encdec encoder layers!=decoder layers", "encdec --max-seq-len",
        "encdec prompt + N == max seq len", "encdec src seq>model max_seq_len",
        "encdec extra sample", "encdec extra too_long"]
+    # section 11
+    + ["num_kv_heads grouped", "num_kv_heads=1", "norm_type=rms_norm", "ffn_gated(silu)", "bias=false",
+       "section 11 prompt batch=none", "section 11 prompt batch=2", "section 11 prompt seq=1",
+       "section 11 extra sample", "section 11 extra too_long"]
+    + ["encdec num_kv_heads grouped", "encdec bias=false"]
 )
 
 

@@ -14,9 +14,24 @@ Two independent implementations:
       formulas in plain tensor ops (matmul, exp, tanh, erf, ...), no
       nn.MultiheadAttention / F.layer_norm / F.softmax / F.gelu.
 
-Both expose state_dict() with exactly the contract's section 3 names, so
-one set of weights loads into either (strict=True), and a weights file
-written from that state_dict is what the compiled executable reads.
+  (c) HFStyleModel: the Hugging Face Llama way (separate q/k/v/o_proj and
+      gate/up/down_proj nn.Linear layers cut from in_proj and linear1 at
+      load, repeat_kv, RMSNorm with torch.rsqrt, F.silu, F.softmax, einsum
+      scores, rotate_half / complex rope), for any model; the harnesses use
+      it in (a)'s place for models with section 11's keys (norm_type,
+      silu, ffn_gated, num_kv_heads, bias), which nn.Transformer cannot
+      express (Config.second_form(), build_torch_model()).
+
+All expose state_dict() with exactly the contract's section 3 names (with
+section 11's shapes), so one set of weights loads into any of them, and a
+weights file written from that state_dict is what the compiled executable
+reads.
+
+Section 11 as read here: num_kv_heads applies to every attention block,
+self and cross (multihead_attn.) alike; score parameters (bilinear,
+additive) stay per query head, [num_heads, ...]; `bias: false` drops
+in_proj_bias, out_proj.bias, linear1.bias and linear2.bias everywhere, and
+rms_norm drops every norm's bias (layer_norm keeps weight and bias).
 
 Fp32Rounding / fp32_rounding_noise: how much fp32 rounding moves a model's
 outputs (its conditioning), estimated by running the float64 model with
@@ -25,7 +40,9 @@ fp32-sized random rounding errors injected at every op that rounds in fp32
 machine's fp32 kernels.
 
 `/usr/bin/python3 reference.py --self-test` checks (b) against (a) on every
-configuration (a) supports, (b)'s dot and bilinear scores against (a) with
+configuration (a) supports, (b) against (c) on a sample of section 11
+models, (c) against (a) and (b) without section 11's keys, planted mistakes
+in (c) (HF_MISTAKES) that must be caught, (b)'s dot and bilinear scores against (a) with
 equivalently transformed weights, the attention function against a naive
 per-element loop for every score kind/rope style/mask, rotary positions
 against the complex-number (RoFormer/LLaMA) and rotate_half (NeoX/HF)
@@ -55,6 +72,8 @@ KNOWN_KEYS = (
     "positional", "rope_style", "rope_base", "embedding_scale", "norm",
     "norm_eps", "final_norm", "activation", "attention_score", "additive_dim",
     "causal", "lm_head", "tie_embeddings",
+    # contract section 11 (modern decoder keys)
+    "norm_type", "ffn_gated", "num_kv_heads", "bias",
 )
 
 _CHOICES = {
@@ -63,7 +82,8 @@ _CHOICES = {
     "rope_style": ("half", "interleaved"),
     "embedding_scale": ("none", "sqrt_d_model"),
     "norm": ("post", "pre"),
-    "activation": ("relu", "gelu", "gelu_tanh"),
+    "activation": ("relu", "gelu", "gelu_tanh", "silu"),
+    "norm_type": ("layer_norm", "rms_norm"),
     "attention_score": ("scaled_dot", "dot", "bilinear", "additive"),
 }
 
@@ -155,6 +175,15 @@ class Config:
         if self.lm_head and self.vocab_size is None:
             raise ConfigError("lm_head needs vocab_size")
         self.tie_embeddings = boolean("tie_embeddings", True)
+        # Section 11.  num_kv_heads and bias apply to every attention block,
+        # self and cross (multihead_attn.) alike, and to every linear.
+        self.norm_type = choice("norm_type", "layer_norm")
+        self.ffn_gated = boolean("ffn_gated", False)
+        self.num_kv_heads = pos_int("num_kv_heads", desc.get("num_kv_heads", self.num_heads))
+        if self.num_heads % self.num_kv_heads:
+            raise ConfigError("num_kv_heads %d does not divide num_heads %d"
+                              % (self.num_kv_heads, self.num_heads))
+        self.bias = boolean("bias", True)
 
     # Derived facts -------------------------------------------------------
     @property
@@ -177,9 +206,35 @@ class Config:
     def out_dim(self):
         return self.vocab_size if self.lm_head else self.d_model
 
+    @property
+    def kv_group(self):
+        """Query heads per key/value head: query head h reads kv head h // kv_group."""
+        return self.num_heads // self.num_kv_heads
+
+    @property
+    def rms(self):
+        return self.norm_type == "rms_norm"
+
+    def uses_section11(self):
+        """Whether a section 11 key changes the maths (a default value given
+        explicitly does not): nn.Transformer cannot express such a model."""
+        return (self.rms or self.activation == "silu" or self.ffn_gated
+                or self.num_kv_heads != self.num_heads or not self.bias)
+
     def torch_supported(self):
         """Whether implementation (a), PyTorch's own modules, can express it."""
-        return self.attention_score == "scaled_dot" and self.positional != "rope"
+        return (self.attention_score == "scaled_dot" and self.positional != "rope"
+                and not self.uses_section11())
+
+    def second_form(self):
+        """The independent implementation the harnesses compare (b) with:
+        "torch" ((a), nn.Transformer), "hf" ((c), the Hugging Face style
+        modules, for models using section 11's keys), or None ((b) alone)."""
+        if self.torch_supported():
+            return "torch"
+        if self.uses_section11():
+            return "hf"
+        return None
 
 
 def as_config(c):
@@ -191,15 +246,27 @@ def as_config(c):
 # ---------------------------------------------------------------------------
 
 def expected_weights(cfg, shared_embeddings=False):
+    """Section 3, with section 11: in_proj has (num_heads + 2 num_kv_heads)
+    dk rows (Q, K, V), linear1 2 d_ff rows when gated (gate, then up), no
+    linear biases with `bias: false`, no norm biases with rms_norm."""
     cfg = as_config(cfg)
     d, f, h, dk, a = cfg.d_model, cfg.d_ff, cfg.num_heads, cfg.head_dim, cfg.additive_dim
+    qkv = (h + 2 * cfg.num_kv_heads) * dk   # 3 d without grouped-query attention
+    f1 = 2 * f if cfg.ffn_gated else f
     out = {}
 
+    def norm(prefix):
+        out[prefix + "weight"] = (d,)
+        if not cfg.rms:
+            out[prefix + "bias"] = (d,)
+
     def attn(prefix):
-        out[prefix + "in_proj_weight"] = (3 * d, d)
-        out[prefix + "in_proj_bias"] = (3 * d,)
+        out[prefix + "in_proj_weight"] = (qkv, d)
+        if cfg.bias:
+            out[prefix + "in_proj_bias"] = (qkv,)
         out[prefix + "out_proj.weight"] = (d, d)
-        out[prefix + "out_proj.bias"] = (d,)
+        if cfg.bias:
+            out[prefix + "out_proj.bias"] = (d,)
         if cfg.attention_score == "bilinear":
             out[prefix + "score.weight"] = (h, dk, dk)
         elif cfg.attention_score == "additive":
@@ -211,13 +278,14 @@ def expected_weights(cfg, shared_embeddings=False):
         attn(prefix + "self_attn.")
         if cross:
             attn(prefix + "multihead_attn.")
-        out[prefix + "linear1.weight"] = (f, d)
-        out[prefix + "linear1.bias"] = (f,)
+        out[prefix + "linear1.weight"] = (f1, d)
+        if cfg.bias:
+            out[prefix + "linear1.bias"] = (f1,)
         out[prefix + "linear2.weight"] = (d, f)
-        out[prefix + "linear2.bias"] = (d,)
+        if cfg.bias:
+            out[prefix + "linear2.bias"] = (d,)
         for i in range(1, 4 if cross else 3):
-            out[prefix + "norm%d.weight" % i] = (d,)
-            out[prefix + "norm%d.bias" % i] = (d,)
+            norm(prefix + "norm%d." % i)
 
     if cfg.is_encdec:
         if cfg.tokens:
@@ -232,13 +300,11 @@ def expected_weights(cfg, shared_embeddings=False):
         for i in range(cfg.num_encoder_layers):
             layer("encoder.layers.%d." % i, cross=False)
         if cfg.final_norm:
-            out["encoder.norm.weight"] = (d,)
-            out["encoder.norm.bias"] = (d,)
+            norm("encoder.norm.")
         for i in range(cfg.num_decoder_layers):
             layer("decoder.layers.%d." % i, cross=True)
         if cfg.final_norm:
-            out["decoder.norm.weight"] = (d,)
-            out["decoder.norm.bias"] = (d,)
+            norm("decoder.norm.")
     else:
         if cfg.tokens:
             out["embed.weight"] = (cfg.vocab_size, d)
@@ -247,8 +313,7 @@ def expected_weights(cfg, shared_embeddings=False):
         for i in range(cfg.num_layers):
             layer("layers.%d." % i, cross=False)
         if cfg.final_norm:
-            out["norm.weight"] = (d,)
-            out["norm.bias"] = (d,)
+            norm("norm.")
     if cfg.untied_head:
         out["lm_head.weight"] = (cfg.vocab_size, d)
     return out
@@ -316,6 +381,11 @@ def layer_norm(x, weight, bias, eps):
     return (x - mean) / torch.sqrt(var + eps) * weight + bias
 
 
+def rms_norm(x, weight, eps):
+    """x / sqrt(mean(x^2) + eps) * weight (contract section 11)."""
+    return x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps) * weight
+
+
 def activation_fn(name, x):
     if name == "relu":
         return torch.clamp(x, min=0.0)
@@ -323,6 +393,8 @@ def activation_fn(name, x):
         return 0.5 * x * (1.0 + torch.erf(x / math.sqrt(2.0)))
     if name == "gelu_tanh":
         return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+    if name == "silu":
+        return x / (1.0 + torch.exp(-x))   # x * sigmoid(x); exp overflow gives -0, not nan
     raise ValueError(name)
 
 
@@ -362,6 +434,20 @@ class _LayerNorm(nn.Module):
         return layer_norm(x, self.weight, self.bias, self.eps)
 
 
+class _RMSNorm(nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.empty(d))
+
+    def forward(self, x):
+        return rms_norm(x, self.weight, self.eps)
+
+
+def _norm(cfg):
+    return (_RMSNorm if cfg.rms else _LayerNorm)(cfg.d_model, cfg.norm_eps)
+
+
 class _Embedding(nn.Module):
     def __init__(self, n, d):
         super().__init__()
@@ -397,17 +483,25 @@ class _AdditiveScore(nn.Module):
 
 
 class FormulaAttention(nn.Module):
-    """Multi-head attention with nn.MultiheadAttention's parameter layout."""
+    """Multi-head attention with nn.MultiheadAttention's parameter layout;
+    grouped-query (section 11): in_proj is (num_heads + 2 num_kv_heads) dk
+    rows, Q then K then V, and query head h reads K/V head h // group;
+    without `bias`, no in_proj_bias (None) and no out_proj.bias."""
 
     def __init__(self, cfg):
         super().__init__()
         d = cfg.d_model
         self.num_heads = cfg.num_heads
+        self.num_kv_heads = cfg.num_kv_heads
         self.head_dim = cfg.head_dim
         self.score_kind = cfg.attention_score
-        self.in_proj_weight = nn.Parameter(torch.empty(3 * d, d))
-        self.in_proj_bias = nn.Parameter(torch.empty(3 * d))
-        self.out_proj = _Linear(d, d)
+        rows = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
+        self.in_proj_weight = nn.Parameter(torch.empty(rows, d))
+        if cfg.bias:
+            self.in_proj_bias = nn.Parameter(torch.empty(rows))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = _Linear(d, d, bias=cfg.bias)
         if self.score_kind == "bilinear":
             self.score = _BilinearScore(cfg.num_heads, cfg.head_dim)
         elif self.score_kind == "additive":
@@ -419,18 +513,24 @@ class FormulaAttention(nn.Module):
         kv = x if mem is None else mem
         b, sq, d = x.shape
         sk = kv.shape[1]
-        h, dk = self.num_heads, self.head_dim
+        h, hkv, dk = self.num_heads, self.num_kv_heads, self.head_dim
         w, bias = self.in_proj_weight, self.in_proj_bias
-        q = linear(x, w[:d], bias[:d])
-        k = linear(kv, w[d:2 * d], bias[d:2 * d])
-        v = linear(kv, w[2 * d:], bias[2 * d:])
+        # Row ranges of Q, K, V in in_proj (3 equal blocks of d rows when hkv == h).
+        qr, kr, vr = slice(0, h * dk), slice(h * dk, (h + hkv) * dk), slice((h + hkv) * dk, (h + 2 * hkv) * dk)
+        q = linear(x, w[qr], None if bias is None else bias[qr])
+        k = linear(kv, w[kr], None if bias is None else bias[kr])
+        v = linear(kv, w[vr], None if bias is None else bias[vr])
         q = q.reshape(b, sq, h, dk).transpose(1, 2)  # [B,H,Sq,dk]; head h = features h*dk..
-        k = k.reshape(b, sk, h, dk).transpose(1, 2)
-        v = v.reshape(b, sk, h, dk).transpose(1, 2)
+        k = k.reshape(b, sk, hkv, dk).transpose(1, 2)  # [B,KV,Sk,dk]
+        v = v.reshape(b, sk, hkv, dk).transpose(1, 2)
         if rope is not None:
             cos, sin, style = rope
             q = apply_rope(q, cos[:sq], sin[:sq], style)
             k = apply_rope(k, cos[:sk], sin[:sk], style)
+        if hkv != h:
+            # Query head i reads key/value head i // (h / hkv): gather those.
+            kv_of = torch.tensor([i // (h // hkv) for i in range(h)])
+            k, v = k[:, kv_of], v[:, kv_of]
         if self.score_kind == "scaled_dot":
             s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dk)
         elif self.score_kind == "dot":
@@ -446,19 +546,30 @@ class FormulaAttention(nn.Module):
         return self.out_proj(o)
 
 
+def _ffn_inner(layer, x):
+    """act(linear1(x)); gated (section 11): linear1's first d_ff outputs are
+    the gate, the next d_ff the up projection: act(gate) * up."""
+    y = layer.linear1(x)
+    if not layer.gated:
+        return activation_fn(layer.act, y)
+    f = layer.d_ff
+    return activation_fn(layer.act, y[..., :f]) * y[..., f:]
+
+
 class FormulaEncoderLayer(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.pre = cfg.norm == "pre"
         self.act = cfg.activation
         self.self_attn = FormulaAttention(cfg)
-        self.linear1 = _Linear(cfg.d_model, cfg.d_ff)
-        self.linear2 = _Linear(cfg.d_ff, cfg.d_model)
-        self.norm1 = _LayerNorm(cfg.d_model, cfg.norm_eps)
-        self.norm2 = _LayerNorm(cfg.d_model, cfg.norm_eps)
+        self.d_ff, self.gated = cfg.d_ff, cfg.ffn_gated
+        self.linear1 = _Linear(cfg.d_model, cfg.d_ff * (2 if cfg.ffn_gated else 1), bias=cfg.bias)
+        self.linear2 = _Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
+        self.norm1 = _norm(cfg)
+        self.norm2 = _norm(cfg)
 
     def ff(self, x):
-        return self.linear2(activation_fn(self.act, self.linear1(x)))
+        return self.linear2(_ffn_inner(self, x))
 
     def forward(self, x, causal, rope):
         if self.pre:
@@ -477,14 +588,15 @@ class FormulaDecoderLayer(nn.Module):
         self.act = cfg.activation
         self.self_attn = FormulaAttention(cfg)
         self.multihead_attn = FormulaAttention(cfg)
-        self.linear1 = _Linear(cfg.d_model, cfg.d_ff)
-        self.linear2 = _Linear(cfg.d_ff, cfg.d_model)
-        self.norm1 = _LayerNorm(cfg.d_model, cfg.norm_eps)
-        self.norm2 = _LayerNorm(cfg.d_model, cfg.norm_eps)
-        self.norm3 = _LayerNorm(cfg.d_model, cfg.norm_eps)
+        self.d_ff, self.gated = cfg.d_ff, cfg.ffn_gated
+        self.linear1 = _Linear(cfg.d_model, cfg.d_ff * (2 if cfg.ffn_gated else 1), bias=cfg.bias)
+        self.linear2 = _Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
+        self.norm1 = _norm(cfg)
+        self.norm2 = _norm(cfg)
+        self.norm3 = _norm(cfg)
 
     def ff(self, x):
-        return self.linear2(activation_fn(self.act, self.linear1(x)))
+        return self.linear2(_ffn_inner(self, x))
 
     def forward(self, x, mem, causal, rope):
         # Cross-attention: never causal, never rotated.
@@ -504,7 +616,7 @@ class _Stack(nn.Module):
         super().__init__()
         make = FormulaDecoderLayer if cross else FormulaEncoderLayer
         self.layers = nn.ModuleList([make(cfg) for _ in range(n)])
-        self.norm = _LayerNorm(cfg.d_model, cfg.norm_eps) if cfg.final_norm else None
+        self.norm = _norm(cfg) if cfg.final_norm else None
 
 
 class FormulaModel(nn.Module):
@@ -538,7 +650,7 @@ class FormulaModel(nn.Module):
             if cfg.positional == "learned":
                 self.pos_embed = _Embedding(cfg.max_seq_len, d)
             self.layers = nn.ModuleList([FormulaEncoderLayer(cfg) for _ in range(cfg.num_layers)])
-            self.norm = _LayerNorm(d, cfg.norm_eps) if cfg.final_norm else None
+            self.norm = _norm(cfg) if cfg.final_norm else None
         if cfg.untied_head:
             self.lm_head = _Linear(d, cfg.vocab_size, bias=False)
 
@@ -766,6 +878,406 @@ class TorchEncoderDecoder(nn.Transformer, _TorchEmbedMixin):
 
 
 # ---------------------------------------------------------------------------
+# (c) The Hugging Face style modules, for section 11's keys.
+# ---------------------------------------------------------------------------
+#
+# nn.Transformer cannot express rms_norm, a gated FFN, grouped-query
+# attention, silu or bias-free linears, so for those models (a)'s role is
+# taken by a third implementation written the way Hugging Face's Llama
+# modules are (modeling_llama.py): separate q_proj/k_proj/v_proj/o_proj
+# nn.Linear layers, `repeat_kv` (torch.repeat_interleave on the head axis),
+# an RMSNorm module with torch.rsqrt, separate gate_proj/up_proj/down_proj
+# nn.Linear modules, F.silu, F.softmax, an additive causal mask of
+# finfo.min, rope as rotate_half (half) or Meta's complex multiplication
+# (interleaved), nn.LayerNorm for layer_norm.  Its own parameter names are
+# Hugging Face-like; load_state_dict() takes the contract's names and slices
+# in_proj into q/k/v and linear1 into gate/up, and state_dict() gives the
+# contract's names back (concatenated), so one weights dict loads into (a),
+# (b) or (c) alike.  `mistake` (self-test only) plants one deliberate error.
+
+HF_MISTAKES = ("gqa_modulo", "gate_up_swapped", "rms_sum", "rms_centered", "silu_relu",
+               "in_proj_bias_dropped", "linear2_bias_dropped", "kv_swapped", "cross_kv_from_query")
+
+
+def repeat_kv(hidden_states, n_rep, mistake=None):
+    """[B, KV, S, dk] -> [B, KV * n_rep, S, dk]: query head h reads KV head
+    h // n_rep (Hugging Face's repeat_kv)."""
+    if n_rep == 1:
+        return hidden_states
+    if mistake == "gqa_modulo":          # head h reads h % KV: wrong
+        return hidden_states.repeat(1, n_rep, 1, 1)
+    return torch.repeat_interleave(hidden_states, repeats=n_rep, dim=1)
+
+
+class HFRMSNorm(nn.Module):
+    """LlamaRMSNorm."""
+
+    def __init__(self, hidden_size, eps, mistake=None):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+        self.mistake = mistake
+
+    def forward(self, hidden_states):
+        if self.mistake == "rms_centered":
+            hidden_states = hidden_states - hidden_states.mean(-1, keepdim=True)
+        if self.mistake == "rms_sum":
+            variance = hidden_states.pow(2).sum(-1, keepdim=True)
+        else:
+            variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states
+
+
+def _hf_norm(cfg, mistake):
+    if cfg.rms:
+        return HFRMSNorm(cfg.d_model, cfg.norm_eps, mistake)
+    return nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps)
+
+
+def _hf_act(name, mistake):
+    if name == "silu":
+        return F.relu if mistake == "silu_relu" else F.silu
+    if name == "gelu":
+        return F.gelu
+    if name == "gelu_tanh":
+        return functools.partial(F.gelu, approximate="tanh")
+    return F.relu
+
+
+class HFMLP(nn.Module):
+    """LlamaMLP: down_proj(act(gate_proj(x)) * up_proj(x)); not gated:
+    down_proj(act(up_proj(x)))."""
+
+    def __init__(self, cfg, mistake):
+        super().__init__()
+        d, f = cfg.d_model, cfg.d_ff
+        self.gated = cfg.ffn_gated
+        if self.gated:
+            self.gate_proj = nn.Linear(d, f, bias=cfg.bias)
+        self.up_proj = nn.Linear(d, f, bias=cfg.bias)
+        self.down_proj = nn.Linear(f, d, bias=cfg.bias)
+        self.act_fn = _hf_act(cfg.activation, mistake)
+
+    def forward(self, x):
+        if self.gated:
+            return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(self.act_fn(self.up_proj(x)))
+
+
+def _rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class HFRotary:
+    """Rotary positions for positions 0..S-1: `half` as Hugging Face's
+    LlamaRotaryEmbedding + apply_rotary_pos_emb (rotate_half), `interleaved`
+    as Meta's llama apply_rotary_emb (view_as_complex times polar).  The
+    angles in float64, then cast (the contract's choice)."""
+
+    def __init__(self, cfg, seq_len, dtype):
+        dim = cfg.head_dim
+        inv_freq = 1.0 / (cfg.rope_base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+        t = torch.arange(seq_len, dtype=torch.float64)
+        freqs = torch.einsum("i,j->ij", t, inv_freq)
+        self.style = cfg.rope_style
+        if self.style == "half":
+            emb = torch.cat((freqs, freqs), dim=-1)
+            self.cos, self.sin = emb.cos().to(dtype), emb.sin().to(dtype)
+        else:
+            cdt = torch.complex64 if dtype == torch.float32 else torch.complex128
+            self.freqs_cis = torch.polar(torch.ones_like(freqs), freqs).to(cdt)
+
+    def __call__(self, x):
+        """x [B, heads, S, dk]."""
+        if self.style == "half":
+            return x * self.cos + _rotate_half(x) * self.sin
+        xc = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2).contiguous())
+        return torch.view_as_real(xc * self.freqs_cis).flatten(3)
+
+
+class HFAttention(nn.Module):
+    """LlamaAttention, with the contract's score kinds as einsums."""
+
+    def __init__(self, cfg, mistake, cross=False):
+        super().__init__()
+        d = cfg.d_model
+        self.num_heads, self.head_dim = cfg.num_heads, cfg.head_dim
+        self.num_key_value_heads = cfg.num_kv_heads
+        self.num_key_value_groups = cfg.num_heads // cfg.num_kv_heads
+        self.score_kind = cfg.attention_score
+        self.mistake = mistake
+        self.cross = cross
+        self.q_proj = nn.Linear(d, self.num_heads * self.head_dim, bias=cfg.bias)
+        self.k_proj = nn.Linear(d, self.num_key_value_heads * self.head_dim, bias=cfg.bias)
+        self.v_proj = nn.Linear(d, self.num_key_value_heads * self.head_dim, bias=cfg.bias)
+        self.o_proj = nn.Linear(d, d, bias=cfg.bias)
+        h, a, dk = cfg.num_heads, cfg.additive_dim, cfg.head_dim
+        if self.score_kind == "bilinear":
+            self.bilinear = nn.Parameter(torch.empty(h, dk, dk))
+        elif self.score_kind == "additive":
+            self.additive_key = nn.Parameter(torch.empty(h, a, dk))
+            self.additive_query = nn.Parameter(torch.empty(h, a, dk))
+            self.additive_v = nn.Parameter(torch.empty(h, a))
+
+    def forward(self, hidden_states, key_value_states=None, causal=False, rotary=None):
+        bsz, q_len, _ = hidden_states.size()
+        src = hidden_states if key_value_states is None else key_value_states
+        if self.mistake == "cross_kv_from_query" and self.cross:
+            src = hidden_states
+        kv_len = src.shape[1]
+        query_states = self.q_proj(hidden_states)
+        key_states = self.k_proj(src)
+        value_states = self.v_proj(src)
+        if self.mistake == "kv_swapped":
+            key_states, value_states = value_states, key_states
+        query_states = query_states.view(bsz, q_len, self.num_heads, self.head_dim).transpose(1, 2)
+        key_states = key_states.view(bsz, kv_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        value_states = value_states.view(bsz, kv_len, self.num_key_value_heads, self.head_dim).transpose(1, 2)
+        if rotary is not None:
+            query_states, key_states = rotary(query_states), rotary(key_states)
+        key_states = repeat_kv(key_states, self.num_key_value_groups, self.mistake)
+        value_states = repeat_kv(value_states, self.num_key_value_groups, self.mistake)
+        kind = self.score_kind
+        if kind in ("scaled_dot", "dot"):
+            attn_weights = torch.einsum("bhqd,bhkd->bhqk", query_states, key_states)
+            if kind == "scaled_dot":
+                attn_weights = attn_weights / math.sqrt(self.head_dim)
+        elif kind == "bilinear":
+            attn_weights = torch.einsum("bhqd,hde,bhke->bhqk", query_states, self.bilinear, key_states)
+        else:
+            kp = torch.einsum("bhkd,had->bhka", key_states, self.additive_key)
+            qp = torch.einsum("bhqd,had->bhqa", query_states, self.additive_query)
+            attn_weights = torch.einsum("bhqka,ha->bhqk", torch.tanh(qp[:, :, :, None] + kp[:, :, None]),
+                                        self.additive_v)
+        if causal:
+            mask = torch.full((q_len, kv_len), torch.finfo(attn_weights.dtype).min,
+                              dtype=attn_weights.dtype).triu(1)
+            attn_weights = attn_weights + mask
+        attn_weights = F.softmax(attn_weights, dim=-1)
+        attn_output = torch.matmul(attn_weights, value_states)
+        attn_output = attn_output.transpose(1, 2).reshape(bsz, q_len, self.num_heads * self.head_dim)
+        return self.o_proj(attn_output)
+
+
+class HFLayer(nn.Module):
+    """One layer: self-attention, cross-attention (decoder stack of
+    encoder_decoder), MLP; `pre`: h + f(norm(h)), `post`: norm(h + f(h))."""
+
+    def __init__(self, cfg, cross, mistake):
+        super().__init__()
+        self.pre = cfg.norm == "pre"
+        self.self_attn = HFAttention(cfg, mistake)
+        self.attn_norm = _hf_norm(cfg, mistake)
+        if cross:
+            self.cross_attn = HFAttention(cfg, mistake, cross=True)
+            self.cross_norm = _hf_norm(cfg, mistake)
+        self.mlp = HFMLP(cfg, mistake)
+        self.mlp_norm = _hf_norm(cfg, mistake)
+
+    def _sub(self, norm, fn, h):
+        return h + fn(norm(h)) if self.pre else norm(h + fn(h))
+
+    def forward(self, hidden_states, memory=None, causal=False, rotary=None):
+        h = self._sub(self.attn_norm, lambda t: self.self_attn(t, causal=causal, rotary=rotary), hidden_states)
+        if memory is not None:
+            h = self._sub(self.cross_norm, lambda t: self.cross_attn(t, key_value_states=memory), h)
+        return self._sub(self.mlp_norm, self.mlp, h)
+
+
+class HFStack(nn.Module):
+    def __init__(self, cfg, n, cross, mistake):
+        super().__init__()
+        self.layers = nn.ModuleList([HFLayer(cfg, cross, mistake) for _ in range(n)])
+        self.norm = _hf_norm(cfg, mistake) if cfg.final_norm else None
+
+    def forward(self, h, memory=None, causal=False, rotary=None):
+        for layer in self.layers:
+            h = layer(h, memory, causal, rotary)
+        return self.norm(h) if self.norm is not None else h
+
+
+# Contract name (inside a layer) <-> (c)'s name.  in_proj_* and linear1.*
+# split into several; the rest is a renaming.
+_HF_ATTN = {"self_attn.": "self_attn.", "multihead_attn.": "cross_attn."}
+_HF_SCORE = {"score.weight": "bilinear", "score.w_key": "additive_key",
+             "score.w_query": "additive_query", "score.v": "additive_v"}
+
+
+class HFStyleModel(nn.Module, _TorchEmbedMixin):
+    """(c): forward(input=...) or forward(src=..., tgt=...), like (a) and (b);
+    state_dict()/load_state_dict() in the contract's names."""
+
+    def __init__(self, cfg, shared_embeddings=False, mistake=None):
+        super().__init__()
+        cfg = as_config(cfg)
+        if mistake is not None and mistake not in HF_MISTAKES:
+            raise ValueError(mistake)
+        self.cfg = cfg
+        self.shared_embeddings = shared_embeddings
+        self.mistake = mistake
+        self._init_embeddings(cfg, shared_embeddings)
+        if cfg.is_encdec:
+            self.encoder = HFStack(cfg, cfg.num_encoder_layers, False, mistake)
+            self.decoder = HFStack(cfg, cfg.num_decoder_layers, True, mistake)
+        else:
+            self.model = HFStack(cfg, cfg.num_layers, False, mistake)
+
+    # -- the contract's names ----------------------------------------------
+    def _layer_prefixes(self):
+        """(contract prefix, (c) prefix, cross) of every layer."""
+        cfg = self.cfg
+        if cfg.is_encdec:
+            return ([("encoder.layers.%d." % i, "encoder.layers.%d." % i, False)
+                     for i in range(cfg.num_encoder_layers)]
+                    + [("decoder.layers.%d." % i, "decoder.layers.%d." % i, True)
+                       for i in range(cfg.num_decoder_layers)])
+        return [("layers.%d." % i, "model.layers.%d." % i, False) for i in range(cfg.num_layers)]
+
+    def _renames(self):
+        """Whole tensors: contract name -> (c) name."""
+        cfg = self.cfg
+        out = {}
+        for cp, hp, cross in self._layer_prefixes():
+            norms = ("attn_norm", "cross_norm", "mlp_norm") if cross else ("attn_norm", "mlp_norm")
+            for i, n in enumerate(norms):
+                for leaf in ("weight", "bias"):
+                    out["%snorm%d.%s" % (cp, i + 1, leaf)] = "%s%s.%s" % (hp, n, leaf)
+            for ca, ha in _HF_ATTN.items():
+                if ca == "multihead_attn." and not cross:
+                    continue
+                for leaf in ("weight", "bias"):
+                    out[cp + ca + "out_proj." + leaf] = hp + ha + "o_proj." + leaf
+                for c, h in _HF_SCORE.items():
+                    out[cp + ca + c] = hp + ha + h
+            for leaf in ("weight", "bias"):
+                out[cp + "linear2." + leaf] = hp + "mlp.down_proj." + leaf
+                if not cfg.ffn_gated:
+                    out[cp + "linear1." + leaf] = hp + "mlp.up_proj." + leaf
+        for leaf in ("weight", "bias"):
+            if cfg.is_encdec:
+                out["encoder.norm." + leaf] = "encoder.norm." + leaf
+                out["decoder.norm." + leaf] = "decoder.norm." + leaf
+            else:
+                out["norm." + leaf] = "model.norm." + leaf
+        return out
+
+    def _splits(self):
+        """Tensors cut along their first axis: contract name -> [((c) name, rows)]."""
+        cfg = self.cfg
+        h, kv, dk, f = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim, cfg.d_ff
+        out = {}
+        for cp, hp, cross in self._layer_prefixes():
+            for ca, ha in _HF_ATTN.items():
+                if ca == "multihead_attn." and not cross:
+                    continue
+                for cl, hl in (("in_proj_weight", "weight"), ("in_proj_bias", "bias")):
+                    out[cp + ca + cl] = [(hp + ha + p + "." + hl, n * dk) for p, n in
+                                         (("q_proj", h), ("k_proj", kv), ("v_proj", kv))]
+            if cfg.ffn_gated:
+                for leaf in ("weight", "bias"):
+                    parts = [(hp + "mlp.gate_proj." + leaf, f), (hp + "mlp.up_proj." + leaf, f)]
+                    if self.mistake == "gate_up_swapped":
+                        parts = [(parts[1][0], f), (parts[0][0], f)]
+                    out[cp + "linear1." + leaf] = parts
+        return out
+
+    def load_state_dict(self, state_dict, strict=True):
+        renames, splits = self._renames(), self._splits()
+        hf = {}
+        for k, v in state_dict.items():
+            if self.mistake == "in_proj_bias_dropped" and k.endswith("in_proj_bias"):
+                v = torch.zeros_like(v)
+            if self.mistake == "linear2_bias_dropped" and k.endswith("linear2.bias"):
+                v = torch.zeros_like(v)
+            if k in splits and v.dim() >= 1 and v.shape[0] == sum(n for _, n in splits[k]):
+                at = 0
+                for name, n in splits[k]:
+                    hf[name] = v[at:at + n]
+                    at += n
+            elif k in splits:
+                hf[k] = v   # misshapen: reported as unexpected
+            else:
+                hf[renames.get(k, k)] = v
+        back = {}
+        for k, parts in splits.items():
+            for name, _ in parts:
+                back[name] = k
+        back.update({v: k for k, v in renames.items()})
+        missing, unexpected = super().load_state_dict(hf, strict=False)
+        missing = sorted({back.get(k, k) for k in missing})
+        unexpected = sorted({back.get(k, k) if k not in state_dict else k for k in unexpected})
+        if strict and (missing or unexpected):
+            raise RuntimeError("HFStyleModel: missing %s, unexpected %s" % (missing, unexpected))
+        return missing, unexpected
+
+    def state_dict(self, *args, **kwargs):
+        sd = super().state_dict(*args, **kwargs)
+        renames, splits = self._renames(), self._splits()
+        inv = {v: k for k, v in renames.items()}
+        out = {}
+        done = set()
+        for k, v in sd.items():
+            if k in done:
+                continue
+            owner = next((ck for ck, parts in splits.items() if k in dict(parts)), None)
+            if owner is not None:
+                names = [name for name, _ in splits[owner]]
+                if self.mistake == "gate_up_swapped" and owner.endswith(("linear1.weight", "linear1.bias")):
+                    names = names[::-1]
+                if all(n in sd for n in names):
+                    out[owner] = torch.cat([sd[n] for n in names], dim=0)
+                    done.update(names)
+                    continue
+            out[inv.get(k, k)] = v
+        return out
+
+    # -- forward -----------------------------------------------------------
+    def forward(self, **inputs):
+        cfg = self.cfg
+        if set(inputs) != set(cfg.input_names):
+            raise ValueError("inputs %s, expected %s" % (sorted(inputs), cfg.input_names))
+        batched = inputs[cfg.input_names[0]].dim() == (2 if cfg.tokens else 3)
+        if not batched:
+            inputs = {k: v.unsqueeze(0) for k, v in inputs.items()}
+        dtype = self.o_dtype()
+
+        def rotary(s):
+            return HFRotary(cfg, s, dtype) if cfg.positional == "rope" else None
+        if cfg.is_encdec:
+            if cfg.tokens:
+                se = self.embed if self.shared_embeddings else self.src_embed
+                te = self.embed if self.shared_embeddings else self.tgt_embed
+            else:
+                se = te = None
+            s = self._embed_input(inputs["src"].to(dtype) if not cfg.tokens else inputs["src"], se,
+                                  getattr(self, "src_pos_embed", None))
+            t = self._embed_input(inputs["tgt"].to(dtype) if not cfg.tokens else inputs["tgt"], te,
+                                  getattr(self, "tgt_pos_embed", None))
+            memory = self.encoder(s, rotary=rotary(s.shape[1]))   # never causal
+            h = self.decoder(t, memory, causal=cfg.causal, rotary=rotary(t.shape[1]))
+            out = self._lm_head(h, te.weight if cfg.tokens else None)
+        else:
+            x = inputs["input"]
+            e = self._embed_input(x if cfg.tokens else x.to(dtype), getattr(self, "embed", None),
+                                  getattr(self, "pos_embed", None))
+            h = self.model(e, causal=cfg.causal, rotary=rotary(e.shape[1]))
+            out = self._lm_head(h, self.embed.weight if cfg.tokens else None)
+        return out if batched else out.squeeze(0)
+
+    def o_dtype(self):
+        return next(self.parameters()).dtype
+
+
+def build_hf_model(cfg, shared_embeddings=False, mistake=None):
+    """(c) for any model of sections 2 and 11 (harnesses use it through
+    build_torch_model for the models that use section 11's keys)."""
+    return HFStyleModel(as_config(cfg), shared_embeddings, mistake).eval()
+
+
+# ---------------------------------------------------------------------------
 # Building, initialising and running.
 # ---------------------------------------------------------------------------
 
@@ -774,9 +1286,15 @@ def build_formula_model(cfg, shared_embeddings=False):
 
 
 def build_torch_model(cfg, shared_embeddings=False):
-    """(a), or None where PyTorch's modules cannot express the model."""
+    """The second, independent implementation the harnesses compare (b)
+    with (cfg.second_form()): (a), PyTorch's own modules, where they can
+    express the model; (c), the Hugging Face style modules, for a model that
+    uses section 11's keys; None otherwise ((b) alone)."""
     cfg = as_config(cfg)
-    if not cfg.torch_supported():
+    form = cfg.second_form()
+    if form == "hf":
+        return build_hf_model(cfg, shared_embeddings)
+    if form is None:
         return None
     if cfg.is_encdec:
         m = TorchEncoderDecoder(cfg, shared_embeddings)
@@ -973,8 +1491,10 @@ def _naive_attention(attn, x, mem, causal, rope):
     b, sq, d = x.shape
     sk = kv.shape[1]
     h, dk = attn.num_heads, attn.head_dim
+    hkv = attn.num_kv_heads
     W = attn.in_proj_weight.double()
-    Bi = attn.in_proj_bias.double()
+    Bi = (attn.in_proj_bias.double() if attn.in_proj_bias is not None
+          else torch.zeros(W.shape[0], dtype=torch.float64))
     x = x.double()
     kv = kv.double()
     out = torch.zeros(b, sq, d, dtype=torch.float64)
@@ -983,8 +1503,11 @@ def _naive_attention(attn, x, mem, causal, rope):
     for bb in range(b):
         for hh in range(h):
             rows = slice(hh * dk, (hh + 1) * dk)
-            Wq, Wk, Wv = W[0:d][rows], W[d:2 * d][rows], W[2 * d:][rows]
-            bq, bk, bv = Bi[0:d][rows], Bi[d:2 * d][rows], Bi[2 * d:][rows]
+            g = hh * hkv // h        # this query head's key/value head
+            krows = slice((h + g) * dk, (h + g + 1) * dk)
+            vrows = slice((h + hkv + g) * dk, (h + hkv + g + 1) * dk)
+            Wq, Wk, Wv = W[rows], W[krows], W[vrows]
+            bq, bk, bv = Bi[rows], Bi[krows], Bi[vrows]
             qs = [Wq @ x[bb, i] + bq for i in range(sq)]
             ks = [Wk @ kv[bb, j] + bk for j in range(sk)]
             vs = [Wv @ kv[bb, j] + bv for j in range(sk)]
@@ -1026,7 +1549,7 @@ def _naive_attention(attn, x, mem, causal, rope):
                 o = sum((e[j] / z) * vs[j] for j in range(sk))
                 out[bb, i, rows] = o
     Wo = attn.out_proj.weight.double()
-    bo = attn.out_proj.bias.double()
+    bo = attn.out_proj.bias.double() if attn.out_proj.bias is not None else 0.0
     return out @ Wo.T + bo
 
 
@@ -1112,6 +1635,92 @@ def _desc_variants():
     return out
 
 
+def _section11_variants():
+    """A deterministic sample of models using section 11's keys (checked
+    (c) against (b)): every architecture, norm type and placement,
+    activation, gated and not, num_kv_heads = num_heads, a group of 2 and 1
+    (multi-query), bias on and off, every positional and score kind, odd
+    sizes (dk 12, d_ff 45)."""
+    out = []
+    archs = ("encoder", "decoder", "encoder_decoder")
+    acts = ("silu", "gelu", "relu", "gelu_tanh")
+    poss = ("rope", "sinusoidal", "learned", "none")
+    scores = ("scaled_dot", "scaled_dot", "dot", "bilinear", "additive")
+    for n in range(36):
+        d = dict(architecture=archs[n % 3], d_model=32, num_heads=4, d_ff=48, max_seq_len=16,
+                 norm=("pre", "post")[(n // 3) % 2], norm_type=("rms_norm", "layer_norm")[(n // 2) % 2],
+                 activation=acts[n % 4], ffn_gated=(n % 5) < 3, num_kv_heads=(2, 1, 4)[n % 3 if n % 7 else 2],
+                 bias=(n // 4) % 2 == 0, positional=poss[(n // 5) % 4], attention_score=scores[n % 5 if n % 6 else 0])
+        if n % 9 == 1:
+            d.update(d_model=48, d_ff=45)               # dk 12, d_ff not a multiple of 8
+        if n % 4 == 1 or n % 8 == 6:
+            d["rope_style"] = "interleaved"
+        if d["architecture"] == "encoder_decoder":
+            d.update(num_encoder_layers=1 + n % 2, num_decoder_layers=2 - n % 2)
+        else:
+            d["num_layers"] = 2
+        if n % 2 == 0:
+            d["vocab_size"] = 29
+            if n % 4 == 0:
+                d["tie_embeddings"] = False
+        if n % 7 == 3:
+            d["final_norm"] = d["norm"] == "post"
+        if n % 11 == 5:
+            d["norm_eps"] = 1e-6
+        if not Config(d).uses_section11():
+            d["bias"] = False
+        out.append(d)
+    return out
+
+
+def _hf_negative_controls(check_differs):
+    """The (c)-vs-(b) comparison is not vacuous: each of HF_MISTAKES planted
+    in (c) must show up as a large difference from (b), on a model where
+    it matters (grouped-query self and cross attention, rms norms, gated
+    silu, biases)."""
+    base = dict(d_model=32, num_heads=4, num_kv_heads=2, d_ff=40, max_seq_len=16, vocab_size=31,
+                norm="pre", norm_type="rms_norm", activation="silu", ffn_gated=True, positional="rope")
+    models = (dict(base, architecture="decoder", num_layers=2),
+              dict(base, architecture="encoder_decoder", num_layers=1, norm="post", final_norm=True,
+                   positional="learned"))
+    which = {"cross_kv_from_query": (1,)}
+    for mi, desc in enumerate(models):
+        cfg = Config(desc)
+        w = make_weights(cfg, seed=77 + mi)
+        fm = load_weights(build_formula_model(cfg), w)
+        gen = torch.Generator().manual_seed(8)
+        inputs = _random_inputs(cfg, gen, 2, (7, 6) if cfg.is_encdec else (9,))
+        with torch.no_grad():
+            want = fm(**inputs)
+            ok = _max_diff(load_weights(build_hf_model(cfg), w)(**inputs), want)
+        check_differs.same("(c) without a mistake, %s" % cfg.architecture, ok, want)
+        for mistake in HF_MISTAKES:
+            if mi not in which.get(mistake, (0, 1)):
+                continue
+            hm = load_weights(build_hf_model(cfg, mistake=mistake), w)
+            with torch.no_grad():
+                check_differs("(c) %s, %s" % (mistake, cfg.architecture), _max_diff(hm(**inputs), want))
+    # Wrong settings of the description itself.
+    desc = models[0]
+    cfg = Config(desc)
+    w = make_weights(cfg, seed=79)
+    inputs = _random_inputs(cfg, torch.Generator().manual_seed(9), 2, (9,))
+    with torch.no_grad():
+        want = load_weights(build_formula_model(cfg), w)(**inputs)
+        for what, over in (("layer_norm weights read as rms", None),
+                           ("rope interleaved instead of half", dict(rope_style="interleaved")),
+                           ("gelu instead of silu", dict(activation="gelu"))):
+            if over is None:   # rms norm weights, a zero bias: layer_norm centres x
+                c2 = Config(dict(desc, norm_type="layer_norm"))
+                w2 = dict(w)
+                w2.update({k[:-len("weight")] + "bias": torch.zeros_like(v) for k, v in w.items()
+                           if k.split(".")[-2].startswith("norm")})
+            else:
+                c2, w2 = Config(dict(desc, **over)), w
+            check_differs("(c) with %s" % what,
+                          _max_diff(load_weights(build_hf_model(c2), w2)(**inputs), want))
+
+
 def _negative_controls(check_differs):
     """The comparison is not vacuous: deliberate mistakes in the weights
     handed to (a) must show up as large differences."""
@@ -1193,6 +1802,16 @@ def self_test(verbose=False, extra_descs=()):
     check("gelu", _max_diff(activation_fn("gelu", x), F.gelu(x)))
     check("gelu_tanh", _max_diff(activation_fn("gelu_tanh", x), F.gelu(x, approximate="tanh")))
     check("relu", _max_diff(activation_fn("relu", x), F.relu(x)))
+    check("silu", _max_diff(activation_fn("silu", x), F.silu(x)))
+    check("silu at -1e4 (no nan)", _max_diff(activation_fn("silu", torch.tensor([-1e4, 1e4])),
+                                            torch.tensor([0.0, 1e4])))
+    x64 = x.double()
+    rms64 = x64 / torch.sqrt((x64 ** 2).sum(-1, keepdim=True) / 33 + 1e-5) * w.double()
+    check("rms_norm vs float64", _max_diff(rms_norm(x, w, 1e-5), rms64))
+    hr = HFRMSNorm(33, 1e-5)
+    with torch.no_grad():
+        hr.weight.copy_(w)
+    check("rms_norm vs HFRMSNorm", _max_diff(rms_norm(x, w, 1e-5), hr(x)))
     check("softmax", _max_diff(softmax_last(x), torch.softmax(x, -1)))
     for d in (32, 21, 2, 1):
         check("sinusoidal table d=%d" % d,
@@ -1270,6 +1889,30 @@ def self_test(verbose=False, extra_descs=()):
         want = _naive_attention(attn, xq, mem, causal, rope)
         check("attention %s rope=%s causal=%s cross=%s dims=%s" % (score, rope_style, causal, cross, dims),
               _max_diff(got, want), 1e-10)
+    # Grouped-query (num_kv_heads 2 of 4, 1 of 3) and bias-free attention.
+    for score, rope_style, causal, cross, dims in itertools.product(
+            ("scaled_dot", "bilinear", "additive"), (None, "half"), (False, True), (False, True),
+            ((16, 4, 2, False), (12, 3, 1, True))):
+        if cross and (causal or rope_style):
+            continue
+        d, h, kvh, bias = dims
+        cfg = Config(dict(architecture="encoder", d_model=d, num_heads=h, d_ff=8, num_layers=1,
+                          max_seq_len=8, attention_score=score, num_kv_heads=kvh, bias=bias))
+        attn = FormulaAttention(cfg).double()
+        with torch.no_grad():
+            for p in attn.parameters():
+                p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 0.5)
+        xq = torch.randn(2, 5, d, generator=gen, dtype=torch.float64)
+        mem = torch.randn(2, 3, d, generator=gen, dtype=torch.float64) if cross else None
+        rope = None
+        if rope_style:
+            cos, sin = rope_cos_sin(8, d // h, 777.0)
+            rope = (cos, sin, rope_style, 777.0)
+        with torch.no_grad():
+            got = attn(xq, mem=mem, causal=causal, rope=rope[:3] if rope else None)
+        want = _naive_attention(attn, xq, mem, causal, rope)
+        check("attention %s rope=%s causal=%s cross=%s heads=%d kv_heads=%d bias=%s"
+              % (score, rope_style, causal, cross, h, kvh, bias), _max_diff(got, want), 1e-10)
 
     # 4. Negative controls: mistakes must be visible.
     def check_differs(what, diff):
@@ -1282,6 +1925,11 @@ def self_test(verbose=False, extra_descs=()):
         if not ok:
             failures.append("negative control: " + what)
     _negative_controls(check_differs)
+
+    def check_same(what, diff, ref):
+        check(what, diff, scale=ref.abs().max().item())
+    check_differs.same = check_same
+    _hf_negative_controls(check_differs)
 
     # 5. The fp32 rounding emulation: perturbations of fp32's size where
     #    fp32 rounds (and not zero), none where it doesn't, the float64
@@ -1316,8 +1964,9 @@ def self_test(verbose=False, extra_descs=()):
                                 "rope table"), moved + tables, exact[0] + exact[1]):
         check("Fp32Rounding leaves %s exact" % what, _max_diff(got, want), 1e-300)
 
-    # 6. Whole models: (b) vs (a), names against the contract's tables.
-    descs = list(_desc_variants()) + list(extra_descs)
+    # 6. Whole models: (b) vs (a) (vs (c) for section 11's keys), names
+    #    against the contract's tables.
+    descs = list(_desc_variants()) + _section11_variants() + list(extra_descs)
     for idx, desc in enumerate(descs):
         shared_opts = (False, True) if (desc["architecture"] == "encoder_decoder" and "vocab_size" in desc) else (False,)
         for shared in shared_opts:
@@ -1365,6 +2014,45 @@ def self_test(verbose=False, extra_descs=()):
                 check("%s batch=%d%s" % (label, batch, " (transformed weights)" if alt else ""),
                       _max_diff(ya, yb), scale=ya.abs().max().item())
 
+    # 7. (c) itself against (a), PyTorch's own modules, on models both
+    #    express (layer_norm, relu/gelu, no grouping, biases), and against
+    #    (b) where (a) cannot go (rope, other score kinds) without section
+    #    11's keys: the Hugging Face style modules are anchored to torch.
+    anchors = _desc_variants()[::9] + [
+        dict(architecture=a, d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+             vocab_size=29, positional="rope", rope_style=st, attention_score=sc, norm=nm)
+        for a, st, sc, nm in (("decoder", "half", "scaled_dot", "pre"),
+                              ("encoder", "interleaved", "bilinear", "post"),
+                              ("encoder_decoder", "interleaved", "additive", "pre"),
+                              ("encoder_decoder", "half", "dot", "post"))]
+    for idx, desc in enumerate(anchors):
+        cfg = Config(desc)
+        shared = idx % 2 == 1 and cfg.is_encdec and cfg.tokens
+        label = "(c) vs %s %d %s%s" % ("(a)" if cfg.torch_supported() else "(b)", idx, _short(desc),
+                                        " shared" if shared else "")
+        hm = build_hf_model(cfg, shared)
+        exp = expected_weights(cfg, shared)
+        hnames = {k: tuple(v.shape) for k, v in hm.state_dict().items()}
+        if hnames != exp:
+            failures.append(label + ": (c) names differ from the contract: %s"
+                            % sorted(set(hnames.items()) ^ set(exp.items())))
+            print("FAIL", failures[-1])
+            continue
+        weights = make_weights(cfg, seed=500 + idx, shared_embeddings=shared)
+        load_weights(hm, weights)
+        back = hm.state_dict()
+        if any(not torch.equal(back[k], weights[k]) for k in weights):
+            failures.append(label + ": (c) state_dict() does not give back the weights it loaded")
+            print("FAIL", failures[-1])
+        other = build_torch_model(cfg, shared) if cfg.torch_supported() else build_formula_model(cfg, shared)
+        load_weights(other, weights)
+        for batch in (2, 0):
+            seqs = ((7, 5) if batch else (1, 3)) if cfg.is_encdec else ((7,) if batch else (13,))
+            inputs = _random_inputs(cfg, gen, batch, seqs)
+            with torch.no_grad():
+                yc, yo = hm(**inputs), other(**inputs)
+            check("%s batch=%d" % (label, batch), _max_diff(yc, yo), scale=yo.abs().max().item())
+
     print("reference self-test: %d checks, worst normalised diff %.3g (bound 1e-5), %d failed"
           % (n_checks, worst, len(failures)))
     return not failures
@@ -1372,7 +2060,8 @@ def self_test(verbose=False, extra_descs=()):
 
 def _short(desc):
     keys = ("architecture", "norm", "activation", "positional", "attention_score",
-            "vocab_size", "tie_embeddings", "lm_head", "final_norm", "causal", "embedding_scale", "d_model")
+            "vocab_size", "tie_embeddings", "lm_head", "final_norm", "causal", "embedding_scale", "d_model",
+            "norm_type", "ffn_gated", "num_kv_heads", "bias")
     return ",".join("%s=%s" % (k, desc[k]) for k in keys if k in desc)
 
 

@@ -304,17 +304,24 @@ class KVCacheDecoder:
         return cos[p0:p1].to(self.dtype), sin[p0:p1].to(self.dtype), cfg.rope_style
 
     def _proj(self, attn, x, part):
-        """Q (part 0), K (1) or V (2) of x [B, S, D] as [B, H, S, dk]."""
+        """Q (part 0) of x [B, S, D] as [B, H, S, dk], K (1) or V (2) as
+        [B, KV, S, dk] (KV = num_kv_heads: the cache keeps those heads)."""
         b, s, d = x.shape
+        h, kv, dk = attn.num_heads, attn.num_kv_heads, attn.head_dim
+        n = (h, kv, kv)[part] * dk
+        lo = (0, h * dk, (h + kv) * dk)[part]
         w, bias = attn.in_proj_weight, attn.in_proj_bias
-        y = self.R.linear(x, w[part * d:(part + 1) * d], bias[part * d:(part + 1) * d])
-        return y.reshape(b, s, attn.num_heads, attn.head_dim).transpose(1, 2)
+        y = self.R.linear(x, w[lo:lo + n], None if bias is None else bias[lo:lo + n])
+        return y.reshape(b, s, n // dk, dk).transpose(1, 2)
 
     def _attend(self, attn, q, k, v, causal_from=None):
         """Scores, mask (key position j > query position causal_from + i),
         softmax, values, out_proj."""
         torch, R = _torch(), self.R
         b, h, s, dk = q.shape
+        if k.shape[1] != h:   # grouped-query: query head i reads K/V head i // (H / KV)
+            k = k.repeat_interleave(h // k.shape[1], dim=1)
+            v = v.repeat_interleave(h // v.shape[1], dim=1)
         kind = attn.score_kind
         if kind == "scaled_dot":
             sc = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dk)
@@ -1034,7 +1041,9 @@ def self_test():
     torch.set_num_threads(1)
     for desc in (dict(positional="rope", rope_style="interleaved", norm="pre", attention_score="additive"),
                  dict(positional="learned", attention_score="bilinear"),
-                 dict(positional="sinusoidal", attention_score="dot", embedding_scale="sqrt_d_model")):
+                 dict(positional="sinusoidal", attention_score="dot", embedding_scale="sqrt_d_model"),
+                 dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu", ffn_gated=True,
+                      num_kv_heads=1, bias=False)):
         desc = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=24, num_layers=2,
                     max_seq_len=12, vocab_size=23, **desc)
         cfg = R.Config(desc)
@@ -1059,7 +1068,9 @@ def self_test():
                          (dict(positional="learned", attention_score="bilinear", norm="pre",
                                num_encoder_layers=2, num_decoder_layers=1), False),
                          (dict(positional="sinusoidal", embedding_scale="sqrt_d_model"), True),
-                         (dict(positional="none", final_norm=True), False)):
+                         (dict(positional="none", final_norm=True), False),
+                         (dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu",
+                               ffn_gated=True, num_kv_heads=1, bias=False), False)):
         desc = dict(dict(num_layers=2) if "num_encoder_layers" not in desc else {},
                     architecture="encoder_decoder", d_model=16, num_heads=2, d_ff=24,
                     max_seq_len=12, vocab_size=23, **desc)

@@ -62,6 +62,7 @@ protected:
 
     Value attn = MultiHeadAttentionOp::create(
         body, loc, act, ScoreKind::ScaledDot, x, /*memory=*/Value(), kHeads,
+        /*num_kv_heads=*/IntegerAttr(),
         weight(body, "layers.0.self_attn.in_proj_weight",
                {3 * kDModel, kDModel}),
         weight(body, "layers.0.self_attn.in_proj_bias", {3 * kDModel}),
@@ -71,21 +72,22 @@ protected:
         /*rope=*/RopeStyleAttr(), /*rope_base=*/FloatAttr(), /*cache=*/Value(),
         /*position=*/Value());
     Value h = AddOp::create(body, loc, x, attn);
-    h = LayerNormOp::create(body, loc, h,
+    h = LayerNormOp::create(body, loc, /*rms=*/UnitAttr(), h,
                             weight(body, "layers.0.norm1.weight", {kDModel}),
                             weight(body, "layers.0.norm1.bias", {kDModel}),
                             body.getF32FloatAttr(1e-5f));
     Value ff = FeedForwardOp::create(
-        body, loc, act, Activation::Gelu, h,
+        body, loc, act, Activation::Gelu, /*gated=*/false, h,
         weight(body, "layers.0.linear1.weight", {kDFF, kDModel}),
         weight(body, "layers.0.linear1.bias", {kDFF}),
         weight(body, "layers.0.linear2.weight", {w2Rows, kDFF}),
         weight(body, "layers.0.linear2.bias", {kDModel}));
     h = AddOp::create(body, loc, h, ff);
-    auto norm = LayerNormOp::create(
-        body, loc, h, weight(body, "layers.0.norm2.weight", {kDModel}),
-        weight(body, "layers.0.norm2.bias", {kDModel}),
-        body.getF32FloatAttr(1e-5f));
+    auto norm =
+        LayerNormOp::create(body, loc, /*rms=*/UnitAttr(), h,
+                            weight(body, "layers.0.norm2.weight", {kDModel}),
+                            weight(body, "layers.0.norm2.bias", {kDModel}),
+                            body.getF32FloatAttr(1e-5f));
     func::ReturnOp::create(body, loc, norm.getResult());
     return norm;
   }

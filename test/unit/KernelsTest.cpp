@@ -19,6 +19,7 @@
 #include "tfm/runtime/kernels/activation-inl.h"
 #include "tfm/runtime/kernels/attention-inl.h"
 #include "tfm/runtime/kernels/gemm-inl.h"
+#include "tfm/runtime/kernels/norm-inl.h"
 #include "tfm/runtime/kernels/transpose-inl.h"
 #include "tfm/runtime/kernels/vector-inl.h"
 
@@ -285,6 +286,127 @@ TEST_F(ExpFastTest, MatchesStdExp) {
 }
 
 //===----------------------------------------------------------------------===//
+// SiLU and the gated rows (GLU variants)
+//===----------------------------------------------------------------------===//
+
+class SiluTest : public KernelTest {};
+
+/// x sigmoid(x) against a double reference on [-100, 100] (past -87 the
+/// capped exponential still gives 0 to float precision), every length 1..40.
+TEST_F(SiluTest, MatchesReference) {
+  SCOPED_TRACE("target " + targetName());
+  std::vector<float> xs;
+  for (float x = -100.0f; x <= 100.0f; x += 0.0113f)
+    xs.push_back(x);
+  for (float x : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e6f, -1e6f})
+    xs.push_back(x);
+  auto silu = [](double x) { return x / (1.0 + std::exp(-x)); };
+  double worst = 0;
+  for (size_t start = 0; start < xs.size(); start += 40) {
+    const size_t n = std::min<size_t>(1 + start % 40, xs.size() - start);
+    std::vector<float> a(xs.begin() + start, xs.begin() + start + n);
+    a.push_back(kSentinel);
+    k::SiluInPlace(a.data(), n);
+    EXPECT_TRUE(sameBits(a[n], kSentinel));
+    for (size_t i = 0; i < n; ++i) {
+      const double x = xs[start + i], want = silu(x);
+      const double err = std::fabs(a[i] - want);
+      if (std::fabs(want) > 1e-30) // normal results: relative error
+        worst = std::max(worst, err / std::fabs(want));
+      // e^(-x) inherits x's float rounding times |x| (relative).
+      EXPECT_LE(err, (5e-7 + 1.2e-7 * std::fabs(x)) * std::fabs(want) + 1e-30)
+          << "silu(" << x << ") = " << a[i] << " vs " << want;
+    }
+  }
+  std::printf("[   hwy    ] SiLU: worst relative error %.3g\n", worst);
+}
+
+/// act(gate) * up for every activation, every length 1..40, in place (y ==
+/// gate) and not; nothing past n written.
+TEST_F(SiluTest, GatedRowIsActivationTimesUp) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+  for (size_t n = 1; n <= 40; ++n) {
+    std::vector<float> gate(n), up(n);
+    for (size_t i = 0; i < n; ++i) {
+      gate[i] = dist(rng);
+      up[i] = dist(rng);
+    }
+    std::vector<float> want = gate;
+    k::SiluInPlace(want.data(), n);
+    for (size_t i = 0; i < n; ++i)
+      want[i] *= up[i];
+    std::vector<float> out(n + 1, kSentinel), inPlace = gate;
+    inPlace.push_back(kSentinel);
+    auto silu = [](float *y, size_t m) { k::SiluInPlace(y, m); };
+    k::GatedRow(gate.data(), up.data(), out.data(), n, silu);
+    k::GatedRow(inPlace.data(), up.data(), inPlace.data(), n, silu);
+    EXPECT_TRUE(sameBits(out[n], kSentinel) && sameBits(inPlace[n], kSentinel));
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_TRUE(sameBits(out[i], want[i])) << "n " << n << " at " << i;
+      EXPECT_TRUE(sameBits(inPlace[i], want[i])) << "n " << n << " at " << i;
+    }
+    // A different activation gives a different row: the functor is used.
+    std::vector<float> relu(n);
+    k::GatedRow(gate.data(), up.data(), relu.data(), n,
+                [](float *y, size_t m) { k::ReluInPlace(y, m); });
+    for (size_t i = 0; i < n; ++i)
+      EXPECT_FLOAT_EQ(relu[i], std::max(gate[i], 0.0f) * up[i]);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// RMS norm
+//===----------------------------------------------------------------------===//
+
+class RmsNormTest : public KernelTest {};
+
+/// x / sqrt(mean(x^2) + eps) * gamma against double, every width 1..70 and
+/// rows of large values (where a layer norm would differ: no centring); the
+/// fused form equals Add then RmsNormRow bit for bit.
+TEST_F(RmsNormTest, MatchesReference) {
+  SCOPED_TRACE("target " + targetName());
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  for (size_t n = 1; n <= 70; ++n) {
+    for (float offset : {0.0f, 100.0f}) {
+      std::vector<float> x(n), other(n), gamma(n);
+      for (size_t i = 0; i < n; ++i) {
+        x[i] = offset + dist(rng);
+        other[i] = dist(rng);
+        gamma[i] = dist(rng);
+      }
+      const float eps = 1e-6f;
+      double squares = 0;
+      for (float v : x)
+        squares += double(v) * v;
+      const double inv = 1.0 / std::sqrt(squares / double(n) + eps);
+      std::vector<float> y(n + 1, kSentinel);
+      k::RmsNormRow(x.data(), gamma.data(), eps, n, y.data());
+      EXPECT_TRUE(sameBits(y[n], kSentinel));
+      for (size_t i = 0; i < n; ++i) {
+        const double want = double(x[i]) * inv * gamma[i];
+        EXPECT_NEAR(y[i], want, 2e-6 * (1.0 + std::fabs(want)))
+            << "n " << n << " offset " << offset << " at " << i;
+      }
+      std::vector<float> sum(n), fused(n), sumRef(n), ref(n);
+      k::AddRmsNormRow(x.data(), other.data(), gamma.data(), eps, n, sum.data(),
+                       fused.data());
+      k::Add(x.data(), other.data(), sumRef.data(), n);
+      k::RmsNormRow(sumRef.data(), gamma.data(), eps, n, ref.data());
+      std::vector<float> noSum(n);
+      k::AddRmsNormRow(x.data(), other.data(), gamma.data(), eps, n, nullptr,
+                       noSum.data());
+      for (size_t i = 0; i < n; ++i) {
+        EXPECT_TRUE(sameBits(sum[i], sumRef[i]));
+        EXPECT_TRUE(sameBits(fused[i], ref[i]));
+        EXPECT_TRUE(sameBits(noSum[i], ref[i]));
+      }
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
 // GELU
 //===----------------------------------------------------------------------===//
 
@@ -448,8 +570,8 @@ template <size_t kRows, size_t kKeyBlock> AttentionTile attentionTile() {
 }
 
 /// This target's default tile (tfm-select-attention-tiling's for long
-/// sequences) and others #tfm_codegen.attention_tiling allows: one row (a decoding
-/// step's), the most rows, blocks of one vector's worth of keys and of
+/// sequences) and others #tfm_codegen.attention_tiling allows: one row (a
+/// decoding step's), the most rows, blocks of one vector's worth of keys and of
 /// several passes.
 std::vector<AttentionTile> attentionTiles() {
   return {attentionTile<k::ForVectorBits(8, 2, 2), 64>(),

@@ -84,6 +84,15 @@ TEST(ModelMemoryTest, CountsMatchTheDeclaredParametersAndCaches) {
            R"("architecture": "encoder_decoder", "num_layers": 1,
               "vocab_size": 19, "tie_embeddings": false, "norm": "pre",
               "attention_score": "bilinear")",
+           R"("architecture": "decoder", "num_layers": 2, "vocab_size": 17,
+              "norm": "pre", "norm_type": "rms_norm", "ffn_gated": true,
+              "num_kv_heads": 1, "bias": false, "activation": "silu",
+              "positional": "rope", "rope_style": "half")",
+           R"("architecture": "encoder_decoder", "num_layers": 1,
+              "vocab_size": 19, "num_kv_heads": 1, "bias": false,
+              "ffn_gated": true, "final_norm": true)",
+           R"("architecture": "encoder", "num_layers": 1,
+              "norm_type": "rms_norm", "final_norm": true)",
        }) {
     std::string json = "{" + std::string(base) + extra + "}";
     Declared declared = declaredBytes(json);

@@ -27,8 +27,8 @@ std::string FunctionEmitter::HeadView::at(StringRef row) const {
   std::string rowTerm = row.str();
   if (rowStride != 1)
     rowTerm += " * " + num(rowStride);
-  return llvm::formatv("{0} + b * {1} + h * {2} + {3}", ptr, batchStride,
-                       headStride, rowTerm)
+  return llvm::formatv("{0} + b * {1} + {2} * {3} + {4}", ptr, batchStride,
+                       head, headStride, rowTerm)
       .str();
 }
 
@@ -294,9 +294,18 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
        {&tiling.queryRows512, &tiling.queryRows256, &tiling.queryRows128})
     *rows = std::clamp<int64_t>(*rows, 1, 16);
   tiling.keyBlock = std::clamp<int64_t>(tiling.keyBlock / 16 * 16, 16, 1024);
-  const HeadView &q = qh.view, &k = kh.view, &v = vh.view;
-  int64_t heads = qh.heads, dk = qh.dk, maxBatch = qh.batch.max,
-          maxSq = qh.seq.max, maxSk = kh.seq.max;
+  int64_t heads = qh.heads, kvHeads = kh.heads, dk = qh.dk,
+          maxBatch = qh.batch.max, maxSq = qh.seq.max, maxSk = kh.seq.max;
+  if (kvHeads <= 0 || heads % kvHeads != 0 || vh.heads != kvHeads)
+    return op.emitError("the Highway backend needs key and value heads that "
+                        "divide the query heads");
+  // Grouped-query attention: query head h reads key/value head h / group.
+  int64_t group = heads / kvHeads;
+  std::string kvHead = group == 1 ? "h" : "(h / " + num(group) + ")";
+  const HeadView &q = qh.view;
+  HeadView k = kh.view, v = vh.view;
+  k.head = kvHead;
+  v.head = kvHead;
   const std::string &batch = qh.batch.expr, &sq = qh.seq.expr,
                     &sk = kh.seq.expr;
   std::string queryOffset =
@@ -307,8 +316,11 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   bool keysTransposed = k.rowStride == 1 && k.featureStride != 1;
 
   os << "{ // attention core: score " << stringifyScoreKind(score)
-     << (causal ? ", causal" : "") << ", " << heads << " heads of " << dk
-     << "\n";
+     << (causal ? ", causal" : "") << ", " << heads << " heads of " << dk;
+  if (group != 1)
+    os << ", " << kvHeads << " key/value heads (each read by " << group
+       << " query heads)";
+  os << "\n";
   os.indent();
   os << "const int64_t batch = " << batch << ", sq = " << sq << ", sk = " << sk
      << ";\n";
@@ -419,18 +431,23 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   // a block of keys' scores is then dk vector FMAs.
   HeadView keysT = k;
   if (!keysTransposed) {
+    // Once per key head (grouped-query: fewer than the query heads).
     std::string scratchKeys = scratch(FrameBuffer::KeysTransposed,
-                                      "batch * " + num(heads * dk) + " * sk",
-                                      maxBatch * heads * dk * maxSk);
-    os << "pool.parallelFor(batch * " << heads << ", [&](int64_t t) {\n";
+                                      "batch * " + num(kvHeads * dk) + " * sk",
+                                      maxBatch * kvHeads * dk * maxSk);
+    HeadView source = kh.view;
+    os << "pool.parallelFor(batch * " << kvHeads << ", [&](int64_t t) {\n";
     os.indent();
-    os << "const int64_t b = t / " << heads << ", h = t % " << heads << ";\n";
-    os << "k::TransposeRows(" << k.at("0") << ", " << k.rowStride << ", sk, "
-       << dk << ", " << scratchKeys << " + t * " << dk << " * sk, sk);\n";
+    os << "const int64_t b = t / " << kvHeads << ", h = t % " << kvHeads
+       << ";\n";
+    os << "k::TransposeRows(" << source.at("0") << ", " << source.rowStride
+       << ", sk, " << dk << ", " << scratchKeys << " + t * " << dk
+       << " * sk, sk);\n";
     os.unindent();
     os << "});\n";
     // Positions next to each other, features sk apart.
-    keysT = {scratchKeys, num(heads * dk) + " * sk", num(dk) + " * sk", 1};
+    keysT = {scratchKeys, num(kvHeads * dk) + " * sk", num(dk) + " * sk", 1, 1,
+             kvHead};
   }
   std::string keysLd =
       keysTransposed ? num(k.featureStride) : std::string("sk");

@@ -28,6 +28,20 @@ namespace tfm::hwy {
 
 std::string num(int64_t v) { return std::to_string(v); }
 
+StringRef activationKernel(Activation activation) {
+  switch (activation) {
+  case Activation::Relu:
+    return "ReluInPlace";
+  case Activation::Gelu:
+    return "GeluInPlace";
+  case Activation::GeluTanh:
+    return "GeluTanhInPlace";
+  case Activation::Silu:
+    return "SiluInPlace";
+  }
+  llvm_unreachable("unknown activation");
+}
+
 std::string floatLiteral(float v) {
   return llvm::formatv("{0:e9}f", static_cast<double>(v)).str();
 }
@@ -367,6 +381,7 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       .Case([&](TakeLastOp o) { return emitTakeLast(o); })
       .Case([&](AddOp o) { return emitAdd(o); })
       .Case([&](AddLayerNormOp o) { return emitAddLayerNorm(o); })
+      .Case([&](GluOp o) { return emitGlu(o); })
       .Case([&](func::CallOp o) { return emitCall(o); })
       .Case([&](func::ReturnOp o) { return emitReturn(o); })
       .Default([&](Operation *o) {
@@ -445,10 +460,29 @@ LogicalResult FunctionEmitter::emitLayerNorm(LayerNormOp op) {
   Buffer out = allocate(op.getResult(), x.dims);
   os << "pool.parallelFor(" << product(ArrayRef<Dim>(x.dims).drop_back())
      << ", [&](int64_t r) {\n";
-  os << "  k::LayerNormRow(" << x.ptr << " + r * " << d << ", "
-     << buffers[op.getGamma()].ptr << ", " << buffers[op.getBeta()].ptr << ", "
-     << floatLiteral(op.getEps().convertToFloat()) << ", " << d << ", "
+  os << "  k::" << (op.getRms() ? "RmsNormRow(" : "LayerNormRow(") << x.ptr
+     << " + r * " << d << ", " << buffers[op.getGamma()].ptr << ", ";
+  if (!op.getRms())
+    os << buffers[op.getBeta()].ptr << ", ";
+  os << floatLiteral(op.getEps().convertToFloat()) << ", " << d << ", "
      << out.ptr << " + r * " << d << ");\n";
+  os << "});\n";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitGlu(GluOp op) {
+  Buffer x = buffers[op.getInput()];
+  int64_t n = op.getType().getShape().back();
+  Dims dims = x.dims;
+  dims.back() = staticDim(n);
+  Buffer out = allocate(op.getResult(), dims);
+  os << "pool.parallelFor(" << product(ArrayRef<Dim>(x.dims).drop_back())
+     << ", [&](int64_t r) {\n";
+  os << "  k::GatedRow(" << x.ptr << " + r * " << 2 * n << ", " << x.ptr
+     << " + r * " << 2 * n << " + " << n << ", " << out.ptr << " + r * " << n
+     << ", " << n
+     << ", [](float *y, size_t m) { k::" << activationKernel(op.getActivation())
+     << "(y, m); });\n";
   os << "});\n";
   return success();
 }
@@ -495,10 +529,12 @@ LogicalResult FunctionEmitter::emitAddLayerNorm(AddLayerNormOp op) {
     sum = allocate(op.getSum(), a.dims).ptr + " + r * " + num(d);
   os << "pool.parallelFor(" << product(ArrayRef<Dim>(a.dims).drop_back())
      << ", [&](int64_t r) {\n";
-  os << "  k::AddLayerNormRow(" << a.ptr << " + r * " << d << ", " << b.ptr
-     << " + r * " << d << ", " << buffers[op.getGamma()].ptr << ", "
-     << buffers[op.getBeta()].ptr << ", "
-     << floatLiteral(op.getEps().convertToFloat()) << ", " << d << ", " << sum
+  os << "  k::" << (op.getRms() ? "AddRmsNormRow(" : "AddLayerNormRow(")
+     << a.ptr << " + r * " << d << ", " << b.ptr << " + r * " << d << ", "
+     << buffers[op.getGamma()].ptr << ", ";
+  if (!op.getRms())
+    os << buffers[op.getBeta()].ptr << ", ";
+  os << floatLiteral(op.getEps().convertToFloat()) << ", " << d << ", " << sum
      << ", " << out.ptr << " + r * " << d << ");\n";
   os << "});\n";
   return success();

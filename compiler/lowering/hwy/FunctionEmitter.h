@@ -36,6 +36,10 @@ struct Dim {
 };
 using Dims = llvm::SmallVector<Dim, 4>;
 
+/// The runtime kernel that applies `activation` to a row in place
+/// (activation-inl.h).
+llvm::StringRef activationKernel(mlir::tfm::Activation activation);
+
 /// A tensor in generated code: a pointer expression and its dimensions
 /// (row-major, contiguous).
 struct Buffer {
@@ -112,6 +116,7 @@ private:
   mlir::LogicalResult emitTakeLast(mlir::tfm::TakeLastOp op);
   mlir::LogicalResult emitAdd(mlir::tfm::AddOp op);
   mlir::LogicalResult emitAddLayerNorm(mlir::tfm::AddLayerNormOp op);
+  mlir::LogicalResult emitGlu(mlir::tfm::GluOp op);
   mlir::LogicalResult emitCall(mlir::func::CallOp op);
   mlir::LogicalResult emitReturn(mlir::func::ReturnOp op);
 
@@ -151,7 +156,10 @@ private:
     std::string headStride;
     int64_t rowStride;
     int64_t featureStride = 1;
-    /// The address of row `row` of head h of sequence b, as C++.
+    /// The head index in generated code: `h`, or which key/value head query
+    /// head `h` reads (grouped-query attention).
+    std::string head = "h";
+    /// The address of row `row` of head `head` of sequence b, as C++.
     std::string at(llvm::StringRef row) const;
   };
   /// A per-head value in generated code: where its elements are and its

@@ -123,12 +123,9 @@ void FunctionEmitter::emitMatmul(
      << biasArg << ", " << out << " + r0 * " << outStride << " + col, "
      << outStride << ", cols" << prefetchArgs << ");\n";
   if (act) {
-    StringRef kernel = *act == Activation::Relu   ? "ReluInPlace"
-                       : *act == Activation::Gelu ? "GeluInPlace"
-                                                  : "GeluTanhInPlace";
     os << "for (int64_t r = 0; r < nRows; ++r)\n";
-    os << "  k::" << kernel << "(" << out << " + (r0 + r) * " << outStride
-       << " + col, cols);\n";
+    os << "  k::" << activationKernel(*act) << "(" << out << " + (r0 + r) * "
+       << outStride << " + col, cols);\n";
   }
   if (!residual.empty()) {
     // The residual connection, while the tile is in cache.

@@ -39,6 +39,12 @@ namespace {
 // Patterns, one per op
 //===----------------------------------------------------------------------===//
 
+/// The layer norm, or the RMS norm, of x.
+Value normalize(TensorBuilder &tb, bool rms, Value x, Value gamma, Value beta,
+                float eps) {
+  return rms ? tb.rmsNorm(x, gamma, eps) : tb.layerNorm(x, gamma, beta, eps);
+}
+
 template <typename Op> struct TfmLowering : OpRewritePattern<Op> {
   using OpRewritePattern<Op>::OpRewritePattern;
   LogicalResult matchAndRewrite(Op op,
@@ -81,8 +87,15 @@ struct LowerLinear : TfmLowering<LinearOp> {
 struct LowerLayerNorm : TfmLowering<LayerNormOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(LayerNormOp op, TensorBuilder &tb) const override {
-    return tb.layerNorm(op.getInput(), op.getGamma(), op.getBeta(),
-                        op.getEps().convertToFloat());
+    return normalize(tb, op.getRms(), op.getInput(), op.getGamma(),
+                     op.getBeta(), op.getEps().convertToFloat());
+  }
+};
+
+struct LowerGlu : TfmLowering<GluOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(GluOp op, TensorBuilder &tb) const override {
+    return tb.glu(op.getInput(), op.getActivation());
   }
 };
 
@@ -96,8 +109,8 @@ struct LowerAddLayerNorm : OpRewritePattern<AddLayerNormOp> {
         [](OpBuilder &nb, Location nl, ValueRange a) {
           return arith::AddFOp::create(nb, nl, a[0], a[1]).getResult();
         });
-    Value norm = tb.layerNorm(sum, op.getGamma(), op.getBeta(),
-                              op.getEps().convertToFloat());
+    Value norm = normalize(tb, op.getRms(), sum, op.getGamma(), op.getBeta(),
+                           op.getEps().convertToFloat());
     rewriter.replaceOp(op, {sum, norm});
     return success();
   }
@@ -157,11 +170,58 @@ struct LowerRotary : TfmLowering<RotaryOp> {
 struct LowerAttention : TfmLowering<AttentionOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(AttentionOp op, TensorBuilder &tb) const override {
-    return tb.attention(op.getScore(), op.getQuery(), op.getKey(),
-                        op.getValue(), op.getScoreParams(),
-                        op.getMaskAttr() ? op.getMaskAttr().getKeySpan()
-                                         : KeySpan(),
-                        op.getQueryOffset());
+    KeySpan span = op.getMaskAttr() ? op.getMaskAttr().getKeySpan() : KeySpan();
+    RankedTensorType qType = op.getQuery().getType();
+    int64_t rank = qType.getRank();
+    int64_t heads = rank >= 3 ? qType.getDimSize(rank - 3) : 1;
+    int64_t kvHeads =
+        rank >= 3 ? op.getKey().getType().getDimSize(rank - 3) : 1;
+    if (kvHeads == heads)
+      return tb.attention(op.getScore(), op.getQuery(), op.getKey(),
+                          op.getValue(), op.getScoreParams(), span,
+                          op.getQueryOffset());
+    int64_t group = heads / kvHeads;
+    if (op.getScore() == ScoreKind::Additive) {
+      // Additive scores project the keys per query head: each key/value
+      // head repeated for the queries that read it.
+      return tb.attention(op.getScore(), op.getQuery(),
+                          tb.repeatHeads(op.getKey(), group),
+                          tb.repeatHeads(op.getValue(), group),
+                          op.getScoreParams(), span, op.getQueryOffset());
+    }
+    // Grouped-query attention: the queries as [L..., kv heads, group, s,
+    // dk], each group over its key/value head. A bilinear W_h is per query
+    // head: folded into the queries first, it leaves a dot product.
+    Value q = op.getQuery();
+    ScoreKind score = op.getScore();
+    ValueRange params = op.getScoreParams();
+    if (score == ScoreKind::Bilinear) {
+      q = tb.perHeadProject(q, params[0], /*transposedW=*/false);
+      score = ScoreKind::Dot;
+      params = {};
+    }
+    SmallVector<int64_t> grouped(qType.getShape());
+    grouped[rank - 3] = kvHeads;
+    grouped.insert(grouped.begin() + (rank - 2), group);
+    SmallVector<OpFoldResult> groupedSizes = tb.sizes(q);
+    groupedSizes[rank - 3] = tb.b.getIndexAttr(kvHeads);
+    groupedSizes.insert(groupedSizes.begin() + (rank - 2),
+                        tb.b.getIndexAttr(group));
+    SmallVector<ReassociationIndices> reassoc;
+    for (int64_t i = 0; i < rank; ++i) {
+      if (i == rank - 3)
+        reassoc.push_back({i, i + 1});
+      else
+        reassoc.push_back({i < rank - 3 ? i : i + 1});
+    }
+    Value qg = tensor::ExpandShapeOp::create(
+        tb.b, tb.loc, RankedTensorType::get(grouped, qType.getElementType()), q,
+        reassoc, groupedSizes);
+    Value out = tb.attention(score, qg, op.getKey(), op.getValue(), params,
+                             span, op.getQueryOffset());
+    return tensor::CollapseShapeOp::create(tb.b, tb.loc, op.getType(), out,
+                                           reassoc)
+        .getResult();
   }
 };
 
@@ -367,9 +427,10 @@ struct ConvertTfmToLinalgPass
 } // namespace
 
 void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAdd, LowerLinear, LowerLayerNorm, LowerAddLayerNorm,
-               LowerSoftmax, LowerSliceRows, LowerSplitHeads, LowerMergeHeads,
-               LowerRotary, LowerAttention, LowerCacheAppend, LowerCacheRead,
-               LowerEmbedding, LowerPositionEncoding, LowerTakeLast>(
-      patterns.getContext());
+  patterns
+      .add<LowerAdd, LowerLinear, LowerLayerNorm, LowerAddLayerNorm, LowerGlu,
+           LowerSoftmax, LowerSliceRows, LowerSplitHeads, LowerMergeHeads,
+           LowerRotary, LowerAttention, LowerCacheAppend, LowerCacheRead,
+           LowerEmbedding, LowerPositionEncoding, LowerTakeLast>(
+          patterns.getContext());
 }

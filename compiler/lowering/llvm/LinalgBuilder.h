@@ -336,6 +336,56 @@ public:
                    });
   }
 
+  /// 1 / sqrt(mean(x^2) + eps) over the last dimension: a layer norm's
+  /// 1 / std of the centred row, an RMS norm's 1 / rms.
+  Value inverseRootMeanSquare(Value x, float eps) {
+    auto type = cast<RankedTensorType>(x.getType());
+    Value invD = f32Const(1.0 / static_cast<double>(type.getShape().back()));
+    Value squares =
+        reduce(x, type.getRank() - 1, 0.0,
+               [](OpBuilder &nb, Location nl, Value acc, Value v) {
+                 Value sq = arith::MulFOp::create(nb, nl, v, v);
+                 return arith::AddFOp::create(nb, nl, acc, sq).getResult();
+               });
+    Value epsV = f32Const(eps);
+    return elementwise(
+        {squares}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value meanSquare = arith::MulFOp::create(nb, nl, a[0], invD);
+          Value s = math::SqrtOp::create(
+              nb, nl, arith::AddFOp::create(nb, nl, meanSquare, epsV));
+          Value one =
+              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1.0f));
+          return arith::DivFOp::create(nb, nl, one, s);
+        });
+  }
+
+  /// RMSNorm over the last dimension: x / sqrt(mean(x^2) + eps) * gamma.
+  Value rmsNorm(Value x, Value gamma, float eps) {
+    unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
+    unsigned last = rank - 1;
+    Value invRms = inverseRootMeanSquare(x, eps);
+    SmallVector<unsigned> rowDims = range(0, last);
+    return generic({x, invRms, gamma}, empty(sizes(x)),
+                   {map(rank, range(0, rank)), map(rank, rowDims),
+                    map(rank, {last}), map(rank, range(0, rank))},
+                   parallel(rank),
+                   [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                     Value n = arith::MulFOp::create(nb, nl, a[0], a[1]);
+                     return arith::MulFOp::create(nb, nl, n, a[2]);
+                   });
+  }
+
+  /// act(x[..., :n]) * x[..., n:] for x [..., 2n].
+  Value glu(Value x, Activation kind) {
+    int64_t n = cast<RankedTensorType>(x.getType()).getShape().back() / 2;
+    Value gate = activation(features(x, 0, n), kind);
+    Value up = features(x, n, n);
+    return elementwise(
+        {gate, up}, [](OpBuilder &nb, Location nl, ValueRange a) {
+          return arith::MulFOp::create(nb, nl, a[0], a[1]).getResult();
+        });
+  }
+
   /// nn.LayerNorm over the last dimension.
   Value layerNorm(Value x, Value gamma, Value beta, float eps) {
     unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
@@ -354,22 +404,7 @@ public:
         x, mean, last, [](OpBuilder &nb, Location nl, Value v, Value m) {
           return arith::SubFOp::create(nb, nl, v, m).getResult();
         });
-    Value squares =
-        reduce(centered, last, 0.0,
-               [](OpBuilder &nb, Location nl, Value acc, Value v) {
-                 Value sq = arith::MulFOp::create(nb, nl, v, v);
-                 return arith::AddFOp::create(nb, nl, acc, sq).getResult();
-               });
-    Value epsV = f32Const(eps);
-    Value invStd = elementwise(
-        {squares}, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-          Value var = arith::MulFOp::create(nb, nl, a[0], invD);
-          Value s = math::SqrtOp::create(
-              nb, nl, arith::AddFOp::create(nb, nl, var, epsV));
-          Value one =
-              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1.0f));
-          return arith::DivFOp::create(nb, nl, one, s);
-        });
+    Value invStd = inverseRootMeanSquare(centered, eps);
     SmallVector<unsigned> rowDims = range(0, last);
     return generic(
         {centered, invStd, gamma, beta}, empty(sizes(x)),
@@ -435,6 +470,12 @@ public:
             return arith::MulFOp::create(
                 nb, nl, h, arith::AddFOp::create(nb, nl, t, c(1.0)));
           }
+          case Activation::Silu: { // x / (1 + e^(-x))
+            Value e =
+                math::ExpOp::create(nb, nl, arith::NegFOp::create(nb, nl, v));
+            return arith::DivFOp::create(
+                nb, nl, v, arith::AddFOp::create(nb, nl, e, c(1.0)));
+          }
           }
           llvm_unreachable("unknown activation");
         });
@@ -464,6 +505,31 @@ public:
       perm.push_back(i);
     perm.append({rank - 1, rank - 2, rank});
     return transpose(e, perm);
+  }
+
+  /// [L..., heads, s, dk] -> [L..., heads * times, s, dk], head h of the
+  /// result head h / times of x.
+  Value repeatHeads(Value x, int64_t times) {
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    // [L..., heads, times, s, dk], broadcast along `times`, then collapsed.
+    SmallVector<OpFoldResult> outSizes = sizes(x);
+    outSizes.insert(outSizes.begin() + (rank - 2), b.getIndexAttr(times));
+    SmallVector<unsigned> inDims = range(0, rank - 2);
+    inDims.append({rank - 1, rank});
+    Value repeated =
+        generic({x}, empty(outSizes),
+                {map(rank + 1, inDims), map(rank + 1, range(0, rank + 1))},
+                parallel(rank + 1),
+                [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+    SmallVector<ReassociationIndices> reassoc;
+    for (int64_t i = 0; i < int64_t(rank); ++i) {
+      if (i == int64_t(rank) - 3)
+        reassoc.push_back({i, i + 1});
+      else
+        reassoc.push_back({i < int64_t(rank) - 3 ? i : i + 1});
+    }
+    return tensor::CollapseShapeOp::create(b, loc, repeated, reassoc);
   }
 
   /// [..., heads, seq, dk] -> [..., seq, heads*dk].
@@ -631,16 +697,19 @@ public:
                   const KeySpan &span, Value keyOffset = Value()) {
     auto qType = cast<RankedTensorType>(q.getType());
     unsigned rank = qType.getRank();
+    // Grouped queries ([L..., group, s, dk] over [L..., s, dk] keys) have
+    // one more dimension than the keys.
+    unsigned kRank = cast<RankedTensorType>(k.getType()).getRank();
     int64_t staticRows = qType.getDimSize(rank - 2);
     if (score == ScoreKind::Additive ||
         (!ShapedType::isDynamic(staticRows) && staticRows <= kQueryBlock))
       return attentionBlock(score, q, k, v, params, span, Value(), keyOffset);
     SmallVector<OpFoldResult> qSizes = sizes(q), vSizes = sizes(v);
     Value sq = getValueOrCreateConstantIndexOp(b, loc, qSizes[rank - 2]);
-    Value sk = getValueOrCreateConstantIndexOp(b, loc, sizes(k)[rank - 2]);
+    Value sk = getValueOrCreateConstantIndexOp(b, loc, sizes(k)[kRank - 2]);
     Value keysT = transposeLastTwo(k);
     SmallVector<OpFoldResult> outSizes(qSizes.begin(), qSizes.end() - 1);
-    outSizes.push_back(vSizes[rank - 1]);
+    outSizes.push_back(vSizes[kRank - 1]);
     // The blocks write disjoint rows of the result: one scf.forall, which
     // tfm-outline-parallel-loops runs on the thread pool.
     Value step = arith::ConstantIndexOp::create(b, loc, kQueryBlock);
@@ -665,12 +734,12 @@ public:
             keys = arith::MinSIOp::create(
                 b, loc, sk, keyBound(b, loc, *span.end, last, keyOffset));
           }
-          Value block =
-              attentionBlock(score, sliceDim(q, rank - 2, i0, rows),
-                             sliceDim(keysT, rank - 1, b.getIndexAttr(0), keys),
-                             sliceDim(v, rank - 2, b.getIndexAttr(0), keys),
-                             params, span, i0, keyOffset,
-                             /*keysTransposed=*/true);
+          Value block = attentionBlock(
+              score, sliceDim(q, rank - 2, i0, rows),
+              sliceDim(keysT, kRank - 1, b.getIndexAttr(0), keys),
+              sliceDim(v, kRank - 2, b.getIndexAttr(0), keys), params, span, i0,
+              keyOffset,
+              /*keysTransposed=*/true);
           SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
           offsets[rank - 2] = i0;
           SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
@@ -717,14 +786,26 @@ public:
     unsigned loops = rank + 1; // L..., i, j, c
     unsigned iDim = rank - 2, jDim = rank - 1, cDim = rank;
     SmallVector<unsigned> lead = range(0, rank - 2);
+    // Grouped queries: the keys and values lack the group dimension (the
+    // one before the queries' sequence), which every query of a group reads
+    // them along.
+    unsigned kRank = cast<RankedTensorType>(k.getType()).getRank();
+    SmallVector<unsigned> keyLead = lead;
+    if (kRank < rank)
+      keyLead.erase(keyLead.begin() + (rank - 3));
     auto with = [&](ArrayRef<unsigned> tail) {
       SmallVector<unsigned> d = lead;
       d.append(tail.begin(), tail.end());
       return d;
     };
+    auto withKeys = [&](ArrayRef<unsigned> tail) {
+      SmallVector<unsigned> d = keyLead;
+      d.append(tail.begin(), tail.end());
+      return d;
+    };
     SmallVector<OpFoldResult> qSizes = sizes(q), kSizes = sizes(k);
     SmallVector<OpFoldResult> scoreSizes(qSizes.begin(), qSizes.end() - 1);
-    scoreSizes.push_back(kSizes[keysTransposed ? rank - 1 : rank - 2]);
+    scoreSizes.push_back(kSizes[keysTransposed ? kRank - 1 : kRank - 2]);
     SmallVector<IteratorType> contraction = parallel(rank);
     contraction.push_back(IteratorType::reduction);
     // (L..., i, reduction, innermost parallel)
@@ -759,7 +840,7 @@ public:
         keysT = transposeLastTwo(k);
       scores = generic({query, keysT}, filled(scoreSizes, 0.0),
                        {map(loops, with({iDim, jDim})),
-                        map(loops, with({jDim, cDim})),
+                        map(loops, withKeys({jDim, cDim})),
                         map(loops, with({iDim, cDim}))},
                        middleReduction,
                        [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
@@ -807,10 +888,10 @@ public:
     // out[L, i, e] = sum_j p[L, i, j] v[L, j, e], the feature e innermost
     // (contiguous in v and out).
     SmallVector<OpFoldResult> outSizes(qSizes.begin(), qSizes.end() - 1);
-    outSizes.push_back(sizes(v)[rank - 1]);
+    outSizes.push_back(sizes(v)[kRank - 1]);
     return generic(
         {probs, v}, filled(outSizes, 0.0),
-        {map(loops, with({iDim, jDim})), map(loops, with({jDim, cDim})),
+        {map(loops, with({iDim, jDim})), map(loops, withKeys({jDim, cDim})),
          map(loops, with({iDim, cDim}))},
         middleReduction, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
           Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);

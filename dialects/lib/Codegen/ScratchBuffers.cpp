@@ -59,10 +59,13 @@ struct AttentionScratch
       buffers.push_back(
           {FrameBuffer::AdditiveQueries, product({maxBatch, heads, maxSq, a})});
     }
+    // Once per key head: grouped-query attention has fewer than the
+    // queries.
+    uint64_t keyHeads = bounds.dim(attention.getKey().getType(), 1);
     if (score != ScoreKind::Additive &&
         !attention.getKey().getDefiningOp<CacheReadOp>())
-      buffers.push_back(
-          {FrameBuffer::KeysTransposed, product({maxBatch, heads, dk, maxSk})});
+      buffers.push_back({FrameBuffer::KeysTransposed,
+                         product({maxBatch, keyHeads, dk, maxSk})});
     return buffers;
   }
 };

@@ -514,11 +514,18 @@ AttentionOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   for (int64_t i = 0; i < rank - 2; ++i) {
     int64_t q = query.getDimSize(i), k = key.getDimSize(i),
             v = value.getDimSize(i);
-    if (!dimsMatch(q, k) || !dimsMatch(q, v) || !dimsMatch(k, v))
-      return diag.fail("leading dimension ", i, " differs: query ",
-                       formatDim(q), ", key ", formatDim(k), ", value ",
-                       formatDim(v));
-    shape.push_back(refineDim(refineDim(q, k), v));
+    // The heads (the dimension before the sequence): the keys' may divide
+    // the queries' (grouped-query attention).
+    bool heads = rank >= 3 && i == rank - 3;
+    int64_t kv = refineDim(k, v);
+    bool grouped = heads && dimsMatch(k, v) && !isDynamic(q) &&
+                   !isDynamic(kv) && kv > 0 && q % kv == 0 && q != kv;
+    if (!grouped && (!dimsMatch(q, k) || !dimsMatch(q, v) || !dimsMatch(k, v)))
+      return diag.fail(
+          "leading dimension ", i, " differs: query ", formatDim(q), ", key ",
+          formatDim(k), ", value ", formatDim(v),
+          heads ? " (key heads must equal or divide query heads)" : "");
+    shape.push_back(grouped ? q : refineDim(q, kv));
   }
   int64_t dk = query.getDimSize(rank - 1);
   if (!dimsMatch(dk, key.getDimSize(rank - 1)))
@@ -635,11 +642,20 @@ LogicalResult MultiHeadAttentionOp::verify() {
     return emitOpError("d_model ")
            << dModel << " is not divisible by " << heads << " heads";
   int64_t dk = dModel / heads;
-  // in_proj_weight has 3 x d_model rows, which must be a dimension too.
+  int64_t kvHeads = getKeyValueHeads();
+  if (kvHeads <= 0 || heads % kvHeads != 0)
+    return emitOpError("kv_heads must divide num_heads ")
+           << heads << ", got " << kvHeads;
+  // in_proj_weight has (heads + 2 kv_heads) dk <= 3 d_model rows, which
+  // must be a dimension too.
   if (dModel > std::numeric_limits<int64_t>::max() / 3)
     return emitOpError("d_model ")
            << dModel << " is too large: in_proj_weight's 3 x d_model rows "
            << "do not fit in a dimension";
+  int64_t inRows = (heads + 2 * kvHeads) * dk;
+  if (bool(getInProjBias()) != bool(getOutProjBias()))
+    return emitOpError("in_proj and out_proj biases come together: both or "
+                       "neither");
 
   if (Value memory = getMemory()) {
     RankedTensorType mem = tensorType(memory);
@@ -655,13 +671,15 @@ LogicalResult MultiHeadAttentionOp::verify() {
   }
 
   if (failed(expectShape(diag, "in_proj_weight", getInProjWeight().getType(),
-                         {3 * dModel, dModel})) ||
-      failed(expectShape(diag, "in_proj_bias", getInProjBias().getType(),
-                         {3 * dModel})) ||
+                         {inRows, dModel})) ||
+      (getInProjBias() &&
+       failed(expectShape(diag, "in_proj_bias", getInProjBias().getType(),
+                          {inRows}))) ||
       failed(expectShape(diag, "out_proj_weight", getOutProjWeight().getType(),
                          {dModel, dModel})) ||
-      failed(expectShape(diag, "out_proj_bias", getOutProjBias().getType(),
-                         {dModel})) ||
+      (getOutProjBias() &&
+       failed(expectShape(diag, "out_proj_bias", getOutProjBias().getType(),
+                          {dModel}))) ||
       failed(verifyScoreParams(diag, getScore(), getScoreParams(), heads, dk)))
     return failure();
 
@@ -690,9 +708,9 @@ LogicalResult MultiHeadAttentionOp::verify() {
                          "attention");
     }
     auto type = cast<KVCacheType>(cache.getType());
-    if (type.getHeads() != heads || type.getHeadDim() != dk)
+    if (type.getHeads() != kvHeads || type.getHeadDim() != dk)
       return emitOpError("cache ")
-             << type << " does not hold " << heads << " heads of " << dk;
+             << type << " does not hold " << kvHeads << " heads of " << dk;
   }
   return success();
 }
@@ -740,16 +758,21 @@ LogicalResult SoftmaxOp::verify() {
 //===----------------------------------------------------------------------===//
 
 /// What tfm.layer_norm and tfm.add_layer_norm check of their normalisation.
-static LogicalResult verifyNorm(Operation *op, RankedTensorType input,
-                                RankedTensorType gamma, RankedTensorType beta,
+static LogicalResult verifyNorm(Operation *op, bool rms, RankedTensorType input,
+                                RankedTensorType gamma, Value betaValue,
                                 APFloat eps) {
   Diag diag(op);
   if (failed(expectRankAtLeast(diag, "input", input, 1, "[..., d_model]")))
     return failure();
+  if (rms && betaValue)
+    return op->emitOpError("an RMS norm has no beta (it does not centre)");
+  if (!rms && !betaValue)
+    return op->emitOpError("a layer norm needs beta (`rms` for RMS norm)");
+  RankedTensorType beta = tensorType(betaValue);
   int64_t dModel = firstStatic({input.getDimSize(input.getRank() - 1),
                                 dimOr(gamma, 1, 0), dimOr(beta, 1, 0)});
   if (failed(expectShape(diag, "gamma", gamma, {dModel})) ||
-      failed(expectShape(diag, "beta", beta, {dModel})))
+      (beta && failed(expectShape(diag, "beta", beta, {dModel}))))
     return failure();
   if (!(eps.convertToFloat() > 0.0f))
     return op->emitOpError("eps must be positive, got ")
@@ -758,13 +781,13 @@ static LogicalResult verifyNorm(Operation *op, RankedTensorType input,
 }
 
 LogicalResult LayerNormOp::verify() {
-  return verifyNorm(*this, getInput().getType(), getGamma().getType(),
-                    getBeta().getType(), getEps());
+  return verifyNorm(*this, getRms(), getInput().getType(), getGamma().getType(),
+                    getBeta(), getEps());
 }
 
 LogicalResult AddLayerNormOp::verify() {
-  return verifyNorm(*this, getLhs().getType(), getGamma().getType(),
-                    getBeta().getType(), getEps());
+  return verifyNorm(*this, getRms(), getLhs().getType(), getGamma().getType(),
+                    getBeta(), getEps());
 }
 
 LogicalResult FeedForwardOp::verify() {
@@ -772,15 +795,85 @@ LogicalResult FeedForwardOp::verify() {
   RankedTensorType input = getInput().getType();
   if (failed(expectRankAtLeast(diag, "input", input, 1, "[..., d_model]")))
     return failure();
+  if (bool(getB1()) != bool(getB2()))
+    return emitOpError("b1 and b2 come together: both biases or neither");
   int64_t dModel = input.getDimSize(input.getRank() - 1);
-  RankedTensorType w1 = getW1().getType();
-  int64_t dFF = firstStatic({dimOr(w1, 2, 0), dimOr(getB1().getType(), 1, 0),
-                             dimOr(getW2().getType(), 2, 1)});
-  if (failed(expectShape(diag, "w1", w1, {dFF, dModel})) ||
-      failed(expectShape(diag, "b1", getB1().getType(), {dFF})) ||
-      failed(expectShape(diag, "w2", getW2().getType(), {dModel, dFF})) ||
-      failed(expectShape(diag, "b2", getB2().getType(), {dModel})))
+  // A gated FFN's first linear makes the gate and the up rows: 2 d_ff.
+  int64_t firstRows = getGated() ? 2 : 1;
+  RankedTensorType w1 = getW1().getType(), w2 = getW2().getType();
+  RankedTensorType b1 = tensorType(getB1()), b2 = tensorType(getB2());
+  auto perPart = [&](int64_t rows) {
+    return isDynamic(rows) || rows % firstRows != 0 ? ShapedType::kDynamic
+                                                    : rows / firstRows;
+  };
+  // Sizes agree or the first that fixes d_ff names the others: w1's rows
+  // (w2's columns when gated, where w1's rows may be d_ff by mistake).
+  int64_t dFF =
+      getGated()
+          ? firstStatic({dimOr(w2, 2, 1), perPart(dimOr(w1, 2, 0)),
+                         perPart(dimOr(b1, 1, 0))})
+          : firstStatic({dimOr(w1, 2, 0), dimOr(b1, 1, 0), dimOr(w2, 2, 1)});
+  if (failed(expectShape(diag, "w1", w1, {firstRows * dFF, dModel})) ||
+      (b1 && failed(expectShape(diag, "b1", b1, {firstRows * dFF}))) ||
+      failed(expectShape(diag, "w2", w2, {dModel, dFF})) ||
+      (b2 && failed(expectShape(diag, "b2", b2, {dModel}))))
     return failure();
+  return success();
+}
+
+/// `%w1, %w2` or `%w1, %b1, %w2, %b2`: the biases come together.
+static ParseResult
+parseFeedForwardWeights(OpAsmParser &parser, OpAsmParser::UnresolvedOperand &w1,
+                        std::optional<OpAsmParser::UnresolvedOperand> &b1,
+                        OpAsmParser::UnresolvedOperand &w2,
+                        std::optional<OpAsmParser::UnresolvedOperand> &b2) {
+  SmallVector<OpAsmParser::UnresolvedOperand, 4> operands;
+  SMLoc at = parser.getCurrentLocation();
+  if (parser.parseOperandList(operands))
+    return failure();
+  if (operands.size() == 2) {
+    w1 = operands[0];
+    w2 = operands[1];
+    return success();
+  }
+  if (operands.size() == 4) {
+    w1 = operands[0];
+    b1 = operands[1];
+    w2 = operands[2];
+    b2 = operands[3];
+    return success();
+  }
+  return parser.emitError(at, "expected w1, w2 or w1, b1, w2, b2; got ")
+         << operands.size() << " operands";
+}
+
+static void printFeedForwardWeights(OpAsmPrinter &printer, Operation *,
+                                    Value w1, Value b1, Value w2, Value b2) {
+  printer << w1;
+  if (b1)
+    printer << ", " << b1;
+  printer << ", " << w2;
+  if (b2)
+    printer << ", " << b2;
+}
+
+LogicalResult
+GluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                        Adaptor adaptor,
+                        SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag(loc, getOperationName());
+  RankedTensorType input = tensorType(adaptor.getInput());
+  if (failed(expectRankAtLeast(diag, "input", input, 1, "[..., 2n]")))
+    return failure();
+  int64_t width = input.getShape().back();
+  if (isDynamic(width) || width % 2 != 0)
+    return diag.fail("the last dimension must be static and even (the gate "
+                     "and the up halves), got ",
+                     formatDim(width));
+  SmallVector<int64_t> shape(input.getShape());
+  shape.back() = width / 2;
+  inferredReturnTypes.push_back(
+      RankedTensorType::get(shape, input.getElementType()));
   return success();
 }
 

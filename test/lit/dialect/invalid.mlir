@@ -1644,3 +1644,127 @@ func.func @mask_unknown_rule(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
   %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<window>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
   return %0 : tensor<1x4x5x8xf32>
 }
+
+// -----
+
+func.func @rms_norm_with_beta(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.layer_norm' op an RMS norm has no beta (it does not centre)}}
+  %0 = tfm.layer_norm rms %x, %g, %g : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @layer_norm_without_beta(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.layer_norm' op a layer norm needs beta (`rms` for RMS norm)}}
+  %0 = tfm.layer_norm %x, %g : tensor<?x?x32xf32>, tensor<32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @add_rms_norm_with_beta(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.add_layer_norm' op an RMS norm has no beta (it does not centre)}}
+  %s, %y = tfm.add_layer_norm rms %x, %x, %g, %g : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @rms_norm_gamma(%x: tensor<?x?x32xf32>, %g: tensor<16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.layer_norm' op gamma must be [32], got 'tensor<16xf32>'}}
+  %0 = tfm.layer_norm rms %x, %g : tensor<?x?x32xf32>, tensor<16xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @ffn_gated_w1(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.ffn' op w1 must be [128, 32], got 'tensor<64x32xf32>'}}
+  %0 = tfm.ffn <silu> gated %x, %w1, %w2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @ffn_one_bias(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{expected w1, w2 or w1, b1, w2, b2; got 3 operands}}
+  %0 = tfm.ffn <relu> %x, %w1, %b1, %w2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @ffn_one_bias_generic(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.ffn' op b1 and b2 come together: both biases or neither}}
+  %0 = "tfm.ffn"(%x, %w1, %b1, %w2) <{activation = #tfm.activation<relu>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @glu_odd(%x: tensor<?x?x63xf32>) -> tensor<?x?x31xf32> {
+  // expected-error @+2 {{'tfm.glu' op the last dimension must be static and even (the gate and the up halves), got 63}}
+  // expected-error @+1 {{'tfm.glu' op failed to infer returned types}}
+  %0 = tfm.glu <silu> %x : tensor<?x?x63xf32> -> tensor<?x?x31xf32>
+  return %0 : tensor<?x?x31xf32>
+}
+
+// -----
+
+func.func @glu_dynamic(%x: tensor<?x?x?xf32>) -> tensor<?x?x?xf32> {
+  // expected-error @+2 {{'tfm.glu' op the last dimension must be static and even (the gate and the up halves), got ?}}
+  // expected-error @+1 {{'tfm.glu' op failed to infer returned types}}
+  %0 = tfm.glu <gelu> %x : tensor<?x?x?xf32> -> tensor<?x?x?xf32>
+  return %0 : tensor<?x?x?xf32>
+}
+
+// -----
+
+func.func @glu_result(%x: tensor<?x?x64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+2 {{'tfm.glu' op inferred type(s) 'tensor<?x?x32xf32>' are incompatible with return type(s) of operation 'tensor<?x?x64xf32>'}}
+  // expected-error @+1 {{'tfm.glu' op failed to infer returned types}}
+  %0 = tfm.glu <relu> %x : tensor<?x?x64xf32> -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @mha_kv_heads_divide(%x: tensor<?x?x32xf32>, %wi: tensor<80x32xf32>, %wo: tensor<32x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op kv_heads must divide num_heads 4, got 3}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 3 in_proj(%wi) out_proj(%wo) : (tensor<?x?x32xf32>, tensor<80x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_kv_heads_in_proj(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %wo: tensor<32x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op in_proj_weight must be [64, 32], got 'tensor<96x32xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 in_proj(%wi) out_proj(%wo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_one_bias(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op in_proj and out_proj biases come together: both or neither}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_kv_heads_cache(%x: tensor<?x?x32xf32>, %wi: tensor<64x32xf32>, %wo: tensor<32x32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %p: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op cache '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>' does not hold 2 heads of 8}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 cache(%c at %p) in_proj(%wi) out_proj(%wo) causal : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @attention_heads_not_dividing(%q: tensor<1x4x?x8xf32>, %k: tensor<1x3x?x8xf32>) -> tensor<1x4x?x8xf32> {
+  // expected-error @+2 {{'tfm.attention' op leading dimension 1 differs: query 4, key 3, value 3 (key heads must equal or divide query heads)}}
+  // expected-error @+1 {{'tfm.attention' op failed to infer returned types}}
+  %0 = tfm.attention <dot> %q, %k, %k : (tensor<1x4x?x8xf32>, tensor<1x3x?x8xf32>, tensor<1x3x?x8xf32>) -> tensor<1x4x?x8xf32>
+  return %0 : tensor<1x4x?x8xf32>
+}

@@ -456,9 +456,9 @@ func.func @layer_norm(%x: tensor<?x?x32xf32>, %g: tensor<32xf32>, %b: tensor<32x
 // CHECK-NEXT: %2 = tfm.ffn <gelu_tanh> %arg0, %arg1, %arg2, %arg3, %arg4 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "ffn"
-// GENERIC: "tfm.ffn"(%arg0, %arg1, %arg2, %arg3, %arg4) <{activation = #tfm.activation<relu>}>
-// GENERIC: "tfm.ffn"(%arg0, %arg1, %arg2, %arg3, %arg4) <{activation = #tfm.activation<gelu>}>
-// GENERIC: "tfm.ffn"(%arg0, %arg1, %arg2, %arg3, %arg4) <{activation = #tfm.activation<gelu_tanh>}>
+// GENERIC: "tfm.ffn"(%arg0, %arg1, %arg2, %arg3, %arg4) <{activation = #tfm.activation<relu>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
+// GENERIC: "tfm.ffn"(%arg0, %arg1, %arg2, %arg3, %arg4) <{activation = #tfm.activation<gelu>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
+// GENERIC: "tfm.ffn"(%arg0, %arg1, %arg2, %arg3, %arg4) <{activation = #tfm.activation<gelu_tanh>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
 func.func @ffn(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.ffn <relu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   %1 = tfm.ffn <gelu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
@@ -564,4 +564,60 @@ func.func @add_layer_norm(%x: tensor<?x?x32xf32>, %f: tensor<?x?x32xf32>, %g: te
   %s, %y = tfm.add_layer_norm %x, %f, %g, %b : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
   %s2, %y2 = tfm.add_layer_norm %s, %y, %g, %b {eps = 1.0e-06 : f32} : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
   return %y2 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// RMS norms (no beta), alone and fused with the residual add.
+// CHECK-LABEL: func.func @rms_norm(
+// CHECK-NEXT: %0 = tfm.layer_norm rms %arg0, %arg2 {eps = 9.99999997E-7 : f32} : tensor<?x?x32xf32>, tensor<32xf32>
+// CHECK-NEXT: %sum, %result = tfm.add_layer_norm rms %0, %arg1, %arg2 : tensor<?x?x32xf32>, tensor<32xf32>
+// CHECK-NEXT: return %result
+// GENERIC-LABEL: sym_name = "rms_norm"
+// GENERIC: "tfm.layer_norm"(%arg0, %arg2) <{eps = 9.99999997E-7 : f32, rms}> : (tensor<?x?x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+// GENERIC: "tfm.add_layer_norm"(%0, %arg1, %arg2) <{eps = 9.99999974E-6 : f32, rms}> : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>)
+func.func @rms_norm(%x: tensor<?x?x32xf32>, %f: tensor<?x?x32xf32>, %g: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  %n = tfm.layer_norm rms %x, %g {eps = 1.0e-06 : f32} : tensor<?x?x32xf32>, tensor<32xf32>
+  %s, %y = tfm.add_layer_norm rms %n, %f, %g : tensor<?x?x32xf32>, tensor<32xf32>
+  return %y : tensor<?x?x32xf32>
+}
+
+// -----
+
+// SiLU, a gated FFN without biases, and the GLU it decomposes into.
+// CHECK-LABEL: func.func @gated_ffn(
+// CHECK-NEXT: %0 = tfm.ffn <silu> gated %arg0, %arg1, %arg2 : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.ffn <gelu> gated %arg0, %arg1, %arg3, %arg2, %arg4 : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<128xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %2 = tfm.ffn <silu> %arg0, %arg5, %arg2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %3 = tfm.linear %arg0, %arg1 : (tensor<?x?x32xf32>, tensor<128x32xf32>) -> tensor<?x?x128xf32>
+// CHECK-NEXT: %4 = tfm.glu <silu> %3 : tensor<?x?x128xf32> -> tensor<?x?x64xf32>
+// CHECK-NEXT: %5 = tfm.linear %arg0, %arg5 activation <silu> : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+// GENERIC-LABEL: sym_name = "gated_ffn"
+// GENERIC: "tfm.ffn"(%arg0, %arg1, %arg2) <{activation = #tfm.activation<silu>, gated, operandSegmentSizes = array<i32: 1, 1, 0, 1, 0>}>
+// GENERIC: "tfm.glu"(%3) <{activation = #tfm.activation<silu>}> : (tensor<?x?x128xf32>) -> tensor<?x?x64xf32>
+func.func @gated_ffn(%x: tensor<?x?x32xf32>, %w13: tensor<128x32xf32>, %w2: tensor<32x64xf32>, %b13: tensor<128xf32>, %b2: tensor<32xf32>, %w1: tensor<64x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  %0 = tfm.ffn <silu> gated %x, %w13, %w2 : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  %1 = tfm.ffn <gelu> gated %x, %w13, %b13, %w2, %b2 : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<128xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %2 = tfm.ffn <silu> %x, %w1, %w2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  %h = tfm.linear %x, %w13 : (tensor<?x?x32xf32>, tensor<128x32xf32>) -> tensor<?x?x128xf32>
+  %g = tfm.glu <silu> %h : tensor<?x?x128xf32> -> tensor<?x?x64xf32>
+  %a = tfm.linear %x, %w1 activation <silu> : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+  return %0, %1, %2, %g, %a : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
+
+// -----
+
+// Grouped-query attention: 4 query heads over 2 (and 1) key/value heads,
+// no biases; the core over fewer key heads.
+// CHECK-LABEL: func.func @grouped_query(
+// CHECK-NEXT: %0 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 kv_heads 2 in_proj(%arg1) out_proj(%arg2) causal : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.multi_head_attention <dot> %arg0 heads 4 kv_heads 1 in_proj(%arg3, %arg4) out_proj(%arg2, %arg5) : (tensor<?x?x32xf32>, tensor<48x32xf32>, tensor<48xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %2 = tfm.attention <scaled_dot> %arg6, %arg7, %arg7 causal : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC-LABEL: sym_name = "grouped_query"
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
+func.func @grouped_query(%x: tensor<?x?x32xf32>, %wi: tensor<64x32xf32>, %wo: tensor<32x32xf32>, %wi1: tensor<48x32xf32>, %bi1: tensor<48xf32>, %bo: tensor<32xf32>, %q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x4x?x8xf32>) {
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 in_proj(%wi) out_proj(%wo) causal : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+  %1 = tfm.multi_head_attention <dot> %x heads 4 kv_heads 1 in_proj(%wi1, %bi1) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<48x32xf32>, tensor<48xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %2 = tfm.attention <scaled_dot> %q, %k, %k causal : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x4x?x8xf32>
 }

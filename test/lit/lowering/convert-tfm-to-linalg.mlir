@@ -255,3 +255,59 @@ func.func @stacked_attention_rope(%qkv: tensor<?x?x96xf32>) -> tensor<?x?x32xf32
   %o = tfm.merge_heads %a : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
   return %o : tensor<?x?x32xf32>
 }
+
+// -----
+
+// Grouped-query attention (4 query heads over 2 key/value heads): the
+// queries viewed as [1, 2 kv heads, 2 per group, s, 8]; the scores' key
+// operand and the product's value operand skip the group dimension (d2), so
+// each key/value head is read by its group in place, never copied; the
+// result collapsed back to 4 heads.
+// CHECK-DAG: #[[GQ:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>
+// CHECK-DAG: #[[GK:.+]] = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, d5)>
+// CHECK-LABEL: func.func @attention_grouped(
+// CHECK: tensor.expand_shape %arg0 {{\[}}[0], [1, 2], [3], [4]] output_shape [1, 2, 2, %{{.+}}, 8] : tensor<1x4x?x8xf32> into tensor<1x2x2x?x8xf32>
+// CHECK: scf.forall
+// CHECK: linalg.generic {indexing_maps = [#[[GQ]], #[[GK]], #{{.+}}], {{.*}} ins(%{{.+}}, %{{.+}} : tensor<1x2x2x?x8xf32>, tensor<1x2x8x?xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[GQ]], #[[GK]], #{{.+}}], {{.*}} ins(%{{.+}}, %{{.+}} : tensor<1x2x2x?x?xf32>, tensor<1x2x?x8xf32>)
+// CHECK: tensor.collapse_shape %{{.+}} {{\[}}[0], [1, 2], [3], [4]] : tensor<1x2x2x?x8xf32> into tensor<1x4x?x8xf32>
+// CHECK-NOT: tfm.attention
+func.func @attention_grouped(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>) -> tensor<1x4x?x8xf32> {
+  %o = tfm.attention <scaled_dot> %q, %k, %v causal : (tensor<1x4x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) -> tensor<1x4x?x8xf32>
+  return %o : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+// Additive scores project every key per query head: with fewer key heads,
+// each key/value head is repeated for its group first.
+// CHECK-DAG: #[[REP_IN:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
+// CHECK-LABEL: func.func @attention_grouped_additive(
+// CHECK: linalg.generic {indexing_maps = [#[[REP_IN]], #{{.+}}], {{.*}} ins(%arg1 : tensor<1x2x?x8xf32>) outs(%{{.+}} : tensor<1x2x2x?x8xf32>)
+// CHECK: tensor.collapse_shape %{{.+}} {{\[}}[0], [1, 2], [3], [4]] : tensor<1x2x2x?x8xf32> into tensor<1x4x?x8xf32>
+// CHECK: linalg.generic {indexing_maps = [#[[REP_IN]], #{{.+}}], {{.*}} ins(%arg2 : tensor<1x2x?x8xf32>) outs(%{{.+}} : tensor<1x2x2x?x8xf32>)
+// CHECK: math.tanh
+func.func @attention_grouped_additive(%q: tensor<1x4x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>, %wk: tensor<4x4x8xf32>, %va: tensor<4x4xf32>) -> tensor<1x4x?x8xf32> {
+  %o = tfm.attention <additive> %q, %k, %v params(%wk, %wk, %va) : (tensor<1x4x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<4x4x8xf32>, tensor<4x4x8xf32>, tensor<4x4xf32>) -> tensor<1x4x?x8xf32>
+  return %o : tensor<1x4x?x8xf32>
+}
+
+// -----
+
+// RMS norm: one reduction (the squares; no mean, no centring), 1/sqrt, then
+// x * that * gamma. The GLU: silu of the first half, times the second.
+// CHECK-LABEL: func.func @rms_glu(
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-NOT: arith.subf
+// CHECK: math.sqrt
+// CHECK: arith.divf
+// CHECK: tensor.extract_slice %arg2[0, 0, 0] [%{{.+}}, %{{.+}}, 8] [1, 1, 1]
+// CHECK: math.exp
+// CHECK: tensor.extract_slice %arg2[0, 0, 8] [%{{.+}}, %{{.+}}, 8] [1, 1, 1]
+// CHECK: arith.mulf
+// CHECK-NOT: tfm.
+func.func @rms_glu(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>, %h: tensor<?x?x16xf32>) -> (tensor<?x?x8xf32>, tensor<?x?x8xf32>) {
+  %y = tfm.layer_norm rms %x, %g : tensor<?x?x8xf32>, tensor<8xf32>
+  %z = tfm.glu <silu> %h : tensor<?x?x16xf32> -> tensor<?x?x8xf32>
+  return %y, %z : tensor<?x?x8xf32>, tensor<?x?x8xf32>
+}

@@ -260,3 +260,50 @@ func.func @score_params(%x: tensor<2x5x16xf32>, %wi: tensor<48x16xf32>, %bi: ten
   %1 = tfm.multi_head_attention <additive> %0 heads 2 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%wk, %wq, %v) causal : (tensor<2x5x16xf32>, tensor<48x16xf32>, tensor<48xf32>, tensor<16x16xf32>, tensor<16xf32>, tensor<2x6x8xf32>, tensor<2x6x8xf32>, tensor<2x6xf32>) -> tensor<2x5x16xf32>
   return %1 : tensor<2x5x16xf32>
 }
+
+// -----
+
+// Grouped-query self-attention without biases: 4 query heads over 2
+// key/value heads. Q and K/V are two GEMMs over in_proj's rows (the heads
+// differ, and tfm.split_heads cuts equal parts); no bias anywhere.
+// CHECK-LABEL: func.func @grouped_query(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<?x?x32xf32>, %[[WI:[a-z0-9]+]]: tensor<64x32xf32>, %[[WO:[a-z0-9]+]]: tensor<32x32xf32>)
+// CHECK-NEXT: %[[WQ:.+]] = tfm.slice_rows %[[WI]] from 0 : tensor<64x32xf32> -> tensor<32x32xf32>
+// CHECK-NEXT: %[[QR:.+]] = tfm.linear %[[X]], %[[WQ]] : (tensor<?x?x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %[[Q:.+]] = tfm.split_heads %[[QR]] into 4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %[[WKV:.+]] = tfm.slice_rows %[[WI]] from 32 : tensor<64x32xf32> -> tensor<32x32xf32>
+// CHECK-NEXT: %[[KV:.+]] = tfm.linear %[[X]], %[[WKV]] : (tensor<?x?x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %[[K:.+]] = tfm.split_heads %[[KV]] part 0 of 2 into 2 heads : tensor<?x?x32xf32> -> tensor<?x2x?x8xf32>
+// CHECK-NEXT: %[[V:.+]] = tfm.split_heads %[[KV]] part 1 of 2 into 2 heads : tensor<?x?x32xf32> -> tensor<?x2x?x8xf32>
+// CHECK-NEXT: %[[O:.+]] = tfm.attention <scaled_dot> %[[Q]], %[[K]], %[[V]] causal : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %[[M:.+]] = tfm.merge_heads %[[O]] : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+// CHECK-NEXT: %[[Y:.+]] = tfm.linear %[[M]], %[[WO]] : (tensor<?x?x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @grouped_query(%x: tensor<?x?x32xf32>, %wi: tensor<64x32xf32>, %wo: tensor<32x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-remark @+1 {{in @grouped_query: decomposed into a Q GEMM over in_proj's query rows and one K/V GEMM over its key and value rows (grouped-query: 2 key/value heads for 4 query heads, each read by 2), one tfm.attention (scores, scale, causal mask, softmax, product with V; the score matrix never stored) and the out_proj GEMM}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 in_proj(%wi) out_proj(%wo) causal : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Multi-query cross-attention with biases, appending the memory's one
+// key/value head to a cache: in_proj's 8 K/V rows after its 32 Q rows.
+// CHECK-LABEL: func.func @multi_query_cross(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<?x?x32xf32>, %[[MEM:[a-z0-9]+]]: tensor<?x?x32xf32>, %[[WI:[a-z0-9]+]]: tensor<48x32xf32>, %[[BI:[a-z0-9]+]]: tensor<48xf32>
+// CHECK-NEXT: %[[WQ:.+]] = tfm.slice_rows %[[WI]] from 0 : tensor<48x32xf32> -> tensor<32x32xf32>
+// CHECK-NEXT: %[[BQ:.+]] = tfm.slice_rows %[[BI]] from 0 : tensor<48xf32> -> tensor<32xf32>
+// CHECK-NEXT: tfm.linear %[[X]], %[[WQ]], %[[BQ]]
+// CHECK-NEXT: tfm.split_heads %{{.+}} into 4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %[[WKV:.+]] = tfm.slice_rows %[[WI]] from 32 : tensor<48x32xf32> -> tensor<16x32xf32>
+// CHECK-NEXT: %[[BKV:.+]] = tfm.slice_rows %[[BI]] from 32 : tensor<48xf32> -> tensor<16xf32>
+// CHECK-NEXT: tfm.linear %[[MEM]], %[[WKV]], %[[BKV]]
+// CHECK-NEXT: %[[K:.+]] = tfm.split_heads %{{.+}} part 0 of 2 into 1 heads : tensor<?x?x16xf32> -> tensor<?x1x?x8xf32>
+// CHECK-NEXT: %[[V:.+]] = tfm.split_heads %{{.+}} part 1 of 2 into 1 heads : tensor<?x?x16xf32> -> tensor<?x1x?x8xf32>
+// CHECK-NEXT: tfm.cache_append %{{.+}}, %[[K]], %[[V]] at %{{.+}} : <maxBatch = 1, heads = 1, maxSeq = 16, headDim = 8>, tensor<?x1x?x8xf32>
+// CHECK: tfm.attention <dot> %{{.+}} : (tensor<?x4x?x8xf32>, tensor<?x1x?x8xf32>, tensor<?x1x?x8xf32>) -> tensor<?x4x?x8xf32>
+func.func @multi_query_cross(%x: tensor<?x?x32xf32>, %mem: tensor<?x?x32xf32>, %wi: tensor<48x32xf32>, %bi: tensor<48xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 1, maxSeq = 16, headDim = 8>, %p: index) -> tensor<?x?x32xf32> {
+  // expected-remark @+1 {{in @multi_query_cross: decomposed into a Q GEMM over in_proj's query rows and one K/V GEMM of the memory over its key and value rows (grouped-query: 1 key/value heads for 4 query heads, each read by 4), the new keys and values appended to the cache and every position so far read from it, one tfm.attention (scores, softmax, product with V; the score matrix never stored) and the out_proj GEMM}}
+  %0 = tfm.multi_head_attention <dot> %x memory %mem heads 4 kv_heads 1 cache(%c at %p) in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<48x32xf32>, tensor<48xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 1, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}

@@ -93,3 +93,32 @@ func.func @not_fused_either(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %n: index)
 // expected-remark @+1 {{residual add not fused into a GEMM: it is in a graph region, where its operands may be defined after it}}
 %y = tfm.add %l, %x : tensor<4x8xf32>
 %l = tfm.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+
+// -----
+
+// A gated FFN without biases: one GEMM over the stacked gate and up rows
+// (no activation in its store: the GLU applies it to the gate half), the
+// GLU, then the second GEMM.
+// CHECK-LABEL: func.func @gated_ffn(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<?x?x32xf32>, %[[W1:[a-z0-9]+]]: tensor<128x32xf32>, %[[W2:[a-z0-9]+]]: tensor<32x64xf32>)
+// CHECK-NEXT: %[[H:.+]] = tfm.linear %[[X]], %[[W1]] : (tensor<?x?x32xf32>, tensor<128x32xf32>) -> tensor<?x?x128xf32>
+// CHECK-NEXT: %[[G:.+]] = tfm.glu <silu> %[[H]] : tensor<?x?x128xf32> -> tensor<?x?x64xf32>
+// CHECK-NEXT: %[[Y:.+]] = tfm.linear %[[G]], %[[W2]] : (tensor<?x?x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %[[Y]]
+func.func @gated_ffn(%x: tensor<?x?x32xf32>, %w1: tensor<128x32xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-remark @+1 {{in @gated_ffn: gated FFN: the gate and up projections as one GEMM over the stacked linear1 weight, then silu(gate) * up in one pass (tfm.glu)}}
+  %0 = tfm.ffn <silu> gated %x, %w1, %w2 : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// A plain FFN without biases keeps its activation in the first store.
+// CHECK-LABEL: func.func @silu_no_bias(
+// CHECK-NEXT: %[[H:.+]] = tfm.linear %arg0, %arg1 activation <silu> : (tensor<?x?x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: tfm.linear %[[H]], %arg2 : (tensor<?x?x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+func.func @silu_no_bias(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-remark @+1 {{in @silu_no_bias: fused silu into the first GEMM's store: the hidden layer is written once, activated}}
+  %0 = tfm.ffn <silu> %x, %w1, %w2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}

@@ -103,6 +103,21 @@ func.func @no_sum(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %g: tensor<32x
 
 // -----
 
+// An RMS norm (no beta) fuses the same way and stays an RMS norm.
+// CHECK-LABEL: func.func @rms(
+// CHECK-NEXT: %sum, %result = tfm.add_layer_norm rms %arg0, %arg1, %arg2 {eps = 9.99999997E-7 : f32} : tensor<?x?x32xf32>, tensor<32xf32>
+// CHECK-NEXT: return %sum, %result
+// PIPELINE-LABEL: func.func @rms(
+// PIPELINE-NEXT: tfm.add_layer_norm rms
+func.func @rms(%x: tensor<?x?x32xf32>, %f: tensor<?x?x32xf32>, %g: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+  %s = tfm.add %x, %f : tensor<?x?x32xf32>
+  // expected-remark @+1 {{in @rms: fused the residual add and this layer norm}}
+  %n = tfm.layer_norm rms %s, %g {eps = 1.0e-06 : f32} : tensor<?x?x32xf32>, tensor<32xf32>
+  return %s, %n : tensor<?x?x32xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
 // Module-level ops are a graph region: the norm before the add it reads
 // (the rewrite would erase the op the walk is about to visit). Not fused.
 // CHECK: tfm.layer_norm

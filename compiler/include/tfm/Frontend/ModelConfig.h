@@ -24,6 +24,7 @@ enum class Architecture { Encoder, Decoder, EncoderDecoder };
 enum class Positional { Sinusoidal, Learned, Rope, None };
 enum class NormPlacement { Post, Pre };
 enum class EmbeddingScale { None, SqrtDModel };
+enum class NormType { LayerNorm, RmsNorm };
 
 struct ModelConfig {
   std::string name;
@@ -39,11 +40,19 @@ struct ModelConfig {
   double ropeBase = 10000.0;
   EmbeddingScale embeddingScale = EmbeddingScale::None;
   NormPlacement norm = NormPlacement::Post;
+  NormType normType = NormType::LayerNorm;
   double normEps = 1e-5;
   bool finalNorm = false;
   mlir::tfm::Activation activation = mlir::tfm::Activation::Relu;
   mlir::tfm::ScoreKind score = mlir::tfm::ScoreKind::ScaledDot;
   int64_t additiveDim = 0;
+  /// Heads of keys and values (grouped-query attention when fewer than
+  /// numHeads).
+  int64_t numKVHeads = 0;
+  /// A gated FFN (SwiGLU, GeGLU): linear1 makes the gate and the up rows.
+  bool ffnGated = false;
+  /// Whether linears (attention projections, FFN) have biases.
+  bool bias = true;
   bool causal = false;
   bool lmHead = false;
   bool tieEmbeddings = true;

@@ -21,7 +21,9 @@ def Tfm_ScoreKindAttr : EnumAttr<Tfm_Dialect, Tfm_ScoreKind, "score"> {
 def Tfm_Activation : I32EnumAttr<"Activation", "feed-forward activation", [
     I32EnumAttrCase<"Relu", 0, "relu">,
     I32EnumAttrCase<"Gelu", 1, "gelu">,
-    I32EnumAttrCase<"GeluTanh", 2, "gelu_tanh">]> {
+    I32EnumAttrCase<"GeluTanh", 2, "gelu_tanh">,
+    // x * sigmoid(x) (SiLU, Swish-1), as LLaMA's SwiGLU gates with it.
+    I32EnumAttrCase<"Silu", 3, "silu">]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::tfm";
 }

@@ -287,7 +287,7 @@ def Tfm_LinearOp : Tfm_Op<"linear",
 
     Two optional epilogues, applied to each tile of the result as it is
     stored (formed by `--tfm-fuse-epilogue`): `activation` (`relu`, `gelu`,
-    `gelu_tanh`, as in `tfm.ffn`), then adding `residual`, a tensor of the
+    `gelu_tanh`, `silu`, as in `tfm.ffn`), then adding `residual`, a tensor of the
     result's shape (a residual connection).
 
     The Highway backend takes its register tile and the order of the
@@ -425,6 +425,10 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
 
     Per-head parameters index the dimension just before the sequence.
 
+    Keys and values may have fewer heads than queries (grouped-query
+    attention), a number that divides the queries' heads: query head h
+    reads key/value head h / (query heads / key heads).
+
     The Highway backend takes the query rows of a task and the keys of a
     block from `tfm_codegen.attention_tiling` (set by
     `--tfm-select-attention-tiling`) for dot-product scores; additive
@@ -530,7 +534,13 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     projections in that order, `in_proj_bias` is `[3*d_model]`;
     `out_proj_weight`/`out_proj_bias` are `[d_model, d_model]`/`[d_model]`.
     Heads have `dk = d_model / num_heads` features. `score_params` are those
-    of `tfm.attention` for the chosen score.
+    of `tfm.attention` for the chosen score. Both biases are optional (a
+    model without linear biases, as LLaMA) but come together.
+
+    `kv_heads N` (grouped-query attention; 1 is multi-query) gives keys and
+    values N heads, N dividing `num_heads`: query head h reads key/value head
+    h / (num_heads / N). The in-projection then has `(num_heads + 2 N) dk`
+    rows (Q, then K, then V) and a cache holds N heads.
 
     `causal` masks key positions after the query position; `rope` rotates the
     per-head queries and keys (as `tfm.rotary`) before scoring. Both apply to
@@ -556,8 +566,11 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
   }];
   let arguments = (ins Tfm_ScoreKindAttr:$score, Tfm_Tensor:$query,
                        Optional<Tfm_Tensor>:$memory, I64Attr:$num_heads,
-                       Tfm_Tensor:$in_proj_weight, Tfm_Tensor:$in_proj_bias,
-                       Tfm_Tensor:$out_proj_weight, Tfm_Tensor:$out_proj_bias,
+                       OptionalAttr<I64Attr>:$num_kv_heads,
+                       Tfm_Tensor:$in_proj_weight,
+                       Optional<Tfm_Tensor>:$in_proj_bias,
+                       Tfm_Tensor:$out_proj_weight,
+                       Optional<Tfm_Tensor>:$out_proj_bias,
                        Variadic<Tfm_Tensor>:$score_params,
                        OptionalAttr<Tfm_MaskAttr>:$mask,
                        OptionalAttr<Tfm_RopeStyleAttr>:$rope,
@@ -567,9 +580,10 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
     $score $query (`memory` $memory^)? `heads` $num_heads
+    (`kv_heads` $num_kv_heads^)?
     (`cache` `(` $cache^ custom<CacheAccess>($position, $cache_read_only) `)`)?
-    `in_proj` `(` $in_proj_weight `,` $in_proj_bias `)`
-    `out_proj` `(` $out_proj_weight `,` $out_proj_bias `)`
+    `in_proj` `(` $in_proj_weight (`,` $in_proj_bias^)? `)`
+    `out_proj` `(` $out_proj_weight (`,` $out_proj_bias^)? `)`
     (`params` `(` $score_params^ `)`)? (`causal` `` custom<MaskRules>($mask)^)?
     attr-dict `:` functional-type(operands, results)
   }];
@@ -580,6 +594,10 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     bool isSelfAttention() { return !getMemory() && !getCacheReadOnly(); }
     /// Whether the mask is causal.
     bool isCausal() { return getMaskAttr() && getMaskAttr().getCausal(); }
+    /// The heads of keys and values (num_heads without `kv_heads`).
+    int64_t getKeyValueHeads() {
+      return getNumKvHeads().value_or(getNumHeads());
+    }
   }];
 }
 
@@ -607,21 +625,28 @@ def Tfm_SoftmaxOp : Tfm_Op<"softmax", [Tfm_SizedResultsOpInterface,
 def Tfm_LayerNormOp : Tfm_Op<"layer_norm",
     [Tfm_SizedResultsOpInterface,
      Pure, AllTypesMatch<["input", "result"]>]> {
-  let summary = "layer normalisation over the last dimension";
+  let summary = "layer normalisation (or RMS norm) over the last dimension";
   let description = [{
     (x - mean) / sqrt(var + eps) * gamma + beta over the last dimension
     (biased variance, as `nn.LayerNorm`). `gamma` and `beta` are `[d_model]`.
 
+    With `rms`, the RMS norm of LLaMA (Zhang and Sennrich):
+    x / sqrt(mean(x^2) + eps) * gamma, no centring and no `beta`.
+
     ```mlir
     %y = tfm.layer_norm %x, %g, %b {eps = 1.0e-05 : f32}
         : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
+    %r = tfm.layer_norm rms %x, %g {eps = 1.0e-06 : f32}
+        : tensor<?x?x32xf32>, tensor<32xf32>
     ```
   }];
-  let arguments = (ins Tfm_Tensor:$input, Tfm_Tensor:$gamma, Tfm_Tensor:$beta,
+  let arguments = (ins UnitAttr:$rms, Tfm_Tensor:$input, Tfm_Tensor:$gamma,
+                       Optional<Tfm_Tensor>:$beta,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$eps);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
-    $input `,` $gamma `,` $beta attr-dict `:` type($input) `,` type($gamma) `,` type($beta)
+    (`rms` $rms^)? $input `,` $gamma (`,` $beta^)? attr-dict `:` type($input)
+    `,` type($gamma) (`,` type($beta)^)?
   }];
   let hasVerifier = 1;
 }
@@ -632,7 +657,7 @@ def Tfm_AddLayerNormOp : Tfm_Op<"add_layer_norm",
   let summary = "residual add and layer normalisation in one pass over a row";
   let description = [{
     `sum = lhs + rhs` and `result = layer_norm(sum, gamma, beta, eps)` (as
-    `tfm.add` then `tfm.layer_norm`), computed row by row so the sum is
+    `tfm.add` then `tfm.layer_norm`, `rms` as there), computed row by row so the sum is
     normalised while it is in cache. Formed by `--tfm-fuse-residual-norm`;
     `sum` is what later residual connections read (pre-norm), unused after
     a post-norm sublayer.
@@ -642,38 +667,77 @@ def Tfm_AddLayerNormOp : Tfm_Op<"add_layer_norm",
         : tensor<?x?x32xf32>, tensor<32xf32>, tensor<32xf32>
     ```
   }];
-  let arguments = (ins Tfm_Tensor:$lhs, Tfm_Tensor:$rhs, Tfm_Tensor:$gamma,
-                       Tfm_Tensor:$beta,
+  let arguments = (ins UnitAttr:$rms, Tfm_Tensor:$lhs, Tfm_Tensor:$rhs,
+                       Tfm_Tensor:$gamma, Optional<Tfm_Tensor>:$beta,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$eps);
   let results = (outs Tfm_Tensor:$sum, Tfm_Tensor:$result);
   let assemblyFormat = [{
-    $lhs `,` $rhs `,` $gamma `,` $beta attr-dict `:` type($lhs) `,` type($gamma) `,` type($beta)
+    (`rms` $rms^)? $lhs `,` $rhs `,` $gamma (`,` $beta^)? attr-dict `:`
+    type($lhs) `,` type($gamma) (`,` type($beta)^)?
   }];
   let hasVerifier = 1;
 }
 
-def Tfm_FeedForwardOp : Tfm_Op<"ffn", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Tfm_FeedForwardOp : Tfm_Op<"ffn", [Pure, AllTypesMatch<["input", "result"]>,
+     AttrSizedOperandSegments]> {
   let summary = "position-wise feed-forward: linear2(act(linear1(x)))";
   let description = [{
     `linear1` (`w1` `[d_ff, d_model]`, `b1` `[d_ff]`), the activation, then
     `linear2` (`w2` `[d_model, d_ff]`, `b2` `[d_model]`). Activations: `relu`,
-    `gelu` (exact, with erf) and `gelu_tanh` (the tanh approximation).
+    `gelu` (exact, with erf), `gelu_tanh` (the tanh approximation) and
+    `silu` (x sigmoid(x)). The biases are optional but come together: two
+    weights, or each weight followed by its bias.
+
+    `gated` is a GLU variant (SwiGLU with `silu`, GeGLU with `gelu`):
+    linear2(act(x W_gateᵀ + b_gate) * (x W_upᵀ + b_up)), `w1` `[2 d_ff,
+    d_model]` holding the gate's rows, then the up projection's (`b1`
+    `[2 d_ff]` likewise).
 
     ```mlir
     %y = tfm.ffn <gelu> %x, %w1, %b1, %w2, %b2
         : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>,
            tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+    %z = tfm.ffn <silu> gated %x, %w13, %w2
+        : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<32x64xf32>)
+        -> tensor<?x?x32xf32>
     ```
   }];
-  let arguments = (ins Tfm_ActivationAttr:$activation, Tfm_Tensor:$input,
-                       Tfm_Tensor:$w1, Tfm_Tensor:$b1, Tfm_Tensor:$w2,
-                       Tfm_Tensor:$b2);
+  let arguments = (ins Tfm_ActivationAttr:$activation, UnitAttr:$gated,
+                       Tfm_Tensor:$input, Tfm_Tensor:$w1,
+                       Optional<Tfm_Tensor>:$b1, Tfm_Tensor:$w2,
+                       Optional<Tfm_Tensor>:$b2);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
-    $activation $input `,` $w1 `,` $b1 `,` $w2 `,` $b2 attr-dict `:`
+    $activation (`gated` $gated^)? $input `,`
+    custom<FeedForwardWeights>($w1, $b1, $w2, $b2) attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The hidden width d_ff (w2's input features).
+    int64_t getHiddenSize() { return getW2().getType().getDimSize(1); }
+  }];
+}
+
+def Tfm_GluOp : Tfm_Op<"glu", [Tfm_SizedResultsOpInterface, Pure,
+     InferTypeOpAdaptor]> {
+  let summary = "gated linear unit: act(first half) * second half";
+  let description = [{
+    For `input` `[..., 2n]` (a gated FFN's gate and up projections side by
+    side, as one GEMM over the stacked weight makes them), the `[..., n]`
+    result act(input[..., :n]) * input[..., n:] (Shazeer, "GLU Variants
+    Improve Transformer": SwiGLU with `silu`, GeGLU with `gelu`). The last
+    dimension must be static and even.
+
+    ```mlir
+    %g = tfm.glu <silu> %h : tensor<?x?x128xf32> -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_ActivationAttr:$activation, Tfm_Tensor:$input);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $activation $input attr-dict `:` type($input) `->` type($result)
+  }];
 }
 
 def Tfm_AddOp : Tfm_Op<"add", [Tfm_SizedResultsOpInterface,

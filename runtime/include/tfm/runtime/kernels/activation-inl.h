@@ -1,5 +1,6 @@
 // Feed-forward activations applied in place to a row: ReLU, exact GELU
-// (through erf) and the tanh approximation of GELU.
+// (through erf), the tanh approximation of GELU and SiLU; and the gated
+// form of each (GLU variants: SwiGLU, GeGLU, ReGLU).
 
 #if defined(TFM_RUNTIME_KERNELS_ACTIVATION_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef TFM_RUNTIME_KERNELS_ACTIVATION_INL_H_
@@ -90,6 +91,34 @@ HWY_INLINE void GeluTanhInPlace(float *x, size_t n) {
     const auto e = ExpFast(d, hn::Min(minusTwoU, hn::Set(d, 80.0f)));
     return hn::Mul(v, Reciprocal(d, hn::Add(hn::Set(d, 1.0f), e)));
   });
+}
+
+/// x sigmoid(x) = x / (1 + e^(-x)); -x is capped at 80 (the result is then
+/// 0 to float precision) so that the reciprocal stays a normal float.
+HWY_INLINE void SiluInPlace(float *x, size_t n) {
+  MapInPlace(x, n, [](auto d, auto v) {
+    const auto e = ExpFast(d, hn::Min(hn::Neg(v), hn::Set(d, 80.0f)));
+    return hn::Mul(v, Reciprocal(d, hn::Add(hn::Set(d, 1.0f), e)));
+  });
+}
+
+/// y = act(gate) * up over n features (a GLU's gate and up rows side by
+/// side), with `activateInPlace` one of the functions above; y may equal
+/// gate, not up.
+template <class F>
+HWY_INLINE void GatedRow(const float *gate, const float *HWY_RESTRICT up,
+                         float *y, size_t n, const F &activateInPlace) {
+  if (y != gate)
+    for (size_t i = 0; i < n; ++i)
+      y[i] = gate[i];
+  activateInPlace(y, n);
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes)
+    hn::StoreU(hn::Mul(hn::LoadU(d, y + i), hn::LoadU(d, up + i)), d, y + i);
+  for (; i < n; ++i)
+    y[i] *= up[i];
 }
 
 } // namespace HWY_NAMESPACE

@@ -1,5 +1,6 @@
-// Layer normalisation of one row, as nn.LayerNorm computes it (biased
-// variance, eps inside the square root).
+// Normalisation of one row: layer norm as nn.LayerNorm computes it (biased
+// variance, eps inside the square root) and RMS norm as LLaMA's RMSNorm does
+// (x / sqrt(mean(x^2) + eps) * weight).
 
 #if defined(TFM_RUNTIME_KERNELS_NORM_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef TFM_RUNTIME_KERNELS_NORM_INL_H_
@@ -67,6 +68,41 @@ HWY_INLINE void AddLayerNormRow(const float *a, const float *b,
   float *s = sum ? sum : y;
   Add(a, b, s, n);
   LayerNormRow(s, gamma, beta, eps, n, y);
+}
+
+/// y = x / sqrt(mean(x^2) + eps) * gamma over n features (RMSNorm: no
+/// centring, no bias). x may equal y.
+HWY_INLINE void RmsNormRow(const float *x, const float *HWY_RESTRICT gamma,
+                           float eps, size_t n, float *y) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  auto sq = hn::Zero(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = hn::LoadU(d, x + i);
+    sq = hn::MulAdd(v, v, sq);
+  }
+  float squares = hn::GetLane(hn::SumOfLanes(d, sq));
+  for (; i < n; ++i)
+    squares += x[i] * x[i];
+  const float rms = 1.0f / std::sqrt(squares / static_cast<float>(n) + eps);
+
+  const auto rmsV = hn::Set(d, rms);
+  for (i = 0; i + lanes <= n; i += lanes)
+    hn::StoreU(
+        hn::Mul(hn::Mul(hn::LoadU(d, x + i), rmsV), hn::LoadU(d, gamma + i)), d,
+        y + i);
+  for (; i < n; ++i)
+    y[i] = x[i] * rms * gamma[i];
+}
+
+/// y = RmsNormRow(a + b), the sum to `sum` or (null) only through `y`.
+HWY_INLINE void AddRmsNormRow(const float *a, const float *b,
+                              const float *HWY_RESTRICT gamma, float eps,
+                              size_t n, float *sum, float *y) {
+  float *s = sum ? sum : y;
+  Add(a, b, s, n);
+  RmsNormRow(s, gamma, eps, n, y);
 }
 
 } // namespace HWY_NAMESPACE
