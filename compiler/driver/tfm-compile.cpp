@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "tfm/Frontend/HuggingFace.h"
 #include "tfm/Frontend/ModelBuilder.h"
 #include "tfm/Frontend/ModelConfig.h"
 #include "tfm/Frontend/ModelMemory.h"
@@ -36,13 +37,20 @@ using namespace llvm;
 
 namespace {
 
-enum class Emit { Exe, Lib, Obj, Mlir, MlirOpt, Cpp, Llvm };
+enum class Emit { Exe, Lib, Obj, ModelJson, Mlir, MlirOpt, Cpp, Llvm };
 enum class Backend { Hwy, Llvm };
 enum class Target { Native, Generic };
 
-cl::OptionCategory category("tfm-compile options");
+// --help prints categories sorted by name: tfm's own options ("Compile
+// ...") come before LLVM's "Generic Options" and MLIR's debugging switches.
+cl::OptionCategory category("Compile options");
+cl::OptionCategory mlirCategory(
+    "MLIR debugging options",
+    "MLIR's own switches, passed through to the pipeline tfm-compile runs");
 
-cl::opt<std::string> inputPath(cl::Positional, cl::desc("MODEL.json"),
+cl::opt<std::string> inputPath(cl::Positional,
+                               cl::desc("MODEL.json, or a Hugging Face folder "
+                                        "(config.json + model.safetensors)"),
                                cl::Required, cl::cat(category));
 cl::opt<std::string> outputPath("o", cl::desc("Output path ('-' for stdout)"),
                                 cl::value_desc("OUT"), cl::init(""),
@@ -52,6 +60,9 @@ cl::opt<Emit> emit(
     cl::values(clEnumValN(Emit::Exe, "exe", "a native executable (default)"),
                clEnumValN(Emit::Lib, "lib", "a shared library and C header"),
                clEnumValN(Emit::Obj, "obj", "an object file and C header"),
+               clEnumValN(Emit::ModelJson, "model-json",
+                          "the model description (what a Hugging Face "
+                          "config.json maps to)"),
                clEnumValN(Emit::Mlir, "mlir", "the tfm IR from the frontend"),
                clEnumValN(Emit::MlirOpt, "mlir-opt",
                           "the IR after the whole pipeline"),
@@ -207,17 +218,23 @@ int main(int argc, char **argv) {
   mlir::registerPassManagerCLOptions();
   mlir::registerAsmPrinterCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
-  // --help lists tfm's options and MLIR's debugging switches (contract
-  // section 1); the hundreds of LLVM backend options libLLVM registers stay
-  // usable but are listed only by --help-hidden.
-  cl::HideUnrelatedOptions({&category, &cl::getGeneralCategory()});
+  // --help lists tfm's options first, then MLIR's debugging switches in a
+  // category of their own (contract section 1); the hundreds of LLVM
+  // backend options libLLVM registers stay usable but are listed only by
+  // --help-hidden.
   for (auto &[name, option] : cl::getRegisteredOptions()) {
     StringRef key = name;
-    bool mlirSwitch = key.starts_with("mlir-") || key.starts_with("print-ir") ||
-                      key.starts_with("pass-") || key == "help" ||
-                      key == "version";
-    bool ours = llvm::is_contained(option->Categories, &category);
-    if (!ours && !mlirSwitch && option->getOptionHiddenFlag() == cl::NotHidden)
+    if (key.starts_with("mlir-") || key.starts_with("pass-"))
+      option->addCategory(mlirCategory);
+  }
+  cl::HideUnrelatedOptions(
+      {&category, &mlirCategory, &cl::getGeneralCategory()});
+  for (auto &[name, option] : cl::getRegisteredOptions()) {
+    StringRef key = name;
+    bool kept = llvm::is_contained(option->Categories, &category) ||
+                llvm::is_contained(option->Categories, &mlirCategory) ||
+                key == "help" || key == "version";
+    if (!kept && option->getOptionHiddenFlag() == cl::NotHidden)
       option->setHiddenFlag(cl::Hidden);
   }
   cl::ParseCommandLineOptions(
@@ -237,8 +254,39 @@ int main(int argc, char **argv) {
     return userError("--max-seq-len is at most " + Twine(kMaxSeqLen) +
                      " and --max-batch at most " + Twine(kMaxBatch));
 
+  std::vector<tfm::ConfigDiagnostic> diags;
+  auto printDiagnostics = [&](StringRef path) {
+    for (const tfm::ConfigDiagnostic &d : diags) {
+      errs() << path << ":" << d.line << ":" << d.column << ": ";
+      if (d.kind == tfm::ConfigDiagnostic::Kind::Error)
+        WithColor(errs(), HighlightColor::Error) << "error: ";
+      else
+        WithColor(errs(), HighlightColor::Warning) << "warning: ";
+      errs() << d.message << "\n";
+    }
+    diags.clear();
+  };
+
+  // A Hugging Face folder: its config.json maps to a model description,
+  // and its tensors' names and layouts go on the IR's parameters.
+  std::optional<tfm::HuggingFaceCheckpoint> checkpoint;
+  std::string descriptionPath = inputPath;
   std::unique_ptr<MemoryBuffer> buffer;
-  {
+  if (sys::fs::is_directory(inputPath)) {
+    Stage stage("read Hugging Face config");
+    std::string configPath;
+    checkpoint = tfm::readHuggingFaceFolder(inputPath, configPath, diags);
+    printDiagnostics(configPath);
+    if (!checkpoint)
+      return kUserError;
+    if (verbose)
+      for (const std::string &key : checkpoint->ignoredKeys)
+        errs() << configPath << ": note: '" << key
+               << "' ignored (it does not change the computation)\n";
+    descriptionPath = configPath;
+    buffer = MemoryBuffer::getMemBufferCopy(checkpoint->description,
+                                            descriptionPath);
+  } else {
     Stage stage("read model description");
     ErrorOr<std::unique_ptr<MemoryBuffer>> file =
         MemoryBuffer::getFileOrSTDIN(inputPath, /*IsText=*/true);
@@ -247,25 +295,35 @@ int main(int argc, char **argv) {
                        "': " + file.getError().message());
     buffer = std::move(*file);
   }
+  if (emit == Emit::ModelJson)
+    return writeOutput(defaultOutput("-"),
+                       [&](raw_ostream &os) { os << buffer->getBuffer(); });
 
-  std::vector<tfm::ConfigDiagnostic> diags;
   tfm::ConfigPositions positions;
   std::optional<tfm::ModelConfig> config;
   {
     Stage stage("parse and validate");
-    config = tfm::parseModelConfig(inputPath, buffer->getBuffer(), diags,
+    config = tfm::parseModelConfig(descriptionPath, buffer->getBuffer(), diags,
                                    &positions);
   }
-  for (const tfm::ConfigDiagnostic &d : diags) {
-    errs() << inputPath << ":" << d.line << ":" << d.column << ": ";
-    if (d.kind == tfm::ConfigDiagnostic::Kind::Error)
-      WithColor(errs(), HighlightColor::Error) << "error: ";
-    else
-      WithColor(errs(), HighlightColor::Warning) << "warning: ";
-    errs() << d.message << "\n";
-  }
+  // A mapped config's problems are the mapping's: say so.
+  printDiagnostics(checkpoint ? descriptionPath + " (mapped to a model "
+                                                  "description)"
+                              : descriptionPath);
   if (!config)
     return kUserError;
+  if (checkpoint && !sys::fs::exists(checkpoint->weightsFile)) {
+    SmallString<256> index(inputPath);
+    sys::path::append(index, "model.safetensors.index.json");
+    if (sys::fs::exists(index))
+      return userError("'" + index.str() +
+                       "': sharded checkpoints are not supported yet; "
+                       "merge the shards into one model.safetensors");
+    if (emit != Emit::Mlir && emit != Emit::MlirOpt)
+      WithColor::warning(errs(), "tfm-compile")
+          << "'" << checkpoint->weightsFile
+          << "' does not exist: the compiled model will need --weights\n";
+  }
 
   tfm::CompileLimits limits;
   limits.maxBatch = maxBatch;
@@ -273,7 +331,7 @@ int main(int argc, char **argv) {
   if (config->positional == tfm::Positional::Learned &&
       limits.maxSeqLen > config->maxSeqLen) {
     auto [line, column] = positions.of("max_seq_len");
-    errs() << inputPath << ":" << line << ":" << column << ": ";
+    errs() << descriptionPath << ":" << line << ":" << column << ": ";
     WithColor(errs(), HighlightColor::Error) << "error: ";
     errs() << "--max-seq-len " << limits.maxSeqLen << " exceeds max_seq_len "
            << config->maxSeqLen
@@ -288,7 +346,7 @@ int main(int argc, char **argv) {
     return userError(budgetError);
   if (std::optional<tfm::ConfigDiagnostic> d =
           tfm::checkModelMemory(*config, limits, positions, *budget)) {
-    errs() << inputPath << ":" << d->line << ":" << d->column << ": ";
+    errs() << descriptionPath << ":" << d->line << ":" << d->column << ": ";
     WithColor(errs(), HighlightColor::Error) << "error: ";
     errs() << d->message << "\n";
     return kUserError;
@@ -312,7 +370,11 @@ int main(int argc, char **argv) {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   {
     Stage stage("build tfm IR");
-    module = tfm::buildModel(context, *config, limits, inputPath);
+    module = tfm::buildModel(context, *config, limits, descriptionPath);
+    std::string layoutError;
+    if (checkpoint &&
+        failed(tfm::applyCheckpointLayout(*module, *checkpoint, layoutError)))
+      return internalError(layoutError);
   }
   {
     Stage stage("verify tfm IR");

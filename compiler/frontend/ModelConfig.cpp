@@ -590,6 +590,20 @@ parseModelConfig(StringRef path, StringRef text,
       .read(path);
 }
 
+ConfigPositions jsonValuePositions(StringRef text) {
+  ConfigPositions positions;
+  size_t objectOffset = 0;
+  std::vector<KeyLocation> keys = scanTopLevelKeys(text, objectOffset);
+  Position objectPos = positionOf(text, objectOffset);
+  positions.objectLine = objectPos.line;
+  positions.objectColumn = objectPos.column;
+  for (const KeyLocation &k : keys) {
+    Position p = positionOf(text, k.valueOffset);
+    positions.values.push_back({k.key, {p.line, p.column}});
+  }
+  return positions;
+}
+
 StringRef stringifyArchitecture(Architecture arch) {
   switch (arch) {
   case Architecture::Encoder:

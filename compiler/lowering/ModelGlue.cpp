@@ -46,8 +46,19 @@ std::pair<StringRef, float> defaultInit(StringRef name,
 void emitParamTable(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
                     const llvm::StringMap<unsigned> &paramIndex,
                     raw_ostream &os) {
+  // A checkpoint's tensors that make a weight, where its layout differs.
+  for (auto [i, p] : llvm::enumerate(params)) {
+    std::optional<ArrayAttr> sources = p.getSources();
+    if (!sources)
+      continue;
+    SmallVector<std::string> names;
+    for (Attribute s : *sources)
+      names.push_back("\"" + cast<StringAttr>(s).getValue().str() + "\"");
+    os << "static const char *const kSources" << i << "[] = {"
+       << llvm::join(names, ", ") << "};\n";
+  }
   os << "static const tfm::rt::ParamInfo kParams[] = {\n";
-  for (ParamOp p : params) {
+  for (auto [i, p] : llvm::enumerate(params)) {
     ArrayRef<int64_t> shape = p.getTensorType().getShape();
     auto [init, bound] = defaultInit(p.getSymName(), shape);
     if (init == "Uniform" && bound == 0.0f) {
@@ -64,12 +75,16 @@ void emitParamTable(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
     SmallVector<std::string> dims;
     for (int64_t d : shape)
       dims.push_back(std::to_string(d));
-    os << llvm::formatv("    {{\"{0}\", {1}, {2}, {{{3}}, "
-                        "tfm::rt::ParamInit::{4}, {5:e9}f},\n",
-                        p.getSymName(),
-                        p.getAlias() ? "\"" + p.getAlias()->str() + "\""
-                                     : std::string("nullptr"),
-                        shape.size(), llvm::join(dims, ", "), init, bound);
+    std::optional<ArrayAttr> sources = p.getSources();
+    os << llvm::formatv(
+        "    {{\"{0}\", {1}, {2}, {{{3}}, "
+        "tfm::rt::ParamInit::{4}, {5:e9}f, {6}, {7}, {8}},\n",
+        p.getSymName(),
+        p.getAlias() ? "\"" + p.getAlias()->str() + "\""
+                     : std::string("nullptr"),
+        shape.size(), llvm::join(dims, ", "), init, bound,
+        sources ? "kSources" + std::to_string(i) : std::string("nullptr"),
+        sources ? sources->size() : 0, p.getTransposed() ? "true" : "false");
   }
   os << "};\n\n";
 }
@@ -125,6 +140,18 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
     return 1;
   };
 
+  // A checkpoint folder's weights file, loaded when the user gives none.
+  std::string defaultWeights = "nullptr";
+  if (auto file = module->getAttrOfType<StringAttr>("tfm.weights_file")) {
+    defaultWeights = "\"";
+    for (char c : file.getValue()) {
+      if (c == '"' || c == '\\')
+        defaultWeights += '\\';
+      defaultWeights += c;
+    }
+    defaultWeights += "\"";
+  }
+
   // Inputs and the output, from the entry point's signature.
   func::FuncOp entry = glue.entry;
   SmallVector<std::string> inputs;
@@ -179,8 +206,9 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
       << "    /*numCaches=*/" << (glue.generation ? caches.size() : 0)
       << ", tfm_generated::kCacheFloats,\n"
       << (glue.generation ? "    tfm_generated::prefillDispatch, "
-                            "tfm_generated::decodeDispatch};\n\n"
-                          : "    nullptr, nullptr};\n\n")
+                            "tfm_generated::decodeDispatch,\n"
+                          : "    nullptr, nullptr,\n")
+      << "    /*defaultWeights=*/" << defaultWeights << "};\n\n"
       << "// The C API of contract section 5, under the model's name.\n"
       << "extern \"C\" {\n"
       << "tfm_model *" << cName

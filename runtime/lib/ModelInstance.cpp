@@ -74,6 +74,8 @@ bool ModelInstance::init(const ModelInfo &info, const char *weightsPath,
                          int threads, std::string &error) {
   model = &info;
   pool = std::make_unique<ThreadPool>(threads);
+  if (!weightsPath)
+    weightsPath = info.defaultWeights;
   if (weightsPath ? !weights.load(info, weightsPath, error)
                   : !weights.initRandom(info, error, pool.get()))
     return false;

@@ -35,6 +35,36 @@ bool paramElements(const ParamInfo &param, uint64_t &elements) {
                              UINT64_MAX >> 2, elements);
 }
 
+/// Element `e` of `tensor` as a float (byte-wise reads: the data may be at
+/// any alignment in the file).
+float elementAt(const SafetensorsTensor &tensor, size_t e) {
+  const unsigned char *in = tensor.data;
+  switch (tensor.dtype) {
+  case TensorDType::F32: {
+    float f;
+    std::memcpy(&f, in + 4 * e, 4);
+    return f;
+  }
+  case TensorDType::F16:
+    return halfToFloat(uint16_t(in[2 * e] | (in[2 * e + 1] << 8)));
+  case TensorDType::BF16:
+    return bfloat16ToFloat(uint16_t(in[2 * e] | (in[2 * e + 1] << 8)));
+  }
+  return 0.0f;
+}
+
+/// "'a' [2, 3], 'b' [4, 3]": the sources of a weight as the file has them.
+std::string describeSources(const std::vector<const SafetensorsTensor *> &ts) {
+  std::string text;
+  for (const SafetensorsTensor *t : ts) {
+    if (!text.empty())
+      text += ", ";
+    text += "'" + t->name + "' " +
+            ShapeText(t->shape.data(), t->shape.size()).c_str();
+  }
+  return text;
+}
+
 } // namespace
 
 bool Weights::load(const ModelInfo &model, const char *path,
@@ -67,6 +97,8 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
   const std::vector<SafetensorsTensor> &tensors = file.tensors();
   std::vector<bool> used(tensors.size(), false);
   std::vector<const SafetensorsTensor *> source(model.numParams, nullptr);
+  // Weights a checkpoint stores in parts (param.sources): the parts.
+  std::vector<std::vector<const SafetensorsTensor *>> parts(model.numParams);
   size_t ownedBytes = 0;
   for (size_t i = 0; i < model.numParams; ++i) {
     const ParamInfo &param = model.params[i];
@@ -74,6 +106,48 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
     if (!paramElements(param, elements)) {
       problem(std::string("internal error: parameter '") + param.name +
               "' has an invalid shape in the compiled model");
+      continue;
+    }
+    if (param.numSources > 0) {
+      // Stacked along the first dimension; each part [rows, rest...], or
+      // [cols, rows] when stored transposed.
+      bool ok = true;
+      int64_t rows = 0;
+      for (int s = 0; s < param.numSources; ++s) {
+        const SafetensorsTensor *part = file.find(param.sources[s]);
+        if (!part) {
+          std::string part = param.numSources == 1
+                                 ? std::string("for '")
+                                 : "part " + std::to_string(s + 1) + " of " +
+                                       std::to_string(param.numSources) +
+                                       " of '";
+          problem(std::string("missing tensor '") + param.sources[s] + "' (" +
+                  part + param.name + "' " + shapeOf(param) + ")");
+          ok = false;
+          continue;
+        }
+        used[size_t(part - tensors.data())] = true;
+        parts[i].push_back(part);
+        const std::vector<int64_t> &shape = part->shape;
+        bool fits = shape.size() == size_t(param.rank) && param.rank >= 1;
+        if (fits && param.transposed)
+          fits = param.rank == 2 && shape[0] == param.shape[1];
+        else if (fits)
+          fits = std::equal(shape.begin() + 1, shape.end(), param.shape + 1);
+        if (fits)
+          rows += shape[param.transposed ? 1 : 0];
+        ok = ok && fits;
+      }
+      if (ok && rows != param.shape[0])
+        ok = false;
+      if (!ok && parts[i].size() == size_t(param.numSources))
+        problem("tensors " + describeSources(parts[i]) + " do not make '" +
+                param.name + "' " + shapeOf(param) +
+                (param.transposed ? " (each stored transposed, stacked by "
+                                    "columns)"
+                                  : " (stacked along the first dimension)"));
+      if (ok)
+        ownedBytes += alignedFloatBytes(elements);
       continue;
     }
     const SafetensorsTensor *tensor = file.find(param.name);
@@ -124,6 +198,24 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
   }
   auto *next = static_cast<unsigned char *>(owned.data());
   for (size_t i = 0; i < model.numParams; ++i) {
+    const ParamInfo &param = model.params[i];
+    if (param.numSources > 0) {
+      auto *out = reinterpret_cast<float *>(next);
+      uint64_t elements = 1;
+      paramElements(param, elements);
+      next += alignedFloatBytes(elements);
+      int64_t cols = int64_t(elements) / param.shape[0], row0 = 0;
+      for (const SafetensorsTensor *part : parts[i]) {
+        int64_t rows = part->shape[param.transposed ? 1 : 0];
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t c = 0; c < cols; ++c)
+            out[(row0 + r) * cols + c] = elementAt(
+                *part, size_t(param.transposed ? c * rows + r : r * cols + c));
+        row0 += rows;
+      }
+      ptrs[i] = out;
+      continue;
+    }
     const SafetensorsTensor &tensor = *source[i];
     size_t elements = tensor.bytes / tensorDTypeSize(tensor.dtype);
     if (tensor.dtype == TensorDType::F32 &&
@@ -133,21 +225,9 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
     }
     auto *out = reinterpret_cast<float *>(next);
     next += alignedFloatBytes(elements);
-    const unsigned char *in = tensor.data;
     // Byte-wise reads: the data may be at any alignment in the file.
-    for (size_t e = 0; e < elements; ++e) {
-      switch (tensor.dtype) {
-      case TensorDType::F32:
-        std::memcpy(&out[e], in + 4 * e, 4);
-        break;
-      case TensorDType::F16:
-        out[e] = halfToFloat(uint16_t(in[2 * e] | (in[2 * e + 1] << 8)));
-        break;
-      case TensorDType::BF16:
-        out[e] = bfloat16ToFloat(uint16_t(in[2 * e] | (in[2 * e + 1] << 8)));
-        break;
-      }
-    }
+    for (size_t e = 0; e < elements; ++e)
+      out[e] = elementAt(tensor, e);
     ptrs[i] = out;
   }
   return true;

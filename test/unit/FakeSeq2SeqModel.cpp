@@ -89,6 +89,7 @@ extern const ModelInfo kModel = {
     /*cacheFloats=*/nullptr,
     /*prefill=*/nullptr,
     /*decode=*/nullptr,
+    /*defaultWeights=*/nullptr,
 };
 
 } // namespace tfm::rt

@@ -23,7 +23,7 @@ ModelInfo modelWith(const ParamInfo *params, size_t count) {
   static const InputInfo inputs[] = {{"input", InputKind::TokenIds}};
   return {"test",  params,  count, inputs,  1,       4,         16,
           4,       8,       1,     0,       nullptr, noForward, 0,
-          nullptr, nullptr, 0,     nullptr, nullptr, nullptr};
+          nullptr, nullptr, 0,     nullptr, nullptr, nullptr,   nullptr};
 }
 
 const ParamInfo kLayerParams[] = {
@@ -202,6 +202,91 @@ TEST(Weights, MissingWithAliasMentionsBoth) {
       model, safetensorsImage({{"tgt_embed.weight", "F32", {4, 2}, zeros(8)}}));
   EXPECT_NE(error.find("missing tensor 'src_embed.weight' [4, 2] (or its "
                        "alias 'embed.weight')"),
+            std::string::npos)
+      << error;
+}
+
+// A checkpoint in another layout: in_proj from three stacked parts, a
+// Conv1D weight stored [in, out], a bias under another name.
+const char *const kQkv[] = {"q.weight", "k.weight", "v.weight"};
+const char *const kConv[] = {"c_fc.weight"};
+const char *const kConvBias[] = {"c_fc.bias"};
+const ParamInfo kSourcedParams[] = {
+    {"in_proj_weight",
+     nullptr,
+     2,
+     {4, 2},
+     ParamInit::Uniform,
+     0.1f,
+     kQkv,
+     3,
+     false},
+    {"linear1.weight",
+     nullptr,
+     2,
+     {3, 2},
+     ParamInit::Uniform,
+     0.1f,
+     kConv,
+     1,
+     true},
+    {"linear1.bias",
+     nullptr,
+     1,
+     {3},
+     ParamInit::Zeros,
+     0.0f,
+     kConvBias,
+     1,
+     false},
+};
+
+TEST(Weights, SourcesAreStackedAndTransposed) {
+  ModelInfo model = modelWith(kSourcedParams, 3);
+  std::string path = tempPath("sourced.safetensors");
+  // q [2, 2] = 0 1 / 2 3, k [1, 2] = 4 5 (BF16), v [1, 2] = 6 7; c_fc
+  // [2, 3] = the transpose of linear1 [3, 2] = 10 11 / 12 13 / 14 15.
+  writeFile(
+      path,
+      safetensorsImage(
+          {{"q.weight", "F32", {2, 2}, f32Bytes({0, 1, 2, 3})},
+           {"k.weight", "BF16", {1, 2}, std::string("\x80\x40\xa0\x40")},
+           {"v.weight", "F32", {1, 2}, f32Bytes({6, 7})},
+           {"c_fc.weight", "F32", {2, 3}, f32Bytes({10, 12, 14, 11, 13, 15})},
+           {"c_fc.bias", "F32", {3}, f32Bytes({1, 2, 3})}}));
+  Weights weights;
+  std::string error;
+  ASSERT_TRUE(weights.load(model, path.c_str(), error)) << error;
+  for (int i = 0; i < 8; ++i)
+    EXPECT_EQ(weights.pointers()[0][i], float(i)) << i;
+  for (int i = 0; i < 6; ++i)
+    EXPECT_EQ(weights.pointers()[1][i], float(10 + i)) << i;
+  EXPECT_EQ(weights.pointers()[2][2], 3.0f);
+}
+
+TEST(Weights, SourcesThatDoNotMakeTheWeightAreNamed) {
+  ModelInfo model = modelWith(kSourcedParams, 3);
+  std::string error = loadError(
+      model, safetensorsImage({{"q.weight", "F32", {2, 2}, zeros(4)},
+                               {"k.weight", "F32", {2, 2}, zeros(4)},
+                               {"v.weight", "F32", {1, 2}, zeros(2)},
+                               {"c_fc.weight", "F32", {3, 2}, zeros(6)},
+                               {"linear1.bias", "F32", {3}, zeros(3)}}));
+  EXPECT_NE(error.find("tensors 'q.weight' [2, 2], 'k.weight' [2, 2], "
+                       "'v.weight' [1, 2] do not make 'in_proj_weight' [4, 2] "
+                       "(stacked along the first dimension)"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("tensors 'c_fc.weight' [3, 2] do not make "
+                       "'linear1.weight' [3, 2] (each stored transposed, "
+                       "stacked by columns)"),
+            std::string::npos)
+      << error;
+  // The parameter's own name is not what the file must hold.
+  EXPECT_NE(error.find("missing tensor 'c_fc.bias' (for 'linear1.bias' [3])"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("unexpected tensor 'linear1.bias' [3]"),
             std::string::npos)
       << error;
 }

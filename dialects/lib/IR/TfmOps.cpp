@@ -194,6 +194,18 @@ LogicalResult ParamOp::verify() {
            << getType();
   if (std::optional<StringRef> alias = getAlias(); alias && alias->empty())
     return emitOpError("alias must not be empty");
+  if (std::optional<ArrayAttr> sources = getSources()) {
+    if (getAlias())
+      return emitOpError("takes an alias or sources, not both");
+    if (sources->empty())
+      return emitOpError("sources must name at least one tensor");
+    for (Attribute source : *sources)
+      if (cast<StringAttr>(source).getValue().empty())
+        return emitOpError("a source must not be empty");
+  }
+  if (getTransposed() && (!getSources() || type.getRank() != 2))
+    return emitOpError("`transposed` applies to the sources of a rank-2 "
+                       "weight");
   return success();
 }
 

@@ -1768,3 +1768,28 @@ func.func @attention_heads_not_dividing(%q: tensor<1x4x?x8xf32>, %k: tensor<1x3x
   %0 = tfm.attention <dot> %q, %k, %k : (tensor<1x4x?x8xf32>, tensor<1x3x?x8xf32>, tensor<1x3x?x8xf32>) -> tensor<1x4x?x8xf32>
   return %0 : tensor<1x4x?x8xf32>
 }
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op takes an alias or sources, not both}}
+tfm.param @"src_embed.weight" {alias = "embed.weight", sources = ["wte"]} : tensor<8x4xf32>
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op sources must name at least one tensor}}
+tfm.param @"embed.weight" {sources = []} : tensor<8x4xf32>
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op a source must not be empty}}
+tfm.param @"embed.weight" {sources = ["wte", ""]} : tensor<8x4xf32>
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op `transposed` applies to the sources of a rank-2 weight}}
+tfm.param @"linear1.weight" {transposed} : tensor<8x4xf32>
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op `transposed` applies to the sources of a rank-2 weight}}
+tfm.param @"linear1.bias" {sources = ["c_fc.bias"], transposed} : tensor<8xf32>

@@ -621,3 +621,13 @@ func.func @grouped_query(%x: tensor<?x?x32xf32>, %wi: tensor<64x32xf32>, %wo: te
   %2 = tfm.attention <scaled_dot> %q, %k, %k causal : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
   return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x4x?x8xf32>
 }
+
+// -----
+
+// A checkpoint's layout on the parameters: stacked sources, transposed ones.
+// CHECK: tfm.param @layers.0.self_attn.in_proj_weight {sources = ["q.weight", "k.weight", "v.weight"]} : tensor<64x32xf32>
+// CHECK: tfm.param @layers.0.linear1.weight {sources = ["h.0.mlp.c_fc.weight"], transposed} : tensor<128x32xf32>
+// GENERIC: "tfm.param"() <{sources = ["q.weight", "k.weight", "v.weight"], sym_name = "layers.0.self_attn.in_proj_weight", type = tensor<64x32xf32>}> : () -> ()
+// GENERIC: "tfm.param"() <{sources = ["h.0.mlp.c_fc.weight"], sym_name = "layers.0.linear1.weight", transposed, type = tensor<128x32xf32>}> : () -> ()
+tfm.param @"layers.0.self_attn.in_proj_weight" {sources = ["q.weight", "k.weight", "v.weight"]} : tensor<64x32xf32>
+tfm.param @"layers.0.linear1.weight" {sources = ["h.0.mlp.c_fc.weight"], transposed} : tensor<128x32xf32>

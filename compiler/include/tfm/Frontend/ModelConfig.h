@@ -83,6 +83,10 @@ parseModelConfig(llvm::StringRef path, llvm::StringRef text,
                  std::vector<ConfigDiagnostic> &diags,
                  ConfigPositions *positions = nullptr);
 
+/// Where each top-level key's value starts in `text`, a JSON object that
+/// llvm::json has accepted.
+ConfigPositions jsonValuePositions(llvm::StringRef text);
+
 llvm::StringRef stringifyArchitecture(Architecture arch);
 llvm::StringRef stringifyPositional(Positional positional);
 

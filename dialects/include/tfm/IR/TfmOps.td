@@ -113,13 +113,31 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"ModuleOp">]> {
     encoder-decoder's `src_embed.weight` and `tgt_embed.weight` both accept a
     single shared `embed.weight`.
 
+    `sources` says where a checkpoint in another layout (a Hugging Face
+    folder) keeps the weight: the file's tensors of those names, stacked
+    along the first dimension in that order (LLaMA's q_proj, k_proj and
+    v_proj make in_proj_weight). With `transposed`, each source is stored
+    transposed (`[in, out]`, GPT-2's Conv1D). The weight's own name is then
+    not looked up in the file.
+
     ```mlir
     tfm.param @"layers.0.linear1.weight" : tensor<64x32xf32>
     tfm.param @"src_embed.weight" {alias = "embed.weight"} : tensor<100x32xf32>
+    tfm.param @"layers.0.linear1.weight" {sources = ["model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight"]} : tensor<128x32xf32>
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$type,
-                       OptionalAttr<StrAttr>:$alias);
+                       OptionalAttr<StrAttr>:$alias,
+                       OptionalAttr<StrArrayAttr>:$sources,
+                       UnitAttr:$transposed);
+  let builders = [
+    // A weight under its own name (or its alias) in the weights file.
+    OpBuilder<(ins "StringAttr":$sym_name, "TypeAttr":$type,
+                   CArg<"StringAttr", "{}">:$alias), [{
+      build($_builder, $_state, sym_name, type, alias, /*sources=*/ArrayAttr(),
+            /*transposed=*/UnitAttr());
+    }]>
+  ];
   let assemblyFormat = "$sym_name attr-dict `:` $type";
   let hasVerifier = 1;
   let extraClassDeclaration = [{

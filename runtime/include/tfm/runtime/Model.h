@@ -35,6 +35,13 @@ struct ParamInfo {
   int64_t shape[kMaxRank];
   ParamInit init;
   float bound;
+  /// A checkpoint in another layout (a Hugging Face folder): the file's
+  /// tensors that hold this one, stacked along the first dimension in this
+  /// order (each stored [cols, rows] when `transposed`); the weight's own
+  /// name is then not looked up. Null when there are none.
+  const char *const *sources;
+  int numSources;
+  bool transposed;
 };
 
 enum class InputKind : uint8_t {
@@ -105,6 +112,11 @@ struct ModelInfo {
   const size_t *cacheFloats;
   StepFn prefill;
   StepFn decode;
+
+  /// The weights file loaded when none is given (a Hugging Face folder's
+  /// model.safetensors, fixed at compile time), or null: then the weights
+  /// are pseudo-random.
+  const char *defaultWeights;
 };
 
 /// Defined by the generated code of each compiled model.

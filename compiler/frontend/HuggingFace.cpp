@@ -1,0 +1,449 @@
+//===- HuggingFace.cpp - config.json -> model description + layout --------===//
+//
+// Each supported model_type maps its config to the model description keys
+// (contract sections 2 and 11) and its tensor names to the model's
+// parameters. A config value that changes the maths and has no mapping is
+// an error at its position in config.json; a key that does not change it
+// (dropout, token ids, storage dtype, ...) is read and ignored.
+//
+//===----------------------------------------------------------------------===//
+
+#include "tfm/Frontend/HuggingFace.h"
+
+#include "tfm/IR/TfmOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+
+using namespace llvm;
+
+namespace tfm {
+
+namespace {
+
+/// Reads config.json's values, recording which keys it used and reporting
+/// problems at their values.
+class ConfigJson {
+public:
+  ConfigJson(const json::Object &object, ConfigPositions positions,
+             std::vector<ConfigDiagnostic> &diags)
+      : object(object), positions(std::move(positions)), diags(diags) {}
+
+  void error(StringRef key, const Twine &message) {
+    auto [line, column] = positions.of(key);
+    diags.push_back(
+        {ConfigDiagnostic::Kind::Error, line, column, message.str()});
+    failed = true;
+  }
+  /// Marks `key` read; its value, or null when absent or JSON null.
+  const json::Value *get(StringRef key) {
+    used.insert(key);
+    const json::Value *v = object.get(key);
+    return v && v->kind() != json::Value::Null ? v : nullptr;
+  }
+  std::optional<int64_t> integer(StringRef key, bool required = true) {
+    const json::Value *v = get(key);
+    if (!v) {
+      if (required)
+        error(key, formatv("config.json has no '{0}'", key));
+      return std::nullopt;
+    }
+    std::optional<int64_t> n = v->getAsInteger();
+    if (!n || *n <= 0) {
+      error(key, formatv("'{0}' must be a positive integer", key));
+      return std::nullopt;
+    }
+    return n;
+  }
+  std::optional<double> number(StringRef key) {
+    const json::Value *v = get(key);
+    if (!v)
+      return std::nullopt;
+    std::optional<double> x = v->getAsNumber();
+    if (!x || !std::isfinite(*x) || *x <= 0) {
+      error(key, formatv("'{0}' must be a positive number", key));
+      return std::nullopt;
+    }
+    return x;
+  }
+  bool boolean(StringRef key, bool byDefault) {
+    const json::Value *v = get(key);
+    if (!v)
+      return byDefault;
+    std::optional<bool> b = v->getAsBoolean();
+    if (!b)
+      error(key, formatv("'{0}' must be true or false", key));
+    return b.value_or(byDefault);
+  }
+  std::optional<StringRef> string(StringRef key) {
+    const json::Value *v = get(key);
+    if (!v)
+      return std::nullopt;
+    std::optional<StringRef> s = v->getAsString();
+    if (!s)
+      error(key, formatv("'{0}' must be a string", key));
+    return s;
+  }
+  /// A key whose only supported value is absent or null.
+  void mustBeNull(StringRef key, StringRef why) {
+    if (get(key))
+      error(key, formatv("'{0}' is not supported: {1}", key, why));
+  }
+  /// The keys present and never read.
+  std::vector<std::string> unread() const {
+    std::vector<std::string> keys;
+    for (const auto &kv : object)
+      if (!used.contains(kv.first.str()))
+        keys.push_back(kv.first.str());
+    llvm::sort(keys);
+    return keys;
+  }
+
+  bool failed = false;
+
+private:
+  const json::Object &object;
+  ConfigPositions positions;
+  std::vector<ConfigDiagnostic> &diags;
+  StringSet<> used;
+};
+
+/// Hugging Face's activation names, as the description spells them.
+std::optional<StringRef> activationOf(ConfigJson &config, StringRef key) {
+  std::optional<StringRef> act = config.string(key);
+  if (!act)
+    return std::nullopt;
+  static const std::pair<const char *, const char *> names[] = {
+      {"silu", "silu"},
+      {"swish", "silu"},
+      {"gelu", "gelu"},
+      {"gelu_new", "gelu_tanh"},
+      {"gelu_pytorch_tanh", "gelu_tanh"},
+      {"relu", "relu"}};
+  for (auto [hf, ours] : names)
+    if (*act == hf)
+      return StringRef(ours);
+  config.error(key, formatv("'{0}' \"{1}\" is not supported (supported: "
+                            "silu, swish, gelu, gelu_new, gelu_pytorch_tanh, "
+                            "relu)",
+                            key, *act));
+  return std::nullopt;
+}
+
+std::string layerName(int64_t i, StringRef suffix) {
+  return ("layers." + Twine(i) + "." + suffix).str();
+}
+
+/// LLaMA and Mistral (`LlamaForCausalLM`, `MistralForCausalLM`): pre-norm
+/// RMS norms, rotary positions (rotate_half), grouped-query attention,
+/// SwiGLU, no biases by default.
+bool mapLlama(ConfigJson &config, bool mistral, json::Object &desc,
+              HuggingFaceCheckpoint &ckpt) {
+  std::optional<int64_t> d = config.integer("hidden_size");
+  std::optional<int64_t> heads = config.integer("num_attention_heads");
+  std::optional<int64_t> kvHeads = config.integer("num_key_value_heads", false);
+  std::optional<int64_t> layers = config.integer("num_hidden_layers");
+  std::optional<int64_t> ff = config.integer("intermediate_size");
+  std::optional<int64_t> vocab = config.integer("vocab_size");
+  std::optional<int64_t> positions = config.integer("max_position_embeddings");
+  std::optional<int64_t> headDim = config.integer("head_dim", false);
+  std::optional<StringRef> act = activationOf(config, "hidden_act");
+  std::optional<double> eps = config.number("rms_norm_eps");
+  std::optional<double> theta = config.number("rope_theta");
+  config.mustBeNull("rope_scaling", "scaled rotary positions change the "
+                                    "angles, and tfm has only the plain ones");
+  bool attentionBias = config.boolean("attention_bias", false);
+  bool mlpBias = config.boolean("mlp_bias", false);
+  bool tied = config.boolean("tie_word_embeddings", false);
+  std::optional<int64_t> window;
+  if (mistral)
+    window = config.integer("sliding_window", false);
+  // Same maths: tensor-parallel slicing, dropout in training.
+  config.get("pretraining_tp");
+  config.get("attention_dropout");
+  if (config.failed || !d || !heads || !layers || !ff || !vocab || !positions ||
+      !act)
+    return false;
+  if (attentionBias != mlpBias) {
+    config.error("attention_bias",
+                 "'attention_bias' and 'mlp_bias' differ; tfm's 'bias' "
+                 "applies to every linear layer");
+    return false;
+  }
+  if (headDim && *d % *heads == 0 && *headDim != *d / *heads) {
+    config.error("head_dim", formatv("'head_dim' {0} is not hidden_size / "
+                                     "num_attention_heads = {1}",
+                                     *headDim, *d / *heads));
+    return false;
+  }
+  int64_t maxSeq = *positions;
+  if (window && *window < maxSeq) {
+    // Within the window, sliding-window attention is full causal
+    // attention: the model accepts sequences up to the window.
+    maxSeq = *window;
+  }
+  desc["architecture"] = "decoder";
+  desc["d_model"] = *d;
+  desc["num_heads"] = *heads;
+  desc["num_kv_heads"] = kvHeads.value_or(*heads);
+  desc["d_ff"] = *ff;
+  desc["num_layers"] = *layers;
+  desc["vocab_size"] = *vocab;
+  desc["max_seq_len"] = maxSeq;
+  desc["positional"] = "rope";
+  desc["rope_style"] = "half";
+  desc["rope_base"] = theta.value_or(10000.0);
+  desc["norm"] = "pre";
+  desc["norm_type"] = "rms_norm";
+  desc["norm_eps"] = eps.value_or(1e-6);
+  desc["final_norm"] = true;
+  desc["activation"] = *act;
+  desc["ffn_gated"] = true;
+  desc["bias"] = attentionBias;
+  desc["tie_embeddings"] = tied;
+
+  auto &w = ckpt.weights;
+  w["embed.weight"] = {{"model.embed_tokens.weight"}};
+  for (int64_t i = 0; i < *layers; ++i) {
+    std::string hf = ("model.layers." + Twine(i) + ".").str();
+    auto qkv = [&](StringRef what) {
+      return WeightSource{{hf + "self_attn.q_proj." + what.str(),
+                           hf + "self_attn.k_proj." + what.str(),
+                           hf + "self_attn.v_proj." + what.str()}};
+    };
+    w[layerName(i, "self_attn.in_proj_weight")] = qkv("weight");
+    w[layerName(i, "self_attn.out_proj.weight")] = {
+        {hf + "self_attn.o_proj.weight"}};
+    // The gate's rows, then the up rows (ffn_gated's layout).
+    w[layerName(i, "linear1.weight")] = {
+        {hf + "mlp.gate_proj.weight", hf + "mlp.up_proj.weight"}};
+    w[layerName(i, "linear2.weight")] = {{hf + "mlp.down_proj.weight"}};
+    if (attentionBias) {
+      w[layerName(i, "self_attn.in_proj_bias")] = qkv("bias");
+      w[layerName(i, "self_attn.out_proj.bias")] = {
+          {hf + "self_attn.o_proj.bias"}};
+      w[layerName(i, "linear1.bias")] = {
+          {hf + "mlp.gate_proj.bias", hf + "mlp.up_proj.bias"}};
+      w[layerName(i, "linear2.bias")] = {{hf + "mlp.down_proj.bias"}};
+    }
+    w[layerName(i, "norm1.weight")] = {{hf + "input_layernorm.weight"}};
+    w[layerName(i, "norm2.weight")] = {
+        {hf + "post_attention_layernorm.weight"}};
+  }
+  w["norm.weight"] = {{"model.norm.weight"}};
+  if (!tied)
+    w["lm_head.weight"] = {{"lm_head.weight"}};
+  return true;
+}
+
+/// GPT-2 (`GPT2LMHeadModel`): learned positions, pre-norm layer norms, a
+/// tied head; its Conv1D weights are stored [in, out].
+bool mapGpt2(ConfigJson &config, json::Object &desc,
+             HuggingFaceCheckpoint &ckpt) {
+  std::optional<int64_t> d = config.integer("n_embd");
+  std::optional<int64_t> heads = config.integer("n_head");
+  std::optional<int64_t> layers = config.integer("n_layer");
+  std::optional<int64_t> positions = config.integer("n_positions");
+  std::optional<int64_t> vocab = config.integer("vocab_size");
+  std::optional<int64_t> inner = config.integer("n_inner", false);
+  std::optional<StringRef> act = activationOf(config, "activation_function");
+  std::optional<double> eps = config.number("layer_norm_epsilon");
+  bool scaled = config.boolean("scale_attn_weights", true);
+  if (config.boolean("scale_attn_by_inverse_layer_idx", false))
+    config.error("scale_attn_by_inverse_layer_idx",
+                 "'scale_attn_by_inverse_layer_idx' is not supported: it "
+                 "scales each layer's scores differently");
+  if (config.boolean("add_cross_attention", false))
+    config.error("add_cross_attention",
+                 "'add_cross_attention' is not supported (GPT-2 as a "
+                 "decoder over an encoder)");
+  bool tied = config.boolean("tie_word_embeddings", true);
+  // Same maths: the context size (n_positions holds the table), dropout,
+  // the order of the scores' upcast (fp32 here anyway).
+  for (StringRef key : {"n_ctx", "attn_pdrop", "embd_pdrop", "resid_pdrop",
+                        "reorder_and_upcast_attn"})
+    config.get(key);
+  if (config.failed || !d || !heads || !layers || !positions || !vocab || !act)
+    return false;
+  desc["architecture"] = "decoder";
+  desc["d_model"] = *d;
+  desc["num_heads"] = *heads;
+  desc["d_ff"] = inner.value_or(4 * *d);
+  desc["num_layers"] = *layers;
+  desc["vocab_size"] = *vocab;
+  desc["max_seq_len"] = *positions;
+  desc["positional"] = "learned";
+  desc["norm"] = "pre";
+  desc["norm_eps"] = eps.value_or(1e-5);
+  desc["final_norm"] = true;
+  desc["activation"] = *act;
+  desc["attention_score"] = scaled ? "scaled_dot" : "dot";
+  desc["tie_embeddings"] = tied;
+
+  auto &w = ckpt.weights;
+  w["embed.weight"] = {{"transformer.wte.weight"}};
+  w["pos_embed.weight"] = {{"transformer.wpe.weight"}};
+  for (int64_t i = 0; i < *layers; ++i) {
+    std::string hf = ("transformer.h." + Twine(i) + ".").str();
+    auto conv = [&](StringRef name) {
+      return WeightSource{{hf + name.str()}, /*transposed=*/true};
+    };
+    auto plain = [&](StringRef name) {
+      return WeightSource{{hf + name.str()}};
+    };
+    w[layerName(i, "self_attn.in_proj_weight")] = conv("attn.c_attn.weight");
+    w[layerName(i, "self_attn.in_proj_bias")] = plain("attn.c_attn.bias");
+    w[layerName(i, "self_attn.out_proj.weight")] = conv("attn.c_proj.weight");
+    w[layerName(i, "self_attn.out_proj.bias")] = plain("attn.c_proj.bias");
+    w[layerName(i, "linear1.weight")] = conv("mlp.c_fc.weight");
+    w[layerName(i, "linear1.bias")] = plain("mlp.c_fc.bias");
+    w[layerName(i, "linear2.weight")] = conv("mlp.c_proj.weight");
+    w[layerName(i, "linear2.bias")] = plain("mlp.c_proj.bias");
+    w[layerName(i, "norm1.weight")] = plain("ln_1.weight");
+    w[layerName(i, "norm1.bias")] = plain("ln_1.bias");
+    w[layerName(i, "norm2.weight")] = plain("ln_2.weight");
+    w[layerName(i, "norm2.bias")] = plain("ln_2.bias");
+  }
+  w["norm.weight"] = {{"transformer.ln_f.weight"}};
+  w["norm.bias"] = {{"transformer.ln_f.bias"}};
+  if (!tied)
+    w["lm_head.weight"] = {{"lm_head.weight"}};
+  return true;
+}
+
+/// Keys every config.json may have that do not change the maths.
+constexpr const char *kCommonKeys[] = {
+    "architectures",        "model_type",
+    "transformers_version", "torch_dtype",
+    "_name_or_path",        "bos_token_id",
+    "eos_token_id",         "pad_token_id",
+    "initializer_range",    "use_cache",
+    "tokenizer_class",      "task_specific_params",
+    "summary_type",         "summary_use_proj",
+    "summary_activation",   "summary_proj_to_labels",
+    "summary_first_dropout"};
+
+/// A name the description accepts: letters, digits, '_', '-', '.'.
+std::string modelName(StringRef dir) {
+  std::string name =
+      sys::path::filename(sys::path::remove_leading_dotslash(dir.rtrim("/")))
+          .str();
+  for (char &c : name)
+    if (!isAlnum(c) && c != '_' && c != '-' && c != '.')
+      c = '_';
+  return name.empty() || name == "." ? std::string("model") : name;
+}
+
+} // namespace
+
+StringRef supportedHuggingFaceModelTypes() { return "gpt2, llama, mistral"; }
+
+std::optional<HuggingFaceCheckpoint>
+readHuggingFaceFolder(StringRef dir, std::string &configPath,
+                      std::vector<ConfigDiagnostic> &diags) {
+  SmallString<256> path(dir);
+  sys::path::append(path, "config.json");
+  configPath = path.str().str();
+  ErrorOr<std::unique_ptr<MemoryBuffer>> file = MemoryBuffer::getFile(path);
+  if (!file) {
+    diags.push_back({ConfigDiagnostic::Kind::Error, 1, 1,
+                     formatv("cannot read it: {0} (a Hugging Face folder "
+                             "holds config.json and model.safetensors)",
+                             file.getError().message())
+                         .str()});
+    return std::nullopt;
+  }
+  StringRef text = (*file)->getBuffer();
+  Expected<json::Value> root = json::parse(text);
+  if (!root) {
+    diags.push_back({ConfigDiagnostic::Kind::Error, 1, 1,
+                     "invalid JSON: " + toString(root.takeError())});
+    return std::nullopt;
+  }
+  const json::Object *object = root->getAsObject();
+  if (!object) {
+    diags.push_back(
+        {ConfigDiagnostic::Kind::Error, 1, 1, "config.json is not an object"});
+    return std::nullopt;
+  }
+  ConfigJson config(*object, jsonValuePositions(text), diags);
+  HuggingFaceCheckpoint ckpt;
+  std::optional<StringRef> type = config.string("model_type");
+  if (!type) {
+    if (!config.failed)
+      config.error("model_type",
+                   formatv("config.json has no 'model_type' (supported: {0})",
+                           supportedHuggingFaceModelTypes()));
+    return std::nullopt;
+  }
+  ckpt.modelType = type->str();
+  json::Object desc;
+  desc["name"] = modelName(dir);
+  bool mapped = false;
+  if (*type == "llama" || *type == "mistral") {
+    mapped = mapLlama(config, *type == "mistral", desc, ckpt);
+  } else if (*type == "gpt2") {
+    mapped = mapGpt2(config, desc, ckpt);
+  } else {
+    config.error("model_type",
+                 formatv("model_type '{0}' is not supported (supported: {1})",
+                         *type, supportedHuggingFaceModelTypes()));
+    return std::nullopt;
+  }
+  if (!mapped || config.failed)
+    return std::nullopt;
+  for (const char *key : kCommonKeys)
+    config.get(key);
+  ckpt.ignoredKeys = config.unread();
+
+  raw_string_ostream os(ckpt.description);
+  os << formatv("{0:2}", json::Value(std::move(desc))) << "\n";
+
+  SmallString<256> weights(dir);
+  sys::fs::make_absolute(weights);
+  sys::path::append(weights, "model.safetensors");
+  sys::path::remove_dots(weights, /*remove_dot_dot=*/true);
+  ckpt.weightsFile = weights.str().str();
+  return ckpt;
+}
+
+mlir::LogicalResult applyCheckpointLayout(mlir::ModuleOp module,
+                                          const HuggingFaceCheckpoint &ckpt,
+                                          std::string &error) {
+  mlir::Builder b(module.getContext());
+  for (mlir::tfm::ParamOp param : module.getOps<mlir::tfm::ParamOp>()) {
+    auto it = ckpt.weights.find(param.getSymName());
+    if (it == ckpt.weights.end()) {
+      error =
+          ("internal error: the " + ckpt.modelType +
+           " mapping has no source for parameter '" + param.getSymName() + "'")
+              .str();
+      return mlir::failure();
+    }
+    SmallVector<StringRef> names(it->second.tensors.begin(),
+                                 it->second.tensors.end());
+    param.setSourcesAttr(b.getStrArrayAttr(names));
+    if (it->second.transposed)
+      param.setTransposed(true);
+  }
+  // Inputs under Hugging Face's name.
+  for (auto func : module.getOps<mlir::func::FuncOp>())
+    for (unsigned i = 0; i < func.getNumArguments(); ++i)
+      if (auto name = func.getArgAttrOfType<mlir::StringAttr>(i, "tfm.input");
+          name && name.getValue() == "input")
+        func.setArgAttr(i, "tfm.input", b.getStringAttr("input_ids"));
+  module->setAttr("tfm.weights_file", b.getStringAttr(ckpt.weightsFile));
+  return mlir::success();
+}
+
+} // namespace tfm
