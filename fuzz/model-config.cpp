@@ -6,10 +6,16 @@
 // every message has a position, and a description the frontend accepts
 // (and that fits in memory) always builds IR that verifies.
 //
+// The same text as a Hugging Face config.json (`tfm-compile DIR`): mapped or
+// rejected with a located error; a mapped config gives a description that
+// is itself accepted or rejected with errors, and whose IR's every
+// parameter has a source in the checkpoint.
+//
 //===----------------------------------------------------------------------===//
 
 #include "FuzzCheck.h"
 
+#include "tfm/Frontend/HuggingFace.h"
 #include "tfm/Frontend/ModelBuilder.h"
 #include "tfm/Frontend/ModelConfig.h"
 #include "tfm/Frontend/ModelMemory.h"
@@ -25,17 +31,69 @@
 
 using namespace tfm;
 
+namespace {
+
+bool anyError(const std::vector<ConfigDiagnostic> &diags) {
+  return llvm::any_of(diags, [](const ConfigDiagnostic &d) {
+    return d.kind == ConfigDiagnostic::Kind::Error;
+  });
+}
+
+/// The layers a fuzzed model is built with: past a few dozen they add time
+/// (4096 of them take seconds), not code paths.
+ModelConfig fewLayers(ModelConfig config) {
+  config.numEncoderLayers = std::min<int64_t>(config.numEncoderLayers, 64);
+  config.numDecoderLayers = std::min<int64_t>(config.numDecoderLayers, 64);
+  return config;
+}
+
+void checkHuggingFaceConfig(llvm::StringRef text) {
+  std::vector<ConfigDiagnostic> diags;
+  std::optional<HuggingFaceCheckpoint> ckpt =
+      mapHuggingFaceConfig(text, "/fuzz", diags);
+  FUZZ_CHECK(ckpt.has_value() != anyError(diags),
+             "a config.json fails if and only if an error says why");
+  for (const ConfigDiagnostic &d : diags)
+    FUZZ_CHECK(d.line >= 1 && d.column >= 1 && !d.message.empty(),
+               "every config.json message has a position and a text");
+  if (!ckpt)
+    return;
+  diags.clear();
+  ConfigPositions positions;
+  std::optional<ModelConfig> config =
+      parseModelConfig("config.json", ckpt->description, diags, &positions);
+  FUZZ_CHECK(config.has_value() != anyError(diags),
+             "a mapped description fails if and only if an error says why");
+  if (!config)
+    return;
+  MemoryBudget budget{uint64_t(24) << 30, "the fuzzer's 24 GB"};
+  CompileLimits limits{config->maxSeqLen, 1};
+  if (checkModelMemory(*config, limits, positions, budget) ||
+      config->numDecoderLayers > 64)
+    return; // the mapping names every layer: keep the map small
+  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+  mlir::ScopedDiagnosticHandler handler(
+      &context, [](mlir::Diagnostic &) { return mlir::success(); });
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      buildModel(context, *config, limits, "config.json");
+  std::string error;
+  FUZZ_CHECK(mlir::succeeded(applyCheckpointLayout(*module, *ckpt, error)),
+             "every parameter of a mapped model has a source");
+  FUZZ_CHECK(mlir::succeeded(mlir::verify(*module)),
+             "the IR of a mapped model verifies with its sources");
+}
+
+} // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::StringRef text(reinterpret_cast<const char *>(data), size);
+  checkHuggingFaceConfig(text);
   std::vector<ConfigDiagnostic> diags;
   ConfigPositions positions;
   std::optional<ModelConfig> config =
       parseModelConfig("fuzz.json", text, diags, &positions);
 
-  bool anyError = llvm::any_of(diags, [](const ConfigDiagnostic &d) {
-    return d.kind == ConfigDiagnostic::Kind::Error;
-  });
-  FUZZ_CHECK(config.has_value() != anyError,
+  FUZZ_CHECK(config.has_value() != anyError(diags),
              "a description fails if and only if an error says why");
   for (const ConfigDiagnostic &d : diags)
     FUZZ_CHECK(d.line >= 1 && d.column >= 1 && !d.message.empty(),
@@ -60,12 +118,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (checkModelMemory(*config, limits, positions, budget))
     return 0;
 
-  // Layers repeat one call per layer: past a few dozen they add time (4096
-  // of them take seconds), not code paths. The IR is built with at most 64
-  // per stack (still two-digit layer indices).
-  ModelConfig built = *config;
-  built.numEncoderLayers = std::min<int64_t>(built.numEncoderLayers, 64);
-  built.numDecoderLayers = std::min<int64_t>(built.numDecoderLayers, 64);
+  // At most 64 layers per stack (still two-digit layer indices).
+  ModelConfig built = fewLayers(*config);
 
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   std::string messages;

@@ -328,6 +328,13 @@ int main(int argc, char **argv) {
   tfm::CompileLimits limits;
   limits.maxBatch = maxBatch;
   limits.maxSeqLen = maxSeqLen ? int64_t(maxSeqLen) : config->maxSeqLen;
+  if (checkpoint && checkpoint->slidingWindow &&
+      limits.maxSeqLen > checkpoint->slidingWindow)
+    return userError("--max-seq-len " + Twine(limits.maxSeqLen) +
+                     " exceeds the checkpoint's sliding_window " +
+                     Twine(checkpoint->slidingWindow) +
+                     ": beyond it the attention is a sliding window, which "
+                     "tfm does not compile yet");
   if (config->positional == tfm::Positional::Learned &&
       limits.maxSeqLen > config->maxSeqLen) {
     auto [line, column] = positions.of("max_seq_len");

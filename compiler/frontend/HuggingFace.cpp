@@ -118,11 +118,13 @@ private:
   StringSet<> used;
 };
 
-/// Hugging Face's activation names, as the description spells them.
-std::optional<StringRef> activationOf(ConfigJson &config, StringRef key) {
+/// Hugging Face's activation names, as the description spells them; absent,
+/// the config class's default `byDefault`.
+std::optional<StringRef> activationOf(ConfigJson &config, StringRef key,
+                                      StringRef byDefault) {
   std::optional<StringRef> act = config.string(key);
   if (!act)
-    return std::nullopt;
+    act = byDefault;
   static const std::pair<const char *, const char *> names[] = {
       {"silu", "silu"},
       {"swish", "silu"},
@@ -157,7 +159,7 @@ bool mapLlama(ConfigJson &config, bool mistral, json::Object &desc,
   std::optional<int64_t> vocab = config.integer("vocab_size");
   std::optional<int64_t> positions = config.integer("max_position_embeddings");
   std::optional<int64_t> headDim = config.integer("head_dim", false);
-  std::optional<StringRef> act = activationOf(config, "hidden_act");
+  std::optional<StringRef> act = activationOf(config, "hidden_act", "silu");
   std::optional<double> eps = config.number("rms_norm_eps");
   std::optional<double> theta = config.number("rope_theta");
   config.mustBeNull("rope_scaling", "scaled rotary positions change the "
@@ -191,6 +193,7 @@ bool mapLlama(ConfigJson &config, bool mistral, json::Object &desc,
     // Within the window, sliding-window attention is full causal
     // attention: the model accepts sequences up to the window.
     maxSeq = *window;
+    ckpt.slidingWindow = *window;
   }
   desc["architecture"] = "decoder";
   desc["d_model"] = *d;
@@ -256,7 +259,8 @@ bool mapGpt2(ConfigJson &config, json::Object &desc,
   std::optional<int64_t> positions = config.integer("n_positions");
   std::optional<int64_t> vocab = config.integer("vocab_size");
   std::optional<int64_t> inner = config.integer("n_inner", false);
-  std::optional<StringRef> act = activationOf(config, "activation_function");
+  std::optional<StringRef> act =
+      activationOf(config, "activation_function", "gelu_new");
   std::optional<double> eps = config.number("layer_norm_epsilon");
   bool scaled = config.boolean("scale_attn_weights", true);
   if (config.boolean("scale_attn_by_inverse_layer_idx", false))
@@ -363,7 +367,19 @@ readHuggingFaceFolder(StringRef dir, std::string &configPath,
                          .str()});
     return std::nullopt;
   }
-  StringRef text = (*file)->getBuffer();
+  return mapHuggingFaceConfig((*file)->getBuffer(), dir, diags);
+}
+
+std::optional<HuggingFaceCheckpoint>
+mapHuggingFaceConfig(StringRef text, StringRef dir,
+                     std::vector<ConfigDiagnostic> &diags) {
+  // llvm::json parses recursively: deep nesting would overflow the stack.
+  if (size_t deep = findDeepJsonNesting(text, 64); deep != StringRef::npos) {
+    auto [line, column] = jsonPositionOf(text, deep);
+    diags.push_back({ConfigDiagnostic::Kind::Error, line, column,
+                     "JSON nested deeper than 64 levels"});
+    return std::nullopt;
+  }
   Expected<json::Value> root = json::parse(text);
   if (!root) {
     diags.push_back({ConfigDiagnostic::Kind::Error, 1, 1,

@@ -590,6 +590,15 @@ parseModelConfig(StringRef path, StringRef text,
       .read(path);
 }
 
+size_t findDeepJsonNesting(StringRef text, unsigned maxDepth) {
+  return findDeepNesting(text, maxDepth);
+}
+
+std::pair<unsigned, unsigned> jsonPositionOf(StringRef text, size_t offset) {
+  Position p = positionOf(text, offset);
+  return {p.line, p.column};
+}
+
 ConfigPositions jsonValuePositions(StringRef text) {
   ConfigPositions positions;
   size_t objectOffset = 0;

@@ -230,7 +230,7 @@ void printHelp(const char *program, const ModelInfo &model) {
       "ones.\n"
       "\n"
       "  --weights FILE     safetensors weights (F32, F16 or BF16); default: "
-      "deterministic random\n"
+      "%s\n"
       "  --input NAME=FILE  a .npy input (v1.0-3.0, little-endian, C order); "
       "default: a\n"
       "                     deterministic random input of the largest shape\n"
@@ -261,7 +261,8 @@ void printHelp(const char *program, const ModelInfo &model) {
       "  --help             print this text\n"
       "\n"
       "Inputs:\n",
-      program, int(std::strlen(program)), "", model.name);
+      program, int(std::strlen(program)), "", model.name,
+      model.defaultWeights ? model.defaultWeights : "deterministic random");
   for (size_t i = 0; i < model.numInputs; ++i) {
     if (model.inputs[i].kind == InputKind::TokenIds)
       std::printf("  %-18s token ids, int32 or int64, [seq] or [batch, seq], "

@@ -37,6 +37,9 @@ struct HuggingFaceCheckpoint {
   /// DIR/model.safetensors, absolute: what the compiled model loads when it
   /// is given no weights.
   std::string weightsFile;
+  /// Mistral's sliding window when it caps the sequence length (within it
+  /// the attention is full; beyond, it would not be): 0 when none.
+  int64_t slidingWindow = 0;
   /// config.json keys read and ignored because they do not change the
   /// maths (training, tokenizer and storage settings), for -v.
   std::vector<std::string> ignoredKeys;
@@ -51,6 +54,12 @@ llvm::StringRef supportedHuggingFaceModelTypes();
 std::optional<HuggingFaceCheckpoint>
 readHuggingFaceFolder(llvm::StringRef dir, std::string &configPath,
                       std::vector<ConfigDiagnostic> &diags);
+
+/// readHuggingFaceFolder's mapping of config.json's `text` (no files read
+/// but the weights file's name, DIR/model.safetensors).
+std::optional<HuggingFaceCheckpoint>
+mapHuggingFaceConfig(llvm::StringRef text, llvm::StringRef dir,
+                     std::vector<ConfigDiagnostic> &diags);
 
 /// Records the checkpoint's layout on `module` (built from its
 /// description): each tfm.param's `sources`, the inputs' Hugging Face name

@@ -86,6 +86,12 @@ parseModelConfig(llvm::StringRef path, llvm::StringRef text,
 /// Where each top-level key's value starts in `text`, a JSON object that
 /// llvm::json has accepted.
 ConfigPositions jsonValuePositions(llvm::StringRef text);
+/// The offset of the first '[' or '{' (outside strings) of `text` nested
+/// deeper than `maxDepth`, or npos: llvm::json recurses per level.
+size_t findDeepJsonNesting(llvm::StringRef text, unsigned maxDepth);
+/// The 1-based line and column of byte `offset` of `text`.
+std::pair<unsigned, unsigned> jsonPositionOf(llvm::StringRef text,
+                                             size_t offset);
 
 llvm::StringRef stringifyArchitecture(Architecture arch);
 llvm::StringRef stringifyPositional(Positional positional);

@@ -1,0 +1,1397 @@
+#!/usr/bin/python3
+"""End-to-end tests of `tfm-compile DIR` on Hugging Face checkpoint folders
+against the `transformers` library (contract section 11).
+
+For each case of hf_cases.py ("model" cases; "either" and "error" below):
+  1. build the tiny config, torch.manual_seed(crc32 of the name), the
+     model (AutoModelForCausalLM.from_config, eager attention) in eval mode;
+     every parameter that its init leaves constant (norm weights: ones;
+     biases: zeros) gets random values, so that a dropped norm weight or bias
+     shows; save_pretrained(DIR, safe_serialization=True); then the oracle
+     is transformers itself running that folder: from_pretrained(DIR), whose
+     parameters must equal the saved model's bit for bit;
+  2. the reference: logits of every input (int64 ids, [seq] and [batch,
+     seq], lengths 1 to 24, and one int32 input), and the float64 model's
+     within a tenth of the tolerance (else the case is "ill-conditioned");
+     for --generate: model.generate(ids, max_new_tokens=16, do_sample=False)
+     for each prompt, which must equal a full-forward greedy loop, and whose
+     top-2 logit gap must be above 2 tol at every step (else
+     "ill-conditioned": choose another seed or config, never a flake);
+  3. `tfm-compile DIR --emit=model-json` (stdout, and with -o FILE the same
+     JSON): it parses, and the keys of expected_model_json (architecture,
+     sizes, num_kv_heads, positional, rope_base, norm_type, norm_eps,
+     activation, ffn_gated, bias, tie_embeddings, ...) have their values,
+     a key left out counting as its contract section 2 / 11 default;
+  4. `tfm-compile DIR -o CASE.exe [--backend=B] [--max-batch 2]`;
+  5. CASE.exe without --weights (it reads DIR/model.safetensors) on each
+     input, --threads 1 and 2: float32, the reference's shape (batch
+     dimension iff the input had one), finite, max|out - ref| <= 1e-4 (1 +
+     max|ref|) (contract section 6), the two runs bit-identical;
+  6. --weights ALT/model.safetensors (a second checkpoint, another seed,
+     same config) against that checkpoint's logits;
+  7. --generate 16 --input input_ids=PROMPT --output IDS, --threads 1 and
+     2: int32 [batch, 16] (or [16] for an unbatched prompt), the last stdout
+     line `generate: prefill_tok_s=... decode_tok_s=... new_tokens=16
+     threads=T`, the ids equal transformers' token for token, and the same
+     for both thread counts.
+
+"either" cases (a maths-changing value tfm may or may not support):
+tfm-compile exits 1 with a message naming the key, or compiles and passes
+step 5.  "error" cases: an unsupported model_type (a saved BertModel or T5
+folder, a config.json edited to mixtral) must exit exactly 1 with one stderr
+line naming it and every supported type, for --emit=model-json and for the
+executable; an unsupported key (rope_scaling, hidden_act swish2) exits 1
+naming it; a mistral sliding_window shorter than an input is rejected (at
+compile time, or the longer input at run time, and a short one then
+matches); missing weights (model.safetensors moved away after compiling, a
+folder without it, --weights of a missing file or of another model's
+shapes) make the executable exit 1 naming the file, never crash.
+
+One line per case, `PASS name (...)` or `FAIL name: reason`; the last line
+`N passed, M failed`; the exit status is 1 if a case failed, 2 on a harness
+error (no transformers, bad case table, no case matched).
+
+Run by the oracle's venv python (scripts/install-deps.sh makes it at
+${TFM_HF_VENV:-$HOME/.cache/tfm/hf-venv}, with transformers 4.46.3 over
+Debian's torch 1.13).  Started by another python (e.g. /usr/bin/python3) it
+re-executes itself with --python PY, $TFM_HF_PYTHON, $TFM_HF_VENV/bin/python
+or the default venv, whichever comes first.
+
+  run_hf.py --tfm-compile build/bin/tfm-compile --work-dir /tmp/hf [--backend llvm] [-k F] [-j N]
+  run_hf.py --reference-only --work-dir /tmp/hf-ref   # the transformers side only
+  run_hf.py --self-test                               # the harness's own checks, no compiler
+  run_hf.py --fake --work-dir /tmp/hf-fake [-k F]     # against a fake tfm-compile that runs
+                                                      # transformers (TFM_HF_FAKE_MODE, below)
+  run_hf.py --list
+
+Each case's directory keeps hf/ (the checkpoint), alt/ (the --weights one),
+in_*.npy, ref_*.npy, prompt_*.npy, gen_*.npy, model.json, CASE.exe, and per
+command TAG.cmd, TAG.stdout, TAG.stderr.
+"""
+
+import argparse
+import concurrent.futures
+import copy
+import fnmatch
+import json
+import math
+import multiprocessing
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Not on sys.path: this directory's safetensors.py (the other harnesses'
+# writer) would shadow the safetensors package transformers imports.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+
+
+def _load_cases():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("hf_cases", os.path.join(HERE, "hf_cases.py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["hf_cases"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+cases_mod = _load_cases()
+
+DEFAULT_VENV = os.path.join(os.path.expanduser("~"), ".cache", "tfm", "hf-venv")
+TRANSFORMERS_VERSION = "4.46.3"
+F64_FRACTION = 0.1     # |ref32 - ref64| must stay below this share of the tolerance
+AMBIGUITY = 2.0        # generation: the top-2 gap must be above AMBIGUITY * tol at every step
+GEN_LINE_RE = re.compile(r"^generate: prefill_tok_s=(\S+) decode_tok_s=(\S+) "
+                         r"new_tokens=(\d+) threads=(\d+)$")
+FAKE_MODES = ("exact", "noisy", "threads", "flip", "norm_ones", "no_bias", "ignore_weights",
+              "json_kv", "accept_any", "err_multiline", "err_rc2", "missing_crash", "int64_ids")
+
+
+class CaseFailure(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------
+# Finding the oracle: a python with transformers.
+# ---------------------------------------------------------------------------
+
+def _argv_python(argv):
+    for i, a in enumerate(argv):
+        if a == "--python" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--python="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def oracle_candidates(argv):
+    """(path, where it came from), in the order they are tried."""
+    out = []
+    p = _argv_python(argv)
+    if p:
+        return [(p, "--python")]
+    if os.environ.get("TFM_HF_PYTHON"):
+        out.append((os.environ["TFM_HF_PYTHON"], "$TFM_HF_PYTHON"))
+    if os.environ.get("TFM_HF_VENV"):
+        out.append((os.path.join(os.environ["TFM_HF_VENV"], "bin", "python"), "$TFM_HF_VENV"))
+    out.append((os.path.join(DEFAULT_VENV, "bin", "python"), "the default venv"))
+    return out
+
+
+def bootstrap(argv):
+    """Returns None when this interpreter has transformers, else re-executes
+    this script with the oracle's python; returns an error message when
+    there is none."""
+    try:
+        __import__("transformers")
+        return None
+    except ImportError:
+        pass
+    tried = []
+    for path, where in oracle_candidates(argv):
+        tried.append("%s (%s)" % (path, where))
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            if os.environ.get("TFM_HF_REEXEC") == path:
+                return ("%s has no importable transformers (reexecuted once); "
+                        "run scripts/install-deps.sh" % path)
+            os.environ["TFM_HF_REEXEC"] = path
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.execv(path, [path, os.path.abspath(__file__)] + list(argv))
+    return ("no python with transformers: %s cannot import it, and none of %s exists; "
+            "run scripts/install-deps.sh (it makes the venv with transformers==%s), "
+            "or pass --python" % (sys.executable, ", ".join(tried), TRANSFORMERS_VERSION))
+
+
+_HF = None
+
+
+def hf():
+    """torch and transformers, imported once, offline, quiet; with the one
+    workaround Debian's torch 1.13 on Python 3.11 needs."""
+    global _HF
+    if _HF is not None:
+        return _HF
+    for k, v in (("TRANSFORMERS_OFFLINE", "1"), ("HF_HUB_OFFLINE", "1"),
+                 ("HF_HUB_DISABLE_TELEMETRY", "1"), ("TRANSFORMERS_VERBOSITY", "error"),
+                 ("TOKENIZERS_PARALLELISM", "false"), ("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")):
+        os.environ.setdefault(k, v)
+    import torch
+    import transformers
+    import transformers.generation.utils as gen_utils
+    # generate() asks is_fsdp_managed_module(model), which imports
+    # torch.distributed.fsdp: with torch 1.13 under Python 3.11 that import
+    # fails (a dataclass with a mutable default). Nothing here is FSDP.
+    if hasattr(gen_utils, "is_fsdp_managed_module"):
+        gen_utils.is_fsdp_managed_module = lambda module: False
+    transformers.logging.set_verbosity_error()
+    _HF = (torch, transformers)
+    return _HF
+
+
+# ---------------------------------------------------------------------------
+# Small helpers.
+# ---------------------------------------------------------------------------
+
+def np():
+    import numpy
+    return numpy
+
+
+def tolerance(ref):
+    n = np()
+    return 1e-4 * (1.0 + float(n.max(n.abs(ref)))) if ref.size else 1e-4
+
+
+def case_seed(case):
+    if case.seed is not None:
+        return case.seed
+    return zlib.crc32(case.name.encode("utf-8")) & 0x7FFFFFFF
+
+
+def _clip(line, n):
+    return line if len(line) <= n else line[: n - 3] + "..."
+
+
+def _lines(text):
+    return [l.strip() for l in (text or "").strip().splitlines() if l.strip()]
+
+
+def _tail(text, lines=3, width=160):
+    ls = _lines(text)
+    if not ls:
+        return "(no stderr)"
+    tail = ls[-lines:]
+    first = next((l for l in ls if "error" in l.lower()), None)
+    parts = []
+    if first is not None and first not in tail:
+        parts = [_clip(first, width), "..."]
+    return " | ".join(parts + [_clip(l, width) for l in tail])
+
+
+def _write(d, name, text):
+    with open(os.path.join(d, name), "w") as f:
+        f.write(text)
+
+
+def _shape_tag(shape):
+    return "x".join(str(s) for s in shape)
+
+
+# ---------------------------------------------------------------------------
+# The transformers side.
+# ---------------------------------------------------------------------------
+
+def make_config(case):
+    torch, tr = hf()
+    return tr.AutoConfig.for_model(case.model_type, **case.config)
+
+
+def build_model(case, seed):
+    """The case's model with seeded random weights, in eval mode; every
+    parameter the init leaves constant (ones or zeros: norm weights,
+    biases) perturbed.  Returns (model, names perturbed)."""
+    torch, tr = hf()
+    cfg = make_config(case)
+    torch.manual_seed(seed)
+    if case.is_causal_lm:
+        model = tr.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    elif case.model_type == "t5":
+        model = tr.AutoModelForSeq2SeqLM.from_config(cfg)
+    else:
+        model = tr.AutoModel.from_config(cfg)
+    model.eval()
+    return model, perturb_constants(model, seed)
+
+
+def perturb_constants(model, seed):
+    torch, _ = hf()
+    g = torch.Generator().manual_seed(seed ^ 0x5EED)
+    changed = []
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.numel() < 2:
+                continue
+            flat = p.detach().reshape(-1)
+            if bool(torch.all(flat == flat[0])):
+                c = float(flat[0])
+                noise = torch.randn(p.shape, generator=g, dtype=p.dtype)
+                if c == 1.0:
+                    p.copy_(1.0 + 0.2 * noise)
+                else:
+                    p.copy_(c + 0.1 * noise)
+                changed.append(name)
+    return changed
+
+
+def save_checkpoint(model, d, edit_config=None):
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    model.save_pretrained(d, safe_serialization=True)
+    if edit_config:
+        path = os.path.join(d, "config.json")
+        with open(path) as f:
+            cfg = json.load(f)
+        cfg.update(edit_config)
+        with open(path, "w") as f:
+            json.dump(cfg, f, indent=2)
+
+
+def load_checkpoint(case, d):
+    torch, tr = hf()
+    return tr.AutoModelForCausalLM.from_pretrained(d, attn_implementation="eager").eval()
+
+
+def same_parameters(a, b):
+    """None if b's parameters equal a's exactly (names and bits)."""
+    torch, _ = hf()
+    sa, sb = a.state_dict(), b.state_dict()
+    if sorted(sa) != sorted(sb):
+        return "names differ: %s" % sorted(set(sa) ^ set(sb))[:4]
+    for k in sa:
+        if sa[k].shape != sb[k].shape or not torch.equal(sa[k], sb[k]):
+            return "%s differs" % k
+    return None
+
+
+def forward_logits(model, ids):
+    """numpy logits of ids ([seq] or [batch, seq], any int dtype), float32
+    for a float32 model; batch dimension iff the input had one."""
+    torch, _ = hf()
+    n = np()
+    t = torch.from_numpy(n.ascontiguousarray(ids, dtype=n.int64))
+    unbatched = t.dim() == 1
+    if unbatched:
+        t = t[None]
+    with torch.no_grad():
+        out = model(input_ids=t).logits.numpy()
+    return out[0] if unbatched else out
+
+
+def greedy_loop(model, prompt2d, n_new):
+    """Greedy decoding written out: a full forward over the growing sequence
+    each step, argmax of the last row (lowest id on ties).  Returns ids
+    [B, n] int64, and per step the smallest top-2 gap over the batch and
+    the tolerance of that step's logits."""
+    n = np()
+    seq = n.array(prompt2d, dtype=n.int64)
+    ids, gaps, tols = [], [], []
+    for _ in range(n_new):
+        rows = forward_logits(model, seq)[:, -1, :].astype(n.float64)
+        nxt = n.argmax(rows, axis=-1)
+        top2 = n.sort(rows, axis=-1)[:, -2:]
+        gaps.append(float(n.min(top2[:, 1] - top2[:, 0])))
+        tols.append(tolerance(rows))
+        ids.append(nxt)
+        seq = n.concatenate([seq, nxt[:, None]], axis=1)
+    return n.stack(ids, axis=1), gaps, tols
+
+
+def hf_generate(model, prompt2d, n_new):
+    """transformers' own greedy generate (KV cache), ids [B, n] int64: no
+    stop at an eos id (tfm writes exactly n new ids)."""
+    torch, tr = hf()
+    n = np()
+    t = torch.from_numpy(n.ascontiguousarray(prompt2d, dtype=n.int64))
+    gc = tr.GenerationConfig(max_new_tokens=n_new, min_new_tokens=0, do_sample=False, num_beams=1,
+                             eos_token_id=None, bos_token_id=None, pad_token_id=0)
+    with torch.no_grad():
+        out = model.generate(input_ids=t, attention_mask=torch.ones_like(t), generation_config=gc)
+    out = out.numpy()
+    if out.shape != (t.shape[0], t.shape[1] + n_new) or not n.array_equal(out[:, : t.shape[1]], t.numpy()):
+        raise CaseFailure("harness: model.generate returned %s for a prompt %s"
+                          % (list(out.shape), list(t.shape)))
+    return out[:, t.shape[1]:]
+
+
+def generation_reference(model, prompt, n_new):
+    """transformers' ids for prompt ([seq] or [batch, seq]) in the shape the
+    executable writes ([n] or [batch, n]); raises CaseFailure
+    "ill-conditioned" when a step's top-2 gap is within AMBIGUITY * tol or
+    generate and the full-forward loop disagree."""
+    n = np()
+    p2 = prompt[None] if prompt.ndim == 1 else prompt
+    ids = hf_generate(model, p2, n_new)
+    loop, gaps, tols = greedy_loop(model, p2, n_new)
+    if not n.array_equal(ids, loop):
+        t = int(n.argmax(n.any(ids != loop, axis=0)))
+        raise CaseFailure("ill-conditioned: model.generate and the full-forward greedy loop differ "
+                          "at step %d (gap %.3g)" % (t, gaps[t]))
+    for t, (g, tol) in enumerate(zip(gaps, tols)):
+        if not g > AMBIGUITY * tol:
+            raise CaseFailure("ill-conditioned: prompt %s step %d top-2 gap %.3g <= %g*tol=%.3g "
+                              "(choose another seed or config)"
+                              % (list(prompt.shape), t, g, AMBIGUITY, AMBIGUITY * tol))
+    min_ratio = min(g / tol for g, tol in zip(gaps, tols))
+    return (ids[0] if prompt.ndim == 1 else ids), min_ratio
+
+
+def f64_check(model, ids, ref, tol):
+    """The float32 reference must be within F64_FRACTION * tol of float64."""
+    n = np()
+    m64 = copy.deepcopy(model).double()
+    r64 = forward_logits(m64, ids)
+    err = float(n.max(n.abs(r64 - ref.astype(n.float64))))
+    if not err <= F64_FRACTION * tol:
+        raise CaseFailure("ill-conditioned: float32 logits of %s are %.3g from float64 > %g*tol"
+                          % (list(ids.shape), err, F64_FRACTION))
+    return err
+
+
+# ---------------------------------------------------------------------------
+# What tfm-compile --emit=model-json must say (contract sections 2 and 11).
+# ---------------------------------------------------------------------------
+
+# Defaults of the model description, for keys a printed description leaves out.
+JSON_DEFAULTS = {
+    "positional": "sinusoidal", "rope_style": "half", "rope_base": 10000.0, "norm": "post",
+    "norm_eps": 1e-5, "activation": "relu", "norm_type": "layer_norm", "ffn_gated": False,
+    "bias": True, "tie_embeddings": True, "embedding_scale": "none",
+    "attention_score": "scaled_dot",
+}
+
+
+def expected_model_json(cfg):
+    """{key: value} for a config.json dict of a supported model_type."""
+    mt = cfg["model_type"]
+    if mt in ("llama", "mistral"):
+        heads = cfg["num_attention_heads"]
+        kv = cfg.get("num_key_value_heads") or heads
+        return {
+            "architecture": "decoder", "d_model": cfg["hidden_size"], "num_heads": heads,
+            "num_kv_heads": kv, "d_ff": cfg["intermediate_size"],
+            "num_layers": cfg["num_hidden_layers"], "vocab_size": cfg["vocab_size"],
+            "max_seq_len": cfg["max_position_embeddings"], "positional": "rope",
+            "rope_style": "half", "rope_base": float(cfg.get("rope_theta", 10000.0)),
+            "norm": "pre", "norm_type": "rms_norm", "norm_eps": float(cfg["rms_norm_eps"]),
+            "final_norm": True, "activation": "silu", "ffn_gated": True, "bias": False,
+            "tie_embeddings": bool(cfg.get("tie_word_embeddings", False)),
+            "embedding_scale": "none", "attention_score": "scaled_dot",
+        }
+    if mt == "gpt2":
+        d = cfg["n_embd"]
+        return {
+            "architecture": "decoder", "d_model": d, "num_heads": cfg["n_head"],
+            "num_kv_heads": cfg["n_head"], "d_ff": cfg.get("n_inner") or 4 * d,
+            "num_layers": cfg["n_layer"], "vocab_size": cfg["vocab_size"],
+            "max_seq_len": cfg["n_positions"], "positional": "learned", "norm": "pre",
+            "norm_type": "layer_norm", "norm_eps": float(cfg["layer_norm_epsilon"]),
+            "final_norm": True, "activation": "gelu_tanh", "ffn_gated": False, "bias": True,
+            "tie_embeddings": bool(cfg.get("tie_word_embeddings", True)),
+            "embedding_scale": "none", "attention_score": "scaled_dot",
+        }
+    raise ValueError("no expected model description for model_type %s" % mt)
+
+
+def check_model_json(desc, expected):
+    """None if desc (a parsed --emit=model-json) has the expected values,
+    counting an absent key as its default; else what is wrong."""
+    if not isinstance(desc, dict):
+        return "model-json is a %s, not an object" % type(desc).__name__
+    bad = []
+    for k, want in expected.items():
+        if k in desc:
+            got = desc[k]
+        elif k == "num_kv_heads":
+            got = desc.get("num_heads")
+        elif k == "final_norm":
+            got = desc.get("norm", "post") == "pre"
+        elif k in JSON_DEFAULTS:
+            got = JSON_DEFAULTS[k]
+        else:
+            bad.append("%s missing (expected %r)" % (k, want))
+            continue
+        if isinstance(want, bool) or isinstance(got, bool):
+            ok = got is want
+        elif isinstance(want, float) or isinstance(got, float):
+            ok = isinstance(got, (int, float)) and math.isclose(float(got), float(want), rel_tol=1e-9)
+        else:
+            ok = got == want
+        if not ok:
+            bad.append("%s=%r (expected %r%s)" % (k, got, want, "" if k in desc else ", key absent"))
+    return ("model-json: " + "; ".join(bad)) if bad else None
+
+
+# ---------------------------------------------------------------------------
+# Checks of the executable's outputs (shared by the cases and the self-test).
+# ---------------------------------------------------------------------------
+
+def check_logits(tag, out, ref, tol):
+    """Contract section 6; returns max_err."""
+    n = np()
+    if out.dtype != n.float32:
+        raise CaseFailure("%s: output dtype %s, expected float32" % (tag, out.dtype))
+    if out.shape != ref.shape:
+        raise CaseFailure("%s: output shape %s, expected %s" % (tag, list(out.shape), list(ref.shape)))
+    if not n.all(n.isfinite(out)):
+        raise CaseFailure("%s: output has %d non-finite values" % (tag, int(n.sum(~n.isfinite(out)))))
+    err_arr = n.abs(out.astype(n.float64) - ref.astype(n.float64))
+    err = float(n.max(err_arr)) if err_arr.size else 0.0
+    if not err <= tol:
+        idx = n.unravel_index(int(n.argmax(err_arr)), err_arr.shape)
+        raise CaseFailure("%s: max_err=%.3g > tol=%.3g at %s (got %.6g, ref %.6g)"
+                          % (tag, err, tol, list(idx), out[idx], ref[idx]))
+    return err
+
+
+def check_identical(tag, a, b):
+    n = np()
+    if a.dtype != b.dtype or a.shape != b.shape:
+        raise CaseFailure("%s: --threads 2 output is %s %s, --threads 1 %s %s"
+                          % (tag, b.dtype, list(b.shape), a.dtype, list(a.shape)))
+    if a.tobytes() != b.tobytes():
+        if a.dtype == n.float32:
+            k = int(n.sum(a.view(n.uint32) != b.view(n.uint32)))
+            d = float(n.max(n.abs(a.astype(n.float64) - b.astype(n.float64))))
+            raise CaseFailure("%s: --threads 1 and 2 differ in %d elements (max %.3g): "
+                              "not bit-identical" % (tag, k, d))
+        k = int(n.sum(a != b))
+        raise CaseFailure("%s: --threads 1 and 2 ids differ in %d places" % (tag, k))
+
+
+def check_ids(tag, ids, ref):
+    """The executable's greedy ids against transformers' (exact)."""
+    n = np()
+    if ids.dtype != n.int32:
+        raise CaseFailure("%s: ids dtype %s, expected int32" % (tag, ids.dtype))
+    if ids.shape != ref.shape:
+        raise CaseFailure("%s: ids shape %s, expected %s" % (tag, list(ids.shape), list(ref.shape)))
+    if not n.array_equal(ids.astype(n.int64), ref):
+        diff = n.nonzero((ids.astype(n.int64) != ref).reshape(-1, ref.shape[-1]))
+        step = int(n.min(diff[1]))
+        raise CaseFailure("%s: greedy ids differ from transformers' at step %d: got %s, expected %s"
+                          % (tag, step, ids.tolist(), ref.tolist()))
+
+
+def check_rejected(tag, rc, stderr, names, one_line=False):
+    """An exit-1 user error whose stderr names every string of names
+    (case-insensitive); None if so, else why not."""
+    if rc < 0:
+        return "%s: killed by signal %d (expected exit 1): %s" % (tag, -rc, _tail(stderr))
+    if rc != 1:
+        return "%s: exited %d, expected 1: %s" % (tag, rc, _tail(stderr))
+    lines = _lines(stderr)
+    if not lines:
+        return "%s: exited 1 with nothing on stderr" % tag
+    if one_line and len(lines) != 1:
+        return "%s: %d stderr lines, expected one: %s" % (tag, len(lines), _tail(stderr, 4))
+    low = stderr.lower()
+    missing = [s for s in names if s.lower() not in low]
+    if missing:
+        return "%s: the message does not name %s: %s" % (tag, ", ".join(missing), _tail(stderr))
+    return None
+
+
+# ---------------------------------------------------------------------------
+# Running tools.
+# ---------------------------------------------------------------------------
+
+class Runner:
+    def __init__(self, opts, case_dir):
+        self.compiler = opts["compiler"]          # a command (list)
+        self.backend = opts["backend"]
+        self.timeouts = (opts["compile_timeout"], opts["run_timeout"])
+        self.dir = case_dir
+
+    def run(self, cmd, tag, timeout):
+        _write(self.dir, tag + ".cmd", " ".join(cmd) + "\n")
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=self.dir)
+        except subprocess.TimeoutExpired:
+            raise CaseFailure("%s: timed out after %ds" % (tag, timeout))
+        except OSError as e:
+            raise CaseFailure("%s: cannot run %s: %s" % (tag, cmd[0], e))
+        _write(self.dir, tag + ".stdout", p.stdout)
+        _write(self.dir, tag + ".stderr", p.stderr)
+        return p.returncode, p.stdout, p.stderr
+
+    def compile(self, src, args, tag):
+        return self.run(self.compiler + [src] + list(args), tag, self.timeouts[0])
+
+    def compile_exe(self, src, exe, tag="compile", extra=()):
+        if os.path.exists(exe):
+            os.remove(exe)
+        args = ["-o", exe] + list(extra)
+        if self.backend:
+            args.append("--backend=" + self.backend)
+        rc, out, err = self.compile(src, args, tag)
+        if rc != 0:
+            what = ("killed by signal %d" % -rc) if rc < 0 else ("exited %d" % rc)
+            raise CaseFailure("tfm-compile %s %s: %s" % (os.path.basename(src), what, _tail(err)))
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            raise CaseFailure("tfm-compile succeeded but wrote no executable %s" % exe)
+
+    def exe(self, exe, args, tag):
+        return self.run([exe] + list(args), tag, self.timeouts[1])
+
+    def exe_ok(self, exe, args, tag):
+        rc, out, err = self.exe(exe, args, tag)
+        if rc != 0:
+            what = ("killed by signal %d" % -rc) if rc < 0 else ("exited %d" % rc)
+            raise CaseFailure("executable %s %s: %s" % (tag, what, _tail(err)))
+        return out
+
+
+def load_npy(path, tag):
+    try:
+        return np().load(path, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001 - any unreadable output is a failure
+        raise CaseFailure("%s: output unreadable: %s" % (tag, e))
+
+
+def run_forward(r, exe, ids_path, out_path, threads, tag, weights=None):
+    if os.path.exists(out_path):
+        os.remove(out_path)
+    args = [] if weights is None else ["--weights", weights]
+    args += ["--input", "input_ids=" + ids_path, "--output", out_path, "--threads", str(threads)]
+    r.exe_ok(exe, args, tag)
+    return load_npy(out_path, tag)
+
+
+def forward_checks(r, exe, model, case_dir, shapes, dtypes, seed):
+    """Step 5 for each input; returns (worst err/tol, count)."""
+    n = np()
+    rng = n.random.default_rng(seed)
+    vocab = model.config.vocab_size
+    worst = 0.0
+    for shape, dt in zip(shapes, dtypes):
+        name = "%s_%s" % (_shape_tag(shape), dt)
+        ids = rng.integers(0, vocab, size=shape).astype(dt)
+        path = os.path.join(case_dir, "in_%s.npy" % name)
+        n.save(path, ids)
+        ref = forward_logits(model, ids)
+        tol = tolerance(ref)
+        f64_check(model, ids, ref, tol)
+        n.save(os.path.join(case_dir, "ref_%s.npy" % name), ref)
+        if r is None:
+            continue
+        outs = {}
+        for t in (1, 2):
+            tag = "run_%s_t%d" % (name, t)
+            outs[t] = run_forward(r, exe, path, os.path.join(case_dir, "out_%s_t%d.npy" % (name, t)), t, tag)
+        err = check_logits("input %s %s" % (list(shape), dt), outs[1], ref, tol)
+        check_identical("input %s %s" % (list(shape), dt), outs[1], outs[2])
+        worst = max(worst, err / tol)
+    return worst, len(shapes)
+
+
+def generate_checks(r, exe, model, case_dir, prompts, seed):
+    """Step 7; returns the smallest top-2 gap / tol over the prompts' steps."""
+    n = np()
+    rng = n.random.default_rng(seed ^ 0x6E6)
+    vocab = model.config.vocab_size
+    nn = cases_mod.GEN_NEW_TOKENS
+    margin = float("inf")
+    for shape in prompts:
+        name = _shape_tag(shape)
+        prompt = rng.integers(0, vocab, size=shape).astype(n.int64)
+        path = os.path.join(case_dir, "prompt_%s.npy" % name)
+        n.save(path, prompt)
+        ref, m = generation_reference(model, prompt, nn)
+        margin = min(margin, m)
+        n.save(os.path.join(case_dir, "gen_ref_%s.npy" % name), ref)
+        if r is None:
+            continue
+        got = {}
+        for t in (1, 2):
+            tag = "gen_%s_t%d" % (name, t)
+            out = os.path.join(case_dir, "gen_%s_t%d.npy" % (name, t))
+            if os.path.exists(out):
+                os.remove(out)
+            stdout = r.exe_ok(exe, ["--generate", str(nn), "--input", "input_ids=" + path,
+                                    "--output", out, "--threads", str(t)], tag)
+            ls = _lines(stdout)
+            m2 = GEN_LINE_RE.match(ls[-1]) if ls else None
+            if not m2 or int(m2.group(3)) != nn or int(m2.group(4)) != t:
+                raise CaseFailure("%s: last stdout line %r is not `generate: prefill_tok_s=... "
+                                  "decode_tok_s=... new_tokens=%d threads=%d`"
+                                  % (tag, ls[-1] if ls else "", nn, t))
+            got[t] = load_npy(out, tag)
+            check_ids("generate prompt %s --threads %d" % (list(shape), t), got[t], ref)
+        check_identical("generate prompt %s" % list(shape), got[1], got[2])
+    return margin
+
+
+def model_json_checks(r, hf_dir, case_dir, expected):
+    rc, out, err = r.compile(hf_dir, ["--emit=model-json"], "model_json")
+    if rc != 0:
+        raise CaseFailure("tfm-compile DIR --emit=model-json exited %d: %s" % (rc, _tail(err)))
+    try:
+        desc = json.loads(out)
+    except ValueError as e:
+        raise CaseFailure("--emit=model-json output is not JSON (%s): %s" % (e, _clip(out.strip(), 120)))
+    why = check_model_json(desc, expected)
+    if why:
+        raise CaseFailure(why)
+    path = os.path.join(case_dir, "model.json")
+    if os.path.exists(path):
+        os.remove(path)
+    rc, _, err = r.compile(hf_dir, ["--emit=model-json", "-o", path], "model_json_o")
+    if rc != 0:
+        raise CaseFailure("tfm-compile DIR --emit=model-json -o FILE exited %d: %s" % (rc, _tail(err)))
+    try:
+        with open(path) as f:
+            desc2 = json.load(f)
+    except (OSError, ValueError) as e:
+        raise CaseFailure("--emit=model-json -o %s: %s" % (path, e))
+    if desc2 != desc:
+        raise CaseFailure("--emit=model-json -o FILE differs from the stdout form")
+    return len(desc)
+
+
+# ---------------------------------------------------------------------------
+# The cases.
+# ---------------------------------------------------------------------------
+
+def _input_plan(case):
+    shapes = list(case.inputs) + [case.int32_input]
+    dtypes = ["int64"] * len(case.inputs) + ["int32"]
+    batch = max([s[0] for s in shapes if len(s) == 2] + [s[0] for s in case.prompts if len(s) == 2] + [1])
+    return shapes, dtypes, batch
+
+
+def prepare_model(case, case_dir, seed, edit=None):
+    """Build, save, reload; returns (reloaded model, hf dir, perturbed names)."""
+    model, changed = build_model(case, seed)
+    d = os.path.join(case_dir, "hf")
+    save_checkpoint(model, d, edit)
+    ref = load_checkpoint(case, d)
+    why = same_parameters(model, ref)
+    if why:
+        raise CaseFailure("harness: from_pretrained(DIR) is not the saved model: %s" % why)
+    return ref, d, changed
+
+
+def run_model_case(case, case_dir, opts):
+    seed = case_seed(case)
+    model, d, changed = prepare_model(case, case_dir, seed)
+    shapes, dtypes, batch = _input_plan(case)
+    if opts["reference_only"]:
+        forward_checks(None, None, model, case_dir, shapes, dtypes, seed)
+        margin = float("nan")
+        if case.kind == "model":
+            margin = generate_checks(None, None, model, case_dir, case.prompts, seed)
+        return "reference only: %d perturbed tensors, %d inputs, min gen gap/tol=%.3g" % (
+            len(changed), len(shapes), margin)
+    r = Runner(opts, case_dir)
+    notes = []
+    if case.kind == "model":
+        with open(os.path.join(d, "config.json")) as f:
+            keys = model_json_checks(r, d, case_dir, expected_model_json(json.load(f)))
+        notes.append("json_keys=%d" % keys)
+    exe = os.path.join(case_dir, case.name + ".exe")
+    extra = ["--max-batch", str(batch)] if batch > 1 else []
+    if case.kind == "either":
+        if os.path.exists(exe):
+            os.remove(exe)
+        args = ["-o", exe] + extra + (["--backend=" + r.backend] if r.backend else [])
+        rc, _, err = r.compile(d, args, "compile")
+        if rc == 1:
+            why = check_rejected("tfm-compile", rc, err, [case.reject_key])
+            if why:
+                raise CaseFailure(why)
+            return "rejected: %s" % _clip(_lines(err)[0], 110)
+        if rc != 0:
+            what = ("killed by signal %d" % -rc) if rc < 0 else ("exited %d" % rc)
+            raise CaseFailure("tfm-compile %s (expected 0, or 1 naming %s): %s"
+                              % (what, case.reject_key, _tail(err)))
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            raise CaseFailure("tfm-compile succeeded but wrote no executable %s" % exe)
+    else:
+        r.compile_exe(d, exe, extra=extra)
+    worst, count = forward_checks(r, exe, model, case_dir, shapes, dtypes, seed)
+    notes.insert(0, "max_err/tol=%.3g over %d inputs" % (worst, count))
+    if case.kind == "either":
+        return "supported; " + ", ".join(notes)
+    # --weights: another checkpoint of the same config.
+    alt, _ = build_model(case, seed + 1)
+    alt_dir = os.path.join(case_dir, "alt")
+    save_checkpoint(alt, alt_dir)
+    alt_w = os.path.join(alt_dir, "model.safetensors")
+    n = np()
+    ids = n.random.default_rng(seed + 1).integers(0, alt.config.vocab_size, size=(batch, 11)).astype(n.int64)
+    ids_path = os.path.join(case_dir, "in_alt.npy")
+    n.save(ids_path, ids)
+    ref_alt, ref_main = forward_logits(alt, ids), forward_logits(model, ids)
+    tol = tolerance(ref_alt)
+    if not float(n.max(n.abs(ref_alt - ref_main))) > 10 * tol:
+        raise CaseFailure("harness: the --weights checkpoint is too close to the main one")
+    out = run_forward(r, exe, ids_path, os.path.join(case_dir, "out_alt.npy"), 1, "run_weights",
+                      weights=alt_w)
+    err = check_logits("--weights alt/model.safetensors", out, ref_alt, tol)
+    notes.append("weights_err/tol=%.3g" % (err / tol))
+    margin = generate_checks(r, exe, model, case_dir, case.prompts, seed)
+    notes.append("generate %d prompts, min gap/tol=%.3g" % (len(case.prompts), margin))
+    return ", ".join(notes)
+
+
+def run_error_case(case, case_dir, opts):
+    seed = case_seed(case)
+    model, _ = build_model(case, seed)
+    d = os.path.join(case_dir, "hf")
+    save_checkpoint(model, d, case.edit_config)
+    if opts["reference_only"]:
+        return "reference only: folder written"
+    r = Runner(opts, case_dir)
+    exe = os.path.join(case_dir, case.name + ".exe")
+    backend = ["--backend=" + r.backend] if r.backend else []
+    if case.check in ("model_type", "key"):
+        with open(os.path.join(d, "config.json")) as f:
+            mt = json.load(f)["model_type"]
+        names = [mt] + list(cases_mod.SUPPORTED) if case.check == "model_type" else [case.reject_key]
+        if os.path.exists(exe):
+            os.remove(exe)
+        first = None
+        for tag, args in (("model_json", ["--emit=model-json"]), ("compile", ["-o", exe] + backend)):
+            rc, _, err = r.compile(d, args, tag)
+            why = check_rejected("tfm-compile DIR " + " ".join(args[:1]), rc, err, names,
+                                 one_line=case.check == "model_type")
+            if why:
+                raise CaseFailure(why)
+            first = first or _lines(err)[0]
+        if os.path.exists(exe):
+            raise CaseFailure("tfm-compile exited 1 but wrote %s" % exe)
+        return "rejected: %s" % _clip(first, 120)
+    if case.check == "sliding":
+        if os.path.exists(exe):
+            os.remove(exe)
+        rc, _, err = r.compile(d, ["-o", exe] + backend, "compile")
+        if rc == 1:
+            why = check_rejected("tfm-compile", rc, err, ["sliding_window"])
+            if why:
+                raise CaseFailure(why)
+            return "rejected at compile time: %s" % _clip(_lines(err)[0], 100)
+        if rc != 0:
+            raise CaseFailure("tfm-compile exited %d (expected 0, or 1 naming sliding_window): %s"
+                              % (rc, _tail(err)))
+        ref_model = load_checkpoint(case, d)
+        within, beyond = case.lengths
+        worst, _ = forward_checks(r, exe, ref_model, case_dir, [(within,)], ["int64"], seed)
+        n = np()
+        ids = n.random.default_rng(seed).integers(0, 100, size=(beyond,)).astype(n.int64)
+        p = os.path.join(case_dir, "in_beyond.npy")
+        n.save(p, ids)
+        rc, _, err = r.exe(exe, ["--input", "input_ids=" + p, "--output",
+                                 os.path.join(case_dir, "out_beyond.npy")], "run_beyond")
+        why = check_rejected("executable, %d tokens > sliding_window %d" % (beyond, within), rc, err, [])
+        if why:
+            raise CaseFailure(why)
+        # Asking for longer sequences than the window: rejected naming it,
+        # or sliding-window attention that matches transformers.
+        exe2 = os.path.join(case_dir, case.name + "_long.exe")
+        if os.path.exists(exe2):
+            os.remove(exe2)
+        rc, _, err = r.compile(d, ["-o", exe2, "--max-seq-len", str(beyond)] + backend, "compile_long")
+        if rc == 1:
+            why = check_rejected("tfm-compile --max-seq-len %d" % beyond, rc, err, ["sliding_window"])
+            if why:
+                raise CaseFailure(why)
+            long_note = "--max-seq-len %d rejected" % beyond
+        elif rc == 0:
+            ref = forward_logits(ref_model, ids)
+            out = run_forward(r, exe2, p, os.path.join(case_dir, "out_long.npy"), 1, "run_long")
+            try:
+                e2 = check_logits("%d tokens, compiled with --max-seq-len %d (sliding_window %d)"
+                                  % (beyond, beyond, within), out, ref, tolerance(ref))
+            except CaseFailure as e:
+                raise CaseFailure("%s; expected exit 1 naming sliding_window, or the window applied" % e)
+            long_note = "--max-seq-len %d compiled, max_err/tol=%.3g" % (beyond, e2 / tolerance(ref))
+        else:
+            raise CaseFailure("tfm-compile --max-seq-len %d exited %d (expected 0, or 1 naming "
+                              "sliding_window): %s" % (beyond, rc, _tail(err)))
+        return "compiled; %d tokens max_err/tol=%.3g, %d tokens rejected, %s" % (
+            within, worst, beyond, long_note)
+    if case.check == "weights":
+        return check_weights_errors(case, r, model, d, exe, seed)
+    raise CaseFailure("harness: check %r" % case.check)
+
+
+def check_weights_errors(case, r, model, d, exe, seed):
+    """The executable reads the weights its DIR had at compile time, and
+    fails with exit 1 naming the file when they are missing; --weights of a
+    file that is not there or of another model's shapes too."""
+    n = np()
+    case_dir = r.dir
+    r.compile_exe(d, exe)
+    ids = n.random.default_rng(seed).integers(0, model.config.vocab_size, size=(5,)).astype(n.int64)
+    ids_path = os.path.join(case_dir, "in_5.npy")
+    n.save(ids_path, ids)
+    out_path = os.path.join(case_dir, "out.npy")
+    ref = forward_logits(model, ids)
+    check_logits("with DIR/model.safetensors", run_forward(r, exe, ids_path, out_path, 1, "run_ok"),
+                 ref, tolerance(ref))
+    w = os.path.join(d, "model.safetensors")
+    moved = os.path.join(case_dir, "moved.safetensors")
+    shutil.move(w, moved)
+    fwd = ["--input", "input_ids=" + ids_path, "--output", out_path]
+    rc, _, err = r.exe(exe, fwd, "run_missing")
+    why = check_rejected("executable without DIR/model.safetensors", rc, err, ["model.safetensors"])
+    if why:
+        raise CaseFailure(why)
+    check_logits("--weights moved.safetensors", run_forward(r, exe, ids_path, out_path, 1, "run_moved",
+                                                            weights=moved), ref, tolerance(ref))
+    missing = os.path.join(case_dir, "no_such_file.safetensors")
+    rc, _, err = r.exe(exe, ["--weights", missing] + fwd, "run_no_such_file")
+    why = check_rejected("executable --weights no_such_file.safetensors", rc, err, ["no_such_file"])
+    if why:
+        raise CaseFailure(why)
+    # Another model's weights (hidden size 32): names match, shapes do not.
+    other_case = cases_mod.Case("other", "model", case.model_type,
+                                dict(case.config, hidden_size=32, intermediate_size=64))
+    other, _ = build_model(other_case, seed)
+    other_dir = os.path.join(case_dir, "other")
+    save_checkpoint(other, other_dir)
+    rc, _, err = r.exe(exe, ["--weights", os.path.join(other_dir, "model.safetensors")] + fwd,
+                       "run_other_shapes")
+    why = check_rejected("executable --weights of hidden_size 32", rc, err, [])
+    if why:
+        raise CaseFailure(why)
+    shape_msg = _clip(_lines(err)[0], 70)
+    # A folder with config.json only: compiling may fail (naming the file)
+    # or succeed; running it must then fail naming the file.
+    bare = os.path.join(case_dir, "bare")
+    os.makedirs(bare, exist_ok=True)
+    shutil.copy(os.path.join(d, "config.json"), os.path.join(bare, "config.json"))
+    bare_exe = os.path.join(case_dir, "bare.exe")
+    if os.path.exists(bare_exe):
+        os.remove(bare_exe)
+    rc, _, err = r.compile(bare, ["-o", bare_exe] + (["--backend=" + r.backend] if r.backend else []),
+                           "compile_bare")
+    if rc == 0:
+        rc, _, err = r.exe(bare_exe, fwd, "run_bare")
+        why = check_rejected("executable of a folder without model.safetensors", rc, err,
+                             ["model.safetensors"])
+        bare_note = "bare folder compiles, run rejected"
+    else:
+        why = check_rejected("tfm-compile of a folder without model.safetensors", rc, err,
+                             ["model.safetensors"])
+        bare_note = "bare folder rejected at compile time"
+    if why:
+        raise CaseFailure(why)
+    return "missing file rejected, --weights moved file ok, other shapes rejected (%s), %s" % (
+        shape_msg, bare_note)
+
+
+def run_one(case_name, opts):
+    """In a worker: returns (passed, line)."""
+    case = cases_mod.by_name()[case_name]
+    case_dir = os.path.join(opts["work_dir"], case.name)
+    os.makedirs(case_dir, exist_ok=True)
+    t0 = time.time()
+    try:
+        if case.kind == "error":
+            note = run_error_case(case, case_dir, opts)
+        else:
+            note = run_model_case(case, case_dir, opts)
+        return True, "PASS %s (%s; %.1fs)" % (case.name, note, time.time() - t0)
+    except CaseFailure as e:
+        return False, "FAIL %s: %s" % (case.name, e)
+    except Exception as e:  # noqa: BLE001 - report, never crash the harness
+        tb = traceback.format_exc()
+        try:
+            _write(case_dir, "harness.traceback", tb)
+        except OSError:
+            pass
+        return False, "FAIL %s: harness error %s: %s" % (case.name, type(e).__name__, _tail(str(e), 2))
+
+
+def _init_worker():
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        torch, _ = hf()
+        torch.set_num_threads(1)
+    except ImportError:
+        pass
+
+
+def select(filters):
+    names = [c.name for c in cases_mod.CASES]
+    if not filters:
+        return names
+
+    def match(n, f):
+        return fnmatch.fnmatchcase(n, f) if any(ch in f for ch in "*?[") else f in n
+    return [n for n in names if any(match(n, f) for f in filters)]
+
+
+# ---------------------------------------------------------------------------
+# A fake tfm-compile and executable that run transformers (--fake): they
+# test the harness's plumbing and, in TFM_HF_FAKE_MODE other than exact,
+# that it catches each kind of broken compiler.
+# ---------------------------------------------------------------------------
+
+def _fake_mode():
+    m = os.environ.get("TFM_HF_FAKE_MODE", "exact")
+    if m not in FAKE_MODES:
+        sys.stderr.write("fake: TFM_HF_FAKE_MODE=%s is not one of %s\n" % (m, ", ".join(FAKE_MODES)))
+        sys.exit(2)
+    return m
+
+
+def _fake_reject(msg, mode):
+    if mode == "err_rc2":
+        sys.stderr.write("tfm-compile: internal error: %s\n" % msg)
+        return 2
+    sys.stderr.write("tfm-compile: error: %s\n" % msg)
+    if mode == "err_multiline":
+        sys.stderr.write("note: see docs/hf.md\n")
+    return 1
+
+
+def fake_compile(argv):
+    mode = _fake_mode()
+    ap = argparse.ArgumentParser(prog="fake-tfm-compile")
+    ap.add_argument("src")
+    ap.add_argument("-o", dest="out")
+    ap.add_argument("--emit", default="exe")
+    ap.add_argument("--backend", default="hwy")
+    ap.add_argument("--max-batch", type=int, default=1)
+    ap.add_argument("--max-seq-len", type=int, default=None)
+    a = ap.parse_args(argv)
+    src = os.path.abspath(a.src)
+    cfg_path = os.path.join(src, "config.json")
+    try:
+        with open(cfg_path) as f:
+            cfg = json.load(f)
+    except (OSError, ValueError) as e:
+        return _fake_reject("%s: %s" % (cfg_path, e), mode)
+    mt = cfg.get("model_type")
+    if mt not in cases_mod.SUPPORTED and mode != "accept_any":
+        return _fake_reject("%s: model_type '%s' is not supported (supported: %s)"
+                            % (cfg_path, mt, ", ".join(cases_mod.SUPPORTED)), mode)
+    checks = []
+    if mt in ("llama", "mistral"):
+        heads = cfg["num_attention_heads"]
+        checks = [("rope_scaling", cfg.get("rope_scaling") is not None),
+                  ("hidden_act", cfg.get("hidden_act", "silu") != "silu"),
+                  ("attention_bias", bool(cfg.get("attention_bias"))),
+                  ("mlp_bias", bool(cfg.get("mlp_bias"))),
+                  ("head_dim", cfg.get("head_dim") not in (None, cfg["hidden_size"] // heads)),
+                  ("sliding_window", cfg.get("sliding_window") is not None and
+                   cfg["sliding_window"] < cfg["max_position_embeddings"])]
+    elif mt == "gpt2":
+        checks = [("activation_function", cfg.get("activation_function") != "gelu_new"),
+                  ("scale_attn_by_inverse_layer_idx", bool(cfg.get("scale_attn_by_inverse_layer_idx")))]
+    for key, bad in checks:
+        if bad and mode != "accept_any":
+            return _fake_reject("%s: %s=%s is not supported" % (cfg_path, key, json.dumps(cfg.get(key))),
+                                mode)
+    if a.emit == "model-json":
+        desc = expected_model_json(cfg) if mt in cases_mod.SUPPORTED else {"architecture": "encoder"}
+        if mode == "json_kv":
+            desc.pop("num_kv_heads", None)
+        text = json.dumps(desc, indent=2) + "\n"
+        if a.out:
+            with open(a.out, "w") as f:
+                f.write(text)
+        else:
+            sys.stdout.write(text)
+        return 0
+    if a.emit != "exe" or not a.out:
+        return _fake_reject("the fake compiles --emit=exe -o EXE or --emit=model-json only", "exact")
+    with open(a.out, "w") as f:
+        f.write("#!/bin/sh\nexec '%s' '%s' --fake-exe '%s' \"$@\"\n"
+                % (sys.executable, os.path.abspath(__file__), src))
+    os.chmod(a.out, 0o755)
+    return 0
+
+
+def fake_exe(argv):
+    mode = _fake_mode()
+    n = np()
+    src, argv = argv[0], argv[1:]
+    ap = argparse.ArgumentParser(prog="fake-exe")
+    ap.add_argument("--weights")
+    ap.add_argument("--input", action="append", default=[])
+    ap.add_argument("--output")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--generate", type=int, default=0)
+    a = ap.parse_args(argv)
+    weights = a.weights or os.path.join(src, "model.safetensors")
+    if mode == "ignore_weights":
+        weights = os.path.join(src, "model.safetensors")
+    if not os.path.isfile(weights):
+        if mode == "missing_crash":
+            os.abort()
+        sys.stderr.write("error: cannot open weights file %s: No such file or directory\n" % weights)
+        return 1
+    torch, tr = hf()
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        shutil.copy(os.path.join(src, "config.json"), os.path.join(tmp, "config.json"))
+        os.symlink(os.path.abspath(weights), os.path.join(tmp, "model.safetensors"))
+        try:
+            model = tr.AutoModelForCausalLM.from_pretrained(tmp, attn_implementation="eager").eval()
+        except Exception as e:  # noqa: BLE001
+            sys.stderr.write("error: %s: %s\n" % (weights, _clip(str(e).splitlines()[0], 200)))
+            return 1
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if mode == "norm_ones" and p.dim() == 1 and not name.endswith("bias"):
+                p.fill_(1.0)
+            if mode == "no_bias" and name.endswith("bias"):
+                p.zero_()
+    inputs = dict(s.split("=", 1) for s in a.input)
+    if set(inputs) != {"input_ids"}:
+        sys.stderr.write("error: expected --input input_ids=FILE, got %s\n" % sorted(inputs))
+        return 1
+    ids = n.load(inputs["input_ids"])
+    if a.generate:
+        p2 = ids[None] if ids.ndim == 1 else ids
+        out, _, _ = greedy_loop(model, p2, a.generate)
+        out = out.astype(n.int64 if mode == "int64_ids" else n.int32)
+        if mode == "flip":
+            out[:, 5] = (out[:, 5] + 1) % model.config.vocab_size
+        n.save(a.output, out[0] if ids.ndim == 1 else out)
+        print("generate: prefill_tok_s=1.0 decode_tok_s=1.0 new_tokens=%d threads=%d"
+              % (a.generate, a.threads))
+        return 0
+    out = forward_logits(model, ids).astype(n.float32)
+    if mode == "noisy":
+        out.reshape(-1)[out.size // 2] += 3e-3 * (1 + float(n.max(n.abs(out))))
+    if mode == "threads" and a.threads == 2:
+        out.view(n.uint32).reshape(-1)[0] ^= 1
+    n.save(a.output, out)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# --self-test: the checks above against transformers itself, no compiler.
+# ---------------------------------------------------------------------------
+
+def self_test():
+    torch, tr = hf()
+    n = np()
+    torch.set_num_threads(1)
+    fails = []
+
+    def check(what, ok):
+        print("%s %s" % ("ok  " if ok else "FAIL", what), flush=True)
+        if not ok:
+            fails.append(what)
+
+    def raises(fn, pattern):
+        try:
+            fn()
+        except CaseFailure as e:
+            return re.search(pattern, str(e)) is not None
+        return False
+
+    def passes(fn):
+        try:
+            fn()
+            return True
+        except CaseFailure as e:
+            print("     (%s)" % e)
+            return False
+
+    check("transformers %s is the pinned %s" % (tr.__version__, TRANSFORMERS_VERSION),
+          tr.__version__ == TRANSFORMERS_VERSION)
+    cases = cases_mod.by_name()
+    check("hf_cases.py table valid", not cases_mod.validate())
+    import tempfile
+    tmp = tempfile.mkdtemp(prefix="tfm-hf-self-test-")
+    try:
+        for cname in ("llama_gqa", "gpt2", "llama_tied"):
+            case = cases[cname]
+            seed = case_seed(case)
+            cdir = os.path.join(tmp, cname)
+            os.makedirs(cdir)
+            model, d, changed = prepare_model(case, cdir, seed)
+            # The perturbation: nothing constant is left, and it matters.
+            consts = [k for k, p in model.named_parameters()
+                      if p.numel() > 1 and bool(torch.all(p == p.reshape(-1)[0]))]
+            check("%s: no constant parameter left (%d perturbed)" % (cname, len(changed)),
+                  not consts and changed)
+            ids = n.random.default_rng(1).integers(0, model.config.vocab_size, size=(2, 9))
+            ref = forward_logits(model, ids)
+            tol = tolerance(ref)
+            for what, pred in (("norm weights set to ones", lambda k, p: p.dim() == 1 and
+                                not k.endswith("bias")),
+                               ("biases zeroed", lambda k, p: k.endswith("bias"))):
+                m2 = copy.deepcopy(model)
+                hit = 0
+                with torch.no_grad():
+                    for k, p in m2.named_parameters():
+                        if pred(k, p):
+                            p.copy_(torch.ones_like(p) if what.startswith("norm") else torch.zeros_like(p))
+                            hit += 1
+                if hit:
+                    d2 = float(n.max(n.abs(forward_logits(m2, ids) - ref)))
+                    check("%s: %s moves the logits by %.3g > 10 tol" % (cname, what, d2), d2 > 10 * tol)
+            # Round trip and file layout.
+            with open(os.path.join(d, "config.json")) as f:
+                cfg = json.load(f)
+            from safetensors import safe_open
+            with safe_open(os.path.join(d, "model.safetensors"), "pt") as f:
+                names = list(f.keys())
+                shapes = {k: list(f.get_slice(k).get_shape()) for k in names}
+            if cname == "llama_tied":
+                check("llama_tied: the file has no lm_head.weight", "lm_head.weight" not in names)
+            if cname == "llama_gqa":
+                check("llama_gqa: k_proj is [kv*dk, d] = [16, 64]",
+                      shapes.get("model.layers.0.self_attn.k_proj.weight") == [16, 64])
+            if cname == "gpt2":
+                check("gpt2: Conv1D c_attn.weight is [in, out] = [64, 192] and no lm_head.weight",
+                      shapes.get("transformer.h.0.attn.c_attn.weight") == [64, 192]
+                      and "lm_head.weight" not in names)
+            # The logits checks.
+            check("%s: ref passes against itself" % cname, passes(lambda: check_logits("t", ref, ref, tol)))
+            bad = ref.copy()
+            bad[1, 3, 5] += 1.5 * tol
+            check("%s: +1.5 tol on one element FAILs" % cname,
+                  raises(lambda: check_logits("t", bad, ref, tol), r"max_err=.* > tol=.* at \[1, 3, 5\]"))
+            ok = ref.copy()
+            ok[1, 3, 5] += 0.5 * tol
+            check("%s: +0.5 tol passes" % cname, passes(lambda: check_logits("t", ok, ref, tol)))
+            check("%s: float64 output FAILs" % cname,
+                  raises(lambda: check_logits("t", ref.astype(n.float64), ref, tol), "dtype float64"))
+            check("%s: missing batch dim FAILs" % cname,
+                  raises(lambda: check_logits("t", ref[0], ref, tol), "output shape"))
+            nan = ref.copy()
+            nan[0, 0, 0] = n.nan
+            check("%s: NaN FAILs" % cname, raises(lambda: check_logits("t", nan, ref, tol), "non-finite"))
+            ulp = ref.copy()
+            ulp.view(n.uint32).reshape(-1)[7] ^= 1
+            check("%s: one ulp between threads FAILs" % cname,
+                  raises(lambda: check_identical("t", ref, ulp), "not bit-identical"))
+            check("%s: identical passes" % cname, passes(lambda: check_identical("t", ref, ref.copy())))
+            check("%s: fp32 vs fp64 within %.1f tol" % (cname, F64_FRACTION),
+                  passes(lambda: f64_check(model, ids, ref, tol)))
+            # Generation: generate vs the loop, and the ids check.
+            for shape in case.prompts:
+                prompt = n.random.default_rng(2).integers(0, model.config.vocab_size, size=shape)
+                try:
+                    gref, margin = generation_reference(model, prompt, cases_mod.GEN_NEW_TOKENS)
+                except CaseFailure as e:
+                    check("%s: prompt %s generation reference: %s" % (cname, list(shape), e), False)
+                    continue
+                nn = cases_mod.GEN_NEW_TOKENS
+                want = (nn,) if len(shape) == 1 else (shape[0], nn)
+                check("%s: prompt %s generate == greedy loop, shape %s, min gap %.3g tol"
+                      % (cname, list(shape), list(gref.shape), margin), gref.shape == want)
+                good = gref.astype(n.int32)
+                check("%s: the right ids pass" % cname, passes(lambda: check_ids("g", good, gref)))
+                wrong = good.copy()
+                wrong[..., 9] = (wrong[..., 9] + 1) % model.config.vocab_size
+                check("%s: one wrong id FAILs at step 9" % cname,
+                      raises(lambda: check_ids("g", wrong, gref), "differ from transformers' at step 9"))
+                check("%s: int64 ids FAIL" % cname,
+                      raises(lambda: check_ids("g", good.astype(n.int64), gref), "dtype int64"))
+                other = good.reshape(1, -1) if good.ndim == 1 else good.reshape(-1)
+                check("%s: ids of shape %s for %s FAIL" % (cname, list(other.shape), list(good.shape)),
+                      raises(lambda: check_ids("g", other, gref), "ids shape"))
+            # The model-json check.
+            exp = expected_model_json(cfg)
+            check("%s: expected model-json passes" % cname, check_model_json(dict(exp), exp) is None)
+            trimmed = {k: v for k, v in exp.items() if JSON_DEFAULTS.get(k, object()) != v}
+            trimmed.pop("final_norm")
+            if exp["num_kv_heads"] == exp["num_heads"]:
+                trimmed.pop("num_kv_heads")
+            check("%s: defaults left out pass (%d keys)" % (cname, len(trimmed)),
+                  check_model_json(trimmed, exp) is None)
+            for k, v in (("norm_type", "layer_norm" if cfg["model_type"] != "gpt2" else "rms_norm"),
+                         ("norm_eps", exp["norm_eps"] * 10), ("tie_embeddings", not exp["tie_embeddings"]),
+                         ("num_kv_heads", exp["num_heads"] + 1)):
+                w = dict(exp)
+                w[k] = v
+                check("%s: model-json %s=%r FAILs" % (cname, k, v), check_model_json(w, exp) is not None)
+            if exp["num_kv_heads"] != exp["num_heads"]:
+                w = dict(exp)
+                w.pop("num_kv_heads")
+                check("%s: model-json without num_kv_heads FAILs" % cname,
+                      check_model_json(w, exp) is not None)
+        # Ill-conditioning is caught: a head of zeros ties every logit.
+        case = cases["llama_gqa"]
+        model, _ = build_model(case, 1)
+        with torch.no_grad():
+            model.lm_head.weight.zero_()
+        prompt = n.zeros((1, 3), dtype=n.int64)
+        check("a tied argmax is flagged ill-conditioned",
+              raises(lambda: generation_reference(model, prompt, 4), "ill-conditioned: .*top-2 gap 0"))
+        # The rejection check.
+        one = ("tfm-compile: error: hf/config.json: model_type 'bert' is not supported "
+               "(supported: llama, mistral, gpt2)\n")
+        names = ["bert"] + list(cases_mod.SUPPORTED)
+        check("rejection: one line naming bert and the supported types passes",
+              check_rejected("t", 1, one, names, one_line=True) is None)
+        check("rejection: exit 2 FAILs", "exited 2" in (check_rejected("t", 2, one, names) or ""))
+        check("rejection: exit 0 FAILs", "exited 0" in (check_rejected("t", 0, one, names) or ""))
+        check("rejection: a signal FAILs", "signal 6" in (check_rejected("t", -6, one, names) or ""))
+        check("rejection: two lines FAIL",
+              "2 stderr lines" in (check_rejected("t", 1, one + "more\n", names, one_line=True) or ""))
+        check("rejection: not naming mistral FAILs",
+              "mistral" in (check_rejected("t", 1, one.replace("mistral, ", ""), names) or ""))
+        check("rejection: empty stderr FAILs",
+              "nothing on stderr" in (check_rejected("t", 1, "", names) or ""))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("self-test: %d failed" % len(fails))
+    return not fails
+
+
+# ---------------------------------------------------------------------------
+# Driver.
+# ---------------------------------------------------------------------------
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--fake-compile"]:
+        return fake_compile(argv[1:])
+    if argv[:1] == ["--fake-exe"]:
+        return fake_exe(argv[1:])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    ap.add_argument("--tfm-compile", help="path to tfm-compile")
+    ap.add_argument("--fake", action="store_true",
+                    help="use a fake tfm-compile that runs transformers (TFM_HF_FAKE_MODE=%s)"
+                    % "|".join(FAKE_MODES))
+    ap.add_argument("--python", help="the oracle's python (a venv with transformers)")
+    ap.add_argument("--work-dir", default=None, help="where each case's files go (default ./hf-work)")
+    ap.add_argument("-k", dest="filters", action="append", default=[],
+                    help="cases whose name contains FILTER (or matches it as a glob); repeatable")
+    ap.add_argument("-j", dest="jobs", type=int, default=2, help="cases in parallel (default 2)")
+    ap.add_argument("--backend", choices=["hwy", "llvm"], default=None,
+                    help="passed to tfm-compile as --backend (default: its own, hwy)")
+    ap.add_argument("--reference-only", action="store_true", help="the transformers side only")
+    ap.add_argument("--self-test", action="store_true", help="the harness's own checks, no compiler")
+    ap.add_argument("--compile-timeout", type=int, default=300)
+    ap.add_argument("--run-timeout", type=int, default=120)
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    args = ap.parse_args(argv)
+
+    if args.list:
+        for c in cases_mod.CASES:
+            print("%-32s %-6s %s" % (c.name, c.kind, c.note))
+        return 0
+    problems = cases_mod.validate()
+    if problems:
+        for p in problems:
+            print("hf_cases.py: " + p, file=sys.stderr)
+        return 2
+    why = bootstrap(argv)
+    if why:
+        print("run_hf.py: error: " + why, file=sys.stderr)
+        return 2
+    if args.self_test:
+        return 0 if self_test() else 1
+    if args.fake:
+        compiler = [sys.executable, os.path.abspath(__file__), "--fake-compile"]
+    elif args.tfm_compile:
+        tc = os.path.abspath(args.tfm_compile)
+        if not (os.path.isfile(tc) and os.access(tc, os.X_OK)):
+            ap.error("--tfm-compile %s is not an executable file" % args.tfm_compile)
+        compiler = [tc]
+    elif args.reference_only:
+        compiler = None
+    else:
+        ap.error("--tfm-compile (or --fake, --reference-only, --self-test) is required")
+    work_dir = os.path.abspath(args.work_dir or "hf-work")
+    os.makedirs(work_dir, exist_ok=True)
+    names = select(args.filters)
+    if not names:
+        print("no case matches %s" % args.filters, file=sys.stderr)
+        print("0 passed, 0 failed")
+        return 2
+    opts = dict(work_dir=work_dir, compiler=compiler, backend=args.backend,
+                reference_only=args.reference_only, compile_timeout=args.compile_timeout,
+                run_timeout=args.run_timeout)
+    passed = failed = 0
+    jobs = max(1, args.jobs)
+    pool = None
+    if jobs == 1:
+        _init_worker()
+        results = (run_one(nm, opts) for nm in names)
+    else:
+        # spawn, not fork: forking after torch/OpenMP initialised can hang.
+        ctx = multiprocessing.get_context("spawn")
+        pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                                                      initializer=_init_worker)
+        futures = [pool.submit(run_one, nm, opts) for nm in names]
+
+        def gen():
+            for nm, f in zip(names, futures):
+                try:
+                    yield f.result()
+                except Exception as e:  # noqa: BLE001 - a dead worker is a failed case
+                    yield False, "FAIL %s: harness worker died: %s" % (nm, e)
+        results = gen()
+    try:
+        for ok, line in results:
+            passed += ok
+            failed += not ok
+            print(line, flush=True)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+    print("%d passed, %d failed" % (passed, failed), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
