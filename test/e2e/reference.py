@@ -1862,42 +1862,9 @@ def self_test(verbose=False, extra_descs=()):
                   _max_diff(ra[0], a[0]), 1e-15)
 
     # 3. The attention function against per-element loops (all score kinds).
-    for score, rope_style, causal, cross, dims in itertools.product(
-            ("scaled_dot", "dot", "bilinear", "additive"), (None, "half", "interleaved"),
-            (False, True), (False, True), ((12, 3, None), (16, 2, 5))):
-        if cross and (causal or rope_style):
-            continue  # cross-attention is never causal nor rotated
-        d, h, adim = dims
-        desc = dict(architecture="encoder", d_model=d, num_heads=h, d_ff=8, num_layers=1,
-                    max_seq_len=8, attention_score=score)
-        if adim:
-            desc["additive_dim"] = adim
-        cfg = Config(desc)
-        attn = FormulaAttention(cfg).double()
-        with torch.no_grad():
-            for p in attn.parameters():
-                p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 0.5)
-        xq = torch.randn(2, 5, d, generator=gen, dtype=torch.float64)
-        mem = torch.randn(2, 3, d, generator=gen, dtype=torch.float64) if cross else None
-        rope = None
-        if rope_style:
-            base = 777.0
-            cos, sin = rope_cos_sin(8, d // h, base)
-            rope = (cos, sin, rope_style, base)
-        with torch.no_grad():
-            got = attn(xq, mem=mem, causal=causal, rope=rope[:3] if rope else None)
-        want = _naive_attention(attn, xq, mem, causal, rope)
-        check("attention %s rope=%s causal=%s cross=%s dims=%s" % (score, rope_style, causal, cross, dims),
-              _max_diff(got, want), 1e-10)
-    # Grouped-query (num_kv_heads 2 of 4, 1 of 3) and bias-free attention.
-    for score, rope_style, causal, cross, dims in itertools.product(
-            ("scaled_dot", "bilinear", "additive"), (None, "half"), (False, True), (False, True),
-            ((16, 4, 2, False), (12, 3, 1, True))):
-        if cross and (causal or rope_style):
-            continue
-        d, h, kvh, bias = dims
-        cfg = Config(dict(architecture="encoder", d_model=d, num_heads=h, d_ff=8, num_layers=1,
-                          max_seq_len=8, attention_score=score, num_kv_heads=kvh, bias=bias))
+    def check_attention(label, desc, cross, causal, rope_style):
+        cfg = Config(dict(architecture="encoder", d_ff=8, num_layers=1, max_seq_len=8, **desc))
+        d, h = cfg.d_model, cfg.num_heads
         attn = FormulaAttention(cfg).double()
         with torch.no_grad():
             for p in attn.parameters():
@@ -1911,8 +1878,30 @@ def self_test(verbose=False, extra_descs=()):
         with torch.no_grad():
             got = attn(xq, mem=mem, causal=causal, rope=rope[:3] if rope else None)
         want = _naive_attention(attn, xq, mem, causal, rope)
-        check("attention %s rope=%s causal=%s cross=%s heads=%d kv_heads=%d bias=%s"
-              % (score, rope_style, causal, cross, h, kvh, bias), _max_diff(got, want), 1e-10)
+        check("attention %s rope=%s causal=%s cross=%s %s"
+              % (desc["attention_score"], rope_style, causal, cross, label),
+              _max_diff(got, want), 1e-10)
+
+    for score, rope_style, causal, cross, dims in itertools.product(
+            ("scaled_dot", "dot", "bilinear", "additive"), (None, "half", "interleaved"),
+            (False, True), (False, True), ((12, 3, None), (16, 2, 5))):
+        if cross and (causal or rope_style):
+            continue  # cross-attention is never causal nor rotated
+        d, h, adim = dims
+        desc = dict(d_model=d, num_heads=h, attention_score=score)
+        if adim:
+            desc["additive_dim"] = adim
+        check_attention("dims=%s" % (dims,), desc, cross, causal, rope_style)
+    # Grouped-query (num_kv_heads 2 of 4, 1 of 3) and bias-free attention.
+    for score, rope_style, causal, cross, dims in itertools.product(
+            ("scaled_dot", "bilinear", "additive"), (None, "half"), (False, True), (False, True),
+            ((16, 4, 2, False), (12, 3, 1, True))):
+        if cross and (causal or rope_style):
+            continue
+        d, h, kvh, bias = dims
+        check_attention("heads=%d kv_heads=%d bias=%s" % (h, kvh, bias),
+                        dict(d_model=d, num_heads=h, attention_score=score, num_kv_heads=kvh,
+                             bias=bias), cross, causal, rope_style)
 
     # 4. Negative controls: mistakes must be visible.
     def check_differs(what, diff):

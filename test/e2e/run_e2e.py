@@ -33,10 +33,8 @@ Run with Debian's /usr/bin/python3 (it has python3-torch 1.13).
 """
 
 import argparse
-import concurrent.futures
 import fnmatch
 import json
-import multiprocessing
 import os
 import re
 import subprocess
@@ -52,6 +50,7 @@ if HERE not in sys.path:
 import numpy as np  # noqa: E402
 
 import cases as cases_mod  # noqa: E402
+import case_pool  # noqa: E402
 import safetensors as st  # noqa: E402  (our own, test/e2e/safetensors.py)
 
 AB_BOUND = 1e-5            # (a) vs (b), normalised by max(1, max|ref|)
@@ -453,35 +452,7 @@ def main(argv=None):
                 check_ir=check_ir, compile_timeout=args.compile_timeout,
                 run_timeout=args.run_timeout, verbose=args.verbose, backend=args.backend)
 
-    passed = failed = 0
-    jobs = max(1, args.jobs)
-    if jobs == 1:
-        _init_worker()
-        results = (run_one(n, opts) for n in names)
-    else:
-        # spawn, not fork: forking after torch/OpenMP initialised can hang.
-        ctx = multiprocessing.get_context("spawn")
-        pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
-                                                      initializer=_init_worker)
-        futures = [pool.submit(run_one, n, opts) for n in names]
-
-        def gen():
-            for n, f in zip(names, futures):
-                try:
-                    yield f.result()
-                except Exception as e:  # noqa: BLE001 - a dead worker is a failed case
-                    yield False, "FAIL %s: harness worker died: %s" % (n, e)
-        results = gen()
-    try:
-        for ok, line in results:
-            passed += ok
-            failed += not ok
-            print(line, flush=True)
-    finally:
-        if jobs != 1:
-            pool.shutdown(wait=True, cancel_futures=True)
-    print("%d passed, %d failed" % (passed, failed), flush=True)
-    return 1 if failed else 0
+    return case_pool.run_cases(names, run_one, opts, args.jobs, _init_worker)
 
 
 if __name__ == "__main__":

@@ -70,12 +70,10 @@ command TAG.cmd, TAG.stdout, TAG.stderr.
 """
 
 import argparse
-import concurrent.futures
 import copy
 import fnmatch
 import json
 import math
-import multiprocessing
 import os
 import re
 import shutil
@@ -91,13 +89,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 
 
-def _load_cases():
+def _load(name):
+    """This directory's module `name`, by its file (the directory is off sys.path)."""
     import importlib.util
-    spec = importlib.util.spec_from_file_location("hf_cases", os.path.join(HERE, "hf_cases.py"))
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, name + ".py"))
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["hf_cases"] = mod
+    sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def _load_cases():
+    return _load("hf_cases")
 
 
 cases_mod = _load_cases()
@@ -1361,36 +1364,8 @@ def main(argv=None):
     opts = dict(work_dir=work_dir, compiler=compiler, backend=args.backend,
                 reference_only=args.reference_only, compile_timeout=args.compile_timeout,
                 run_timeout=args.run_timeout)
-    passed = failed = 0
-    jobs = max(1, args.jobs)
-    pool = None
-    if jobs == 1:
-        _init_worker()
-        results = (run_one(nm, opts) for nm in names)
-    else:
-        # spawn, not fork: forking after torch/OpenMP initialised can hang.
-        ctx = multiprocessing.get_context("spawn")
-        pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
-                                                      initializer=_init_worker)
-        futures = [pool.submit(run_one, nm, opts) for nm in names]
-
-        def gen():
-            for nm, f in zip(names, futures):
-                try:
-                    yield f.result()
-                except Exception as e:  # noqa: BLE001 - a dead worker is a failed case
-                    yield False, "FAIL %s: harness worker died: %s" % (nm, e)
-        results = gen()
-    try:
-        for ok, line in results:
-            passed += ok
-            failed += not ok
-            print(line, flush=True)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
-    print("%d passed, %d failed" % (passed, failed), flush=True)
-    return 1 if failed else 0
+    case_pool = _load("case_pool")
+    return case_pool.run_cases(names, run_one, opts, args.jobs, _init_worker)
 
 
 if __name__ == "__main__":

@@ -435,7 +435,7 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
     std::string scratchKeys = scratch(FrameBuffer::KeysTransposed,
                                       "batch * " + num(kvHeads * dk) + " * sk",
                                       maxBatch * kvHeads * dk * maxSk);
-    HeadView source = kh.view;
+    const HeadView &source = kh.view;
     os << "pool.parallelFor(batch * " << kvHeads << ", [&](int64_t t) {\n";
     os.indent();
     os << "const int64_t b = t / " << kvHeads << ", h = t % " << kvHeads

@@ -200,28 +200,9 @@ struct LowerAttention : TfmLowering<AttentionOp> {
       score = ScoreKind::Dot;
       params = {};
     }
-    SmallVector<int64_t> grouped(qType.getShape());
-    grouped[rank - 3] = kvHeads;
-    grouped.insert(grouped.begin() + (rank - 2), group);
-    SmallVector<OpFoldResult> groupedSizes = tb.sizes(q);
-    groupedSizes[rank - 3] = tb.b.getIndexAttr(kvHeads);
-    groupedSizes.insert(groupedSizes.begin() + (rank - 2),
-                        tb.b.getIndexAttr(group));
-    SmallVector<ReassociationIndices> reassoc;
-    for (int64_t i = 0; i < rank; ++i) {
-      if (i == rank - 3)
-        reassoc.push_back({i, i + 1});
-      else
-        reassoc.push_back({i < rank - 3 ? i : i + 1});
-    }
-    Value qg = tensor::ExpandShapeOp::create(
-        tb.b, tb.loc, RankedTensorType::get(grouped, qType.getElementType()), q,
-        reassoc, groupedSizes);
-    Value out = tb.attention(score, qg, op.getKey(), op.getValue(), params,
-                             span, op.getQueryOffset());
-    return tensor::CollapseShapeOp::create(tb.b, tb.loc, op.getType(), out,
-                                           reassoc)
-        .getResult();
+    Value out = tb.attention(score, tb.groupHeads(q, group), op.getKey(),
+                             op.getValue(), params, span, op.getQueryOffset());
+    return tb.mergeHeadGroups(out);
   }
 };
 

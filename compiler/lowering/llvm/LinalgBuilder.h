@@ -522,14 +522,42 @@ public:
                 {map(rank + 1, inDims), map(rank + 1, range(0, rank + 1))},
                 parallel(rank + 1),
                 [](OpBuilder &, Location, ValueRange a) { return a[0]; });
+    return mergeHeadGroups(repeated);
+  }
+
+  /// How [L..., heads, s, dk] (rank `rank`) and [L..., heads / g, g, s, dk]
+  /// map to each other: the heads dimension splits in two.
+  static SmallVector<ReassociationIndices> headGroups(int64_t rank) {
     SmallVector<ReassociationIndices> reassoc;
-    for (int64_t i = 0; i < int64_t(rank); ++i) {
-      if (i == int64_t(rank) - 3)
+    for (int64_t i = 0; i < rank; ++i) {
+      if (i == rank - 3)
         reassoc.push_back({i, i + 1});
       else
-        reassoc.push_back({i < int64_t(rank) - 3 ? i : i + 1});
+        reassoc.push_back({i < rank - 3 ? i : i + 1});
     }
-    return tensor::CollapseShapeOp::create(b, loc, repeated, reassoc);
+    return reassoc;
+  }
+
+  /// [L..., heads, s, dk] -> [L..., heads / group, group, s, dk]: the heads
+  /// that share a key/value head side by side.
+  Value groupHeads(Value x, int64_t group) {
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank();
+    SmallVector<int64_t> shape(type.getShape());
+    shape[rank - 3] /= group;
+    shape.insert(shape.begin() + (rank - 2), group);
+    SmallVector<OpFoldResult> outSizes = sizes(x);
+    outSizes[rank - 3] = b.getIndexAttr(shape[rank - 3]);
+    outSizes.insert(outSizes.begin() + (rank - 2), b.getIndexAttr(group));
+    return tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), x,
+        headGroups(rank), outSizes);
+  }
+
+  /// The inverse of groupHeads.
+  Value mergeHeadGroups(Value x) {
+    int64_t rank = cast<RankedTensorType>(x.getType()).getRank() - 1;
+    return tensor::CollapseShapeOp::create(b, loc, x, headGroups(rank));
   }
 
   /// [..., heads, seq, dk] -> [..., seq, heads*dk].
