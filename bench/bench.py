@@ -125,6 +125,37 @@ def build_cxx(src, out, flags):
         sys.exit("bench: building %s failed:\n%s%s" % (os.path.basename(src), so, se))
 
 
+def cpu_isa():
+    """The x86 vector extensions the CPU has, for the results' header."""
+    flags = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    if "avx512f" in flags:
+        ext = [n for n, flag in (("F", "avx512f"), ("BW", "avx512bw"), ("VL", "avx512vl"),
+                                 ("VNNI", "avx512_vnni"), ("BF16", "avx512_bf16"))
+               if flag in flags]
+        return "AVX-512 (%s)" % ", ".join(ext)
+    if "avx2" in flags:
+        return "AVX2%s, no AVX-512" % (" + FMA" if "fma" in flags else "")
+    return "no AVX2"
+
+
+def tfm_env(simd):
+    """The environment of a tfm executable: TFM_SIMD caps the Highway target
+    it dispatches to (bench --simd)."""
+    env = dict(os.environ)
+    env.pop("TFM_SIMD", None)
+    if simd:
+        env["TFM_SIMD"] = simd
+    return env
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
@@ -215,15 +246,19 @@ class Bench:
     def build_helpers(self):
         self.fma = os.path.join(self.work, "fma_peak")
         self.onednn = os.path.join(self.work, "onednn_bench")
-        build_cxx(os.path.join(HERE, "fma_peak.cpp"), self.fma, ["-mavx512f", "-pthread"])
+        build_cxx(os.path.join(HERE, "fma_peak.cpp"), self.fma, ["-pthread"])
         build_cxx(os.path.join(HERE, "onednn_bench.cpp"), self.onednn, ["-ldnnl", "-lgomp"])
 
     def measure_peak(self, threads):
-        rc, so, se = run([self.fma, "--threads", str(threads), "--seconds", "0.2",
-                          "--trials", str(self.args.peak_trials)])
+        cmd = [self.fma, "--threads", str(threads), "--seconds", "0.2",
+               "--trials", str(self.args.peak_trials)]
+        if self.args.simd:
+            cmd += ["--isa", self.args.simd]
+        rc, so, se = run(cmd)
         kv = last_line(so, "peak: ")
         if rc or kv is None:
             sys.exit("bench: fma_peak failed: %s%s" % (so, se))
+        self.peak_isa = kv.get("isa", "?")
         return float(kv["gflops"])
 
     def prepare(self, name):
@@ -259,7 +294,15 @@ class Bench:
         for backend in self.args.backends:
             exe = os.path.join(d, "%s.%s.exe" % (name, backend))
             t0 = time.time()
-            rc, so, se = run([self.tfm_compile, model, "-o", exe, "--backend=" + backend])
+            cmd = [self.tfm_compile, model, "-o", exe, "--backend=" + backend]
+            if self.args.simd:
+                if backend != "hwy":
+                    log("  %s: --simd %s measures the Highway backend only: --backend=%s left out"
+                        % (name, self.args.simd, backend))
+                    continue
+                # Every target compiled in, the forced one chosen at run time.
+                cmd.append("--target=generic")
+            rc, so, se = run(cmd)
             if rc:
                 lines = se.strip().splitlines() or ["exit %d" % rc]
                 if rc == 1 and "not available" in se:  # a backend that does not exist yet
@@ -281,7 +324,7 @@ class Bench:
                "--input", "input=" + self.files[name]["input"]]
         if output:
             cmd += ["--output", output]
-        rc, so, se = run(cmd)
+        rc, so, se = run(cmd, env=tfm_env(self.args.simd))
         kv = last_line(so, "bench: ")
         if rc or kv is None:
             sys.exit("bench: %s failed (exit %d):\n%s\n%s" % (" ".join(cmd), rc, so[-2000:], se[-2000:]))
@@ -641,8 +684,13 @@ def report(bench, rows, elapsed):
         % (now, cpu_model(), os.cpu_count(), bench.load[0], bench.load[1], commit,
            rel(os.path.abspath(a.tfm_compile)), rel(src) or ".",
            "quick" if a.quick else "full", a.rounds, "" if a.rounds == 1 else "s", a.budget, elapsed),
-        "FMA peak (fma_peak.cpp, best of %d x 0.2 s, measured before the first round and after each): %s."
-        % (a.peak_trials, peak_line),
+        "CPU vector extensions: %s; tfm's Highway code on %s."
+        % (cpu_isa(), "the AVX2 target, forced (--simd avx2: --target=generic, TFM_SIMD=avx2)"
+           if a.simd == "avx2" else "the target this CPU dispatches to" if a.simd is None
+           else "the %s target, forced" % a.simd),
+        "FMA peak (fma_peak.cpp, %s vectors, best of %d x 0.2 s, measured before the first round and after each): %s."
+        % ({"avx512": "512-bit", "avx2": "256-bit"}.get(getattr(bench, "peak_isa", "?"), "?"),
+           a.peak_trials, peak_line),
         "PyTorch %s (ATen CPU capability %s), BLAS %s (OpenBLAS kernels: %s); "
         "oneDNN 2.6 matmul: ISA %s, linears %s, attention %s; both baselines with OMP_WAIT_POLICY %s."
         % (t_info["torch"], t_info["cpu_capability"],
@@ -700,7 +748,7 @@ def report(bench, rows, elapsed):
     with open(os.path.join(a.out_dir, "latest.md"), "w") as f:
         f.write("\n".join(md))
     with open(os.path.join(a.out_dir, "latest.json"), "w") as f:
-        json.dump(dict(date=now, cpu=cpu_model(), cpus=os.cpu_count(), tfm_commit=commit, tfm_source=src,
+        json.dump(dict(date=now, cpu=cpu_model(), cpu_isa=cpu_isa(), simd=a.simd, peak_isa=getattr(bench, "peak_isa", None), cpus=os.cpu_count(), tfm_commit=commit, tfm_source=src,
                        quick=a.quick, rounds=a.rounds, budget_s=a.budget, elapsed_s=elapsed,
                        peak_gflops={str(t): p for t, p in bench.peak.items()},
                        peak_each_measurement={str(t): ps for t, ps in bench.peak_runs.items()},
@@ -733,6 +781,11 @@ def main(argv=None):
                    help="OMP_WAIT_POLICY of the baselines (torch and oneDNN): PASSIVE (the default: "
                         "idle OpenMP threads sleep instead of spinning, see bench/README.md), ACTIVE, "
                         "or default (unset)")
+    p.add_argument("--simd", choices=("avx512", "avx2"),
+                   help="force tfm's Highway code onto this SIMD target (compiled with "
+                        "--target=generic, run with TFM_SIMD) and measure the FMA peak with "
+                        "its vector width; the LLVM backend is left out (default: the "
+                        "widest the CPU has)")
     p.add_argument("--tfm-compile", default=os.path.join(ROOT, "build", "bin", "tfm-compile"))
     p.add_argument("--work-dir", default=os.path.join(HERE, "work"))
     p.add_argument("--out-dir", default=os.path.join(HERE, "results"))

@@ -8,8 +8,10 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cassert>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -91,34 +93,45 @@ void emitParamTable(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
 
 void emitPacking(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
                  raw_ostream &os) {
-  os << "// GEMM weights, packed once after loading: panels of 32 output\n"
+  os << "// GEMM weights, packed once after loading: panels of `width` output\n"
         "// columns (zero-padded), each holding every k; a stacked weight\n"
         "// (in_proj's Q, K, V) is packed segment by segment.\n"
         "static float *packPanels(const float *src, int64_t k, int64_t "
-        "rowOffset, int64_t rows, float *dst) {\n"
-        "  for (int64_t p = 0; p < (rows + 31) / 32; ++p)\n"
+        "rowOffset, int64_t rows, int64_t width, float *dst) {\n"
+        "  for (int64_t p = 0; p < (rows + width - 1) / width; ++p)\n"
         "    for (int64_t kk = 0; kk < k; ++kk)\n"
-        "      for (int64_t j = 0; j < 32; ++j) {\n"
-        "        const int64_t n = p * 32 + j;\n"
+        "      for (int64_t j = 0; j < width; ++j) {\n"
+        "        const int64_t n = p * width + j;\n"
         "        *dst++ = n < rows ? src[(rowOffset + n) * k + kk] : 0.0f;\n"
         "      }\n"
         "  return dst;\n"
         "}\n\n";
   SmallVector<std::string> sizes;
   for (const PackSpec &p : glue.packs)
-    sizes.push_back(std::to_string(p.floats()));
+    sizes.push_back(std::to_string(p.maxFloats()));
   sizes.push_back("0"); // keeps the array non-empty
   os << "static const size_t kPackedFloats[] = {" << llvm::join(sizes, ", ")
      << "};\n\n";
   os << "static void packWeights(const float *const *w, float *const *packed) "
         "{\n";
+  bool perTarget = llvm::any_of(glue.packs, std::mem_fn(&PackSpec::perTarget));
+  if (perTarget) {
+    assert(glue.vectorBits && "a per-target panel width needs the dispatch");
+    os << "  // The panel widths of the target the forward pass runs on.\n";
+    os << "  const int64_t bits = vectorBitsDispatch();\n";
+  }
   for (auto [j, p] : llvm::enumerate(glue.packs)) {
     os << "  // " << params[p.param].getSymName() << ": " << p.segments << " x "
        << p.segmentRows << " rows, k = " << p.k << "\n";
     os << "  {\n    float *dst = packed[" << j << "];\n";
+    std::string width = std::to_string(p.panelCols[0]);
+    if (p.perTarget())
+      width = llvm::formatv("bits >= 512 ? {0} : bits >= 256 ? {1} : {2}",
+                            p.panelCols[0], p.panelCols[1], p.panelCols[2]);
+    os << "    const int64_t width = " << width << ";\n";
     os << "    for (int64_t s = 0; s < " << p.segments << "; ++s)\n";
     os << "      dst = packPanels(w[" << p.param << "], " << p.k << ", s * "
-       << p.segmentRows << ", " << p.segmentRows << ", dst);\n  }\n";
+       << p.segmentRows << ", " << p.segmentRows << ", width, dst);\n  }\n";
   }
   os << "}\n\n";
 }
@@ -208,7 +221,9 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
       << (glue.generation ? "    tfm_generated::prefillDispatch, "
                             "tfm_generated::decodeDispatch,\n"
                           : "    nullptr, nullptr,\n")
-      << "    /*defaultWeights=*/" << defaultWeights << "};\n\n"
+      << "    /*defaultWeights=*/" << defaultWeights << ",\n"
+      << "    /*limitSimd=*/"
+      << (glue.vectorBits ? "tfm_generated::limitSimd" : "nullptr") << "};\n\n"
       << "// The C API of contract section 5, under the model's name.\n"
       << "extern \"C\" {\n"
       << "tfm_model *" << cName

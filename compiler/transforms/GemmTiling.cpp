@@ -28,26 +28,30 @@ std::string kib(uint64_t bytes) {
 }
 } // namespace
 
-RegisterRows chooseRegisterRows(int64_t maxRows) {
-  auto rowsFor = [&](int64_t vectorBits) {
+RegisterTiles chooseRegisterTiles(int64_t maxRows) {
+  auto tileFor = [&](int64_t vectorBits) {
     // x86: 32 registers with AVX-512, 16 below it.
-    int64_t registers = vectorBits >= 512 ? 32 : 16;
-    int64_t vectorsPerRow = kGemmPanelColumns * 32 / vectorBits;
-    int64_t rows = std::max<int64_t>(1, registers * 3 / 4 / vectorsPerRow);
-    // AVX-512 would take 12 (24 accumulators): clang spills them (measured
-    // 2.4x slower). 8 rather than 6: row counts are mostly multiples of 8,
-    // which leave no short, latency-bound last tile (measured: BERT layer
-    // seq 128 ~5% faster, d 256 / seq 64 ~8%).
+    const int64_t registers = vectorBits >= 512 ? 32 : 16;
+    const int64_t lanes = vectorBits / 32, vectors = 2;
+    // Two panel vectors and the broadcast value beside the accumulators:
+    // 6 rows on 16 registers (the 6 x 16 tile of BLAS kernels for AVX2;
+    // measured on Zen 3, K = 768: 3 x 32 ran at 45% of the FMA peak, 6 x 16
+    // over panels of 32 read half by half at 70%, over panels of 16 at 80%).
+    int64_t rows = (registers - vectors - 1) / vectors;
+    // AVX-512 would take 14: clang spills past 8 x 2 (12 rows measured 2.4x
+    // slower). 8 rather than 6: row counts are mostly multiples of 8, which
+    // leave no short, latency-bound last tile (measured: BERT layer seq 128
+    // ~5% faster, d 256 / seq 64 ~8%).
     rows = std::min<int64_t>(rows, 8);
-    return std::clamp<int64_t>(maxRows, 1, rows);
+    return RegisterTile{std::clamp<int64_t>(maxRows, 1, rows), vectors * lanes};
   };
-  return RegisterRows{rowsFor(512), rowsFor(256), rowsFor(128)};
+  return RegisterTiles{tileFor(512), tileFor(256), tileFor(128)};
 }
 
-GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
+GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t columns,
                             const CacheSizes &cache) {
   GemmTiling tiling;
-  tiling.rows = chooseRegisterRows(maxRows);
+  tiling.tiles = chooseRegisterTiles(maxRows);
   // Sizes in bytes, saturating: hand-written IR may hold any dimensions.
   auto bytes = [](int64_t a, int64_t b) {
     return llvm::SaturatingMultiply<uint64_t>(
@@ -55,11 +59,19 @@ GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
                                            std::max<int64_t>(b, 0)),
         sizeof(float));
   };
-  const uint64_t panelBytes = bytes(kGemmPanelColumns, k);
+  // L2 blocks are whole panels on every target; the prefetches are sized
+  // for the widest panel (a narrower one fits wherever it does).
+  const int64_t widest = std::max(
+      {tiling.tiles.v512.cols, tiling.tiles.v256.cols, tiling.tiles.v128.cols});
+  const int64_t blockUnit =
+      std::lcm(std::lcm(tiling.tiles.v512.cols, tiling.tiles.v256.cols),
+               tiling.tiles.v128.cols);
+  const uint64_t panelBytes = bytes(widest, k);
   const uint64_t rowsBytes = bytes(maxRows, k);
   const uint64_t l2 = std::max<int64_t>(cache.l2Bytes, 0), halfL2 = l2 / 2;
   const uint64_t l1 = std::max<int64_t>(cache.l1Bytes, 0);
-  panels = std::max<int64_t>(panels, 1);
+  columns = std::max<int64_t>(columns, 1);
+  const int64_t panels = (columns + widest - 1) / widest;
   // Where the rows fit in half of L2, panel by panel reads them from L2 for
   // every panel anyway (measured: d 256 / seq 64 ~4% slower in blocks).
   // Where they do not, each panel would read them from memory again: in
@@ -68,20 +80,25 @@ GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
     tiling.why = "panel by panel: the rows (" + kib(rowsBytes) +
                  ") fit in half of L2 (" + kib(cache.l2Bytes) + ")";
   } else {
-    uint64_t fit = panelBytes == 0 ? uint64_t(panels) : halfL2 / panelBytes;
-    tiling.l2Panels =
-        int64_t(std::clamp<uint64_t>(fit, 1, static_cast<uint64_t>(panels)));
-    if (tiling.l2Panels == 1)
+    const uint64_t unitBytes = bytes(blockUnit, k);
+    const uint64_t fit =
+        unitBytes == 0 ? uint64_t(INT64_MAX) : halfL2 / unitBytes;
+    const uint64_t units = uint64_t((columns + blockUnit - 1) / blockUnit);
+    const int64_t blockColumns =
+        int64_t(std::min<uint64_t>(fit, units)) * blockUnit;
+    if (blockColumns < 2 * widest) {
       tiling.why = "panel by panel: the rows (" + kib(rowsBytes) +
                    ") do not fit in half of L2 (" + kib(cache.l2Bytes) +
                    "), nor do two panels (" + kib(panelBytes) + " each)";
-    else
+    } else {
+      tiling.l2Columns = blockColumns;
       tiling.why =
-          llvm::formatv("L2 blocks of {0} panels ({1}): the rows "
+          llvm::formatv("L2 blocks of {0} weight columns ({1}): the rows "
                         "({2}) do not fit in half of L2 ({3})",
-                        tiling.l2Panels, kib(tiling.l2Panels * panelBytes),
+                        blockColumns, kib(bytes(blockColumns, k)),
                         kib(rowsBytes), kib(cache.l2Bytes))
               .str();
+    }
   }
   // Short panels are where the hardware prefetcher has no time to ramp up:
   // the last row block takes the next one into L1 (measured: 4 layers of
@@ -91,8 +108,10 @@ GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
   // L2, not memory (measured: K = 768 and 3072 GEMMs at 128 rows 5-10%
   // faster). In L2 blocks the next panel of a task is a block of tasks
   // away: nothing is prefetched.
-  const uint64_t tileRowsBytes = bytes(tiling.rows.rows512, k); // the widest
-  if (tiling.l2Panels > 1) {
+  const int64_t tallest = std::max(
+      {tiling.tiles.v512.rows, tiling.tiles.v256.rows, tiling.tiles.v128.rows});
+  const uint64_t tileRowsBytes = bytes(tallest, k);
+  if (tiling.l2Columns > 0) {
     tiling.why += "; none prefetched (in blocks, a task's next panel is a "
                   "block of tasks away)";
   } else if (panels == 1) {
@@ -105,22 +124,22 @@ GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
     tiling.prefetch = codegen::GemmPrefetch::L2;
     tiling.why += "; the next panel prefetched into L2 by every row block, "
                   "a share each (two panels of " +
-                  kib(panelBytes) + " and " +
-                  std::to_string(tiling.rows.rows512) + " rows fit in " +
-                  kib(cache.l2Bytes) + ")";
+                  kib(panelBytes) + " and " + std::to_string(tallest) +
+                  " rows fit in " + kib(cache.l2Bytes) + ")";
   } else {
     tiling.why += "; panels (" + kib(panelBytes) +
                   ") too long to prefetch: two do not fit in L2 (" +
-                  kib(cache.l2Bytes) + ") beside " +
-                  std::to_string(tiling.rows.rows512) + " rows";
+                  kib(cache.l2Bytes) + ") beside " + std::to_string(tallest) +
+                  " rows";
   }
-  auto rowsText = [](int64_t rows) {
-    return std::to_string(rows) + (rows == 1 ? " row" : " rows");
+  auto tileText = [](RegisterTile tile) {
+    return std::to_string(tile.rows) + " x " + std::to_string(tile.cols);
   };
-  tiling.why = "register tiles of " + rowsText(tiling.rows.rows512) +
-               " x 32 columns (" + rowsText(tiling.rows.rows256) +
-               " on 256-bit vectors, " + std::to_string(tiling.rows.rows128) +
-               " on 128-bit); " + tiling.why;
+  tiling.why = "register tiles of " + tileText(tiling.tiles.v512) +
+               " on 512-bit vectors, " + tileText(tiling.tiles.v256) +
+               " on 256-bit, " + tileText(tiling.tiles.v128) +
+               " on 128-bit (rows x columns, the packed panel's width); " +
+               tiling.why;
   return tiling;
 }
 

@@ -1,10 +1,12 @@
 //===- SelectGemmTiling.cpp - a GEMM tiling on each tfm.linear ------------===//
 //
-// A GEMM's speed past its register tile is in the order it takes the
-// weight's panels: which data stays in which cache. That choice depends on
-// the machine's caches and on the GEMM's largest row count, both known at
-// compile time; recorded on the op, it shows in the IR and the backend only
-// follows it.
+// A GEMM's register tile is the target's (its register file and vector
+// width: one per SIMD target the code is compiled for, and the width of
+// the panels the weight is packed in there). Past it, its speed is in the
+// order it takes the weight's panels: which data stays in which cache. That
+// choice depends on the machine's caches and on the GEMM's largest row count,
+// both known at compile time; recorded on the op, it shows in the IR and the
+// backend only follows it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -93,11 +95,13 @@ struct SelectGemmTilingPass
         return;
       }
       GemmTiling tiling = chooseGemmTiling(*rows, weight.getDimSize(1),
-                                           gemmWeight(op).panels(), cache);
+                                           gemmWeight(op).columns(), cache);
+      const RegisterTiles &t = tiling.tiles;
       op->setAttr(GemmTilingName::getNameStr(),
-                  GemmTilingAttr::get(op.getContext(), tiling.rows.rows512,
-                                      tiling.rows.rows256, tiling.rows.rows128,
-                                      tiling.l2Panels, tiling.prefetch));
+                  GemmTilingAttr::get(op.getContext(), t.v512.rows, t.v512.cols,
+                                      t.v256.rows, t.v256.cols, t.v128.rows,
+                                      t.v128.cols, tiling.l2Columns,
+                                      tiling.prefetch));
       if (remarks)
         remarkAt(op) << "GEMM tiling: " << tiling.why;
     });

@@ -4,6 +4,7 @@
 #include "tfm/runtime/Shape.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace tfm::rt {
 
@@ -73,6 +74,19 @@ void ModelInstance::decode(const InputView &tokens, int64_t position,
 bool ModelInstance::init(const ModelInfo &info, const char *weightsPath,
                          int threads, std::string &error) {
   model = &info;
+  // Before the packing dispatches: the target fixes the panel widths.
+  if (const char *isa = std::getenv("TFM_SIMD"); isa && *isa) {
+    if (!info.limitSimd) {
+      error = std::string("TFM_SIMD=") + isa +
+              ": this model's code has no SIMD targets to choose from (only "
+              "the Highway backend's, --backend=hwy, has)";
+      return false;
+    }
+    if (const char *why = info.limitSimd(isa)) {
+      error = std::string("TFM_SIMD=") + isa + ": " + why;
+      return false;
+    }
+  }
   pool = std::make_unique<ThreadPool>(threads);
   if (!weightsPath)
     weightsPath = info.defaultWeights;

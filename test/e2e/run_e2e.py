@@ -18,7 +18,9 @@ For each case of cases.py:
      tfm.max_batch / tfm.max_seq_len the compiled limits (--no-check-ir
      leaves this out);
      then tfm-compile CASE.json -o CASE.exe [--max-batch N] [--max-seq-len N]
-     [--backend B] (--backend llvm: the same cases through the LLVM backend);
+     [--backend B] (--backend llvm: the same cases through the LLVM backend)
+     [--target=generic with --simd S, which runs it with TFM_SIMD=S: the
+     Highway code on that SIMD target whatever the CPU would pick];
   5. run it with --threads 1 and --threads 2; the outputs must have the
      reference's shape and dtype (float32), satisfy contract section 6,
      max|out - ref| <= 1e-4 * (1 + max|ref|), and be bit-identical.
@@ -265,13 +267,21 @@ def check_ir(case, info, tfm_compile, case_dir, timeout):
 # Compile and run.
 # ---------------------------------------------------------------------------
 
-def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend):
+def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=None):
     exe = os.path.join(case_dir, case.name + ".exe")
     if os.path.exists(exe):
         os.remove(exe)
     cmd = [tfm_compile, info["model"], "-o", exe] + case.compile_args()
     if backend:
         cmd += ["--backend=" + backend]
+    run_env = dict(os.environ)
+    run_env.pop("TFM_SIMD", None)
+    if simd:
+        # Every target compiled in; the executable dispatches to `simd` or
+        # exits with an error (the model's limitSimd), never silently to
+        # another.
+        cmd += ["--target=generic"]
+        run_env["TFM_SIMD"] = simd
     _write(case_dir, "compile.cmd", " ".join(cmd) + "\n")
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeouts[0], cwd=case_dir)
@@ -296,7 +306,8 @@ def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend):
         cmd += ["--output", out, "--threads", str(threads)]
         _write(case_dir, "run_t%d.cmd" % threads, " ".join(cmd) + "\n")
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeouts[1], cwd=case_dir)
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeouts[1], cwd=case_dir,
+                               env=run_env)
         except subprocess.TimeoutExpired:
             raise CaseFailure("executable (--threads %d) timed out after %ds" % (threads, timeouts[1]))
         except OSError as e:
@@ -364,7 +375,8 @@ def run_one(case_name, opts):
             n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"])
             extra = ", ir_params=%d" % n
         err = compile_and_run(case, info, opts["tfm_compile"], case_dir,
-                              (opts["compile_timeout"], opts["run_timeout"]), opts["backend"])
+                              (opts["compile_timeout"], opts["run_timeout"]), opts["backend"],
+                              opts.get("simd"))
         return True, "PASS %s (max_err=%.3g, tol=%.3g%s)" % (case.name, err, info["tol"], extra)
     except CaseFailure as e:
         return False, "FAIL %s: %s" % (case.name, e)
@@ -421,6 +433,9 @@ def main(argv=None):
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--backend", choices=["hwy", "llvm"], default=None,
                     help="passed to tfm-compile as --backend (default: tfm-compile's own, hwy)")
+    ap.add_argument("--simd", choices=["avx512", "avx2", "sse4"], default=None,
+                    help="compile with --target=generic and run with TFM_SIMD=SIMD: the "
+                         "Highway code on that target whatever the CPU would pick")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
 
@@ -450,7 +465,8 @@ def main(argv=None):
         return 2
     opts = dict(work_dir=work_dir, tfm_compile=tfm_compile, reference_only=args.reference_only,
                 check_ir=check_ir, compile_timeout=args.compile_timeout,
-                run_timeout=args.run_timeout, verbose=args.verbose, backend=args.backend)
+                run_timeout=args.run_timeout, verbose=args.verbose, backend=args.backend,
+                simd=args.simd)
 
     return case_pool.run_cases(names, run_one, opts, args.jobs, _init_worker)
 

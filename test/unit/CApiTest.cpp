@@ -238,3 +238,29 @@ TEST(CApi, ThreadsFromEnvironment) {
 }
 
 } // namespace
+
+namespace {
+
+// TFM_SIMD reaches the model's limitSimd before anything runs; its refusal
+// is the create's error, and unset or empty it is not asked.
+TEST(CApi, SimdTargetFromEnvironment) {
+  char err[512];
+  fakeSimdLimit.clear();
+  unsetenv("TFM_SIMD");
+  EXPECT_TRUE(create());
+  EXPECT_EQ(fakeSimdLimit, "");
+  setenv("TFM_SIMD", "", 1);
+  EXPECT_TRUE(create());
+  EXPECT_EQ(fakeSimdLimit, "");
+  setenv("TFM_SIMD", "avx2", 1);
+  EXPECT_TRUE(create());
+  EXPECT_EQ(fakeSimdLimit, "avx2");
+  setenv("TFM_SIMD", "avx512", 1);
+  EXPECT_EQ(tfm_rt_create(&tfm::rt::kModel, nullptr, err, sizeof(err)),
+            nullptr);
+  EXPECT_STREQ(err, "TFM_SIMD=avx512: this CPU has no such target");
+  EXPECT_EQ(fakeSimdLimit, "avx512");
+  unsetenv("TFM_SIMD");
+}
+
+} // namespace

@@ -17,6 +17,7 @@
 #include <cmath>
 
 std::atomic<int64_t> tfm::test::fakeForwardThreads{0};
+std::string tfm::test::fakeSimdLimit;
 
 namespace tfm::rt {
 
@@ -36,6 +37,13 @@ const InputInfo kInputs[] = {{"input", InputKind::TokenIds}};
 
 double matmulFlops(const InputView *inputs) {
   return 2.0 * double(inputs[0].batch * inputs[0].seq) * kWidth * kWidth;
+}
+
+// Generated Highway code disables the targets past `isa`; the fake has
+// one target, AVX2, and says so.
+const char *limitSimd(const char *isa) {
+  tfm::test::fakeSimdLimit = isa;
+  return std::string(isa) == "avx2" ? nullptr : "this CPU has no such target";
 }
 
 // out[r, j] = h[r, j] + 0.1 * sum_k h[r, k] * embed[k, j], where
@@ -86,6 +94,7 @@ extern const ModelInfo kModel = {
     /*prefill=*/nullptr,
     /*decode=*/nullptr,
     /*defaultWeights=*/nullptr,
+    /*limitSimd=*/limitSimd,
 };
 
 } // namespace tfm::rt

@@ -90,6 +90,7 @@ extern const ModelInfo kModel = {
     /*prefill=*/nullptr,
     /*decode=*/nullptr,
     /*defaultWeights=*/nullptr,
+    /*limitSimd=*/nullptr,
 };
 
 } // namespace tfm::rt

@@ -1,8 +1,8 @@
 //===- HighwayAttentionTilingTest.cpp - the backend follows the tiles -----===//
 //
 // tfm-select-attention-tiling records each blocked attention's query rows
-// per task and keys per block in #tfm_codegen.attention_tiling; the Highway emitter
-// must take those tiles, refuse an attention without them (it chooses
+// per task and keys per block in #tfm_codegen.attention_tiling; the Highway
+// emitter must take those tiles, refuse an attention without them (it chooses
 // nothing itself), and never emit a task of no rows or a block of part of
 // a vector from IR the verifier did not see (the C++ API).
 //
@@ -53,9 +53,10 @@ TEST_F(HighwayAttentionTilingTest, FollowsTheRecordedTiles) {
                        AttentionTilingAttr::get(&context, 5, 3, 1, 32));
   std::string text;
   ASSERT_TRUE(emit(text)) << text;
-  EXPECT_TRUE(has(text, "// Attention tiles (#tfm_codegen.attention_tiling): 5 query "
-                        "rows a task on 512-bit vectors, 3 on 256-bit, 1 on "
-                        "128-bit; blocks of 32 keys."))
+  EXPECT_TRUE(has(text,
+                  "// Attention tiles (#tfm_codegen.attention_tiling): 5 query "
+                  "rows a task on 512-bit vectors, 3 on 256-bit, 1 on "
+                  "128-bit; blocks of 32 keys."))
       << text;
   EXPECT_TRUE(
       has(text, "constexpr size_t queryRows = k::ForVectorBits(5, 3, 1);"))
@@ -75,8 +76,9 @@ TEST_F(HighwayAttentionTilingTest, RefusesAnAttentionWithoutTiles) {
   ASSERT_FALSE(getAttentionTiling(attention()));
   std::string text;
   ASSERT_FALSE(emit(text)) << text;
-  EXPECT_TRUE(has(text, "tfm.attention has no tfm_codegen.attention_tiling: the "
-                        "Highway backend follows tfm-select-attention-tiling"))
+  EXPECT_TRUE(has(text,
+                  "tfm.attention has no tfm_codegen.attention_tiling: the "
+                  "Highway backend follows tfm-select-attention-tiling"))
       << text;
 }
 

@@ -1,8 +1,8 @@
 //===- HighwayGemmTilingTest.cpp - the Highway backend follows the tiling -===//
 //
 // tfm-select-gemm-tiling records each GEMM's register tile in
-// #tfm_codegen.gemm_tiling; the Highway emitter must take that tile, not its own
-// choice, and make the same choice itself where no tiling was recorded.
+// #tfm_codegen.gemm_tiling; the Highway emitter must take that tile, not its
+// own choice, and make the same choice itself where no tiling was recorded.
 // tfm-compile always runs the pass with the same rule, so a tile other
 // than the rule's can only come through the C++ API.
 //
@@ -45,18 +45,29 @@ TEST_F(HighwayGemmTilingTest, FollowsTheRecordedTile) {
   ASSERT_TRUE(module);
   linear()->setAttr(
       GemmTilingName::getNameStr(),
-      GemmTilingAttr::get(&context, 5, 2, 7, 1, GemmPrefetch::None));
+      GemmTilingAttr::get(&context, 5, 16, 2, 24, 7, 4, 0, GemmPrefetch::None));
   std::string text;
   ASSERT_TRUE(emit(text)) << text;
-  EXPECT_NE(text.find("// Register tiles (#tfm_codegen.gemm_tiling): 5 x 32 on "
-                      "512-bit vectors, 2 x 32 on 256-bit, 7 x 32 on 128-bit."),
+  EXPECT_NE(text.find("width of the panels the weight is packed in: 5 x 16 on "
+                      "512-bit vectors, 2 x 24 on 256-bit, 7 x 4 on 128-bit."),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("constexpr size_t tileRows = k::ForVectorBits(5, 2, 7);"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("k::GemmTileRows<tileRows>("), std::string::npos) << text;
-  EXPECT_EQ(text.find("ForVectorBits(8, 3, 1)"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("constexpr int64_t panelCols = k::ForVectorBits(16, 24, 4);"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("k::GemmTileRows<tileRows, size_t(panelCols)>("),
+            std::string::npos)
+      << text;
+  // The weight is packed in the width of the target that runs.
+  EXPECT_NE(text.find("const int64_t width = bits >= 512 ? 16 : bits >= 256 ? "
+                      "24 : 4;"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("ForVectorBits(8, 6, 6)"), std::string::npos) << text;
 }
 
 TEST_F(HighwayGemmTilingTest, RefusesALinearWithoutATile) {

@@ -34,6 +34,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace hn = hwy::HWY_NAMESPACE;
@@ -51,11 +52,13 @@ std::string targetName() { return hwy::TargetName(HWY_STATIC_TARGET); }
 class KernelTest : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
-    std::printf("[   hwy    ] static target %s: %zu float lanes, GEMM tile "
-                "rows of (8, 3, 1) %zu, attention query rows of (8, 2, 2) "
+    std::printf("[   hwy    ] static target %s: %zu float lanes, GEMM "
+                "tiles of (8 x 32, 6 x 16, 6 x 8) %zu x %zu, attention query "
+                "rows of (8, 2, 2) "
                 "%zu\n",
                 targetName().c_str(), hn::Lanes(hn::ScalableTag<float>()),
-                k::ForVectorBits(8, 3, 1), k::ForVectorBits(8, 2, 2));
+                k::ForVectorBits(8, 6, 6), k::ForVectorBits(32, 16, 8),
+                k::ForVectorBits(8, 2, 2));
   }
 };
 
@@ -84,10 +87,12 @@ void PrintTo(const GemmShape &shape, std::ostream *os) {
 class GemmTileRowsTest : public KernelTest,
                          public ::testing::WithParamInterface<GemmShape> {};
 
-TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
-  const size_t depth = GetParam().k, cols = GetParam().cols;
-  SCOPED_TRACE("target " + targetName());
-  std::mt19937 rng(1000 + depth * 37 + cols);
+/// One panel width: C from GemmTileRows<16, kCols> for every row count and
+/// prefetch, against the naive reference.
+template <size_t kCols> void checkGemmTileRows(size_t depth, size_t cols) {
+  SCOPED_TRACE("target " + targetName() + " panel width " +
+               std::to_string(kCols));
+  std::mt19937 rng(1000 + depth * 37 + cols + kCols);
 
   // A's rows have padding (NaN: never read), the panel's columns past cols
   // too (NaN: their sums must never reach C).
@@ -100,16 +105,16 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
     fillUniform(rng, a.data() + r * lda, depth);
   // Two panels: the second is what a prefetching tile is told comes next
   // (NaN: its values must never reach C).
-  auto panel = hwy::AllocateAligned<float>(2 * depth * k::kPanel);
+  auto panel = hwy::AllocateAligned<float>(2 * depth * kCols);
   ASSERT_TRUE(panel);
   ASSERT_EQ(reinterpret_cast<uintptr_t>(panel.get()) % 64, 0u);
   for (size_t kk = 0; kk < depth; ++kk)
-    for (size_t j = 0; j < k::kPanel; ++j) {
-      panel[kk * k::kPanel + j] =
+    for (size_t j = 0; j < kCols; ++j) {
+      panel[kk * kCols + j] =
           j < cols ? std::uniform_real_distribution<float>(-1, 1)(rng) : kNaN;
-      panel[(depth + kk) * k::kPanel + j] = kNaN;
+      panel[(depth + kk) * kCols + j] = kNaN;
     }
-  const float *nextPanel = panel.get() + depth * k::kPanel;
+  const float *nextPanel = panel.get() + depth * kCols;
   // Offset by one float: the kernel makes no alignment assumption on bias
   // or C.
   std::vector<float> biasStore(cols + 1, kNaN);
@@ -120,7 +125,7 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
   for (bool withBias : {false, true}) {
     // No prefetch; the next panel into L1; all of its lines into L2 (more
     // lines than k steps: one per step); three of them into L2.
-    const size_t panelLines = depth * k::kPanel * sizeof(float) / 64;
+    const size_t panelLines = depth * kCols * sizeof(float) / 64;
     for (int prefetch : {0, 1, 2, 3})
       for (size_t rows = 1; rows <= maxRows; ++rows) {
         const char *how[] = {"", ", the next panel into L1",
@@ -135,13 +140,13 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
         std::vector<float> cStore(cSize, kSentinel);
         float *c = cStore.data() + 1;
         const float *bias = withBias ? biasValues : nullptr;
-        k::GemmTileRows<maxRows>(rows, a.data(), lda, panel.get(), depth, bias,
-                                 c, ldc, cols,
-                                 prefetch == 1 ? nextPanel : nullptr,
-                                 prefetch >= 2 ? nextPanel : nullptr,
-                                 prefetch == 2   ? panelLines
-                                 : prefetch == 3 ? 3
-                                                 : 0);
+        k::GemmTileRows<maxRows, kCols>(rows, a.data(), lda, panel.get(), depth,
+                                        bias, c, ldc, cols,
+                                        prefetch == 1 ? nextPanel : nullptr,
+                                        prefetch >= 2 ? nextPanel : nullptr,
+                                        prefetch == 2   ? panelLines
+                                        : prefetch == 3 ? 3
+                                                        : 0);
 
         EXPECT_TRUE(sameBits(cStore[0], kSentinel)) << "written before C";
         for (size_t r = 0; r <= rows; ++r)
@@ -156,7 +161,7 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
             double scale = bias ? std::fabs(bias[j]) : 0.0;
             for (size_t kk = 0; kk < depth; ++kk) {
               const double term =
-                  double(a[r * lda + kk]) * panel[kk * k::kPanel + j];
+                  double(a[r * lda + kk]) * panel[kk * kCols + j];
               ref += term;
               scale = std::max(scale, std::fabs(term));
             }
@@ -169,11 +174,34 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
   }
 }
 
+// Every panel width #tfm_codegen.gemm_tiling allows on this target: one to
+// four vectors (the pass takes two), each with the columns that fit.
+TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
+  const size_t depth = GetParam().k, cols = GetParam().cols;
+  constexpr size_t kLanes = hn::MaxLanes(hn::ScalableTag<float>());
+  bool ran = false;
+  auto check = [&](auto width) {
+    constexpr size_t kCols = decltype(width)::value;
+    if (cols > kCols)
+      return;
+    checkGemmTileRows<kCols>(depth, cols);
+    ran = true;
+  };
+  check(std::integral_constant<size_t, kLanes>());
+  check(std::integral_constant<size_t, 2 * kLanes>());
+  check(std::integral_constant<size_t, 3 * kLanes>());
+  check(std::integral_constant<size_t, 4 * kLanes>());
+  EXPECT_TRUE(ran) << cols << " columns fit no panel width of this target";
+}
+
 std::vector<GemmShape> gemmShapes() {
   std::vector<GemmShape> shapes;
+  // Up to the widest panel this target allows: four vectors.
+  const size_t widest = 4 * hn::MaxLanes(hn::ScalableTag<float>());
   for (size_t depth : {1, 3, 64, 257})
-    for (size_t cols : {1, 5, 16, 17, 31, 32})
-      shapes.push_back({depth, cols});
+    for (size_t cols : {1, 3, 5, 8, 9, 16, 17, 31, 32, 33, 63, 64})
+      if (cols <= widest)
+        shapes.push_back({depth, cols});
   return shapes;
 }
 

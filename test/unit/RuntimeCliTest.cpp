@@ -275,3 +275,23 @@ TEST(RuntimeCli, EncoderDecoderInputErrors) {
 }
 
 } // namespace
+
+namespace {
+
+// The executable refuses TFM_SIMD where the model cannot follow it: a
+// target its CPU lacks, or code with no targets to choose from.
+TEST(RuntimeCli, SimdTargetFromEnvironment) {
+  EXPECT_EQ(
+      runCommand("TFM_SIMD=avx2 " + std::string(TFM_FAKE_MODEL) + " --bench 1")
+          .exitCode,
+      0);
+  expectUserError(
+      runCommand("TFM_SIMD=sse4 " + std::string(TFM_FAKE_MODEL) + " "),
+      "TFM_SIMD=sse4: this CPU has no such target");
+  expectUserError(
+      runCommand("TFM_SIMD=avx2 " + std::string(TFM_FAKE_SEQ2SEQ) + " "),
+      "TFM_SIMD=avx2: this model's code has no SIMD targets to choose from "
+      "(only the Highway backend's, --backend=hwy, has)");
+}
+
+} // namespace

@@ -563,8 +563,7 @@ LogicalResult FunctionEmitter::emitCall(func::CallOp op) {
     if (operand.getType().isIndex()) {
       args.push_back(scalars[operand]);
     } else
-      args.push_back(packing ? packedWeight(operand, packing->segments,
-                                            packing->segmentRows)
+      args.push_back(packing ? packedWeight(operand, *packing)
                              : buffers[operand].ptr);
   }
   for (auto [i, result] : llvm::enumerate(op.getResults())) {

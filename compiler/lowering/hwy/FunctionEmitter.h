@@ -122,13 +122,11 @@ private:
 
   /// Records which arguments are GEMM weights, and in which layout.
   mlir::LogicalResult findPackedArguments();
-  /// The packed form of weight `v` (an argument or a tfm.weight), for
-  /// `segments` x `segmentRows` output rows.
-  std::string packedWeight(mlir::Value v, int64_t segments,
-                           int64_t segmentRows);
-  /// The packed panels `op` multiplies by (its weight's, or those of the
-  /// stacked weight a tfm.slice_rows takes its rows from).
-  std::string packedWeight(const mlir::tfm::GemmWeight &weight);
+  /// The packed form of weight `v` (an argument or a tfm.weight: the
+  /// linear's own, or the stacked weight a tfm.slice_rows takes its rows
+  /// from) in `layout` (its segments and panel widths; param and k are
+  /// v's).
+  std::string packedWeight(mlir::Value v, const PackSpec &layout);
 
   /// out[r, c] = sum_k x[r, k] W[c, k] (+ bias[c]) (then act) (+
   /// residual[r, c]) for `rows` rows and the `segments`

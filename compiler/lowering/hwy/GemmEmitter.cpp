@@ -12,6 +12,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <array>
 
 using namespace mlir;
 using namespace mlir::tfm;
@@ -25,102 +26,114 @@ void FunctionEmitter::emitMatmul(
     int64_t segments, int64_t segmentRows, int64_t k, const std::string &bias,
     const std::string &out, int64_t outStride, std::optional<Activation> act,
     const std::string &residual, GemmTilingAttr tilingAttr) {
-  int64_t perSegment =
-      (segmentRows + kGemmPanelColumns - 1) / kGemmPanelColumns;
-  int64_t panels = segments * perSegment;
   int64_t n = segments * segmentRows;
   os << "{ // " << what << ": [" << rows << ", " << k << "] x [" << n << ", "
      << k << "]^T (packed) -> [" << rows << ", " << n << "]\n";
   os.indent();
-  // The order of the tasks and the prefetch (GemmTiling.h says why).
-  GemmTiling tiling{{tilingAttr.getRows512(), tilingAttr.getRows256(),
-                     tilingAttr.getRows128()},
-                    tilingAttr.getL2Panels(),
-                    tilingAttr.getPrefetch(),
-                    ""};
-  const int64_t width = kGemmPanelColumns, panelFloats = width * k;
-  int64_t panelBytes = panelFloats * int64_t(sizeof(float));
-  int64_t blockPanels = std::clamp<int64_t>(tiling.l2Panels, 1, panels);
-  // The verifier holds the rows to [1, 16]; unverified IR from the C++ API
-  // must not make a tile of no rows.
-  for (int64_t *r :
-       {&tiling.rows.rows512, &tiling.rows.rows256, &tiling.rows.rows128})
-    *r = std::clamp<int64_t>(*r, 1, 16);
+  // The verifier holds the tiles to [1, 16] rows of 1 to 4 vectors;
+  // unverified IR from the C++ API must not make a tile of no rows or a
+  // panel of no columns.
+  RegisterTile tiles[] = {{tilingAttr.getRows512(), tilingAttr.getCols512()},
+                          {tilingAttr.getRows256(), tilingAttr.getCols256()},
+                          {tilingAttr.getRows128(), tilingAttr.getCols128()}};
+  const int64_t lanes[] = {16, 8, 4};
+  for (auto [tile, lane] : llvm::zip(tiles, lanes)) {
+    tile.rows = std::clamp<int64_t>(tile.rows, 1, 16);
+    tile.cols = std::clamp<int64_t>(tile.cols / lane, 1, 4) * lane;
+  }
+  auto forVectorBits = [&](auto field) {
+    return "k::ForVectorBits(" + num(field(tiles[0])) + ", " +
+           num(field(tiles[1])) + ", " + num(field(tiles[2])) + ")";
+  };
   os << "const int64_t rows = " << rows << ";\n";
-  os << "// Register tiles (#tfm_codegen.gemm_tiling): " << tiling.rows.rows512
-     << " x " << width << " on 512-bit vectors, " << tiling.rows.rows256
-     << " x " << width << " on 256-bit, " << tiling.rows.rows128 << " x "
-     << width << " on 128-bit.\n";
-  os << "constexpr size_t tileRows = k::ForVectorBits(" << tiling.rows.rows512
-     << ", " << tiling.rows.rows256 << ", " << tiling.rows.rows128 << ");\n";
+  os << "// Register tiles (#tfm_codegen.gemm_tiling), rows x columns, the "
+        "columns the\n// width of the panels the weight is packed in: "
+     << tiles[0].rows << " x " << tiles[0].cols << " on 512-bit vectors, "
+     << tiles[1].rows << " x " << tiles[1].cols << " on 256-bit, "
+     << tiles[2].rows << " x " << tiles[2].cols << " on 128-bit.\n";
+  os << "constexpr size_t tileRows = "
+     << forVectorBits([](RegisterTile t) { return t.rows; }) << ";\n";
+  os << "constexpr int64_t panelCols = "
+     << forVectorBits([](RegisterTile t) { return t.cols; }) << ";\n";
+  os << "constexpr int64_t panelFloats = panelCols * " << k << ";\n";
+  os << "constexpr int64_t perSegment = (" << segmentRows
+     << " + panelCols - 1) / panelCols;\n";
+  os << "constexpr int64_t panels = " << segments << " * perSegment;\n";
   os << "const int64_t rowBlocks = (rows + int64_t(tileRows) - 1) / "
         "int64_t(tileRows);\n";
-  os << "pool.parallelFor(rowBlocks * " << panels << ", [&](int64_t t) {\n";
-  os.indent();
-  if (blockPanels == 1) {
-    // Panel-major tasks: a thread's consecutive tasks reuse one panel.
-    os << "const int64_t panel = t / rowBlocks;\n";
-    os << "const int64_t r0 = (t % rowBlocks) * int64_t(tileRows);\n";
-  } else {
-    os << "// L2 blocks of " << blockPanels << " panels ("
-       << (blockPanels * panelBytes + 1023) / 1024 << " KiB of weights)\n";
-    os << "const int64_t block = t / (rowBlocks * " << blockPanels
-       << "), inBlock = t % (rowBlocks * " << blockPanels << ");\n";
-    os << "const int64_t blockPanels = std::min<int64_t>(" << blockPanels
-       << ", " << panels << " - block * " << blockPanels << ");\n";
-    os << "const int64_t panel = block * " << blockPanels
-       << " + inBlock % blockPanels;\n";
-    os << "const int64_t r0 = (inBlock / blockPanels) * int64_t(tileRows);\n";
+  // The order of the tasks and the prefetch (GemmTiling.h says why).
+  const int64_t l2Columns = std::max<int64_t>(tilingAttr.getL2Columns(), 0);
+  const bool inBlocks = l2Columns > 0 && l2Columns < n;
+  if (inBlocks) {
+    os << "// L2 blocks of " << l2Columns << " weight columns ("
+       << (l2Columns * k * int64_t(sizeof(float)) + 1023) / 1024
+       << " KiB of weights)\n";
+    os << "constexpr int64_t blockPanels = std::max<int64_t>(1, " << l2Columns
+       << " / panelCols);\n";
   }
-  os << "const int64_t nRows = std::min<int64_t>(tileRows, rows - r0);\n";
-  if (segments == 1) {
-    os << "const int64_t col = panel * " << width << ";\n";
-    os << "const int64_t cols = std::min<int64_t>(" << width << ", "
-       << segmentRows << " - col);\n";
+  os << "pool.parallelFor(rowBlocks * panels, [&](int64_t t) {\n";
+  os.indent();
+  if (!inBlocks) {
+    // Panel-major tasks: a thread's consecutive tasks reuse one panel.
+    os << "const int64_t panel = t / rowBlocks, rowBlock = t % rowBlocks;\n";
   } else {
-    os << "const int64_t inSegment = (panel % " << perSegment << ") * " << width
-       << ";\n";
-    os << "const int64_t col = (panel / " << perSegment << ") * " << segmentRows
+    os << "const int64_t block = t / (rowBlocks * blockPanels), inBlock = t "
+          "% (rowBlocks * blockPanels);\n";
+    os << "const int64_t thisBlock = std::min<int64_t>(blockPanels, panels - "
+          "block * blockPanels);\n";
+    os << "const int64_t panel = block * blockPanels + inBlock % thisBlock;\n";
+    os << "const int64_t rowBlock = inBlock / thisBlock;\n";
+  }
+  // Row blocks of equal size (tileRows or one fewer): no short last tile,
+  // whose few accumulators would leave the FMA pipes waiting on latency.
+  os << "const int64_t r0 = rowBlock * rows / rowBlocks;\n";
+  os << "const int64_t nRows = (rowBlock + 1) * rows / rowBlocks - r0;\n";
+  if (segments == 1) {
+    os << "const int64_t col = panel * panelCols;\n";
+    os << "const int64_t cols = std::min<int64_t>(panelCols, " << segmentRows
+       << " - col);\n";
+  } else {
+    os << "const int64_t inSegment = (panel % perSegment) * panelCols;\n";
+    os << "const int64_t col = (panel / perSegment) * " << segmentRows
        << " + inSegment;\n";
-    os << "const int64_t cols = std::min<int64_t>(" << width << ", "
-       << segmentRows << " - inSegment);\n";
+    os << "const int64_t cols = std::min<int64_t>(panelCols, " << segmentRows
+       << " - inSegment);\n";
   }
   std::string biasArg = "nullptr";
   if (!bias.empty())
     biasArg = bias + " + col";
-  std::string panelAt =
-      packedW + " + (" + num(firstSegment * perSegment) + " + panel) * ";
+  std::string panelAt = packedW + " + (" + num(firstSegment) +
+                        " * perSegment + panel) * panelFloats";
   // Panel by panel, what the tiles prefetch of the next panel (the thread's
   // next tasks read it: each thread runs a contiguous range of tasks, but
   // for those it takes from a held-back thread).
   GemmPrefetch prefetch =
-      blockPanels == 1 && panels > 1 ? tiling.prefetch : GemmPrefetch::None;
-  std::string nextPanel = panelAt + num(panelFloats) + " + " + num(panelFloats);
+      inBlocks ? GemmPrefetch::None : tilingAttr.getPrefetch();
+  std::string nextPanel = panelAt + " + panelFloats";
   std::string prefetchArgs;
   if (prefetch == GemmPrefetch::L1) {
     os << "// The last row block prefetches the next panel into L1.\n";
-    os << "const float *nextPanel = r0 + int64_t(tileRows) >= rows && panel + "
-          "1 < "
-       << panels << " ? " << nextPanel << " : nullptr;\n";
+    os << "const float *nextPanel = r0 + nRows >= rows && panel + 1 < panels "
+          "? "
+       << nextPanel << " : nullptr;\n";
     prefetchArgs = ", nextPanel";
   } else if (prefetch == GemmPrefetch::L2) {
-    int64_t lines = panelBytes / 64;
-    os << "// Each row block prefetches its share of the next panel's " << lines
-       << " lines into L2.\n";
-    os << "const int64_t share = (" << lines
-       << " + rowBlocks - 1) / rowBlocks, firstLine = (t % rowBlocks) * "
-          "share;\n";
-    os << "const bool hasNext = panel + 1 < " << panels << " && firstLine < "
-       << lines << ";\n";
+    os << "// Each row block prefetches its share of the next panel's lines "
+          "into L2.\n";
+    os << "constexpr int64_t lines = panelFloats * int64_t(sizeof(float)) / "
+          "64;\n";
+    os << "const int64_t share = (lines + rowBlocks - 1) / rowBlocks, "
+          "firstLine = rowBlock * share;\n";
+    os << "const bool hasNext = panel + 1 < panels && firstLine < lines;\n";
     os << "const float *l2At = hasNext ? " << nextPanel
        << " + firstLine * 16 : nullptr;\n";
-    os << "const int64_t l2Lines = hasNext ? std::min<int64_t>(share, " << lines
-       << " - firstLine) : 0;\n";
+    os << "const int64_t l2Lines = hasNext ? std::min<int64_t>(share, lines - "
+          "firstLine) : 0;\n";
     prefetchArgs = ", nullptr, l2At, size_t(l2Lines)";
   }
-  os << "k::GemmTileRows<tileRows>(nRows, " << x << " + r0 * " << xStride
-     << ", " << xStride << ", " << panelAt << panelFloats << ", " << k << ", "
-     << biasArg << ", " << out << " + r0 * " << outStride << " + col, "
+  os << "k::GemmTileRows<tileRows, size_t(panelCols)>(nRows, " << x
+     << " + r0 * " << xStride << ", " << xStride << ", " << panelAt << ", " << k
+     << ", " << biasArg << ", " << out << " + r0 * " << outStride << " + col, "
      << outStride << ", cols" << prefetchArgs << ");\n";
   if (act) {
     os << "for (int64_t r = 0; r < nRows; ++r)\n";
@@ -140,50 +153,55 @@ void FunctionEmitter::emitMatmul(
   os << "}\n";
 }
 
+namespace {
+/// The panel widths `op`'s GEMM reads where the code runs with 512-, 256-
+/// and 128-bit vectors: its register tiles' columns.
+std::array<int64_t, 3> panelColumns(LinearOp op) {
+  GemmTilingAttr tiling = getGemmTiling(op);
+  if (!tiling)
+    return {32, 32, 32}; // emitLinear reports the missing tiling
+  return {tiling.getCols512(), tiling.getCols256(), tiling.getCols128()};
+}
+} // namespace
+
 LogicalResult FunctionEmitter::findPackedArguments() {
   summary.argPacking.assign(func.getNumArguments(), std::nullopt);
-  auto mark = [&](Value v, int64_t segments, int64_t segmentRows,
-                  int64_t k) -> LogicalResult {
-    auto arg = dyn_cast<BlockArgument>(v);
-    if (!arg)
-      return success();
-    PackSpec spec{0, segments, segmentRows, k};
-    std::optional<PackSpec> &slot = summary.argPacking[arg.getArgNumber()];
-    if (slot && !slot->sameLayout(spec))
-      return func.emitError("argument ")
-             << arg.getArgNumber() << " is used as two different GEMM weights";
-    slot = spec;
-    return success();
-  };
   WalkResult result = func.walk([&](LinearOp linear) -> WalkResult {
     GemmWeight w = gemmWeight(linear);
-    return failed(mark(w.packed, w.segments, w.segmentRows,
-                       linear.getWeight().getType().getDimSize(1)))
-               ? WalkResult::interrupt()
-               : WalkResult::advance();
+    auto arg = dyn_cast<BlockArgument>(w.packed);
+    if (!arg)
+      return WalkResult::advance();
+    PackSpec spec{0, w.segments, w.segmentRows,
+                  linear.getWeight().getType().getDimSize(1),
+                  panelColumns(linear)};
+    std::optional<PackSpec> &slot = summary.argPacking[arg.getArgNumber()];
+    if (slot && !slot->sameLayout(spec)) {
+      func.emitError("argument ")
+          << arg.getArgNumber()
+          << " is used as two different GEMM weights (segments or panel "
+             "widths)";
+      return WalkResult::interrupt();
+    }
+    slot = spec;
+    return WalkResult::advance();
   });
   return failure(result.wasInterrupted());
 }
 
-std::string FunctionEmitter::packedWeight(Value v, int64_t segments,
-                                          int64_t segmentRows) {
+std::string FunctionEmitter::packedWeight(Value v, const PackSpec &layout) {
   if (isa<BlockArgument>(v))
     return buffers[v].ptr; // the caller passed the packed form
   auto weight = v.getDefiningOp<WeightOp>();
-  unsigned param = facts.paramIndex.lookup(weight.getParam());
-  PackSpec spec{param, segments, segmentRows,
-                weight.getType().getShape().back()};
+  PackSpec spec = layout;
+  spec.param = facts.paramIndex.lookup(weight.getParam());
+  spec.k = weight.getType().getShape().back();
   unsigned index = facts.packs.size();
   for (auto [j, existing] : llvm::enumerate(facts.packs))
-    if (existing.param == param && existing.sameLayout(spec))
+    if (existing.param == spec.param && existing.sameLayout(spec))
       index = j;
   if (index == facts.packs.size())
     facts.packs.push_back(spec);
   return "w[" + num(facts.paramIndex.size() + index) + "]";
-}
-
-std::string FunctionEmitter::packedWeight(const GemmWeight &weight) {
-  return packedWeight(weight.packed, weight.segments, weight.segmentRows);
 }
 
 LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
@@ -208,7 +226,8 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
     return op.emitError(
         "tfm.linear has no tfm_codegen.gemm_tiling: the Highway "
         "backend follows tfm-select-gemm-tiling");
-  emitMatmul(what, product(lead), x.ptr, k, packedWeight(weight),
+  PackSpec layout{0, weight.segments, weight.segmentRows, k, panelColumns(op)};
+  emitMatmul(what, product(lead), x.ptr, k, packedWeight(weight.packed, layout),
              weight.firstSegment, weight.usedSegments, weight.segmentRows, k,
              bias, out.ptr, n, act, residual, tiling);
   if (!facts.remarks)
@@ -220,7 +239,9 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
     epilogue.push_back(stringifyActivation(*act).str());
   if (!residual.empty())
     epilogue.push_back("residual add");
-  std::string text = "GEMM over the weight packed into 32-column panels";
+  std::string text =
+      "GEMM over the weight packed into panels of the register tile's "
+      "columns on the target that runs";
   if (!epilogue.empty())
     text += "; as each register tile is stored, while in cache: " +
             llvm::join(epilogue, ", ");

@@ -35,26 +35,44 @@ void TfmCodegenDialect::initialize() {
 
 LogicalResult
 GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                       int64_t rows512, int64_t rows256, int64_t rows128,
-                       int64_t l2Panels, GemmPrefetch prefetch) {
-  // Past 8 rows the accumulators spill on every x86 target (correct,
-  // slower); 16 bounds the code: the backend instantiates a tile for each
-  // row count up to this one.
-  for (auto [name, rows] : {std::pair<StringRef, int64_t>{"rows512", rows512},
-                            {"rows256", rows256},
-                            {"rows128", rows128}})
-    if (rows < 1 || rows > 16)
-      return emitError() << "gemm_tiling " << name
-                         << " must be in [1, 16], got " << rows;
-  if (l2Panels < 1)
-    return emitError() << "gemm_tiling l2Panels must be at least 1, got "
-                       << l2Panels;
+                       int64_t rows512, int64_t cols512, int64_t rows256,
+                       int64_t cols256, int64_t rows128, int64_t cols128,
+                       int64_t l2Columns, GemmPrefetch prefetch) {
+  struct Tile {
+    StringRef bits;
+    int64_t rows, cols, lanes;
+  };
+  for (Tile tile :
+       {Tile{"512", rows512, cols512, 16}, Tile{"256", rows256, cols256, 8},
+        Tile{"128", rows128, cols128, 4}}) {
+    // 16 bounds the code: the backend instantiates a tile for each row
+    // count up to this one.
+    if (tile.rows < 1 || tile.rows > 16)
+      return emitError() << "gemm_tiling rows" << tile.bits
+                         << " must be in [1, 16], got " << tile.rows;
+    // A tile's columns are whole vectors of its target, one to four.
+    if (tile.cols < tile.lanes || tile.cols > 4 * tile.lanes ||
+        tile.cols % tile.lanes != 0)
+      return emitError() << "gemm_tiling cols" << tile.bits
+                         << " must be 1 to 4 vectors of " << tile.lanes
+                         << " floats, got " << tile.cols;
+  }
+  if (l2Columns < 0)
+    return emitError() << "gemm_tiling l2Columns must be 0 (panel by "
+                          "panel) or positive, got "
+                       << l2Columns;
+  for (int64_t cols : {cols512, cols256, cols128})
+    if (l2Columns % cols != 0)
+      return emitError() << "gemm_tiling l2Columns (" << l2Columns
+                         << ") must be a whole number of every target's "
+                            "panels, not of "
+                         << cols << " columns";
   // In blocks, the next panel of a task is the one at its place in the
   // next block: a block of tasks later, not next.
-  if (l2Panels > 1 && prefetch != GemmPrefetch::None)
+  if (l2Columns > 0 && prefetch != GemmPrefetch::None)
     return emitError() << "gemm_tiling prefetches only panel by panel "
-                          "(l2Panels = 1), got l2Panels = "
-                       << l2Panels << " with prefetch = "
+                          "(l2Columns = 0), got l2Columns = "
+                       << l2Columns << " with prefetch = "
                        << stringifyGemmPrefetch(prefetch);
   return success();
 }

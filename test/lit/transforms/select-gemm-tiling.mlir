@@ -4,7 +4,7 @@
 // RUN: not tfm-opt %s -split-input-file --tfm-select-gemm-tiling="l1-bytes=0" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // --tfm-select-gemm-tiling (defaults: 48 KiB L1, 1 MiB L2): the order in
-// which each tfm.linear takes its weight's 32-column panels, with the
+// which each tfm.linear takes its weight's panels (each target's register tile and panel width), with the
 // reasons in a remark; the linears it must leave alone say why.
 
 // BAD: error: tfm-select-gemm-tiling: l1-bytes and l2-bytes must be positive, got 0 and 1048576
@@ -15,19 +15,19 @@
 // half of L2 holds; each row block prefetches its share of the next one
 // into L2 (two panels and 8 rows of 3072 fit in 1 MiB).
 // CHECK-LABEL: func.func @gpt2_s512(
-// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1, %arg2 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 5, prefetch = none>} :
-// CHECK-NEXT: %1 = tfm.linear %arg3, %arg4 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = l2>} :
+// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1, %arg2 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 160, prefetch = none>} :
+// CHECK-NEXT: %1 = tfm.linear %arg3, %arg4 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = l2>} :
 // With 256 KiB of L2: blocks of one panel (96 KiB: two do not fit in 128),
 // the next one prefetched into L2 (2 x 96 KiB and 8 rows fit in 256); two
 // 384 KiB panels do not.
 // SMALL-LABEL: func.func @gpt2_s512(
-// SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = l2>}
-// SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = none>}
+// SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = l2>}
+// SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = none>}
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 512 : i64} {
   func.func @gpt2_s512(%x: tensor<?x?x768xf32>, %w: tensor<2304x768xf32>, %b: tensor<2304xf32>, %h: tensor<?x?x3072xf32>, %w2: tensor<768x3072xf32>) -> (tensor<?x?x2304xf32>, tensor<?x?x768xf32>) {
-    // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: register tiles of 8 rows x 32 columns (3 rows on 256-bit vectors, 1 on 128-bit); L2 blocks of 5 panels (480 KiB): the rows (1536 KiB) do not fit in half of L2 (1024 KiB); none prefetched (in blocks, a task's next panel is a block of tasks away)}}
+    // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); L2 blocks of 160 weight columns (480 KiB): the rows (1536 KiB) do not fit in half of L2 (1024 KiB); none prefetched (in blocks, a task's next panel is a block of tasks away)}}
     %0 = tfm.linear %x, %w, %b : (tensor<?x?x768xf32>, tensor<2304x768xf32>, tensor<2304xf32>) -> tensor<?x?x2304xf32>
-    // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: register tiles of 8 rows x 32 columns (3 rows on 256-bit vectors, 1 on 128-bit); panel by panel: the rows (6144 KiB) do not fit in half of L2 (1024 KiB), nor do two panels (384 KiB each); the next panel prefetched into L2 by every row block, a share each (two panels of 384 KiB and 8 rows fit in 1024 KiB)}}
+    // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (6144 KiB) do not fit in half of L2 (1024 KiB), nor do two panels (384 KiB each); the next panel prefetched into L2 by every row block, a share each (two panels of 384 KiB and 8 rows fit in 1024 KiB)}}
     %1 = tfm.linear %h, %w2 : (tensor<?x?x3072xf32>, tensor<768x3072xf32>) -> tensor<?x?x768xf32>
     return %0, %1 : tensor<?x?x2304xf32>, tensor<?x?x768xf32>
   }
@@ -40,24 +40,24 @@ module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 512 : i64} {
 // 48 KiB), 128 KiB ones (depth 1024) into L2, a share per row block. Two
 // 512 KiB panels (depth 4096) do not fit in L2: nothing prefetched.
 // CHECK-LABEL: func.func @d256(
-// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1 activation <relu> {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = l1>} :
-// CHECK-NEXT: %1 = tfm.linear %0, %arg2 residual %arg0 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = l2>} :
-// CHECK-NEXT: %2 = tfm.linear %arg3, %arg4 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = none>} :
+// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1 activation <relu> {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = l1>} :
+// CHECK-NEXT: %1 = tfm.linear %0, %arg2 residual %arg0 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = l2>} :
+// CHECK-NEXT: %2 = tfm.linear %arg3, %arg4 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = none>} :
 // With 32 KiB of L1 and 256 KiB of L2: the first GEMM's rows (128 KiB)
 // still fit in half of L2, its panels into L2 (2 x 32 KiB + 8 rows fit in
 // 256); the second's rows (512 KiB) do not, one 128 KiB panel fills that
 // half, and two do not fit in L2.
 // SMALL-LABEL: func.func @d256(
-// SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = l2>}
-// SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = none>}
-// SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = none>}
+// SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = l2>}
+// SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = none>}
+// SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = none>}
 module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 64 : i64} {
   func.func @d256(%x: tensor<?x?x256xf32>, %w1: tensor<1024x256xf32>, %w2: tensor<256x1024xf32>, %big: tensor<?x?x4096xf32>, %w3: tensor<64x4096xf32>) -> (tensor<?x?x256xf32>, tensor<?x?x64xf32>) {
-    // expected-remark @+1 {{in @d256: GEMM tiling: register tiles of 8 rows x 32 columns (3 rows on 256-bit vectors, 1 on 128-bit); panel by panel: the rows (128 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 32 KiB fit in 48 KiB)}}
+    // expected-remark @+1 {{in @d256: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (128 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 32 KiB fit in 48 KiB)}}
     %0 = tfm.linear %x, %w1 activation <relu> : (tensor<?x?x256xf32>, tensor<1024x256xf32>) -> tensor<?x?x1024xf32>
-    // expected-remark @+1 {{in @d256: GEMM tiling: register tiles of 8 rows x 32 columns (3 rows on 256-bit vectors, 1 on 128-bit); panel by panel: the rows (512 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L2 by every row block, a share each (two panels of 128 KiB and 8 rows fit in 1024 KiB)}}
+    // expected-remark @+1 {{in @d256: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (512 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L2 by every row block, a share each (two panels of 128 KiB and 8 rows fit in 1024 KiB)}}
     %1 = tfm.linear %0, %w2 residual %x : (tensor<?x?x1024xf32>, tensor<256x1024xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
-    // expected-remark @+1 {{in @d256: GEMM tiling: register tiles of 8 rows x 32 columns (3 rows on 256-bit vectors, 1 on 128-bit); panel by panel: the rows (2048 KiB) do not fit in half of L2 (1024 KiB), nor do two panels (512 KiB each); panels (512 KiB) too long to prefetch: two do not fit in L2 (1024 KiB) beside 8 rows}}
+    // expected-remark @+1 {{in @d256: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (2048 KiB) do not fit in half of L2 (1024 KiB), nor do two panels (512 KiB each); panels (512 KiB) too long to prefetch: two do not fit in L2 (1024 KiB) beside 8 rows}}
     %2 = tfm.linear %big, %w3 : (tensor<?x?x4096xf32>, tensor<64x4096xf32>) -> tensor<?x?x64xf32>
     return %1, %2 : tensor<?x?x256xf32>, tensor<?x?x64xf32>
   }
@@ -70,15 +70,15 @@ module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 64 : i64} {
 // 4 of them (3 still on 256-bit vectors, 1 on 128-bit); one row (a decoding
 // step) in tiles of one row everywhere.
 // CHECK-LABEL: func.func @static_rows(
-// CHECK-NEXT: tfm.linear %arg0, %arg1 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 4, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = none>} :
-// CHECK-NEXT: tfm.linear %arg2, %arg3 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 1, rows256 = 1, rows128 = 1, l2Panels = 1, prefetch = l1>} :
-// CHECK-NEXT: tfm.linear %arg4, %arg3 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 2, rows256 = 2, rows128 = 1, l2Panels = 1, prefetch = l1>} :
+// CHECK-NEXT: tfm.linear %arg0, %arg1 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 4, cols512 = 32, rows256 = 4, cols256 = 16, rows128 = 4, cols128 = 8, l2Columns = 0, prefetch = none>} :
+// CHECK-NEXT: tfm.linear %arg2, %arg3 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 1, cols512 = 32, rows256 = 1, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch = l1>} :
+// CHECK-NEXT: tfm.linear %arg4, %arg3 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 2, cols512 = 32, rows256 = 2, cols256 = 16, rows128 = 2, cols128 = 8, l2Columns = 0, prefetch = l1>} :
 func.func @static_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %step: tensor<1x1x64xf32>, %w2: tensor<128x64xf32>, %two: tensor<2x1x64xf32>) -> (tensor<4x8xf32>, tensor<1x1x128xf32>, tensor<2x1x128xf32>) {
-  // expected-remark @+1 {{in @static_rows: GEMM tiling: register tiles of 4 rows x 32 columns (3 rows on 256-bit vectors, 1 on 128-bit); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); no panel follows to prefetch}}
+  // expected-remark @+1 {{in @static_rows: GEMM tiling: register tiles of 4 x 32 on 512-bit vectors, 4 x 16 on 256-bit, 4 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); no panel follows to prefetch}}
   %0 = tfm.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  // expected-remark @+1 {{in @static_rows: GEMM tiling: register tiles of 1 row x 32 columns (1 row on 256-bit vectors, 1 on 128-bit); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
+  // expected-remark @+1 {{in @static_rows: GEMM tiling: register tiles of 1 x 32 on 512-bit vectors, 1 x 16 on 256-bit, 1 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
   %1 = tfm.linear %step, %w2 : (tensor<1x1x64xf32>, tensor<128x64xf32>) -> tensor<1x1x128xf32>
-  // expected-remark @+1 {{in @static_rows: GEMM tiling: register tiles of 2 rows x 32 columns (2 rows on 256-bit vectors, 1 on 128-bit); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
+  // expected-remark @+1 {{in @static_rows: GEMM tiling: register tiles of 2 x 32 on 512-bit vectors, 2 x 16 on 256-bit, 2 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
   %2 = tfm.linear %two, %w2 : (tensor<2x1x64xf32>, tensor<128x64xf32>) -> tensor<2x1x128xf32>
   return %0, %1, %2 : tensor<4x8xf32>, tensor<1x1x128xf32>, tensor<2x1x128xf32>
 }
@@ -88,14 +88,14 @@ func.func @static_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %step: tensor<1
 // Not touched: a linear with a tiling already, one whose dynamic rows the
 // module does not bound, and ones whose weight has a dynamic or zero size.
 // CHECK-LABEL: func.func @left_alone(
-// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 3, prefetch = none>} :
+// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 96, prefetch = none>} :
 // CHECK-NEXT: %1 = tfm.linear %arg2, %arg1 :
 // CHECK-NEXT: %2 = tfm.linear %arg0, %arg3 :
 // CHECK-NEXT: %3 = tfm.linear %arg0, %arg4 :
 // CHECK-NEXT: return
 func.func @left_alone(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>, %y: tensor<?x?x8xf32>, %wd: tensor<?x8xf32>, %w0: tensor<0x8xf32>) -> (tensor<4x64xf32>, tensor<?x?x64xf32>, tensor<4x?xf32>, tensor<4x0xf32>) {
   // expected-remark @+1 {{in @left_alone: GEMM tiling kept: it was already chosen}}
-  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 3, prefetch = none>} : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
+  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 96, prefetch = none>} : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
   // expected-remark @+1 {{in @left_alone: no GEMM tiling chosen: its rows have a dynamic dimension and the module has no positive tfm.max_batch and tfm.max_seq_len to bound it}}
   %1 = tfm.linear %y, %w : (tensor<?x?x8xf32>, tensor<64x8xf32>) -> tensor<?x?x64xf32>
   // expected-remark @+1 {{in @left_alone: no GEMM tiling chosen: the weight 'tensor<?x8xf32>' has no static, non-empty shape to pack in panels}}
@@ -109,10 +109,10 @@ func.func @left_alone(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>, %y: tensor<?x?x
 
 // Huge bounds and dimensions saturate: the biggest blocks L2 holds.
 // CHECK-LABEL: func.func @huge(
-// CHECK-NEXT: tfm.linear %arg0, %arg1 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 4, prefetch = none>} :
+// CHECK-NEXT: tfm.linear %arg0, %arg1 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 128, prefetch = none>} :
 module attributes {tfm.max_batch = 9223372036854775807 : i64, tfm.max_seq_len = 9223372036854775807 : i64} {
   func.func @huge(%x: tensor<?x?x1024xf32>, %w: tensor<4096x1024xf32>) -> tensor<?x?x4096xf32> {
-    // expected-remark @+1 {{in @huge: GEMM tiling: register tiles of 8 rows x 32 columns (3 rows on 256-bit vectors, 1 on 128-bit); L2 blocks of 4 panels (512 KiB): the rows (18014398509481984 KiB) do not fit in half of L2 (1024 KiB); none prefetched (in blocks, a task's next panel is a block of tasks away)}}
+    // expected-remark @+1 {{in @huge: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); L2 blocks of 128 weight columns (512 KiB): the rows (18014398509481984 KiB) do not fit in half of L2 (1024 KiB); none prefetched (in blocks, a task's next panel is a block of tasks away)}}
     %0 = tfm.linear %x, %w : (tensor<?x?x1024xf32>, tensor<4096x1024xf32>) -> tensor<?x?x4096xf32>
     return %0 : tensor<?x?x4096xf32>
   }

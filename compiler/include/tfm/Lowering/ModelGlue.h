@@ -15,6 +15,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,14 +25,32 @@ namespace tfm {
 
 /// A weight rearranged once after loading into GEMM panels: `segments`
 /// stacked blocks of `segmentRows` output rows (in_proj's Q, K, V), each
-/// packed in panels of 32 output columns (zero-padded) holding every k.
+/// packed in panels of `panelCols` output columns (zero-padded) holding
+/// every k, the width the GEMMs read where the code runs with 512-, 256-
+/// and 128-bit vectors (the Highway backend's register tiles; the LLVM
+/// backend's 32 on every target).
 struct PackSpec {
   unsigned param;
   int64_t segments, segmentRows, k;
-  int64_t panelsPerSegment() const { return (segmentRows + 31) / 32; }
-  int64_t floats() const { return segments * panelsPerSegment() * 32 * k; }
+  std::array<int64_t, 3> panelCols = {32, 32, 32};
+
+  int64_t floats(int64_t cols) const {
+    return segments * ((segmentRows + cols - 1) / cols) * cols * k;
+  }
+  /// The floats of the widest layout: room for whichever target packs.
+  int64_t maxFloats() const {
+    int64_t most = 0;
+    for (int64_t cols : panelCols)
+      most = std::max(most, floats(cols));
+    return most;
+  }
+  /// Whether the panel width depends on the target that runs.
+  bool perTarget() const {
+    return panelCols[0] != panelCols[1] || panelCols[1] != panelCols[2];
+  }
   bool sameLayout(const PackSpec &o) const {
-    return segments == o.segments && segmentRows == o.segmentRows && k == o.k;
+    return segments == o.segments && segmentRows == o.segmentRows && k == o.k &&
+           panelCols == o.panelCols;
   }
 };
 
@@ -46,6 +66,11 @@ struct ModelGlue {
   /// `forwardDispatch` and, when `generation`, `prefillDispatch` and
   /// `decodeDispatch` are defined before the glue, in tfm_generated.
   bool generation = false;
+  /// `int64_t vectorBitsDispatch()` (the vector width of the target the
+  /// dispatch runs: 512, 256 or 128) and `const char *limitSimd(const char
+  /// *isa)` (ModelInfo::limitSimd) are defined before the glue; needed
+  /// when a pack's panel width depends on the target.
+  bool vectorBits = false;
 };
 
 /// C++ defining `static double matmulFlops(const tfm::rt::InputView *in)`:

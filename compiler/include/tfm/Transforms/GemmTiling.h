@@ -1,8 +1,8 @@
 //===- GemmTiling.h - the order a GEMM takes its weight panels -*- C++ -*-===//
 //
 // The choice tfm-select-gemm-tiling records on each tfm.linear and the
-// Highway backend follows; which packed panels a tfm.linear multiplies by
-// (both backends pack the same way).
+// Highway backend follows; which packed segments a tfm.linear multiplies by
+// (both backends pack segments the same way, each in its panel width).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,29 +29,38 @@ struct CacheSizes {
 /// where it does not know one, the default above.
 CacheSizes hostCacheSizes();
 
-/// Output columns per packed weight panel (the runtime's k::kPanel).
-constexpr int64_t kGemmPanelColumns = 32;
+/// Output columns per packed weight panel of the LLVM backend (its
+/// vectorised GEMM's tile width on every target).
+constexpr int64_t kLLVMPanelColumns = 32;
 
-/// The rows of a GEMM's register tile where the code runs with 512-, 256-
-/// or 128-bit vectors.
-struct RegisterRows {
-  int64_t rows512 = 8;
-  int64_t rows256 = 3;
-  int64_t rows128 = 1;
+/// A GEMM's register tile on one vector width: `rows` rows of C by `cols`
+/// columns, the width of the packed weight panel it reads.
+struct RegisterTile {
+  int64_t rows = 1;
+  int64_t cols = 32;
 };
 
-/// The register tile of a GEMM of at most `maxRows` rows: on each vector
-/// width, as many rows as keep the accumulators (rows x 32 / lanes
-/// vectors) within three quarters of the register file (the rest holds the
-/// panel's vectors and the broadcast A value), at most 8 and at most
+/// The register tile where the code runs with 512-, 256- or 128-bit
+/// vectors.
+struct RegisterTiles {
+  RegisterTile v512{8, 32};
+  RegisterTile v256{6, 16};
+  RegisterTile v128{6, 8};
+};
+
+/// The register tiles of a GEMM of at most `maxRows` rows. On each vector
+/// width, two vectors of columns (the panel width: 32 floats on 512-bit
+/// vectors, 16 on 256, 8 on 128) and as many rows as keep the
+/// accumulators, the two panel vectors and the broadcast value within the
+/// register file (32 vectors with AVX-512, 16 below), at most 8 and at most
 /// `maxRows` (at least 1).
-RegisterRows chooseRegisterRows(int64_t maxRows);
+RegisterTiles chooseRegisterTiles(int64_t maxRows);
 
 /// What #tfm_codegen.gemm_tiling holds, and why.
 struct GemmTiling {
-  RegisterRows rows;
-  /// Panels per L2 block: 1 is panel by panel.
-  int64_t l2Panels = 1;
+  RegisterTiles tiles;
+  /// Weight columns per L2 block: 0 is panel by panel.
+  int64_t l2Columns = 0;
   /// Panel by panel, what the tiles prefetch of the next panel: all of it
   /// into L1 from the last row block, or a share of it into L2 from each.
   codegen::GemmPrefetch prefetch = codegen::GemmPrefetch::None;
@@ -60,17 +69,19 @@ struct GemmTiling {
 };
 
 /// The tiling of a GEMM of at most `maxRows` rows, depth `k`, over a weight
-/// of `panels` panels: chooseRegisterRows' tile; L2 blocks where the rows
-/// (maxRows x k floats) do not fit in half of L2, as many panels as fill that
-/// half; else panel by panel, prefetching the next panel: into L1 where one and
-/// a half panels fit there, else into L2 where two panels and a register tile's
-/// rows fit there. Any sizes (negative ones count as 0) give a valid tiling.
-GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t panels,
+/// of `columns` output columns: chooseRegisterTiles' tiles; L2 blocks where
+/// the rows (maxRows x k floats) do not fit in half of L2, as many columns
+/// (a whole number of every target's panels) as fill that half; else panel
+/// by panel, prefetching the next panel: into L1 where one and a half
+/// panels fit there, else into L2 where two panels and a register tile's
+/// rows fit there (sized for the widest panel). Any sizes (negative ones
+/// count as 0) give a valid tiling.
+GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t columns,
                             const CacheSizes &cache);
 
 /// The packed panels a tfm.linear multiplies by. A weight is packed in
-/// segments of `segmentRows` output rows, each in panels of
-/// kGemmPanelColumns columns, zero-padded; a linear reads segments
+/// segments of `segmentRows` output rows, each in panels of the target's
+/// panel width (columns), zero-padded; a linear reads segments
 /// [firstSegment, firstSegment + usedSegments). A weight of its own is one
 /// segment; rows of a stacked weight (a tfm.slice_rows of it, such as the
 /// query or key/value rows of in_proj) are segments of the largest size
@@ -85,11 +96,12 @@ struct GemmWeight {
   int64_t firstSegment = 0;
   int64_t usedSegments = 1;
 
-  int64_t panelsPerSegment() const {
-    return (segmentRows + kGemmPanelColumns - 1) / kGemmPanelColumns;
+  /// The output columns the linear computes.
+  int64_t columns() const { return usedSegments * segmentRows; }
+  /// The panels of `cols` columns the linear reads.
+  int64_t panels(int64_t cols) const {
+    return usedSegments * ((segmentRows + cols - 1) / cols);
   }
-  /// The panels the linear reads.
-  int64_t panels() const { return usedSegments * panelsPerSegment(); }
 };
 GemmWeight gemmWeight(LinearOp op);
 

@@ -88,33 +88,43 @@ def TfmCodegen_GemmTilingAttr : AttrDef<TfmCodegen_Dialect, "GemmTiling"> {
   let mnemonic = "gemm_tiling";
   let summary = "a GEMM's register tile and the order it takes its weight's panels";
   let description = [{
-    Chosen by `--tfm-select-gemm-tiling` for the machine's caches and the
-    GEMM's rows; the Highway backend follows it. A GEMM's weight is packed
-    in panels of 32 output columns (every k), and C is computed in register
-    tiles of a few rows by one panel, each tile one task of the thread
-    pool's parallel loop (the tasks, and so the results, do not depend on
-    the number of threads):
+    Chosen by `--tfm-select-gemm-tiling` for each SIMD target's register
+    file, the machine's caches and the GEMM's rows; the Highway backend
+    follows it (the generated C++ is compiled for every target it may run
+    on, and each target reads its own fields). A GEMM's weight is packed,
+    once after loading, in panels of `cols` output columns (every k) for
+    the target that runs, and C is computed in register tiles of `rows`
+    rows by one panel, each tile one task of the thread pool's parallel
+    loop (the tasks, and so the results, do not depend on the number of
+    threads):
 
-    - `rows512`, `rows256`, `rows128`: the rows of a register tile where
-      the code runs with 512-, 256- or 128-bit vectors (the generated C++
-      is compiled for each SIMD target it may run on), 1 to 16. A tile has
-      rows x 32 / lanes accumulators: past 8 rows they no longer fit in
-      any x86 register file and spill (correct, slower).
-    - `l2Panels`: the tiles go panel by panel over all row blocks (1), or
-      in blocks of that many panels, each block over all row blocks, so a
-      row block of the input is read from memory once per block while the
-      block's panels stay in L2.
+    - `rows512`/`cols512`, `rows256`/`cols256`, `rows128`/`cols128`: the
+      register tile where the code runs with 512-, 256- or 128-bit vectors.
+      Rows 1 to 16; columns a whole number of vectors (16, 8 or 4 lanes)
+      from one to four: the width of the panels the weight is packed in
+      for that target (GEMMs that read one weight in different widths read
+      one packed copy each). A tile has rows x cols / lanes
+      accumulators and holds cols / lanes panel vectors and one broadcast
+      value beside them: past the register file (32 vectors on AVX-512, 16
+      below) they spill (correct, slower).
+    - `l2Columns`: 0, the tiles go panel by panel over all row blocks; else
+      in blocks of that many weight columns (a multiple of every target's
+      `cols`), each block's panels over all row blocks, so a row block of
+      the input is read from memory once per block while the block's panels
+      stay in L2.
     - `prefetch`, panel by panel: `l1`, the last row block of a panel
       prefetches the whole next panel into L1; `l2`, every row block
       prefetches its share of the next panel's lines into L2, so the next
       panel's first tile does not wait for memory; or `none`.
 
     ```mlir
-    %y = tfm.linear %x, %w, %b {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, rows256 = 3, rows128 = 1, l2Panels = 1, prefetch = l2>} : ...
+    %y = tfm.linear %x, %w, %b {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = l2>} : ...
     ```
   }];
-  let parameters = (ins "int64_t":$rows512, "int64_t":$rows256,
-                        "int64_t":$rows128, "int64_t":$l2Panels,
+  let parameters = (ins "int64_t":$rows512, "int64_t":$cols512,
+                        "int64_t":$rows256, "int64_t":$cols256,
+                        "int64_t":$rows128, "int64_t":$cols128,
+                        "int64_t":$l2Columns,
                         EnumParameter<TfmCodegen_GemmPrefetch>:$prefetch);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;

@@ -117,6 +117,13 @@ struct ModelInfo {
   /// model.safetensors, fixed at compile time), or null: then the weights
   /// are pseudo-random.
   const char *defaultWeights;
+
+  /// Caps the SIMD target the code dispatches to at `isa` ("avx512",
+  /// "avx2" or "sse4": the TFM_SIMD environment variable, read when a
+  /// model is created, before anything is dispatched); null on success,
+  /// else why not. Null for code with no targets to choose from (the LLVM
+  /// backend's).
+  const char *(*limitSimd)(const char *isa);
 };
 
 /// Defined by the generated code of each compiled model.

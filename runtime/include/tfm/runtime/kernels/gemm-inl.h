@@ -1,8 +1,10 @@
-// The register-blocked GEMM micro-kernel: a tile of C = A B (+ bias, then an
-// activation) where B is a weight packed into panels of kPanel columns
-// (panel p holds, for every k, columns [p*kPanel, (p+1)*kPanel) contiguously;
-// the last panel is zero-padded). The loops over tiles, the blocking and the
-// packing are the generated code's; this is only the innermost block.
+// The register-blocked GEMM micro-kernel: a tile of C = A B (+ bias) where B
+// is a weight packed into panels of kCols columns (panel p holds, for every
+// k, columns [p*kCols, (p+1)*kCols) contiguously; the last panel is
+// zero-padded). The panel width and the tile's rows are the compiler's
+// choice for each target (#tfm_codegen.gemm_tiling); the loops over tiles,
+// the blocking and the packing are the generated code's; this is only the
+// innermost block.
 
 #if defined(TFM_RUNTIME_KERNELS_GEMM_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef TFM_RUNTIME_KERNELS_GEMM_INL_H_
@@ -23,10 +25,6 @@ namespace tfm::rt::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-/// Width of a packed weight panel, in floats: the same for every target, so
-/// one packed layout serves whichever target runs.
-constexpr size_t kPanel = 32;
-
 /// What a tile prefetches while it runs: nothing, the whole panel the
 /// caller's next tile reads into L1 (short panels, which the hardware
 /// prefetcher has no time to ramp up on), or some lines of the next panel
@@ -40,9 +38,10 @@ HWY_INLINE void GemmStep(D d, V (&acc)[kRows][kVecs],
                          const float *HWY_RESTRICT a, size_t lda,
                          const float *HWY_RESTRICT panel, size_t kk) {
   constexpr size_t kLanes = hn::MaxLanes(d);
+  constexpr size_t kCols = kVecs * kLanes;
   V b[kVecs];
   for (size_t v = 0; v < kVecs; ++v)
-    b[v] = hn::Load(d, panel + kk * kPanel + v * kLanes);
+    b[v] = hn::Load(d, panel + kk * kCols + v * kLanes);
   for (size_t r = 0; r < kRows; ++r) {
     const V ar = hn::Set(d, a[r * lda + kk]);
     for (size_t v = 0; v < kVecs; ++v)
@@ -51,13 +50,13 @@ HWY_INLINE void GemmStep(D d, V (&acc)[kRows][kVecs],
 }
 
 /// C[r, j] = sum_k A[r, k] * panel[k, j] (+ bias[j]) for r < kRows and
-/// j < cols (<= kPanel). A's rows are lda floats apart, C's ldc. Prefetches
-/// (kPrefetch): kL1, the k x kPanel floats at `prefetchAt` into L1
+/// j < cols (<= kCols). A's rows are lda floats apart, C's ldc. Prefetches
+/// (kPrefetch): kL1, the k x kCols floats at `prefetchAt` into L1
 /// alongside; kL2, `l2Lines` 64-byte lines from `prefetchAt` into L2, one
 /// after every k / l2Lines steps (at most one per step). A template
 /// parameter, not a test in the loop: clang keeps such a test in every
 /// step.
-template <size_t kRows, GemmPrefetch kPrefetch>
+template <size_t kRows, size_t kCols, GemmPrefetch kPrefetch>
 HWY_INLINE void GemmTile(const float *HWY_RESTRICT a, size_t lda,
                          const float *HWY_RESTRICT panel, size_t k,
                          const float *HWY_RESTRICT bias, float *HWY_RESTRICT c,
@@ -65,7 +64,8 @@ HWY_INLINE void GemmTile(const float *HWY_RESTRICT a, size_t lda,
                          const float *HWY_RESTRICT prefetchAt, size_t l2Lines) {
   const hn::ScalableTag<float> d;
   constexpr size_t kLanes = hn::MaxLanes(d);
-  constexpr size_t kVecs = kPanel / kLanes;
+  static_assert(kCols % kLanes == 0, "a tile is whole vectors wide");
+  constexpr size_t kVecs = kCols / kLanes;
   using V = decltype(hn::Zero(d));
   V acc[kRows][kVecs];
   for (size_t r = 0; r < kRows; ++r)
@@ -85,30 +85,30 @@ HWY_INLINE void GemmTile(const float *HWY_RESTRICT a, size_t lda,
   } else {
     for (size_t kk = 0; kk < k; ++kk) {
       if constexpr (kPrefetch == GemmPrefetch::kL1)
-        for (size_t line = 0; line < kPanel; line += 64 / sizeof(float))
-          hwy::Prefetch(prefetchAt + kk * kPanel + line);
+        for (size_t line = 0; line < kCols; line += 64 / sizeof(float))
+          hwy::Prefetch(prefetchAt + kk * kCols + line);
       GemmStep(d, acc, a, lda, panel, kk);
     }
   }
-  HWY_ALIGN float tmp[kPanel];
+  HWY_ALIGN float tmp[kCols];
   for (size_t r = 0; r < kRows; ++r) {
     for (size_t v = 0; v < kVecs; ++v) {
       V out = acc[r][v];
-      if (bias != nullptr && cols == kPanel)
+      if (bias != nullptr && cols == kCols)
         out = hn::Add(out, hn::LoadU(d, bias + v * kLanes));
-      if (cols == kPanel)
+      if (cols == kCols)
         hn::StoreU(out, d, c + r * ldc + v * kLanes);
       else
         hn::Store(out, d, tmp + v * kLanes);
     }
-    if (cols != kPanel)
+    if (cols != kCols)
       for (size_t j = 0; j < cols; ++j)
         c[r * ldc + j] = tmp[j] + (bias != nullptr ? bias[j] : 0.0f);
   }
 }
 
 /// GemmTile for `rows` (1..kRows) rows, chosen at run time.
-template <size_t kRows>
+template <size_t kRows, size_t kCols>
 HWY_INLINE void GemmTileUpTo(size_t rows, const float *HWY_RESTRICT a,
                              size_t lda, const float *HWY_RESTRICT panel,
                              size_t k, const float *HWY_RESTRICT bias,
@@ -117,24 +117,24 @@ HWY_INLINE void GemmTileUpTo(size_t rows, const float *HWY_RESTRICT a,
                              const float *HWY_RESTRICT l2At, size_t l2Lines) {
   if constexpr (kRows > 1) {
     if (rows < kRows)
-      return GemmTileUpTo<kRows - 1>(rows, a, lda, panel, k, bias, c, ldc, cols,
-                                     nextPanel, l2At, l2Lines);
+      return GemmTileUpTo<kRows - 1, kCols>(
+          rows, a, lda, panel, k, bias, c, ldc, cols, nextPanel, l2At, l2Lines);
   }
   if (nextPanel != nullptr)
-    GemmTile<kRows, GemmPrefetch::kL1>(a, lda, panel, k, bias, c, ldc, cols,
-                                       nextPanel, 0);
+    GemmTile<kRows, kCols, GemmPrefetch::kL1>(a, lda, panel, k, bias, c, ldc,
+                                              cols, nextPanel, 0);
   else if (l2At != nullptr && l2Lines > 0)
-    GemmTile<kRows, GemmPrefetch::kL2>(a, lda, panel, k, bias, c, ldc, cols,
-                                       l2At, l2Lines);
+    GemmTile<kRows, kCols, GemmPrefetch::kL2>(a, lda, panel, k, bias, c, ldc,
+                                              cols, l2At, l2Lines);
   else
-    GemmTile<kRows, GemmPrefetch::kNone>(a, lda, panel, k, bias, c, ldc, cols,
-                                         nullptr, 0);
+    GemmTile<kRows, kCols, GemmPrefetch::kNone>(a, lda, panel, k, bias, c, ldc,
+                                                cols, nullptr, 0);
 }
 
-/// GemmTile for 1..kMaxRows rows, chosen at run time (the last rows of C
-/// may be fewer). Prefetches `nextPanel` (a whole panel) into L1 if given,
-/// else `l2Lines` lines from `l2At` into L2 (see GemmTile).
-template <size_t kMaxRows>
+/// GemmTile for 1..kMaxRows rows of kCols columns, chosen at run time (the
+/// last rows of C may be fewer). Prefetches `nextPanel` (a whole panel) into L1
+/// if given, else `l2Lines` lines from `l2At` into L2 (see GemmTile).
+template <size_t kMaxRows, size_t kCols>
 HWY_INLINE void
 GemmTileRows(size_t rows, const float *HWY_RESTRICT a, size_t lda,
              const float *HWY_RESTRICT panel, size_t k,
@@ -142,8 +142,8 @@ GemmTileRows(size_t rows, const float *HWY_RESTRICT a, size_t lda,
              size_t cols, const float *HWY_RESTRICT nextPanel = nullptr,
              const float *HWY_RESTRICT l2At = nullptr, size_t l2Lines = 0) {
   static_assert(kMaxRows >= 1 && kMaxRows <= 16, "1 to 16 rows");
-  GemmTileUpTo<kMaxRows>(rows, a, lda, panel, k, bias, c, ldc, cols, nextPanel,
-                         l2At, l2Lines);
+  GemmTileUpTo<kMaxRows, kCols>(rows, a, lda, panel, k, bias, c, ldc, cols,
+                                nextPanel, l2At, l2Lines);
 }
 
 } // namespace HWY_NAMESPACE
