@@ -710,7 +710,8 @@ def report(bench, rows, elapsed):
             notes.append("the FMA peak at %d thread%s ranged from %.1f to %.1f GFLOP/s over the run (%s): "
                          "the machine's load changed while it ran"
                          % (t, "s" if t > 1 else "", min(ps), max(ps), ", ".join("%.0f" % p for p in ps)))
-    if str(t_info.get("openblas_core")).lower() not in ("skylakex", "cooperlake", "sapphirerapids"):
+    if (cpu_isa().startswith("AVX-512")
+            and str(t_info.get("openblas_core")).lower() not in ("skylakex", "cooperlake", "sapphirerapids")):
         notes.append("torch's BLAS does not run OpenBLAS's AVX-512 kernels (%s)" % t_info.get("openblas_core"))
     for b, why in bench.skipped_backends.items():
         notes.append("--backend=%s not measured: %s" % (b, why))
