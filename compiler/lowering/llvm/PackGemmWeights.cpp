@@ -3,7 +3,8 @@
 // A weight [N, K] as nn.Linear stores it is read with stride K along N; the
 // vectorised GEMM wants, for each k, 32 consecutive output columns. The
 // runtime packs each GEMM weight once after loading (kModel.pack, as for the
-// Highway backend) into panels [ceil(N/32), K, 32]; this pass gives every
+// Highway backend, in its own width) into panels [ceil(N/32), K, 32]
+// (kLLVMPanelColumns); this pass gives every
 // function that multiplies by a weight argument a second argument with that
 // packed form, through the call graph up to the entry points, where the
 // glue passes the runtime's packed tensor.
@@ -26,8 +27,9 @@ using namespace mlir::tfm;
 RankedTensorType mlir::tfm::packedPanelsType(RankedTensorType weight,
                                              int64_t segments) {
   int64_t rows = weight.getDimSize(0) / segments;
-  int64_t panels = segments * ((rows + 31) / 32);
-  return RankedTensorType::get({panels, weight.getDimSize(1), 32},
+  constexpr int64_t cols = kLLVMPanelColumns;
+  int64_t panels = segments * ((rows + cols - 1) / cols);
+  return RankedTensorType::get({panels, weight.getDimSize(1), cols},
                                weight.getElementType());
 }
 
