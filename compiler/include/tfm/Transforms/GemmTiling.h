@@ -98,10 +98,6 @@ struct GemmWeight {
 
   /// The output columns the linear computes.
   int64_t columns() const { return usedSegments * segmentRows; }
-  /// The panels of `cols` columns the linear reads.
-  int64_t panels(int64_t cols) const {
-    return usedSegments * ((segmentRows + cols - 1) / cols);
-  }
 };
 GemmWeight gemmWeight(LinearOp op);
 
