@@ -256,8 +256,10 @@ TEST_P(TransposeRowsTest, MatchesElementwise) {
 
 std::vector<TransposeShape> transposeShapes() {
   std::vector<TransposeShape> shapes;
-  for (size_t rows : {1, 15, 16, 17, 40, 64})
-    for (size_t cols : {1, 15, 16, 17, 64})
+  // Around 16 (AVX-512's in-register squares, blocks of 16 rows) and 8
+  // (half vectors, half blocks), whole and with tails.
+  for (size_t rows : {1, 7, 8, 9, 15, 16, 17, 24, 40, 64})
+    for (size_t cols : {1, 7, 8, 9, 15, 16, 17, 24, 64})
       shapes.push_back({rows, cols});
   return shapes;
 }
