@@ -1,0 +1,306 @@
+//===- AttentionKernelsTest.cpp - blocked attention
+//-------------------------===//
+//
+// Against scalar references: see KernelTestSupport.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelTestSupport.h"
+
+namespace {
+using namespace tfm::kernel_test;
+
+// Blocked attention: TransposedKeyScoresRows + OnlineSoftmaxBlockRows
+//===----------------------------------------------------------------------===//
+
+/// One head's keys and values, laid out as the generated code reads them:
+/// keys transposed (kt[f * ldk + j]), values by row (v[j * ldv + c]), both
+/// with NaN padding that must never be read.
+struct KeysValues {
+  size_t sk, dk, dv, ldk, ldv;
+  std::vector<float> kt, v;
+
+  KeysValues(size_t sk, size_t dk, size_t dv)
+      : sk(sk), dk(dk), dv(dv), ldk(sk + 3), ldv(dv + 2), kt(dk * ldk, kNaN),
+        v(sk * ldv, kNaN) {}
+  float key(size_t j, size_t f) const { return kt[f * ldk + j]; }
+  float &key(size_t j, size_t f) { return kt[f * ldk + j]; }
+  float value(size_t j, size_t c) const { return v[j * ldv + c]; }
+  float &value(size_t j, size_t c) { return v[j * ldv + c]; }
+};
+
+/// The query rows of one task: each real row's query and output have their
+/// own buffers; outputs sit between sentinels.
+struct QueryRows {
+  // A whole vector: a full store past the end lands in the sentinel.
+  static constexpr size_t kPad = hn::MaxLanes(hn::ScalableTag<float>());
+  size_t dk, dv;
+  std::vector<std::vector<float>> q, outStore;
+
+  QueryRows(size_t rows, size_t dk, size_t dv)
+      : dk(dk), dv(dv), q(rows, std::vector<float>(dk)),
+        outStore(rows, std::vector<float>(dv + 2 * kPad, kSentinel)) {}
+  float *out(size_t r) { return outStore[r].data() + kPad; }
+};
+
+/// softmax(scale q k^T) v over the first `limit` keys, in double.
+std::vector<double> referenceAttention(const std::vector<float> &q,
+                                       const KeysValues &kv, size_t limit,
+                                       float scale) {
+  std::vector<double> scores(limit);
+  double maxScore = -INFINITY;
+  for (size_t j = 0; j < limit; ++j) {
+    double s = 0;
+    for (size_t f = 0; f < kv.dk; ++f)
+      s += double(q[f]) * kv.key(j, f);
+    scores[j] = s * scale;
+    maxScore = std::max(maxScore, scores[j]);
+  }
+  double sum = 0;
+  for (double &s : scores)
+    sum += s = std::exp(s - maxScore);
+  std::vector<double> out(kv.dv, 0.0);
+  for (size_t j = 0; j < limit; ++j)
+    for (size_t c = 0; c < kv.dv; ++c)
+      out[c] += scores[j] / sum * kv.value(j, c);
+  return out;
+}
+
+/// The attention of one task of `rows` (<= kRows) query rows, exactly as
+/// AttentionEmitter's emitAttentionCore emits it for tiles of kRows query
+/// rows and kKeyBlock keys: rows past the last repeat its query and output
+/// pointers; keys[r] is row r's key limit, and the last row's is the
+/// largest.
+template <size_t kRows, size_t kKeyBlock>
+void runBlockedAttention(QueryRows &qr, size_t rows, const KeysValues &kv,
+                         const std::vector<int64_t> &limits, float scale) {
+  const float *qs[kRows];
+  float *os[kRows];
+  int64_t keys[kRows];
+  k::OnlineSoftmax states[kRows];
+  for (size_t r = 0; r < kRows; ++r) {
+    const size_t i = std::min(r, rows - 1);
+    qs[r] = qr.q[i].data();
+    os[r] = qr.out(i);
+    keys[r] = limits[i];
+    if (r < rows)
+      k::Zero(os[r], kv.dv);
+  }
+  HWY_ALIGN float s[kRows * kKeyBlock];
+  for (int64_t j0 = 0; j0 < keys[rows - 1]; j0 += kKeyBlock) {
+    const int64_t n = std::min<int64_t>(kKeyBlock, keys[rows - 1] - j0);
+    k::TransposedKeyScoresRows<kRows, kKeyBlock>(qs, kv.kt.data() + j0, kv.ldk,
+                                                 n, kv.dk, scale, s);
+    size_t blockKeys[kRows];
+    for (size_t r = 0; r < rows; ++r)
+      blockKeys[r] = size_t(std::clamp<int64_t>(keys[r] - j0, 0, n));
+    k::OnlineSoftmaxBlockRows<kRows, kKeyBlock>(states, s, n, blockKeys, rows,
+                                                kv.v.data() + j0 * kv.ldv,
+                                                kv.ldv, os, kv.dv);
+  }
+  for (size_t r = 0; r < rows; ++r)
+    k::Scale(1.0f / states[r].sum, os[r], os[r], kv.dv);
+}
+
+/// A tile of the blocked attention and its instance of the kernels.
+struct AttentionTile {
+  size_t rows;
+  size_t keyBlock;
+  void (*run)(QueryRows &, size_t, const KeysValues &,
+              const std::vector<int64_t> &, float);
+};
+
+template <size_t kRows, size_t kKeyBlock> AttentionTile attentionTile() {
+  return {kRows, kKeyBlock, &runBlockedAttention<kRows, kKeyBlock>};
+}
+
+/// This target's default tile (tfm-select-attention-tiling's for long
+/// sequences) and others #tfm_codegen.attention_tiling allows: one row (a
+/// decoding step's), the most rows, blocks of one vector's worth of keys and of
+/// several passes.
+std::vector<AttentionTile> attentionTiles() {
+  return {attentionTile<k::ForVectorBits(8, 2, 2), 64>(),
+          attentionTile<1, 16>(), attentionTile<3, 48>(),
+          attentionTile<16, 128>()};
+}
+
+std::string tileName(const AttentionTile &tile) {
+  return "tile " + std::to_string(tile.rows) + " rows x " +
+         std::to_string(tile.keyBlock) + " keys";
+}
+
+/// Runs the blocked attention and checks every real row against the
+/// reference, and the sentinels around its output. The tolerance is
+/// relative to the values' magnitude, widened by the float rounding of the
+/// scores (eps times the sum of |terms|), which large scores make matter.
+void checkBlockedAttention(const AttentionTile &tile, QueryRows &qr,
+                           size_t rows, const KeysValues &kv,
+                           const std::vector<int64_t> &limits, float scale) {
+  tile.run(qr, rows, kv, limits, scale);
+  for (size_t r = 0; r < rows; ++r) {
+    SCOPED_TRACE("row " + std::to_string(r) + " of " + std::to_string(rows) +
+                 ", " + std::to_string(limits[r]) + " keys");
+    const size_t limit = size_t(limits[r]);
+    const std::vector<double> ref =
+        referenceAttention(qr.q[r], kv, limit, scale);
+    double maxValue = 0, maxScoreTerms = 0;
+    for (size_t j = 0; j < limit; ++j) {
+      double terms = 0;
+      for (size_t f = 0; f < kv.dk; ++f)
+        terms += std::fabs(double(qr.q[r][f]) * kv.key(j, f));
+      maxScoreTerms = std::max(maxScoreTerms, terms * scale);
+      for (size_t c = 0; c < kv.dv; ++c)
+        maxValue = std::max(maxValue, std::fabs(double(kv.value(j, c))));
+    }
+    const double tol =
+        maxValue *
+        (1e-5 + 4 * std::numeric_limits<float>::epsilon() * maxScoreTerms);
+    const std::vector<float> &store = qr.outStore[r];
+    for (size_t i = 0; i < store.size(); ++i) {
+      if (i < QueryRows::kPad || i >= QueryRows::kPad + kv.dv) {
+        EXPECT_TRUE(sameBits(store[i], kSentinel))
+            << "written at " << int64_t(i) - int64_t(QueryRows::kPad);
+        continue;
+      }
+      const size_t c = i - QueryRows::kPad;
+      EXPECT_NEAR(store[i], ref[c], tol) << "out[" << c << "]";
+    }
+  }
+}
+
+/// Key limits of one task: every row all sk keys, or causal ones that grow
+/// by one per row from first (clamped to sk).
+std::vector<int64_t> keyLimits(size_t rows, size_t sk, size_t first) {
+  std::vector<int64_t> limits(rows);
+  for (size_t r = 0; r < rows; ++r)
+    limits[r] = int64_t(std::min(sk, first + r));
+  return limits;
+}
+
+struct AttentionShape {
+  size_t dk;
+  size_t sk;
+};
+
+void PrintTo(const AttentionShape &shape, std::ostream *os) {
+  *os << "dk " << shape.dk << " sk " << shape.sk;
+}
+
+class BlockedAttentionTest
+    : public KernelTest,
+      public ::testing::WithParamInterface<AttentionShape> {};
+
+TEST_P(BlockedAttentionTest, MatchesNaiveSoftmax) {
+  const size_t dk = GetParam().dk, sk = GetParam().sk, dv = dk;
+  SCOPED_TRACE("target " + targetName());
+  std::mt19937 rng(2000 + dk * 53 + sk);
+  KeysValues kv(sk, dk, dv);
+  for (size_t j = 0; j < sk; ++j) {
+    for (size_t f = 0; f < dk; ++f)
+      kv.key(j, f) = std::uniform_real_distribution<float>(-1, 1)(rng);
+    fillUniform(rng, &kv.value(j, 0), dv);
+  }
+  // Scores of a few units: weights far from uniform.
+  const float scale = 2.0f / std::sqrt(float(dk));
+
+  for (const AttentionTile &tile : attentionTiles()) {
+    // The first row's limit: 1 (the first causal row), ones whose rows
+    // straddle the ends of the first and second blocks (some rows take no
+    // key of the last block), and sk (not causal).
+    const size_t qRows = tile.rows, block = tile.keyBlock;
+    std::vector<size_t> firsts = {1,
+                                  2,
+                                  block - qRows / 2,
+                                  block,
+                                  block + 1,
+                                  2 * block - 1,
+                                  2 * block + 3,
+                                  sk > qRows ? sk - qRows + 1 : 1,
+                                  sk};
+    for (size_t rows = 1; rows <= qRows; ++rows) {
+      QueryRows qr(rows, dk, dv);
+      for (auto &q : qr.q)
+        fillUniform(rng, q.data(), dk);
+      for (size_t first : firsts) {
+        if (first > sk)
+          continue;
+        SCOPED_TRACE(tileName(tile) + ": dk " + std::to_string(dk) + " sk " +
+                     std::to_string(sk) + " rows " + std::to_string(rows) +
+                     (first == sk ? " not causal"
+                                  : " causal from " + std::to_string(first)));
+        for (auto &store : qr.outStore)
+          std::fill(store.begin(), store.end(), kSentinel);
+        checkBlockedAttention(tile, qr, rows, kv, keyLimits(rows, sk, first),
+                              scale);
+      }
+    }
+  }
+}
+
+std::vector<AttentionShape> attentionShapes() {
+  std::vector<AttentionShape> shapes;
+  for (size_t dk : {8, 24, 64, 80})
+    for (size_t sk : {1, 7, 64, 65, 200})
+      shapes.push_back({dk, sk});
+  return shapes;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, BlockedAttentionTest, ::testing::ValuesIn(attentionShapes()),
+    [](const ::testing::TestParamInfo<AttentionShape> &info) {
+      return "Dk" + std::to_string(info.param.dk) + "_Keys" +
+             std::to_string(info.param.sk);
+    });
+
+/// Scores of +-30 and more that rise, fall or jump from block to block: the
+/// running max changes by tens between blocks, so the rescale of the sum
+/// and of the output (by exp(-60) and the like) must be right, and a new
+/// maximum inside a block must not overflow the exponentials.
+class BlockedAttentionLargeScoresTest : public KernelTest {};
+
+TEST_F(BlockedAttentionLargeScoresTest, RescalesRunningMax) {
+  SCOPED_TRACE("target " + targetName());
+  const size_t sk = 200;
+  enum Trend { Rising, Falling, Jumping };
+  const char *const trendNames[] = {"rising", "falling", "jumping"};
+  for (size_t dk : {8, 64, 80}) {
+    const size_t dv = dk;
+    const float scale = 1.0f / std::sqrt(float(dk));
+    for (Trend trend : {Rising, Falling, Jumping}) {
+      std::mt19937 rng(3000 + dk * 3 + trend);
+      // Feature 0 carries the trend: k_j[0] = t_j sqrt(dk) and q[0] in
+      // [0.5, 1.5] make row r's score about q_r[0] t_j, plus O(1) noise
+      // from the other features.
+      KeysValues kv(sk, dk, dv);
+      std::uniform_real_distribution<float> noise(-1, 1), jump(-35, 35);
+      for (size_t j = 0; j < sk; ++j) {
+        const float t = trend == Rising    ? -30.0f + 60.0f * j / (sk - 1)
+                        : trend == Falling ? 30.0f - 60.0f * j / (sk - 1)
+                                           : jump(rng);
+        kv.key(j, 0) = t / scale;
+        for (size_t f = 1; f < dk; ++f)
+          kv.key(j, f) = noise(rng);
+        fillUniform(rng, &kv.value(j, 0), dv);
+      }
+      for (const AttentionTile &tile : attentionTiles())
+        for (size_t rows : {size_t(1), tile.rows}) {
+          QueryRows qr(rows, dk, dv);
+          for (auto &q : qr.q) {
+            fillUniform(rng, q.data(), dk);
+            q[0] = std::uniform_real_distribution<float>(0.5f, 1.5f)(rng);
+          }
+          for (size_t first : {size_t(1), tile.keyBlock - 1, sk}) {
+            SCOPED_TRACE(tileName(tile) + ": dk " + std::to_string(dk) + " " +
+                         trendNames[trend] + " rows " + std::to_string(rows) +
+                         " first limit " + std::to_string(first));
+            for (auto &store : qr.outStore)
+              std::fill(store.begin(), store.end(), kSentinel);
+            checkBlockedAttention(tile, qr, rows, kv,
+                                  keyLimits(rows, sk, first), scale);
+          }
+        }
+    }
+  }
+}
+
+} // namespace

@@ -1,0 +1,154 @@
+//===- GemmKernelsTest.cpp - the GEMM tile kernels
+//--------------------------===//
+//
+// Against scalar references: see KernelTestSupport.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelTestSupport.h"
+
+namespace {
+using namespace tfm::kernel_test;
+
+//===----------------------------------------------------------------------===//
+// GemmTileRows
+//===----------------------------------------------------------------------===//
+
+struct GemmShape {
+  size_t k;
+  size_t cols;
+};
+
+void PrintTo(const GemmShape &shape, std::ostream *os) {
+  *os << "k " << shape.k << " cols " << shape.cols;
+}
+
+class GemmTileRowsTest : public KernelTest,
+                         public ::testing::WithParamInterface<GemmShape> {};
+
+/// One panel width: C from GemmTileRows<16, kCols> for every row count and
+/// prefetch, against the naive reference.
+template <size_t kCols> void checkGemmTileRows(size_t depth, size_t cols) {
+  SCOPED_TRACE("target " + targetName() + " panel width " +
+               std::to_string(kCols));
+  std::mt19937 rng(1000 + depth * 37 + cols + kCols);
+
+  // A's rows have padding (NaN: never read), the panel's columns past cols
+  // too (NaN: their sums must never reach C).
+  const size_t lda = depth + 3;
+  // Every tile #tfm_codegen.gemm_tiling allows (1 to 16 rows), through the
+  // largest's run-time choice of rows.
+  constexpr size_t maxRows = 16;
+  std::vector<float> a(maxRows * lda, kNaN);
+  for (size_t r = 0; r < maxRows; ++r)
+    fillUniform(rng, a.data() + r * lda, depth);
+  // Two panels: the second is what a prefetching tile is told comes next
+  // (NaN: its values must never reach C).
+  auto panel = hwy::AllocateAligned<float>(2 * depth * kCols);
+  ASSERT_TRUE(panel);
+  ASSERT_EQ(reinterpret_cast<uintptr_t>(panel.get()) % 64, 0u);
+  for (size_t kk = 0; kk < depth; ++kk)
+    for (size_t j = 0; j < kCols; ++j) {
+      panel[kk * kCols + j] =
+          j < cols ? std::uniform_real_distribution<float>(-1, 1)(rng) : kNaN;
+      panel[(depth + kk) * kCols + j] = kNaN;
+    }
+  const float *nextPanel = panel.get() + depth * kCols;
+  // Offset by one float: the kernel makes no alignment assumption on bias
+  // or C.
+  std::vector<float> biasStore(cols + 1, kNaN);
+  fillUniform(rng, biasStore.data() + 1, cols);
+  const float *biasValues = biasStore.data() + 1;
+
+  const size_t ldc = cols + 5;
+  for (bool withBias : {false, true}) {
+    // No prefetch; the next panel into L1; all of its lines into L2 (more
+    // lines than k steps: one per step); three of them into L2.
+    const size_t panelLines = depth * kCols * sizeof(float) / 64;
+    for (int prefetch : {0, 1, 2, 3})
+      for (size_t rows = 1; rows <= maxRows; ++rows) {
+        const char *how[] = {"", ", the next panel into L1",
+                             ", the next panel's lines into L2",
+                             ", 3 of its lines into L2"};
+        SCOPED_TRACE("rows " + std::to_string(rows) + " k " +
+                     std::to_string(depth) + " cols " + std::to_string(cols) +
+                     (withBias ? " bias" : " no bias") + how[prefetch]);
+        // Sentinel before C, in the ldc - cols columns past each row and in
+        // the row after the tile.
+        const size_t cSize = 1 + (rows + 1) * ldc;
+        std::vector<float> cStore(cSize, kSentinel);
+        float *c = cStore.data() + 1;
+        const float *bias = withBias ? biasValues : nullptr;
+        k::GemmTileRows<maxRows, kCols>(rows, a.data(), lda, panel.get(), depth,
+                                        bias, c, ldc, cols,
+                                        prefetch == 1 ? nextPanel : nullptr,
+                                        prefetch >= 2 ? nextPanel : nullptr,
+                                        prefetch == 2   ? panelLines
+                                        : prefetch == 3 ? 3
+                                                        : 0);
+
+        EXPECT_TRUE(sameBits(cStore[0], kSentinel)) << "written before C";
+        for (size_t r = 0; r <= rows; ++r)
+          for (size_t j = 0; j < ldc; ++j) {
+            const float got = c[r * ldc + j];
+            if (r == rows || j >= cols) {
+              EXPECT_TRUE(sameBits(got, kSentinel))
+                  << "C[" << r << "][" << j << "] written: " << got;
+              continue;
+            }
+            double ref = bias ? bias[j] : 0.0;
+            double scale = bias ? std::fabs(bias[j]) : 0.0;
+            for (size_t kk = 0; kk < depth; ++kk) {
+              const double term =
+                  double(a[r * lda + kk]) * panel[kk * kCols + j];
+              ref += term;
+              scale = std::max(scale, std::fabs(term));
+            }
+            // Float FMA rounding grows about as sqrt(k) times the largest
+            // term; a wrong element or index is off by O(1) terms.
+            const double tol = 1e-5 * std::sqrt(double(depth + 1)) * scale;
+            EXPECT_NEAR(got, ref, tol) << "C[" << r << "][" << j << "]";
+          }
+      }
+  }
+}
+
+// Every panel width #tfm_codegen.gemm_tiling allows on this target: one to
+// four vectors (the pass takes two), each with the columns that fit.
+TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
+  const size_t depth = GetParam().k, cols = GetParam().cols;
+  constexpr size_t kLanes = hn::MaxLanes(hn::ScalableTag<float>());
+  bool ran = false;
+  auto check = [&](auto width) {
+    constexpr size_t kCols = decltype(width)::value;
+    if (cols > kCols)
+      return;
+    checkGemmTileRows<kCols>(depth, cols);
+    ran = true;
+  };
+  check(std::integral_constant<size_t, kLanes>());
+  check(std::integral_constant<size_t, 2 * kLanes>());
+  check(std::integral_constant<size_t, 3 * kLanes>());
+  check(std::integral_constant<size_t, 4 * kLanes>());
+  EXPECT_TRUE(ran) << cols << " columns fit no panel width of this target";
+}
+
+std::vector<GemmShape> gemmShapes() {
+  std::vector<GemmShape> shapes;
+  // Up to the widest panel this target allows: four vectors.
+  const size_t widest = 4 * hn::MaxLanes(hn::ScalableTag<float>());
+  for (size_t depth : {1, 3, 64, 257})
+    for (size_t cols : {1, 3, 5, 8, 9, 16, 17, 31, 32, 33, 63, 64})
+      if (cols <= widest)
+        shapes.push_back({depth, cols});
+  return shapes;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GemmTileRowsTest,
+                         ::testing::ValuesIn(gemmShapes()),
+                         [](const ::testing::TestParamInfo<GemmShape> &info) {
+                           return "K" + std::to_string(info.param.k) + "_Cols" +
+                                  std::to_string(info.param.cols);
+                         });
+
+} // namespace
