@@ -79,6 +79,10 @@ private:
   Value attention(OpBuilder &b, Location loc, Value x, Value memory,
                   ValueRange weights, bool causal, Value cache = Value(),
                   Value position = Value(), bool readOnlyCache = false);
+  /// The mask of a self-attention (`self`): causal when asked, and the
+  /// model's sliding window with its global tokens; none for
+  /// cross-attention, which sees every key.
+  MaskAttr selfAttentionMask(OpBuilder &b, bool causal, bool self);
   Value feedForward(OpBuilder &b, Location loc, Value x, ValueRange weights);
   /// The model's norm of x, with `weights` as normWeights lists them.
   Value norm(OpBuilder &b, Location loc, Value x, ValueRange weights);
@@ -187,6 +191,16 @@ std::vector<WeightSpec> ModelBuilder::normWeights(StringRef name) {
   return specs;
 }
 
+MaskAttr ModelBuilder::selfAttentionMask(OpBuilder &b, bool causal, bool self) {
+  std::optional<int64_t> window = self ? c.window : std::nullopt;
+  if (!causal && !window)
+    return MaskAttr();
+  std::optional<int64_t> global;
+  if (window && c.globalTokens > 0)
+    global = c.globalTokens;
+  return MaskAttr::get(b.getContext(), causal, window, global);
+}
+
 Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
                               ValueRange w, bool causal, Value cache,
                               Value position, bool readOnlyCache) {
@@ -208,8 +222,8 @@ Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
   return MultiHeadAttentionOp::create(
       b, loc, activations(), c.score, x, memory, c.numHeads, kvHeads, w[0],
       inBias, w[perProjection], outBias, w.drop_front(2 * perProjection),
-      causal && self ? MaskAttr::get(b.getContext(), true) : MaskAttr(), rope,
-      ropeBase, cache, position, readOnlyCache);
+      selfAttentionMask(b, causal && self, self), rope, ropeBase, cache,
+      position, readOnlyCache);
 }
 
 KVCacheType ModelBuilder::cacheType() {

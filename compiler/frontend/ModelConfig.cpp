@@ -58,7 +58,25 @@ const char *const kKnownKeys[] = {"name",
                                   "tie_embeddings",
                                   "ffn_gated",
                                   "num_kv_heads",
-                                  "bias"};
+                                  "bias",
+                                  "attention"};
+
+/// The kinds of `attention` (contract section 7), and the keys each takes
+/// besides `kind`.
+struct AttentionKindKeys {
+  const char *kind;
+  std::vector<const char *> keys;
+  bool supported;
+};
+const AttentionKindKeys kAttentionKinds[] = {
+    {"full", {}, true},
+    {"sliding_window", {"window", "global_tokens"}, true},
+    {"block_sparse",
+     {"block", "window_blocks", "global_blocks", "random_blocks"},
+     false},
+    {"linformer", {"k"}, false},
+    {"performer", {"features"}, false},
+};
 
 struct Position {
   unsigned line = 1, column = 1;
@@ -110,15 +128,17 @@ size_t findDeepNesting(StringRef text, unsigned maxDepth) {
   return StringRef::npos;
 }
 
-/// Lists the keys of the top-level object of `text`, which json::parse has
-/// already accepted, with where each key and its value start.
-std::vector<KeyLocation> scanTopLevelKeys(StringRef text,
-                                          size_t &objectOffset) {
+/// Lists the keys of the first object or array of `text` from offset
+/// `begin` (the top-level one from 0; a nested object from its '{'), which
+/// json::parse has already accepted, with where each key and its value
+/// start.
+std::vector<KeyLocation> scanObjectKeys(StringRef text, size_t begin,
+                                        size_t &objectOffset) {
   std::vector<KeyLocation> keys;
   int depth = 0;
   bool expectKey = false;
-  objectOffset = 0;
-  for (size_t i = 0; i < text.size();) {
+  objectOffset = begin;
+  for (size_t i = begin; i < text.size();) {
     char c = text[i];
     if (c == '"') {
       size_t end = skipString(text, i);
@@ -143,13 +163,19 @@ std::vector<KeyLocation> scanTopLevelKeys(StringRef text,
       ++depth;
       expectKey = depth == 1 && c == '{';
     } else if (c == '}' || c == ']') {
-      --depth;
+      if (--depth == 0)
+        break;
     } else if (c == ',' && depth == 1) {
       expectKey = true;
     }
     ++i;
   }
   return keys;
+}
+
+std::vector<KeyLocation> scanTopLevelKeys(StringRef text,
+                                          size_t &objectOffset) {
+  return scanObjectKeys(text, 0, objectOffset);
 }
 
 /// Hugging Face config.json names of keys the description spells its own
@@ -242,6 +268,8 @@ private:
   }
 
   void checkKeys();
+  /// Reads the `attention` object into `c` (its kind and the kind's keys).
+  void readAttention(ModelConfig &c);
   std::optional<int64_t> readInt(StringRef key, bool required, int64_t max);
   std::optional<double> readPositiveFloat(StringRef key);
   std::optional<bool> readBool(StringRef key);
@@ -278,6 +306,114 @@ void ConfigReader::checkKeys() {
       suggested.insert(*near);
     }
     error(keyPos, message);
+  }
+}
+
+void ConfigReader::readAttention(ModelConfig &c) {
+  const json::Value *v = object.get("attention");
+  if (!v)
+    return;
+  const json::Object *attention = v->getAsObject();
+  std::vector<std::string> kinds;
+  for (const AttentionKindKeys &k : kAttentionKinds)
+    kinds.push_back(k.kind);
+  if (!attention) {
+    error("attention",
+          formatv("'attention' must be an object such as {{\"kind\": "
+                  "\"sliding_window\", \"window\": 256}, got {0}",
+                  describe(*v)));
+    return;
+  }
+  // Where each key of the object and its value start.
+  size_t objectOffset = 0, start = 0;
+  for (const KeyLocation &k : llvm::reverse(keys))
+    if (k.key == "attention") {
+      start = k.valueOffset;
+      break;
+    }
+  std::vector<KeyLocation> inner = scanObjectKeys(text, start, objectOffset);
+  auto keyPos = [&](StringRef key, bool value) {
+    for (const KeyLocation &k : llvm::reverse(inner))
+      if (k.key == key)
+        return positionOf(text, value ? k.valueOffset : k.keyOffset);
+    return positionOf(text, objectOffset);
+  };
+
+  const AttentionKindKeys *kind = nullptr;
+  const json::Value *kindValue = attention->get("kind");
+  std::optional<StringRef> kindName =
+      kindValue ? kindValue->getAsString() : std::nullopt;
+  if (!kindValue) {
+    error(positionOf(text, objectOffset),
+          formatv("'attention' needs a 'kind': one of {0}",
+                  llvm::join(kinds, ", ")));
+  } else {
+    for (const AttentionKindKeys &k : kAttentionKinds)
+      if (kindName && *kindName == k.kind)
+        kind = &k;
+    if (!kind)
+      error(keyPos("kind", true),
+            formatv("'attention' kind must be one of {0}; got {1}",
+                    llvm::join(kinds, ", "), describe(*kindValue)));
+  }
+  // Every key: known, given once, and one of its kind's.
+  for (auto [i, k] : llvm::enumerate(inner)) {
+    Position at = positionOf(text, k.keyOffset);
+    bool duplicate = false;
+    for (size_t j = 0; j < i && !duplicate; ++j)
+      duplicate = inner[j].key == k.key;
+    if (duplicate) {
+      error(at, formatv("duplicate key '{0}' in 'attention'", k.key));
+      continue;
+    }
+    if (k.key == "kind")
+      continue;
+    const AttentionKindKeys *owner = nullptr;
+    for (const AttentionKindKeys &candidate : kAttentionKinds)
+      if (llvm::is_contained(candidate.keys, StringRef(k.key)))
+        owner = &candidate;
+    if (!owner)
+      error(at, formatv("unknown key '{0}' in 'attention'{1}", k.key,
+                        kind && !kind->keys.empty()
+                            ? formatv(" (kind '{0}' takes {1})", kind->kind,
+                                      llvm::join(kind->keys, ", "))
+                                  .str()
+                            : std::string()));
+    else if (kind && owner != kind)
+      error(at, formatv("'{0}' is a key of attention kind '{1}', not of "
+                        "'{2}'",
+                        k.key, owner->kind, kind->kind));
+  }
+  if (!kind)
+    return;
+  if (!kind->supported) {
+    error(keyPos("kind", true),
+          formatv("attention kind '{0}' is not supported yet; supported: "
+                  "full, sliding_window",
+                  kind->kind));
+    return;
+  }
+  // A count of keys or tokens: an integer from 0 to kMaxDim.
+  auto count = [&](StringRef key, bool required) -> std::optional<int64_t> {
+    const json::Value *value = attention->get(key);
+    if (!value) {
+      if (required)
+        error(positionOf(text, objectOffset),
+              formatv("attention kind '{0}' needs '{1}'", kind->kind, key));
+      return std::nullopt;
+    }
+    std::optional<int64_t> n = value->getAsInteger();
+    if (!n || *n < 0 || *n > kMaxDim) {
+      error(keyPos(key, true),
+            formatv("'{0}' must be an integer from 0 to {1}, got {2}", key,
+                    kMaxDim, describe(*value)));
+      return std::nullopt;
+    }
+    return n;
+  };
+  if (StringRef(kind->kind) == "sliding_window") {
+    c.window = count("window", true);
+    c.globalTokens = count("global_tokens", false).value_or(0);
   }
 }
 
@@ -434,6 +570,7 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
                      {"dot", "scaled_dot", "bilinear", "additive"}, false))
     c.score = static_cast<ScoreKind>(*s);
   std::optional<bool> causal = readBool("causal");
+  readAttention(c);
   std::optional<bool> lmHead = readBool("lm_head");
   std::optional<bool> tie = readBool("tie_embeddings");
   std::optional<bool> gated = readBool("ffn_gated");

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/IR/TfmOps.h"
+#include "tfm/Lowering/KeySpanCpp.h"
 #include "tfm/Lowering/ModelGlue.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -141,6 +142,15 @@ LogicalResult FlopEmitter::emitBody(func::FuncOp f, raw_ostream &os) {
           if (failed(s))
             return WalkResult::interrupt();
           text += " * double(" + *s + ")";
+        }
+        if (const std::optional<KeyPairs> &pairs = term.pairs) {
+          FailureOr<std::string> sq = size(pairs->queries),
+                                 sk = size(pairs->keys);
+          FailureOr<std::string> offset =
+              pairs->offset ? size(*pairs->offset) : std::string("0");
+          if (failed(sq) || failed(sk) || failed(offset))
+            return WalkResult::interrupt();
+          text += " * " + keyPairsCpp(pairs->span, *sq, *sk, *offset);
         }
         os << "  flops += " << text << ";\n";
       }

@@ -10,6 +10,12 @@ The section 11 cases (contract: norm_type, silu, ffn_gated, num_kv_heads,
 bias) are checked against reference.py's Hugging Face style form (c)
 instead of nn.Transformer (a).
 
+The section 7 cases (`win_*`: `attention` of kind sliding_window) are
+checked against (a) with the window as a float attn_mask where nn.Transformer
+expresses the model (scaled_dot, no rope), (c) with its additive mask for
+section 11 models, and otherwise against (b)'s banded form (each query row
+gathers only its keys) instead of its dense mask.
+
 `check_coverage()` asserts that every option of the contract is exercised.
 """
 
@@ -103,6 +109,16 @@ def src_tgt(src, tgt, batch=1, dtype="int64", tgt_dtype=None):
 
 LLAMA = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu", ffn_gated=True,
              bias=False)   # + num_kv_heads; final norm by default (pre)
+
+
+def window(w, g=None, **kw):
+    """Contract section 7's sliding window (Longformer) on every
+    self-attention: `attention: {kind: sliding_window, window: w,
+    global_tokens: g}` (g None: the key left out, its default 0)."""
+    a = dict(kind="sliding_window", window=w)
+    if g is not None:
+        a["global_tokens"] = g
+    return dict(kw, attention=a)
 
 
 CASES = [
@@ -267,6 +283,58 @@ CASES = [
     encdec("encdec_gqa_rms_dot_dk12_float", src_tgt(5, 7, dtype="float32"), dict(
         d_model=48, num_heads=4, num_kv_heads=2, d_ff=45, norm_type="rms_norm", norm="post",
         attention_score="dot", ffn_gated=True, activation="gelu_tanh", positional="none")),
+
+    # ---- contract section 7: sliding-window attention (Longformer) ------------
+    # Every self-attention of every stack (the encoder's of an encoder_decoder
+    # too); cross-attention stays full; rope rotates q and k first.  Query i
+    # attends key j when |i - j| <= W, or i < G, or j < G (and j <= i when
+    # causal).  They run on both backends like every case (ctest e2e and
+    # e2e-llvm).
+    enc("win_enc_w2", floats(12), window(2),
+        note="encoder, not causal, W 2 (G left out: 0), seq 12"),
+    dec("win_dec_w3", ids(13, batch=None), window(3, vocab_size=64),
+        note="causal decoder, W 3, ids without a batch dimension, tied LM head"),
+    enc("win_enc_w0", floats(7, batch=2), window(0, 0, d_model=48, num_heads=2, d_ff=50),
+        note="W 0: each token attends itself only; dk 24, batch 2"),
+    enc("win_enc_wbig", ids(13), window(20, vocab_size=50, lm_head=False),
+        note="W 20 >= seq 13: the same as full attention"),
+    dec("win_dec_wseq", ids(13), window(12, vocab_size=64, norm="pre"),
+        note="W 12 = seq - 1, the smallest window that reaches every key: full (causal) attention"),
+    enc("win_enc_g1", floats(13), window(2, 1, d_model=21, num_heads=3, d_ff=50, norm="pre",
+                                         activation="gelu"),
+        note="G 1: token 0 global both ways; d_model 21, dk 7"),
+    dec("win_dec_g1", ids(13, batch=2, dtype="int32"), window(3, 1, vocab_size=64, positional="rope"),
+        note="causal, G 1, rope half, batch 2"),
+    enc("win_enc_g3", floats(13, batch=2), window(1, 3, d_model=96, num_heads=3, d_ff=50),
+        note="G 3 (more than the window), d_model 96, 3 heads, batch 2"),
+    dec("win_dec_g3", ids(13), window(2, 3, vocab_size=64, positional="learned", tie_embeddings=False),
+        note="causal, G 3, learned positions, untied head"),
+    dec("win_dec_gbig", floats(13), window(1, 16, final_norm=True),
+        note="G 16 >= seq 13: every token global, full causal attention; float inputs"),
+    enc("win_enc_dot", floats(12), window(2, 2, attention_score="dot", num_heads=2),
+        note="unscaled dot scores, dk 16"),
+    dec("win_dec_bilinear", ids(13), window(2, vocab_size=64, positional="rope", rope_style="interleaved",
+                                            attention_score="bilinear", norm="pre"),
+        note="bilinear scores over interleaved-rope q and k, W 2"),
+    enc("win_enc_additive", ids(13, batch=None), window(1, 1, vocab_size=33, positional="rope",
+                                                         attention_score="additive", additive_dim=12),
+        note="additive scores over rotated q and k, tied LM head, no batch dimension"),
+    encdec("win_encdec", src_tgt(13, 11, batch=2), window(2, 1, vocab_size=64),
+           note="both self-attentions windowed (the encoder's not causal, the decoder's causal), "
+                "cross-attention full"),
+    encdec("win_encdec_rope_add", src_tgt(12, 7, batch=None, dtype="float32"), window(
+        1, None, positional="rope", attention_score="additive", norm="pre",
+        num_encoder_layers=2, num_decoder_layers=1),
+        note="float src/tgt without a batch dimension, rope on both self-attentions"),
+    dec("win_dec_gqa", ids(13, batch=2), window(3, 1, **dict(LLAMA, vocab_size=64, num_kv_heads=2, d_ff=44)),
+        note="llama-like, 2 kv heads of 4, W 3, G 1"),
+    enc("win_enc_long", floats(100), window(7, 2, max_seq_len=128),
+        note="seq 100: key blocks of 16..64 keys with a partial last one; W 7, G 2"),
+    dec("win_dec_long", ids(100, batch=2), window(7, 2, vocab_size=64, max_seq_len=128, positional="rope",
+                                                   norm="pre"),
+        note="causal, seq 100, W 7, G 2, rope, batch 2"),
+    dec("win_kind_full", ids(7), dict(vocab_size=64, attention={"kind": "full"}),
+        note="attention {kind: full} written out: the same as no key"),
 ]
 
 
@@ -382,6 +450,40 @@ def coverage():
                 add("gqa+rope", n)
         if not cfg.bias:
             add("bias=false(%s)" % cfg.architecture, n)
+        # Section 7: sliding windows.
+        if cfg.sliding_window:
+            seq = max(i.seq for i in c.inputs.values())
+            w, g = cfg.window, cfg.global_tokens
+            arch = cfg.architecture + (",causal" if cfg.causal else "")
+            add("window(%s)" % arch, n)
+            if w == 0:
+                add("window W=0", n)
+            if w >= seq:
+                add("window W>=seq", n)
+            elif w == seq - 1:
+                add("window W=seq-1", n)
+            if g == 0:
+                add("window G=0" + ("" if "global_tokens" in c.model["attention"] else " (default)"), n)
+            elif g >= seq:
+                add("window G>=seq", n)
+            else:
+                add("window G=%d(%s)" % (g, arch), n)
+                if g > w:
+                    add("window G>W", n)
+            add("window+score=" + cfg.attention_score, n)
+            if cfg.positional == "rope":
+                add("window+rope_style=" + cfg.rope_style, n)
+            add("window batch" + ("=none" if b is None else "=1" if b == 1 else ">1"), n)
+            add("window inputs=" + ("ids" if cfg.tokens else "float32"), n)
+            if cfg.lm_head:
+                add("window lm_head", n)
+            if cfg.num_kv_heads != cfg.num_heads:
+                add("window gqa", n)
+            if seq > 64 and seq % 16 and seq % 64:
+                add("window seq>64, partial key blocks", n)
+            add("window dk=%d" % cfg.head_dim, n)
+        elif "attention" in c.model:
+            add("attention kind=full explicit", n)
         if cfg.uses_section11():
             add("section 11 batch" + ("=none" if b is None else "=1" if b == 1 else ">1"), n)
             add("section 11 weights " + c.weight_dtype, n)
@@ -428,6 +530,16 @@ REQUIRED = (
     + ["section 11 batch=none", "section 11 batch=1", "section 11 batch>1", "section 11 seq=1",
        "section 11 weights BF16", "section 11 cache sizes", "section 11 lm_head tied",
        "section 11 lm_head untied", "llama-like", "llama-like encdec", "dk=12"]
+    # section 7: sliding-window attention
+    + ["window(encoder)", "window(decoder,causal)", "window(encoder_decoder,causal)",
+       "window W=0", "window W>=seq", "window W=seq-1", "window G=0", "window G=0 (default)",
+       "window G=1(encoder)", "window G=1(decoder,causal)", "window G=3(encoder)",
+       "window G=3(decoder,causal)", "window G>=seq", "window G>W"]
+    + ["window+score=" + s for s in ("scaled_dot", "dot", "bilinear", "additive")]
+    + ["window+rope_style=half", "window+rope_style=interleaved", "window batch=none", "window batch=1",
+       "window batch>1", "window inputs=ids", "window inputs=float32", "window lm_head", "window gqa",
+       "window seq>64, partial key blocks", "window dk=7", "window dk=24", "window dk=32",
+       "attention kind=full explicit"]
 )
 
 

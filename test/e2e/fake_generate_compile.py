@@ -32,6 +32,9 @@ TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
                (the first token changed for a src of length 1): must FAIL on
                encoder_decoder cases (step logits, or greedy ids); decoders
                are unaffected
+  no_window    ignores the model's `attention` (a sliding window): full
+               attention over the whole cache (must FAIL on gen_win_* cases:
+               step logits)
 """
 
 import argparse
@@ -44,7 +47,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODES = ("exact", "unsupported", "noisy", "flip", "threads", "sample_nondet", "fixed_seed",
          "greedy_sample", "topk",
-         "no_line", "int64", "no_limit", "crash", "no_src_limit", "src_short")
+         "no_line", "int64", "no_limit", "crash", "no_src_limit", "src_short", "no_window")
 
 
 def compile_main(argv):
@@ -95,6 +98,8 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
         print("model: fatal: simulated crash", file=sys.stderr)
         os.abort()
     cfg = reference.Config(json.loads(desc_json))
+    if mode == "no_window":
+        cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
     n = args.generate
     inputs = dict(s.partition("=")[::2] for s in args.input)
     want = ["src", "tgt"] if cfg.is_encdec else ["input"]

@@ -31,6 +31,9 @@ TFM_FAKE_MODE (read when compiling) selects a behaviour:
                 file tensor the IR does not use)
   ir_extra_param --emit=mlir adds a tfm.param the weights file lacks (must FAIL: IR check)
   ir_shape      --emit=mlir makes the first tfm.param's first dimension one longer (must FAIL)
+  no_window     computes every attention as full, ignoring the model's `attention` (a
+                sliding window): must FAIL on the win_* cases whose window does not cover
+                the sequence (tolerance)
 """
 
 import argparse
@@ -42,7 +45,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe",
-         "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape")
+         "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window")
 EMITS = ("exe", "mlir")
 
 
@@ -176,6 +179,8 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
     if sorted(inputs) != sorted(cfg.input_names):
         print("model: error: inputs %s, expected %s" % (sorted(inputs), list(cfg.input_names)), file=sys.stderr)
         return 1
+    if mode == "no_window":
+        cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
     model = reference.load_weights(reference.build_formula_model(cfg, shared), weights)
     out = reference.run_model(model, cfg, inputs).numpy().astype(np.float32)
     flat = out.reshape(-1)

@@ -21,6 +21,13 @@ decoder depths, int32/int64 ids (also mixed), --max-seq-len with
 tgt + N == the limit (and src above the model's max_seq_len), sampling,
 and the too-long checks (tgt + N, and src, above the limit).
 
+Section 7 (`attention` of kind sliding_window): causal decoders with W 3,
+G 0 and W 4, G 2, prompts shorter and longer than the window (and than
+W + G), batch 1, 2 and none, rope, learned positions, bilinear scores, 2 kv
+heads of 4, sampled and too_long runs; 20 new tokens each, so the window
+slides over absolute positions well past the prompt.  run_generate's
+KVCacheDecoder has to mask its cache by the same rule.
+
 Section 11 (norm_type, silu, ffn_gated, num_kv_heads, bias): llama-like
 decoders (pre rms norms, gated silu, rope, no biases) with 2 kv heads of 4
 (batch 2, sampled too), one kv head (multi-query, unbatched, interleaved
@@ -119,6 +126,14 @@ LLAMA = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="si
              bias=False)
 
 
+def window(w, g=None):
+    """Contract section 7's sliding window (g None: global_tokens left out, 0)."""
+    a = dict(kind="sliding_window", window=w)
+    if g is not None:
+        a["global_tokens"] = g
+    return a
+
+
 def gen(name, prompt, model=None, **kw):
     return GenCase(name, _model(name, **(model or {})), prompt, **kw)
 
@@ -213,6 +228,25 @@ CASES = [
         num_kv_heads=2, bias=False, norm="pre", norm_type="rms_norm", activation="silu",
         ffn_gated=True, positional="rope"), seed=9,
         note="2 kv heads in self- and cross-attention, no biases; rms norms, gated silu"),
+    # ---- section 7: sliding-window attention (causal decoders) ------------------
+    # Positions are absolute: decode step t's query (position prompt + t)
+    # attends the keys within W of it and the first G; the 20 new tokens take
+    # every case well past W + G, so the window slides over the cache.  The
+    # seeds give varied greedy paths (6-12 distinct ids a row), top-2 gaps of
+    # 30-70 tol and fp32 noise of 0.01-0.04 tol; the step logits of a model
+    # without the window are thousands of tol away on the same prefixes.
+    gen("gen_win_w3_short", prompt(2), dict(attention=window(3)), seed=5,
+        note="W 3, G 0 (left out); a prompt of 2, shorter than the window"),
+    gen("gen_win_w3_long", prompt(9, batch=2), dict(positional="rope", norm="pre", attention=window(3, 0)),
+        extras=("sample",), seed=28,
+        note="W 3, G 0, rope; two prompts of 9, longer than the window; greedy and sampled"),
+    gen("gen_win_w4_g2_short", prompt(3, batch=None, dtype="int32"), dict(
+        positional="learned", attention_score="bilinear", attention=window(4, 2)),
+        extras=("too_long",), seed=2,
+        note="W 4, G 2, learned positions, bilinear scores; an unbatched prompt of 3, inside W + G"),
+    gen("gen_win_w4_g2_long", prompt(8, batch=2), dict(LLAMA, num_kv_heads=2, attention=window(4, 2)),
+        seed=1,
+        note="W 4, G 2, llama-like with 2 kv heads of 4; two prompts of 8, longer than W + G"),
 ]
 
 
@@ -336,6 +370,21 @@ def coverage():
             add(a + "ffn_gated(%s)" % cfg.activation, n)
         if not cfg.bias:
             add(a + "bias=false", n)
+        # Section 7.
+        if cfg.sliding_window:
+            w, g = cfg.window, cfg.global_tokens
+            add(a + "window W=%d G=%d" % (w, g), n)
+            add(a + "window prompt " + ("<= W + G" if c.prompt.seq <= w + g else "> W + G"), n)
+            add(a + "window prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
+            if c.new_tokens > w:   # the last query's window starts after the prompt
+                add(a + "window slides past the prompt", n)
+            add(a + "window score=" + cfg.attention_score, n)
+            if cfg.positional == "rope":
+                add(a + "window rope", n)
+            if cfg.num_kv_heads != cfg.num_heads:
+                add(a + "window gqa", n)
+            for e in c.extras:
+                add(a + "window extra " + e, n)
         if cfg.uses_section11():
             add(a + "section 11 prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
             if c.prompt.seq == 1:
@@ -370,6 +419,11 @@ REQUIRED = (
        "section 11 prompt batch=none", "section 11 prompt batch=2", "section 11 prompt seq=1",
        "section 11 extra sample", "section 11 extra too_long"]
     + ["encdec num_kv_heads grouped", "encdec bias=false"]
+    # section 7: sliding-window attention
+    + ["window W=3 G=0", "window W=4 G=2", "window prompt <= W + G", "window prompt > W + G",
+       "window prompt batch=1", "window prompt batch=2", "window prompt batch=none",
+       "window slides past the prompt", "window rope", "window gqa", "window score=scaled_dot",
+       "window score=bilinear", "window extra sample", "window extra too_long"]
 )
 
 

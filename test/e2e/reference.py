@@ -27,6 +27,17 @@ section 11's shapes), so one set of weights loads into any of them, and a
 weights file written from that state_dict is what the compiled executable
 reads.
 
+Section 7's `attention` (full, or sliding_window: query i attends key j
+when |i - j| <= window, or i < global_tokens, or j < global_tokens; causal
+also masks j > i; every self-attention of every stack, cross-attention
+full): (a) takes it as a float attn_mask, (c) as an additive finfo.min mask,
+and (b) computes it two ways, the dense [q, k] mask on the score matrix
+(attention_allowed, dense_attention; the default) or the banded form, where
+each query row gathers only its keys (banded_keys, banded_attention;
+FormulaModel(attention_form="banded")), which is the second form of a
+windowed model that (a) and (c) do not express.  The other kinds of
+section 7 are refused (ConfigError) until tfm-compile implements them.
+
 Section 11 as read here: num_kv_heads applies to every attention block,
 self and cross (multihead_attn.) alike; score parameters (bilinear,
 additive) stay per query head, [num_heads, ...]; `bias: false` drops
@@ -47,8 +58,11 @@ equivalently transformed weights, the attention function against a naive
 per-element loop for every score kind/rope style/mask, rotary positions
 against the complex-number (RoFormer/LLaMA) and rotate_half (NeoX/HF)
 formulations, the fp32 rounding emulation (errors of fp32's size where fp32
-rounds, none where it is exact), and the weight names against a listing
-written from the contract's tables.
+rounds, none where it is exact), the weight names against a listing
+written from the contract's tables, and sliding windows (the dense and
+banded forms against each other and the per-element loop, decode steps at
+absolute positions, W >= seq and G >= seq as full attention, planted
+mistakes; see _window_self_test).
 """
 
 import argparse
@@ -74,6 +88,8 @@ KNOWN_KEYS = (
     "causal", "lm_head", "tie_embeddings",
     # contract section 11 (modern decoder keys)
     "norm_type", "ffn_gated", "num_kv_heads", "bias",
+    # contract section 7 (attention kinds)
+    "attention",
 )
 
 _CHOICES = {
@@ -88,8 +104,44 @@ _CHOICES = {
 }
 
 
+# Contract section 7's attention kinds: the keys each takes (besides "kind").
+# The reference computes "full" and "sliding_window"; the others are refused
+# (a ConfigError) until tfm-compile implements them.
+ATTENTION_KINDS = {"full": (), "sliding_window": ("window", "global_tokens")}
+ATTENTION_KINDS_LATER = ("block_sparse", "linformer", "performer")
+
+
 class ConfigError(ValueError):
     pass
+
+
+def _parse_attention(a):
+    """The model-level `attention` object -> (kind, window, global_tokens);
+    window is None for full attention."""
+    if not isinstance(a, dict):
+        raise ConfigError("'attention' must be an object {\"kind\": ...}, got %r" % (a,))
+    if "kind" not in a:
+        raise ConfigError("'attention' needs a \"kind\" (one of %s)" % ", ".join(ATTENTION_KINDS))
+    kind = a["kind"]
+    if kind in ATTENTION_KINDS_LATER:
+        raise ConfigError("attention kind %r is not supported by the reference yet (supported: %s)"
+                          % (kind, ", ".join(ATTENTION_KINDS)))
+    if not isinstance(kind, str) or kind not in ATTENTION_KINDS:
+        raise ConfigError("attention kind must be one of %s, got %r"
+                          % (tuple(ATTENTION_KINDS) + ATTENTION_KINDS_LATER, kind))
+    unknown = sorted(set(a) - {"kind"} - set(ATTENTION_KINDS[kind]))
+    if unknown:
+        raise ConfigError("unknown keys in 'attention' of kind %r: %s" % (kind, unknown))
+
+    def non_neg_int(k, v):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ConfigError("attention %r must be an integer >= 0, got %r" % (k, v))
+        return v
+    if kind == "full":
+        return kind, None, 0
+    if "window" not in a:
+        raise ConfigError("attention kind 'sliding_window' needs \"window\" (an integer >= 0)")
+    return kind, non_neg_int("window", a["window"]), non_neg_int("global_tokens", a.get("global_tokens", 0))
 
 
 class Config:
@@ -184,6 +236,10 @@ class Config:
             raise ConfigError("num_kv_heads %d does not divide num_heads %d"
                               % (self.num_kv_heads, self.num_heads))
         self.bias = boolean("bias", True)
+        # Section 7: the kind of every self-attention (of every stack; the
+        # encoder's of an encoder_decoder too).  Cross-attention is full.
+        self.attention_kind, self.window, self.global_tokens = _parse_attention(
+            desc.get("attention", {"kind": "full"}))
 
     # Derived facts -------------------------------------------------------
     @property
@@ -215,6 +271,13 @@ class Config:
     def rms(self):
         return self.norm_type == "rms_norm"
 
+    @property
+    def sliding_window(self):
+        """Whether self-attention is section 7's sliding window (Longformer):
+        query i attends key j when |i - j| <= window, or i < global_tokens,
+        or j < global_tokens (and j <= i when causal)."""
+        return self.attention_kind == "sliding_window"
+
     def uses_section11(self):
         """Whether a section 11 key changes the maths (a default value given
         explicitly does not): nn.Transformer cannot express such a model."""
@@ -229,11 +292,16 @@ class Config:
     def second_form(self):
         """The independent implementation the harnesses compare (b) with:
         "torch" ((a), nn.Transformer), "hf" ((c), the Hugging Face style
-        modules, for models using section 11's keys), or None ((b) alone)."""
+        modules, for models using section 11's keys), "banded" ((b) with
+        its sliding-window attention computed in the banded form instead of
+        the dense mask: a sliding-window model that neither (a) nor (c) is
+        for, i.e. with rope or another score kind), or None ((b) alone)."""
         if self.torch_supported():
             return "torch"
         if self.uses_section11():
             return "hf"
+        if self.sliding_window:
+            return "banded"
         return None
 
 
@@ -410,6 +478,78 @@ def linear(x, weight, bias=None):
 
 
 # ---------------------------------------------------------------------------
+# Which keys a query attends (contract section 7), two ways.
+# ---------------------------------------------------------------------------
+
+def attention_allowed(q_pos, k_pos, window=None, global_tokens=0, causal=False):
+    """The dense form of the rule: a bool [len(q_pos), len(k_pos)] matrix,
+    True where the query at absolute position q_pos[a] attends the key at
+    absolute position k_pos[b].  window None: full attention (every key);
+    else sliding window: |i - j| <= window, or i < global_tokens, or
+    j < global_tokens.  causal: also j <= i.  Positions are absolute, so a
+    decode step (one query at position p, keys 0..p of the cache) passes
+    q_pos = [p]."""
+    i = torch.as_tensor(q_pos, dtype=torch.long).reshape(-1, 1)
+    j = torch.as_tensor(k_pos, dtype=torch.long).reshape(1, -1)
+    ok = torch.ones(i.shape[0], j.shape[1], dtype=torch.bool)
+    if window is not None:
+        ok = ((i - j).abs() <= window) | (i < global_tokens) | (j < global_tokens)
+    if causal:
+        ok = ok & (j <= i)
+    return ok
+
+
+def attention_float_mask(allowed, dtype=torch.float32):
+    """The additive mask PyTorch's modules take (attn_mask, mask, tgt_mask):
+    0 where allowed, -inf elsewhere."""
+    return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, float("-inf"))
+
+
+BANDED_MISTAKES = ("keys_twice", "no_global_rows", "no_global_keys", "window_minus_1")
+
+
+def banded_keys(i, n_keys, window, global_tokens, causal, mistake=None):
+    """The banded form, written from the definition: the positions of the
+    keys (0 .. n_keys-1) that the query at absolute position i attends,
+    ascending, each once.  A global query (i < G) reads every key (j <= i
+    when causal); any other reads the global keys 0..G-1, then its window
+    i-W .. i+W (i when causal) less the global keys it overlaps (a key
+    reached by two rules counts once).  `mistake` (self-test only) plants
+    one deliberate error."""
+    w = window - 1 if mistake == "window_minus_1" else window
+    g = 0 if mistake == "no_global_keys" else min(global_tokens, n_keys)
+    last = min(n_keys - 1, i) if causal else n_keys - 1
+    if i < global_tokens and mistake != "no_global_rows":
+        return list(range(0, last + 1))
+    lo, hi = max(0, i - w), min(last, i + w)
+    band_from = lo if mistake == "keys_twice" else max(lo, g)
+    return list(range(g)) + list(range(band_from, hi + 1))
+
+
+def dense_attention(q, k, v, score_fn, allowed=None):
+    """softmax over the score matrix with -inf where `allowed` (bool [Sq, Sk]
+    or None: everything) is False, times v.  q [B,H,Sq,dk], k and v
+    [B,H,Sk,dk] (grouped-query heads already expanded)."""
+    s = score_fn(q, k)
+    if allowed is not None:
+        s = s.masked_fill(~allowed, float("-inf"))
+    return torch.matmul(softmax_last(s), v)
+
+
+def banded_attention(q, k, v, score_fn, window, global_tokens, causal, q_pos0=0, mistake=None):
+    """Sliding-window attention row by row: query row a (absolute position
+    q_pos0 + a) gathers only the keys banded_keys() lists, and its softmax
+    runs over those alone.  Shapes as dense_attention."""
+    rows = []
+    for a in range(q.shape[2]):
+        idx = torch.tensor(banded_keys(q_pos0 + a, k.shape[2], window, global_tokens, causal, mistake),
+                           dtype=torch.long)
+        s = score_fn(q[:, :, a:a + 1], k[:, :, idx])         # [B,H,1,n]
+        rows.append(torch.matmul(softmax_last(s), v[:, :, idx]))
+    return torch.cat(rows, dim=2)
+
+
+# ---------------------------------------------------------------------------
 # (b) The from-the-formulas implementation.
 # ---------------------------------------------------------------------------
 
@@ -488,13 +628,22 @@ class FormulaAttention(nn.Module):
     rows, Q then K then V, and query head h reads K/V head h // group;
     without `bias`, no in_proj_bias (None) and no out_proj.bias."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, self_attention=True, form="dense"):
         super().__init__()
         d = cfg.d_model
         self.num_heads = cfg.num_heads
         self.num_kv_heads = cfg.num_kv_heads
         self.head_dim = cfg.head_dim
         self.score_kind = cfg.attention_score
+        # Section 7: the model's kind for self-attention; cross-attention
+        # is always full.  form: "dense" (the rule's mask on the score
+        # matrix) or "banded" (each row gathers its keys, banded_attention).
+        if form not in ("dense", "banded"):
+            raise ValueError(form)
+        self.form = form
+        windowed = self_attention and cfg.sliding_window
+        self.window = cfg.window if windowed else None
+        self.global_tokens = cfg.global_tokens if windowed else 0
         rows = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
         self.in_proj_weight = nn.Parameter(torch.empty(rows, d))
         if cfg.bias:
@@ -531,19 +680,26 @@ class FormulaAttention(nn.Module):
             # Query head i reads key/value head i // (h / hkv): gather those.
             kv_of = torch.tensor([i // (h // hkv) for i in range(h)])
             k, v = k[:, kv_of], v[:, kv_of]
-        if self.score_kind == "scaled_dot":
-            s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(dk)
-        elif self.score_kind == "dot":
-            s = torch.matmul(q, k.transpose(-1, -2))
+        if self.window is not None and mem is not None:
+            raise ValueError("cross-attention is always full")
+        if self.window is not None and self.form == "banded":
+            o = banded_attention(q, k, v, self.scores, self.window, self.global_tokens, causal)
         else:
-            s = self.score(q, k)
-        if causal:
-            i = torch.arange(sq)[:, None]
-            j = torch.arange(sk)[None, :]
-            s = s.masked_fill(j > i, float("-inf"))
-        p = softmax_last(s)
-        o = torch.matmul(p, v).transpose(1, 2).reshape(b, sq, d)
+            allowed = None
+            if causal or self.window is not None:
+                allowed = attention_allowed(torch.arange(sq), torch.arange(sk), self.window,
+                                            self.global_tokens, causal)
+            o = dense_attention(q, k, v, self.scores, allowed)
+        o = o.transpose(1, 2).reshape(b, sq, d)
         return self.out_proj(o)
+
+    def scores(self, q, k):
+        """The score kind: [B,H,Sq,dk] x [B,H,Sk,dk] -> [B,H,Sq,Sk]."""
+        if self.score_kind == "scaled_dot":
+            return torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.head_dim)
+        if self.score_kind == "dot":
+            return torch.matmul(q, k.transpose(-1, -2))
+        return self.score(q, k)
 
 
 def _ffn_inner(layer, x):
@@ -557,11 +713,11 @@ def _ffn_inner(layer, x):
 
 
 class FormulaEncoderLayer(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, form="dense"):
         super().__init__()
         self.pre = cfg.norm == "pre"
         self.act = cfg.activation
-        self.self_attn = FormulaAttention(cfg)
+        self.self_attn = FormulaAttention(cfg, form=form)
         self.d_ff, self.gated = cfg.d_ff, cfg.ffn_gated
         self.linear1 = _Linear(cfg.d_model, cfg.d_ff * (2 if cfg.ffn_gated else 1), bias=cfg.bias)
         self.linear2 = _Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
@@ -582,12 +738,12 @@ class FormulaEncoderLayer(nn.Module):
 
 
 class FormulaDecoderLayer(nn.Module):
-    def __init__(self, cfg):
+    def __init__(self, cfg, form="dense"):
         super().__init__()
         self.pre = cfg.norm == "pre"
         self.act = cfg.activation
-        self.self_attn = FormulaAttention(cfg)
-        self.multihead_attn = FormulaAttention(cfg)
+        self.self_attn = FormulaAttention(cfg, form=form)
+        self.multihead_attn = FormulaAttention(cfg, self_attention=False)   # always full
         self.d_ff, self.gated = cfg.d_ff, cfg.ffn_gated
         self.linear1 = _Linear(cfg.d_model, cfg.d_ff * (2 if cfg.ffn_gated else 1), bias=cfg.bias)
         self.linear2 = _Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
@@ -612,22 +768,25 @@ class FormulaDecoderLayer(nn.Module):
 
 
 class _Stack(nn.Module):
-    def __init__(self, cfg, n, cross):
+    def __init__(self, cfg, n, cross, form="dense"):
         super().__init__()
         make = FormulaDecoderLayer if cross else FormulaEncoderLayer
-        self.layers = nn.ModuleList([make(cfg) for _ in range(n)])
+        self.layers = nn.ModuleList([make(cfg, form) for _ in range(n)])
         self.norm = _norm(cfg) if cfg.final_norm else None
 
 
 class FormulaModel(nn.Module):
     """(b): every option, from the formulas.  forward(**inputs) takes
     `input` (encoder/decoder) or `src`, `tgt` (encoder_decoder): int64 ids
-    [S] / [B,S], or float [S,D] / [B,S,D]."""
+    [S] / [B,S], or float [S,D] / [B,S,D].  attention_form: how a sliding
+    window is computed, "dense" (the rule's [q, k] mask on the scores, -inf
+    where not allowed) or "banded" (each query row gathers only its keys)."""
 
-    def __init__(self, cfg, shared_embeddings=False):
+    def __init__(self, cfg, shared_embeddings=False, attention_form="dense"):
         super().__init__()
         cfg = as_config(cfg)
         self.cfg = cfg
+        self.attention_form = attention_form
         d = cfg.d_model
         if shared_embeddings and not (cfg.is_encdec and cfg.tokens):
             raise ConfigError("shared embeddings are for encoder_decoder with vocab_size")
@@ -642,14 +801,15 @@ class FormulaModel(nn.Module):
             if cfg.positional == "learned":
                 self.src_pos_embed = _Embedding(cfg.max_seq_len, d)
                 self.tgt_pos_embed = _Embedding(cfg.max_seq_len, d)
-            self.encoder = _Stack(cfg, cfg.num_encoder_layers, cross=False)
-            self.decoder = _Stack(cfg, cfg.num_decoder_layers, cross=True)
+            self.encoder = _Stack(cfg, cfg.num_encoder_layers, cross=False, form=attention_form)
+            self.decoder = _Stack(cfg, cfg.num_decoder_layers, cross=True, form=attention_form)
         else:
             if cfg.tokens:
                 self.embed = _Embedding(cfg.vocab_size, d)
             if cfg.positional == "learned":
                 self.pos_embed = _Embedding(cfg.max_seq_len, d)
-            self.layers = nn.ModuleList([FormulaEncoderLayer(cfg) for _ in range(cfg.num_layers)])
+            self.layers = nn.ModuleList([FormulaEncoderLayer(cfg, attention_form)
+                                         for _ in range(cfg.num_layers)])
             self.norm = _norm(cfg) if cfg.final_norm else None
         if cfg.untied_head:
             self.lm_head = _Linear(d, cfg.vocab_size, bias=False)
@@ -816,6 +976,18 @@ def _decoder_layer(cfg):
         batch_first=True, norm_first=(cfg.norm == "pre"))
 
 
+def _torch_window_mask(cfg, n, causal, dtype):
+    """A sliding window as a PyTorch user passes it to nn.TransformerEncoder
+    (`mask`) / nn.Transformer (`src_mask`, `tgt_mask`): a float [n, n]
+    attn_mask, 0 where the query may attend the key and -inf elsewhere."""
+    i = torch.arange(n)[:, None]
+    j = torch.arange(n)[None, :]
+    keep = ((i - j).abs() <= cfg.window) | (i < cfg.global_tokens) | (j < cfg.global_tokens)
+    if causal:
+        keep &= j <= i
+    return torch.zeros(n, n, dtype=dtype).masked_fill(~keep, float("-inf"))
+
+
 class TorchSingleStack(nn.TransformerEncoder, _TorchEmbedMixin):
     """(a) for `encoder` and `decoder`: nn.TransformerEncoder of
     nn.TransformerEncoderLayer (a GPT-style decoder is the same layers with
@@ -832,7 +1004,9 @@ class TorchSingleStack(nn.TransformerEncoder, _TorchEmbedMixin):
         cfg = self.cfg
         x = self._embed_input(input, getattr(self, "embed", None), getattr(self, "pos_embed", None))
         mask = None
-        if cfg.causal:
+        if cfg.sliding_window:
+            mask = _torch_window_mask(cfg, x.shape[-2], cfg.causal, x.dtype)
+        elif cfg.causal:
             mask = nn.Transformer.generate_square_subsequent_mask(x.shape[-2])
         h = super().forward(x, mask=mask)
         return self._lm_head(h, self.embed.weight if cfg.tokens else None)
@@ -870,10 +1044,13 @@ class TorchEncoderDecoder(nn.Transformer, _TorchEmbedMixin):
             se = te = None
         s = self._embed_input(src, se, getattr(self, "src_pos_embed", None))
         t = self._embed_input(tgt, te, getattr(self, "tgt_pos_embed", None))
-        tgt_mask = None
-        if cfg.causal:
+        src_mask = tgt_mask = None
+        if cfg.sliding_window:   # both self-attentions; the cross-attention stays full
+            src_mask = _torch_window_mask(cfg, s.shape[-2], False, s.dtype)
+            tgt_mask = _torch_window_mask(cfg, t.shape[-2], cfg.causal, t.dtype)
+        elif cfg.causal:
             tgt_mask = self.generate_square_subsequent_mask(t.shape[-2])
-        h = super().forward(s, t, tgt_mask=tgt_mask)
+        h = super().forward(s, t, src_mask=src_mask, tgt_mask=tgt_mask)
         return self._lm_head(h, te.weight if cfg.tokens else None)
 
 
@@ -1010,6 +1187,10 @@ class HFAttention(nn.Module):
         self.score_kind = cfg.attention_score
         self.mistake = mistake
         self.cross = cross
+        # Section 7's sliding window on self-attention (Mistral's sliding
+        # window mask plus Longformer's global tokens); cross is full.
+        self.sliding_window = cfg.window if (cfg.sliding_window and not cross) else None
+        self.global_tokens = cfg.global_tokens
         self.q_proj = nn.Linear(d, self.num_heads * self.head_dim, bias=cfg.bias)
         self.k_proj = nn.Linear(d, self.num_key_value_heads * self.head_dim, bias=cfg.bias)
         self.v_proj = nn.Linear(d, self.num_key_value_heads * self.head_dim, bias=cfg.bias)
@@ -1052,9 +1233,19 @@ class HFAttention(nn.Module):
             qp = torch.einsum("bhqd,had->bhqa", query_states, self.additive_query)
             attn_weights = torch.einsum("bhqka,ha->bhqk", torch.tanh(qp[:, :, :, None] + kp[:, :, None]),
                                         self.additive_v)
-        if causal:
-            mask = torch.full((q_len, kv_len), torch.finfo(attn_weights.dtype).min,
-                              dtype=attn_weights.dtype).triu(1)
+        if causal or self.sliding_window is not None:
+            min_dtype = torch.finfo(attn_weights.dtype).min
+            mask = torch.zeros((q_len, kv_len), dtype=attn_weights.dtype)
+            if causal:
+                mask = torch.full((q_len, kv_len), min_dtype, dtype=attn_weights.dtype).triu(1)
+            if self.sliding_window is not None:
+                # Masked out: farther than the window, and neither the query
+                # nor the key among the first global_tokens positions.
+                cache_position = torch.arange(q_len)[:, None]
+                key_position = torch.arange(kv_len)[None, :]
+                too_far = (cache_position - key_position).abs() > self.sliding_window
+                local = (cache_position >= self.global_tokens) & (key_position >= self.global_tokens)
+                mask = mask.masked_fill(too_far & local, min_dtype)
             attn_weights = attn_weights + mask
         attn_weights = F.softmax(attn_weights, dim=-1)
         attn_output = torch.matmul(attn_weights, value_states)
@@ -1281,19 +1472,23 @@ def build_hf_model(cfg, shared_embeddings=False, mistake=None):
 # Building, initialising and running.
 # ---------------------------------------------------------------------------
 
-def build_formula_model(cfg, shared_embeddings=False):
-    return FormulaModel(as_config(cfg), shared_embeddings).eval()
+def build_formula_model(cfg, shared_embeddings=False, attention_form="dense"):
+    return FormulaModel(as_config(cfg), shared_embeddings, attention_form).eval()
 
 
 def build_torch_model(cfg, shared_embeddings=False):
     """The second, independent implementation the harnesses compare (b)
     with (cfg.second_form()): (a), PyTorch's own modules, where they can
     express the model; (c), the Hugging Face style modules, for a model that
-    uses section 11's keys; None otherwise ((b) alone)."""
+    uses section 11's keys; for another sliding-window model, (b) with the
+    window's banded form (each query row gathers its keys) instead of the
+    dense mask; None otherwise ((b) alone)."""
     cfg = as_config(cfg)
     form = cfg.second_form()
     if form == "hf":
         return build_hf_model(cfg, shared_embeddings)
+    if form == "banded":
+        return build_formula_model(cfg, shared_embeddings, attention_form="banded")
     if form is None:
         return None
     if cfg.is_encdec:
@@ -1486,7 +1681,8 @@ def _random_inputs(cfg, gen, batch, seqs):
 
 def _naive_attention(attn, x, mem, causal, rope):
     """Per-element loops over batch, head, i, j in float64: a third
-    formulation of FormulaAttention for the self-test."""
+    formulation of FormulaAttention for the self-test (a sliding window as
+    the contract words it, per (i, j))."""
     kv = x if mem is None else mem
     b, sq, d = x.shape
     sk = kv.shape[1]
@@ -1541,6 +1737,9 @@ def _naive_attention(attn, x, mem, causal, rope):
                         vv = attn.score.v[hh].double()
                         s = float(vv @ torch.tanh(wk @ k + wq @ q))
                     if causal and j > i:
+                        s = -math.inf
+                    win, glob = attn.window, attn.global_tokens
+                    if win is not None and not (abs(i - j) <= win or i < glob or j < glob):
                         s = -math.inf
                     scores.append(s)
                 m = max(scores)
@@ -1862,25 +2061,31 @@ def self_test(verbose=False, extra_descs=()):
                   _max_diff(ra[0], a[0]), 1e-15)
 
     # 3. The attention function against per-element loops (all score kinds).
-    def check_attention(label, desc, cross, causal, rope_style):
-        cfg = Config(dict(architecture="encoder", d_ff=8, num_layers=1, max_seq_len=8, **desc))
+    def check_attention(label, desc, cross, causal, rope_style, seq=5):
+        cfg = Config(dict(architecture="encoder", d_ff=8, num_layers=1, max_seq_len=16, **desc))
         d, h = cfg.d_model, cfg.num_heads
         attn = FormulaAttention(cfg).double()
         with torch.no_grad():
             for p in attn.parameters():
                 p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 0.5)
-        xq = torch.randn(2, 5, d, generator=gen, dtype=torch.float64)
+        xq = torch.randn(2, seq, d, generator=gen, dtype=torch.float64)
         mem = torch.randn(2, 3, d, generator=gen, dtype=torch.float64) if cross else None
         rope = None
         if rope_style:
-            cos, sin = rope_cos_sin(8, d // h, 777.0)
+            cos, sin = rope_cos_sin(16, d // h, 777.0)
             rope = (cos, sin, rope_style, 777.0)
-        with torch.no_grad():
-            got = attn(xq, mem=mem, causal=causal, rope=rope[:3] if rope else None)
         want = _naive_attention(attn, xq, mem, causal, rope)
-        check("attention %s rope=%s causal=%s cross=%s %s"
-              % (desc["attention_score"], rope_style, causal, cross, label),
-              _max_diff(got, want), 1e-10)
+        forms = [("", attn)]
+        if cfg.sliding_window:   # the banded form too, on the same parameters
+            banded = FormulaAttention(cfg, form="banded").double()
+            banded.load_state_dict(attn.state_dict())
+            forms = [(" dense", attn), (" banded", banded)]
+        for form, a in forms:
+            with torch.no_grad():
+                got = a(xq, mem=mem, causal=causal, rope=rope[:3] if rope else None)
+            check("attention %s rope=%s causal=%s cross=%s %s%s"
+                  % (desc["attention_score"], rope_style, causal, cross, label, form),
+                  _max_diff(got, want), 1e-10)
 
     for score, rope_style, causal, cross, dims in itertools.product(
             ("scaled_dot", "dot", "bilinear", "additive"), (None, "half", "interleaved"),
@@ -1902,6 +2107,21 @@ def self_test(verbose=False, extra_descs=()):
         check_attention("heads=%d kv_heads=%d bias=%s" % (h, kvh, bias),
                         dict(d_model=d, num_heads=h, attention_score=score, num_kv_heads=kvh,
                              bias=bias), cross, causal, rope_style)
+
+    # Sliding windows (section 7), dense mask and banded form each against
+    # the loop: W 0, W inside the sequence, W >= seq, global tokens 1 and 3
+    # and >= seq, causal or not, every score kind and rope style,
+    # grouped-query heads.
+    for n, (score, causal, (W, G)) in enumerate(itertools.product(
+            ("scaled_dot", "dot", "bilinear", "additive"), (False, True),
+            ((0, 0), (2, 0), (1, 1), (2, 3), (8, 0), (0, 9)))):
+        d, h = ((12, 3), (16, 2))[n % 2]
+        desc = dict(d_model=d, num_heads=h, attention_score=score,
+                    attention=dict(kind="sliding_window", window=W, global_tokens=G))
+        if n % 5 == 2:
+            desc.update(d_model=16, num_heads=4, num_kv_heads=2)
+        check_attention("window=%d global=%d%s" % (W, G, " kv_heads=2" if "num_kv_heads" in desc else ""),
+                        desc, False, causal, (None, "half", "interleaved")[n % 3], seq=9)
 
     # 4. Negative controls: mistakes must be visible.
     def check_differs(what, diff):
@@ -2042,6 +2262,11 @@ def self_test(verbose=False, extra_descs=()):
                 yc, yo = hm(**inputs), other(**inputs)
             check("%s batch=%d" % (label, batch), _max_diff(yc, yo), scale=yo.abs().max().item())
 
+    # 8. Sliding-window attention (section 7): the rule's two forms against
+    #    each other, whole models in them, W >= seq and G >= seq as full
+    #    attention, decode steps at absolute positions, planted mistakes.
+    _window_self_test(check, check_differs, gen, extra_descs)
+
     print("reference self-test: %d checks, worst normalised diff %.3g (bound 1e-5), %d failed"
           % (n_checks, worst, len(failures)))
     return not failures
@@ -2051,7 +2276,264 @@ def _short(desc):
     keys = ("architecture", "norm", "activation", "positional", "attention_score",
             "vocab_size", "tie_embeddings", "lm_head", "final_norm", "causal", "embedding_scale", "d_model",
             "norm_type", "ffn_gated", "num_kv_heads", "bias")
-    return ",".join("%s=%s" % (k, desc[k]) for k in keys if k in desc)
+    out = ["%s=%s" % (k, desc[k]) for k in keys if k in desc]
+    a = desc.get("attention")
+    if isinstance(a, dict):
+        out.append("attention=%s" % ":".join(str(a[k]) for k in ("kind", "window", "global_tokens") if k in a))
+    return ",".join(out)
+
+
+def _window(w, g=0):
+    return dict(kind="sliding_window", window=w, global_tokens=g)
+
+
+def _window_variants():
+    """Sliding-window models for the self-test: every architecture, score
+    kind and positional kind, both norms, W 0, W inside the sequence, global
+    tokens 0, 1, 2, 3, causal and not (the encoder's too), grouped-query
+    heads and the other section 11 keys, odd head counts."""
+    base = dict(d_model=32, num_heads=4, d_ff=48, max_seq_len=16)
+    llama = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu",
+                 ffn_gated=True, bias=False, num_kv_heads=2)
+    out = [
+        dict(base, architecture="encoder", num_layers=2, attention=_window(2)),
+        dict(base, architecture="encoder", num_layers=2, norm="pre", positional="learned", vocab_size=29,
+             tie_embeddings=False, attention=_window(1, 2)),
+        dict(base, architecture="decoder", num_layers=2, norm="pre", positional="rope", vocab_size=29,
+             attention=_window(3)),
+        dict(base, architecture="decoder", num_layers=2, activation="gelu", attention=_window(2, 1)),
+        dict(base, architecture="encoder", num_layers=2, attention_score="dot", positional="none",
+             attention=_window(0)),
+        dict(base, architecture="decoder", num_layers=2, attention_score="bilinear", positional="learned",
+             vocab_size=29, attention=_window(1, 3)),
+        dict(base, architecture="encoder", num_layers=1, attention_score="additive", positional="rope",
+             rope_style="interleaved", additive_dim=12, attention=_window(2, 1)),
+        dict(base, architecture="encoder_decoder", num_layers=2, vocab_size=29, attention=_window(2, 1)),
+        dict(base, architecture="encoder_decoder", num_encoder_layers=1, num_decoder_layers=2, norm="pre",
+             attention_score="additive", positional="rope", attention=_window(1)),
+        dict(base, architecture="encoder_decoder", num_layers=1, attention_score="dot", positional="learned",
+             vocab_size=29, attention=_window(2, 2)),
+        dict(base, architecture="decoder", num_layers=2, vocab_size=29, attention=_window(2, 1), **llama),
+        dict(base, architecture="encoder_decoder", num_layers=1, attention=_window(1, 1),
+             **dict(llama, positional="sinusoidal", num_kv_heads=1)),
+        dict(base, architecture="decoder", num_layers=2, causal=False, attention=_window(2)),
+        dict(base, architecture="encoder", num_layers=2, causal=True, attention=_window(1, 1)),
+        dict(base, architecture="encoder", num_layers=2, d_model=30, num_heads=3, d_ff=50,
+             attention=_window(2)),
+        dict(base, architecture="decoder", num_layers=1, vocab_size=29, attention=_window(0)),
+    ]
+    return out
+
+
+def _window_self_test(check, check_differs, gen, extra_descs):
+    """Section 8 of the self-test: sliding-window attention."""
+    # The key: good values parse, bad ones (and the kinds tfm-compile does
+    # not implement yet) are a ConfigError.
+    base = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=8)
+    parsed = []
+    for att, want in (({"kind": "full"}, ("full", None, 0)), (None, ("full", None, 0)),
+                      (_window(0), ("sliding_window", 0, 0)), ({"kind": "sliding_window", "window": 3},
+                                                              ("sliding_window", 3, 0)),
+                      (_window(5, 2), ("sliding_window", 5, 2))):
+        cfg = Config(base if att is None else dict(base, attention=att))
+        parsed.append((cfg.attention_kind, cfg.window, cfg.global_tokens) == want)
+    refused = []
+    for att in ([], "sliding_window", {}, {"window": 2}, {"kind": "nope"}, {"kind": ["full"]},
+                {"kind": "sliding_window"}, {"kind": "sliding_window", "global_tokens": 1},
+                _window(-1), _window(2, -1), _window(True), _window(2.0), _window(2, 1.5), _window("2"),
+                dict(_window(2), block=4), {"kind": "full", "window": 2}, {"kind": "full", "extra": 1},
+                {"kind": "block_sparse", "block": 4}, {"kind": "linformer", "k": 4},
+                {"kind": "performer", "features": 8}):
+        try:
+            Config(dict(base, attention=att))
+            refused.append(False)
+        except ConfigError:
+            refused.append(True)
+    check("attention key: %d of %d good values parse, %d of %d bad ones refused"
+          % (sum(parsed), len(parsed), sum(refused), len(refused)),
+          float(len(parsed) - sum(parsed) + len(refused) - sum(refused)), 0.5)
+    # The rule's two forms agree key for key: the dense [q, k] matrix
+    # (attention_allowed) and the banded key lists (banded_keys), for whole
+    # sequences and for decode steps (one query at absolute position i, the
+    # i + 1 keys of a cache), each key once.
+    bad = []
+    for n, w, g, causal in itertools.product((1, 5, 13, 100), (0, 1, 3, 7, 13, 200), (0, 1, 3, 13, 200),
+                                             (False, True)):
+        allowed = attention_allowed(range(n), range(n), w, g, causal)
+        for i in range(n):
+            keys = banded_keys(i, n, w, g, causal)
+            if keys != allowed[i].nonzero().flatten().tolist():
+                bad.append((n, w, g, causal, i))
+            if causal:
+                step = attention_allowed([i], range(i + 1), w, g, True)[0]
+                if banded_keys(i, i + 1, w, g, True) != step.nonzero().flatten().tolist():
+                    bad.append((n, w, g, "decode", i))
+    check("window rule: banded key lists == dense mask rows (%d mismatches, first %s)"
+          % (len(bad), bad[:1]), float(len(bad)), 0.5)
+    # Spot values, as the contract words them (W 1, G 1, 5 tokens).
+    want = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 0, 1, 1, 1],
+                         [1, 0, 0, 1, 1]], dtype=torch.bool)
+    check("window rule spot values W=1 G=1", float((attention_allowed(range(5), range(5), 1, 1) != want).sum()),
+          0.5)
+    check("window rule spot values W=1 G=1 causal",
+          float((attention_allowed(range(5), range(5), 1, 1, True) != want.tril()).sum()), 0.5)
+    check("window rule: full attention is every key",
+          float((~attention_allowed(range(4), range(6))).sum()), 0.5)
+
+    # Decode steps at absolute positions: the row of query p alone, against
+    # the keys 0..p of a cache, equals row p of the whole sequence (both
+    # forms), and chunks starting at p0 too; counting positions from the
+    # chunk (relative) instead is wrong.
+    for score in ("scaled_dot", "dot", "bilinear", "additive"):
+        cfg = Config(dict(architecture="decoder", d_model=16, num_heads=2, d_ff=8, num_layers=1,
+                          max_seq_len=32, attention_score=score, attention=_window(3, 2)))
+        attn = FormulaAttention(cfg).double()
+        with torch.no_grad():
+            for p in attn.parameters():
+                p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 0.5)
+        S = 19
+        q, k, v = (torch.randn(2, 2, S, 8, generator=gen, dtype=torch.float64) for _ in range(3))
+        with torch.no_grad():
+            whole = dense_attention(q, k, v, attn.scores, attention_allowed(range(S), range(S), 3, 2, True))
+            d_b = d_d = d_c = 0.0
+            rel = 0.0
+            for p in range(S):
+                qp, kp, vp = q[:, :, p:p + 1], k[:, :, :p + 1], v[:, :, :p + 1]
+                rb = banded_attention(qp, kp, vp, attn.scores, 3, 2, True, q_pos0=p)
+                rd = dense_attention(qp, kp, vp, attn.scores, attention_allowed([p], range(p + 1), 3, 2, True))
+                d_b = max(d_b, _max_diff(rb, whole[:, :, p:p + 1]))
+                d_d = max(d_d, _max_diff(rd, whole[:, :, p:p + 1]))
+                rel = max(rel, _max_diff(banded_attention(qp, kp, vp, attn.scores, 3, 2, True, q_pos0=0),
+                                         whole[:, :, p:p + 1]))
+            for p0, p1 in ((0, 7), (7, 8), (8, 19)):
+                rc = banded_attention(q[:, :, p0:p1], k[:, :, :p1], v[:, :, :p1], attn.scores, 3, 2, True,
+                                      q_pos0=p0)
+                d_c = max(d_c, _max_diff(rc, whole[:, :, p0:p1]))
+        check("window decode steps at absolute positions %s (banded)" % score, d_b, 1e-12)
+        check("window decode steps at absolute positions %s (dense)" % score, d_d, 1e-12)
+        check("window prefill chunks at absolute positions %s (banded)" % score, d_c, 1e-12)
+        check_differs("window decode step with positions counted from the step, %s" % score, rel)
+
+    # Whole models: (b) dense against (b) banded in float32 (1e-5) and in
+    # float64 (1e-12), and against (a) (with its float attn_mask), (c) (its
+    # additive finfo.min mask) or (a) with transformed weights (dot and
+    # bilinear without rope), whichever applies; the window must matter
+    # (differ from full attention) unless it covers the sequence.
+    descs = _window_variants() + [d for d in extra_descs if Config(d).sliding_window]
+    for idx, desc in enumerate(descs):
+        cfg = Config(desc)
+        shared = cfg.is_encdec and cfg.tokens and idx % 2 == 1
+        label = "window model %d %s%s" % (idx, _short(desc), " shared" if shared else "")
+        weights = make_weights(cfg, seed=900 + idx, shared_embeddings=shared)
+        dense = load_weights(build_formula_model(cfg, shared), weights)
+        banded = load_weights(build_formula_model(cfg, shared, attention_form="banded"), weights)
+        dense64 = load_weights(build_formula_model(cfg, shared).double(), weights)
+        banded64 = load_weights(build_formula_model(cfg, shared, attention_form="banded").double(), weights)
+        others = []
+        if cfg.torch_supported():
+            others.append(("(a)", build_torch_model(cfg, shared), weights))
+        elif cfg.uses_section11():
+            others.append(("(c)", build_hf_model(cfg, shared), weights))
+        elif cfg.positional != "rope" and cfg.attention_score in ("dot", "bilinear"):
+            others.append(("(a) transformed weights",
+                           build_torch_model(dict(desc, attention_score="scaled_dot"), shared),
+                           _transform_for_torch(cfg, weights)))
+        for _, m, w in others:
+            load_weights(m, w)
+        full = load_weights(build_formula_model(dict(desc, attention={"kind": "full"}), shared), weights)
+        max_seq = max(desc.get("max_seq_len", 16), 16)
+        for batch in (2, 0):
+            seqs = ((11, 9) if batch else (13, 6)) if cfg.is_encdec else ((11,) if batch else (13,))
+            seqs = tuple(min(x, max_seq) for x in seqs)
+            inputs = _random_inputs(cfg, gen, batch, seqs)
+            with torch.no_grad():
+                yd, yb = dense(**inputs), banded(**inputs)
+                sc = yd.abs().max().item()
+                check("%s batch=%d dense vs banded" % (label, batch), _max_diff(yd, yb), scale=sc)
+                in64 = {k: (v if cfg.tokens else v.double()) for k, v in inputs.items()}
+                y64 = dense64(**in64)
+                check("%s batch=%d dense vs banded, float64" % (label, batch),
+                      _max_diff(y64, banded64(**in64)), 1e-12, scale=y64.abs().max().item())
+                for what, m, _ in others:
+                    check("%s batch=%d %s vs (b)" % (label, batch, what), _max_diff(m(**inputs), yd), scale=sc)
+                covers = cfg.window >= max(seqs) - 1 or cfg.global_tokens >= max(seqs) - (
+                    1 if cfg.causal else 0)
+                if not covers:
+                    check_differs("%s batch=%d: the window matters (vs full attention)" % (label, batch),
+                                  _max_diff(full(**inputs), yd))
+
+    # W >= seq (and W = seq - 1, the smallest that reaches every key) and
+    # G >= seq are full attention: the same outputs as {"kind": "full"}.
+    for arch, causal in (("encoder", False), ("decoder", True), ("encoder", True),
+                         ("encoder_decoder", True)):
+        base = dict(architecture=arch, d_model=32, num_heads=4, d_ff=48, max_seq_len=16, vocab_size=29,
+                    norm="pre", num_layers=2, causal=causal, positional="rope")
+        cfg_full = Config(dict(base, attention={"kind": "full"}))
+        w = make_weights(cfg_full, seed=950)
+        seqs = (13, 9) if arch == "encoder_decoder" else (13,)
+        inputs = _random_inputs(cfg_full, gen, 2, seqs)
+        with torch.no_grad():
+            want = load_weights(build_formula_model(cfg_full), w)(**inputs)
+            for what, att in (("W=seq-1", _window(12)), ("W=seq", _window(13)), ("W=1000", _window(1000)),
+                              ("G=seq", _window(0, 13)), ("G=1000", _window(1, 1000))):
+                cfg = Config(dict(base, attention=att))
+                for form in ("dense", "banded"):
+                    got = load_weights(build_formula_model(cfg, attention_form=form), w)(**inputs)
+                    check("window %s is full attention, %s causal=%s (%s)" % (what, arch, causal, form),
+                          _max_diff(got, want), 1e-6, scale=want.abs().max().item())
+            # Torch's modules with the window's mask, on a scaled_dot model
+            # without rope: also full attention.
+            cfg_a = Config(dict(base, positional="sinusoidal", attention=_window(13, 0)))
+            tm = load_weights(build_torch_model(cfg_a), w)
+            fa = load_weights(build_formula_model(dict(base, positional="sinusoidal")), w)
+            ref = fa(**inputs)
+            check("window W=seq is full attention, %s causal=%s ((a) with its mask)" % (arch, causal),
+                  _max_diff(tm(**inputs), ref), scale=ref.abs().max().item())
+
+    # Planted mistakes in the banded form and in (a)'s mask must show.
+    for desc in (dict(architecture="encoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16,
+                      num_layers=2, attention=_window(2, 2)),
+                 dict(architecture="decoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16,
+                      num_layers=2, vocab_size=29, positional="rope", attention=_window(2, 3))):
+        cfg = Config(desc)
+        w = make_weights(cfg, seed=960)
+        inputs = _random_inputs(cfg, gen, 2, (13,))
+        with torch.no_grad():
+            want = load_weights(build_formula_model(cfg), w)(**inputs)
+            for mistake in BANDED_MISTAKES:
+                m = load_weights(build_formula_model(cfg, attention_form="banded"), w)
+                for layer in m.layers:
+                    layer.self_attn.forward = functools.partial(_banded_with_mistake, layer.self_attn, mistake)
+                check_differs("banded form with %s, %s" % (mistake, cfg.architecture), _max_diff(m(**inputs), want))
+            for what, att in (("window W-1", _window(1, cfg.global_tokens)),
+                              ("window W+1", _window(3, cfg.global_tokens)),
+                              ("no global tokens", _window(2, 0)),
+                              ("global tokens G+1", _window(2, cfg.global_tokens + 1))):
+                other = dict(desc, attention=att)
+                m = build_torch_model(other) if Config(other).torch_supported() else build_formula_model(other)
+                check_differs("%s instead of %s, %s" % (what, _short(dict(attention=desc["attention"])),
+                                                        cfg.architecture),
+                              _max_diff(load_weights(m, w)(**inputs), want))
+            if not cfg.causal:
+                # (a) given a causal mask instead of the window's.
+                m = load_weights(build_torch_model(dict(desc, causal=True)), w)
+                check_differs("(a) with a causal window, encoder", _max_diff(m(**inputs), want))
+
+
+def _banded_with_mistake(attn, mistake, x, mem=None, causal=False, rope=None):
+    """FormulaAttention.forward in the banded form with one of
+    BANDED_MISTAKES planted (self-test only)."""
+    b, sq, d = x.shape
+    h, hkv, dk = attn.num_heads, attn.num_kv_heads, attn.head_dim
+    w, bias = attn.in_proj_weight, attn.in_proj_bias
+    q = linear(x, w[:h * dk], bias[:h * dk]).reshape(b, sq, h, dk).transpose(1, 2)
+    k = linear(x, w[h * dk:2 * h * dk], bias[h * dk:2 * h * dk]).reshape(b, sq, h, dk).transpose(1, 2)
+    v = linear(x, w[2 * h * dk:], bias[2 * h * dk:]).reshape(b, sq, h, dk).transpose(1, 2)
+    if rope is not None:
+        cos, sin, style = rope
+        q, k = apply_rope(q, cos[:sq], sin[:sq], style), apply_rope(k, cos[:sq], sin[:sq], style)
+    o = banded_attention(q, k, v, attn.scores, attn.window, attn.global_tokens, causal, mistake=mistake)
+    return attn.out_proj(o.transpose(1, 2).reshape(b, sq, d))
 
 
 def main(argv=None):

@@ -313,9 +313,11 @@ class KVCacheDecoder:
         y = self.R.linear(x, w[lo:lo + n], None if bias is None else bias[lo:lo + n])
         return y.reshape(b, s, n // dk, dk).transpose(1, 2)
 
-    def _attend(self, attn, q, k, v, causal_from=None):
-        """Scores, mask (key position j > query position causal_from + i),
-        softmax, values, out_proj."""
+    def _attend(self, attn, q, k, v, causal_from=None, window=False):
+        """Scores, mask (key position j > query position causal_from + i;
+        with `window`, the model's sliding window over absolute positions:
+        also j with |i - j| > W unless i or j < global_tokens), softmax,
+        values, out_proj."""
         torch, R = _torch(), self.R
         b, h, s, dk = q.shape
         if k.shape[1] != h:   # grouped-query: query head i reads K/V head i // (H / KV)
@@ -328,10 +330,14 @@ class KVCacheDecoder:
             sc = torch.matmul(q, k.transpose(-1, -2))
         else:
             sc = attn.score(q, k)
+        qpos = torch.arange(causal_from or 0, (causal_from or 0) + s)[:, None]
+        kpos = torch.arange(k.shape[2])[None, :]
         if causal_from is not None:
-            qpos = torch.arange(causal_from, causal_from + s)[:, None]
-            kpos = torch.arange(k.shape[2])[None, :]
             sc = sc.masked_fill(kpos > qpos, float("-inf"))
+        if window:
+            g = self.cfg.global_tokens
+            far = ((qpos - kpos).abs() > self.cfg.window) & (qpos >= g) & (kpos >= g)
+            sc = sc.masked_fill(far, float("-inf"))
         p = R.softmax_last(sc)
         o = torch.matmul(p, v).transpose(1, 2).reshape(b, s, h * dk)
         return attn.out_proj(o)
@@ -345,13 +351,14 @@ class KVCacheDecoder:
             cos, sin, style = rope
             q = R.apply_rope(q, cos, sin, style)
             k = R.apply_rope(k, cos, sin, style)
+        window = self.cfg.sliding_window   # every self-attention; cross-attention is full
         if li is None:
-            return self._attend(attn, q, k, v)
+            return self._attend(attn, q, k, v, window=window)
         if self.cache[li] is not None:
             k = torch.cat([self.cache[li][0], k], dim=2)
             v = torch.cat([self.cache[li][1], v], dim=2)
         self.cache[li] = (k, v)
-        return self._attend(attn, q, k, v, causal_from=self.pos)
+        return self._attend(attn, q, k, v, causal_from=self.pos, window=window)
 
     def _encode(self, src):
         """The encoder over src, once; returns each decoder layer's
@@ -1042,7 +1049,10 @@ def self_test():
                  dict(positional="learned", attention_score="bilinear"),
                  dict(positional="sinusoidal", attention_score="dot", embedding_scale="sqrt_d_model"),
                  dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu", ffn_gated=True,
-                      num_kv_heads=1, bias=False)):
+                      num_kv_heads=1, bias=False),
+                 dict(positional="rope", attention=dict(kind="sliding_window", window=2, global_tokens=1)),
+                 dict(positional="learned", attention_score="additive", norm="pre",
+                      attention=dict(kind="sliding_window", window=3))):
         desc = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=24, num_layers=2,
                     max_seq_len=12, vocab_size=23, **desc)
         cfg = R.Config(desc)
@@ -1069,7 +1079,9 @@ def self_test():
                          (dict(positional="sinusoidal", embedding_scale="sqrt_d_model"), True),
                          (dict(positional="none", final_norm=True), False),
                          (dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu",
-                               ffn_gated=True, num_kv_heads=1, bias=False), False)):
+                               ffn_gated=True, num_kv_heads=1, bias=False), False),
+                         (dict(positional="rope", attention_score="bilinear",
+                               attention=dict(kind="sliding_window", window=2, global_tokens=1)), True)):
         desc = dict(dict(num_layers=2) if "num_encoder_layers" not in desc else {},
                     architecture="encoder_decoder", d_model=16, num_heads=2, d_ff=24,
                     max_seq_len=12, vocab_size=23, **desc)

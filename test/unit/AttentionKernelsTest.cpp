@@ -7,8 +7,11 @@
 
 #include "KernelTestSupport.h"
 
+#include "tfm/IR/KeySpan.h"
+
 namespace {
 using namespace tfm::kernel_test;
+using RowKeys = mlir::tfm::KeySpan::RowKeys;
 
 // Blocked attention: TransposedKeyScoresRows + OnlineSoftmaxBlockRows
 //===----------------------------------------------------------------------===//
@@ -43,13 +46,21 @@ struct QueryRows {
   float *out(size_t r) { return outStore[r].data() + kPad; }
 };
 
-/// softmax(scale q k^T) v over the first `limit` keys, in double.
+/// Whether key j is one of the row's keys.
+bool seen(const RowKeys &row, size_t j) {
+  return int64_t(j) < row.prefix ||
+         (row.first <= int64_t(j) && int64_t(j) < row.end);
+}
+
+/// softmax(scale q k^T) v over the row's keys, in double.
 std::vector<double> referenceAttention(const std::vector<float> &q,
-                                       const KeysValues &kv, size_t limit,
+                                       const KeysValues &kv, const RowKeys &row,
                                        float scale) {
-  std::vector<double> scores(limit);
+  std::vector<double> scores(kv.sk, -INFINITY);
   double maxScore = -INFINITY;
-  for (size_t j = 0; j < limit; ++j) {
+  for (size_t j = 0; j < kv.sk; ++j) {
+    if (!seen(row, j))
+      continue;
     double s = 0;
     for (size_t f = 0; f < kv.dk; ++f)
       s += double(q[f]) * kv.key(j, f);
@@ -57,47 +68,66 @@ std::vector<double> referenceAttention(const std::vector<float> &q,
     maxScore = std::max(maxScore, scores[j]);
   }
   double sum = 0;
-  for (double &s : scores)
-    sum += s = std::exp(s - maxScore);
+  for (size_t j = 0; j < kv.sk; ++j)
+    if (seen(row, j))
+      sum += scores[j] = std::exp(scores[j] - maxScore);
   std::vector<double> out(kv.dv, 0.0);
-  for (size_t j = 0; j < limit; ++j)
-    for (size_t c = 0; c < kv.dv; ++c)
-      out[c] += scores[j] / sum * kv.value(j, c);
+  for (size_t j = 0; j < kv.sk; ++j)
+    if (seen(row, j))
+      for (size_t c = 0; c < kv.dv; ++c)
+        out[c] += scores[j] / sum * kv.value(j, c);
   return out;
 }
 
 /// The attention of one task of `rows` (<= kRows) query rows, exactly as
 /// AttentionEmitter's emitAttentionCore emits it for tiles of kRows query
 /// rows and kKeyBlock keys: rows past the last repeat its query and output
-/// pointers; keys[r] is row r's key limit, and the last row's is the
-/// largest.
+/// pointers and keys; row r sees the keys [0, prefix) and [first, end) of
+/// keys[r]. The global keys [0, prefix) first, in blocks of their own; then
+/// the band from the smallest first key to the largest end.
 template <size_t kRows, size_t kKeyBlock>
 void runBlockedAttention(QueryRows &qr, size_t rows, const KeysValues &kv,
-                         const std::vector<int64_t> &limits, float scale) {
+                         const std::vector<RowKeys> &rowKeys, float scale) {
   const float *qs[kRows];
   float *os[kRows];
-  int64_t keys[kRows];
+  int64_t keys[kRows], first[kRows], prefix[kRows];
   k::OnlineSoftmax states[kRows];
   for (size_t r = 0; r < kRows; ++r) {
     const size_t i = std::min(r, rows - 1);
     qs[r] = qr.q[i].data();
     os[r] = qr.out(i);
-    keys[r] = limits[i];
+    keys[r] = rowKeys[i].end;
+    first[r] = rowKeys[i].first;
+    prefix[r] = rowKeys[i].prefix;
     if (r < rows)
       k::Zero(os[r], kv.dv);
   }
   HWY_ALIGN float s[kRows * kKeyBlock];
-  for (int64_t j0 = 0; j0 < keys[rows - 1]; j0 += kKeyBlock) {
-    const int64_t n = std::min<int64_t>(kKeyBlock, keys[rows - 1] - j0);
-    k::TransposedKeyScoresRows<kRows, kKeyBlock>(qs, kv.kt.data() + j0, kv.ldk,
-                                                 n, kv.dk, scale, s);
-    size_t blockKeys[kRows];
-    for (size_t r = 0; r < rows; ++r)
-      blockKeys[r] = size_t(std::clamp<int64_t>(keys[r] - j0, 0, n));
-    k::OnlineSoftmaxBlockRows<kRows, kKeyBlock>(states, s, n, blockKeys, rows,
-                                                kv.v.data() + j0 * kv.ldv,
-                                                kv.ldv, os, kv.dv);
+  auto keyBlocks = [&](int64_t begin, int64_t end, const int64_t *rowFirst,
+                       const int64_t *rowEnd) {
+    for (int64_t j0 = begin; j0 < end; j0 += kKeyBlock) {
+      const int64_t n = std::min<int64_t>(kKeyBlock, end - j0);
+      k::TransposedKeyScoresRows<kRows, kKeyBlock>(qs, kv.kt.data() + j0,
+                                                   kv.ldk, n, kv.dk, scale, s);
+      size_t blockFirst[kRows], blockKeys[kRows];
+      for (size_t r = 0; r < rows; ++r) {
+        if (rowFirst)
+          blockFirst[r] = size_t(std::clamp<int64_t>(rowFirst[r] - j0, 0, n));
+        blockKeys[r] = size_t(std::clamp<int64_t>(rowEnd[r] - j0, 0, n));
+      }
+      k::OnlineSoftmaxBlockRows<kRows, kKeyBlock>(
+          states, s, n, rowFirst ? blockFirst : nullptr, blockKeys, rows,
+          kv.v.data() + j0 * kv.ldv, kv.ldv, os, kv.dv);
+    }
+  };
+  int64_t prefixKeys = 0, bandBegin = first[0], bandEnd = 0;
+  for (size_t r = 0; r < rows; ++r) {
+    prefixKeys = std::max(prefixKeys, prefix[r]);
+    bandBegin = std::min(bandBegin, first[r]);
+    bandEnd = std::max(bandEnd, keys[r]);
   }
+  keyBlocks(0, prefixKeys, nullptr, prefix);
+  keyBlocks(bandBegin, bandEnd, first, keys);
   for (size_t r = 0; r < rows; ++r)
     k::Scale(1.0f / states[r].sum, os[r], os[r], kv.dv);
 }
@@ -107,7 +137,7 @@ struct AttentionTile {
   size_t rows;
   size_t keyBlock;
   void (*run)(QueryRows &, size_t, const KeysValues &,
-              const std::vector<int64_t> &, float);
+              const std::vector<RowKeys> &, float);
 };
 
 template <size_t kRows, size_t kKeyBlock> AttentionTile attentionTile() {
@@ -135,16 +165,19 @@ std::string tileName(const AttentionTile &tile) {
 /// scores (eps times the sum of |terms|), which large scores make matter.
 void checkBlockedAttention(const AttentionTile &tile, QueryRows &qr,
                            size_t rows, const KeysValues &kv,
-                           const std::vector<int64_t> &limits, float scale) {
-  tile.run(qr, rows, kv, limits, scale);
+                           const std::vector<RowKeys> &rowKeys, float scale) {
+  tile.run(qr, rows, kv, rowKeys, scale);
   for (size_t r = 0; r < rows; ++r) {
+    const RowKeys &row = rowKeys[r];
     SCOPED_TRACE("row " + std::to_string(r) + " of " + std::to_string(rows) +
-                 ", " + std::to_string(limits[r]) + " keys");
-    const size_t limit = size_t(limits[r]);
-    const std::vector<double> ref =
-        referenceAttention(qr.q[r], kv, limit, scale);
+                 ", keys [0, " + std::to_string(row.prefix) + ") and [" +
+                 std::to_string(row.first) + ", " + std::to_string(row.end) +
+                 ")");
+    const std::vector<double> ref = referenceAttention(qr.q[r], kv, row, scale);
     double maxValue = 0, maxScoreTerms = 0;
-    for (size_t j = 0; j < limit; ++j) {
+    for (size_t j = 0; j < kv.sk; ++j) {
+      if (!seen(row, j))
+        continue;
       double terms = 0;
       for (size_t f = 0; f < kv.dk; ++f)
         terms += std::fabs(double(qr.q[r][f]) * kv.key(j, f));
@@ -170,10 +203,10 @@ void checkBlockedAttention(const AttentionTile &tile, QueryRows &qr,
 
 /// Key limits of one task: every row all sk keys, or causal ones that grow
 /// by one per row from first (clamped to sk).
-std::vector<int64_t> keyLimits(size_t rows, size_t sk, size_t first) {
-  std::vector<int64_t> limits(rows);
+std::vector<RowKeys> keyLimits(size_t rows, size_t sk, size_t first) {
+  std::vector<RowKeys> limits(rows);
   for (size_t r = 0; r < rows; ++r)
-    limits[r] = int64_t(std::min(sk, first + r));
+    limits[r].end = int64_t(std::min(sk, first + r));
   return limits;
 }
 
@@ -186,6 +219,18 @@ void PrintTo(const AttentionShape &shape, std::ostream *os) {
   *os << "dk " << shape.dk << " sk " << shape.sk;
 }
 
+/// Keys in [-1, 1] and values of fillUniform.
+KeysValues randomKeysValues(std::mt19937 &rng, size_t sk, size_t dk,
+                            size_t dv) {
+  KeysValues kv(sk, dk, dv);
+  for (size_t j = 0; j < sk; ++j) {
+    for (size_t f = 0; f < dk; ++f)
+      kv.key(j, f) = std::uniform_real_distribution<float>(-1, 1)(rng);
+    fillUniform(rng, &kv.value(j, 0), dv);
+  }
+  return kv;
+}
+
 class BlockedAttentionTest
     : public KernelTest,
       public ::testing::WithParamInterface<AttentionShape> {};
@@ -194,12 +239,7 @@ TEST_P(BlockedAttentionTest, MatchesNaiveSoftmax) {
   const size_t dk = GetParam().dk, sk = GetParam().sk, dv = dk;
   SCOPED_TRACE("target " + targetName());
   std::mt19937 rng(2000 + dk * 53 + sk);
-  KeysValues kv(sk, dk, dv);
-  for (size_t j = 0; j < sk; ++j) {
-    for (size_t f = 0; f < dk; ++f)
-      kv.key(j, f) = std::uniform_real_distribution<float>(-1, 1)(rng);
-    fillUniform(rng, &kv.value(j, 0), dv);
-  }
+  const KeysValues kv = randomKeysValues(rng, sk, dk, dv);
   // Scores of a few units: weights far from uniform.
   const float scale = 2.0f / std::sqrt(float(dk));
 
@@ -235,6 +275,53 @@ TEST_P(BlockedAttentionTest, MatchesNaiveSoftmax) {
       }
     }
   }
+}
+
+/// A sliding window of `window` keys each side (causal: before), with
+/// `global` global tokens: the span #tfm.mask gives (MaskAttr::getKeySpan).
+mlir::tfm::KeySpan windowSpan(int64_t window, bool causal, int64_t global) {
+  mlir::tfm::KeySpan span;
+  span.begin = {-window, 1, 1};
+  span.end = mlir::tfm::KeyBound{causal ? 1 : window + 1, 1, 1};
+  span.globalKeys = global;
+  if (causal && global)
+    span.globalEnd = mlir::tfm::KeyBound{1, 1, 1};
+  return span;
+}
+
+TEST_P(BlockedAttentionTest, WindowsAndGlobalTokens) {
+  const size_t dk = GetParam().dk, sk = GetParam().sk, dv = dk;
+  SCOPED_TRACE("target " + targetName());
+  std::mt19937 rng(3000 + dk * 53 + sk);
+  const KeysValues kv = randomKeysValues(rng, sk, dk, dv);
+  const float scale = 2.0f / std::sqrt(float(dk));
+  for (const AttentionTile &tile : attentionTiles())
+    for (int64_t window : {0, 2, 17, 70})
+      for (bool causal : {false, true})
+        for (int64_t global : {0, 1, 5}) {
+          const mlir::tfm::KeySpan span = windowSpan(window, causal, global);
+          // Tasks at the start (global rows), straddling the global
+          // positions, in the middle and at the end.
+          for (size_t start : {size_t(0), size_t(1), size_t(4), size_t(30),
+                               sk > tile.rows ? sk - tile.rows : 0}) {
+            if (start >= sk)
+              continue;
+            const size_t rows = std::min(tile.rows, sk - start);
+            QueryRows qr(rows, dk, dv);
+            for (auto &q : qr.q)
+              fillUniform(rng, q.data(), dk);
+            std::vector<RowKeys> rowKeys(rows);
+            for (size_t r = 0; r < rows; ++r)
+              rowKeys[r] = span.rowKeys(int64_t(start + r), 0, int64_t(sk));
+            SCOPED_TRACE(tileName(tile) + ": dk " + std::to_string(dk) +
+                         " sk " + std::to_string(sk) + " window " +
+                         std::to_string(window) + (causal ? " causal" : "") +
+                         " global " + std::to_string(global) + " rows " +
+                         std::to_string(start) + ".." +
+                         std::to_string(start + rows));
+            checkBlockedAttention(tile, qr, rows, kv, rowKeys, scale);
+          }
+        }
 }
 
 std::vector<AttentionShape> attentionShapes() {

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 using namespace mlir::tfm;
 
@@ -78,6 +79,50 @@ TEST(KeySpanTest, ASpanGrowingWithTheRowSeesEveryKey) {
       EXPECT_EQ(growing.maxKeysOfBlock(rows, keys), keys);
       EXPECT_EQ(countedMaxKeys(growing, rows, keys), keys);
     }
+}
+
+/// Longformer's rule, key by key (contract section 7): |i - j| <= W, or a
+/// global position (either side), and with causal j <= i, all in
+/// positions among the keys.
+bool attends(int64_t window, int64_t global, bool causal, int64_t position,
+             int64_t key) {
+  if (causal && key > position)
+    return false;
+  return std::abs(position - key) <= window || position < global ||
+         key < global;
+}
+
+TEST(KeySpanTest, RowKeysOfWindowsAndGlobalTokensAreTheRule) {
+  for (int64_t window : {0, 1, 3, 9})
+    for (int64_t global : {0, 1, 4})
+      for (bool causal : {false, true}) {
+        // As MaskAttr::getKeySpan gives them.
+        KeySpan span;
+        span.begin = KeyBound{-window, 1, 1};
+        span.end = KeyBound{causal ? 1 : window + 1, 1, 1};
+        span.globalKeys = global;
+        if (causal && global)
+          span.globalEnd = KeyBound{1, 1, 1};
+        for (int64_t keys : {1, 5, 23})
+          for (int64_t offset = 0; offset < keys; ++offset)
+            for (int64_t row = 0; offset + row < keys; ++row) {
+              SCOPED_TRACE(testing::Message()
+                           << "window " << window << " global " << global
+                           << (causal ? " causal" : "") << ", " << keys
+                           << " keys, row " << row << " at offset " << offset);
+              KeySpan::RowKeys r = span.rowKeys(row, offset, keys);
+              EXPECT_LE(r.prefix, r.first);
+              int64_t count = 0;
+              for (int64_t key = 0; key < keys; ++key) {
+                bool seen = key < r.prefix || (r.first <= key && key < r.end);
+                EXPECT_EQ(seen,
+                          attends(window, global, causal, offset + row, key))
+                    << "key " << key;
+                count += seen;
+              }
+              EXPECT_EQ(r.count(), count);
+            }
+      }
 }
 
 } // namespace

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FunctionEmitter.h"
+#include "tfm/Lowering/KeySpanCpp.h"
 #include "tfm/Transforms/MemoryPlan.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -22,6 +23,24 @@ using namespace mlir::tfm;
 using namespace mlir::tfm::codegen;
 
 namespace tfm::hwy {
+
+namespace {
+
+/// The mask's rules, for the attention core's comment.
+std::string maskComment(MaskAttr mask) {
+  std::string text;
+  if (!mask)
+    return text;
+  if (mask.getCausal())
+    text += ", causal";
+  if (std::optional<int64_t> window = mask.getWindow())
+    text += ", window " + std::to_string(*window);
+  if (std::optional<int64_t> global = mask.getGlobalTokens())
+    text += ", " + std::to_string(*global) + " global tokens";
+  return text;
+}
+
+} // namespace
 
 std::string FunctionEmitter::HeadView::at(StringRef row) const {
   std::string rowTerm = row.str();
@@ -260,7 +279,7 @@ LogicalResult FunctionEmitter::emitAttention(AttentionOp op) {
   if (facts.remarks) {
     std::string text;
     llvm::raw_string_ostream what(text);
-    describeAttentionCore(what, op.getScore(), op.isCausal(), *tiling);
+    describeAttentionCore(what, op.getScore(), op.getMaskAttr(), *tiling);
     if (op.getKey().getDefiningOp<CacheReadOp>())
       what << "; the keys read where the cache holds them (transposed)";
     what << "; the heads written merged, as tfm.merge_heads reads them";
@@ -274,11 +293,11 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
                                    const Heads &kh, const Heads &vh,
                                    const HeadView &out) {
   ScoreKind score = op.getScore();
-  bool causal = op.isCausal();
   KeySpan span = op.getMaskAttr() ? op.getMaskAttr().getKeySpan() : KeySpan();
-  if (span.begin.constant || span.begin.perRow || span.begin.perOffset)
-    return op.emitError("the Highway backend visits each row's keys from "
-                        "the first");
+  // Which parts of a row's keys (KeySpan::RowKeys) can be other than
+  // [0, end): a window's first key, the global keys before it.
+  bool rowsStartLater = span.hasBegin() || span.globalKeys,
+       globalPrefix = span.globalKeys > 0;
   AttentionTilingAttr tilingAttr = getAttentionTiling(op);
   if (!tilingAttr && score != ScoreKind::Additive)
     return op.emitError(
@@ -316,7 +335,7 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   bool keysTransposed = k.rowStride == 1 && k.featureStride != 1;
 
   os << "{ // attention core: score " << stringifyScoreKind(score)
-     << (causal ? ", causal" : "") << ", " << heads << " heads of " << dk;
+     << maskComment(op.getMaskAttr()) << ", " << heads << " heads of " << dk;
   if (group != 1)
     os << ", " << kvHeads << " key/value heads (each read by " << group
        << " query heads)";
@@ -391,20 +410,11 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
                     .str();
   }
 
-  // Each row's keys end where its span says (the mask's one answer).
-  std::string keyLimit = "sk";
-  if (span.end) {
-    SmallVector<std::string> terms;
-    auto term = [&](int64_t c, const std::string &x) {
-      if (c)
-        terms.push_back(c == 1 ? x : num(c) + " * " + x);
-    };
-    term(span.end->perOffset, queryOffset);
-    term(span.end->perRow, "i");
-    if (span.end->constant || terms.empty())
-      terms.push_back(num(span.end->constant));
-    keyLimit = "std::min<int64_t>(sk, " + llvm::join(terms, " + ") + ")";
-  }
+  // Each row's keys where its span says (the mask's one answer):
+  // [0, prefix) and [first, keys).
+  auto rowKeys = [&](const RowKeysNames &names) {
+    printRowKeys(os, span, "i", queryOffset, "sk", names);
+  };
   if (score == ScoreKind::Additive) {
     // One query row per task, one key at a time.
     os << "pool.parallelFor(batch * " << heads << " * sq, [&](int64_t t) {\n";
@@ -415,10 +425,13 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
     os << "float *o = " << out.at("i") << ";\n";
     os << "k::Zero(o, " << dk << ");\n";
     os << "k::OnlineSoftmax state;\n";
-    os << "const int64_t keys = " << keyLimit << ";\n";
-    os << "for (int64_t j = 0; j < keys; ++j)\n";
-    os << "  k::OnlineSoftmaxStep(state, " << scoreExpr << ", " << v.at("j")
-       << ", o, " << dk << ");\n";
+    os << "int64_t keys, first, prefix;\n";
+    rowKeys({"keys", "first", "prefix"});
+    std::string step = "  k::OnlineSoftmaxStep(state, " + scoreExpr + ", " +
+                       v.at("j") + ", o, " + num(dk) + ");\n";
+    if (globalPrefix)
+      os << "for (int64_t j = 0; j < prefix; ++j)\n" << step;
+    os << "for (int64_t j = first; j < keys; ++j)\n" << step;
     os << "k::Scale(1.0f / state.sum, o, o, " << dk << ");\n";
     os.unindent();
     os << "});\n";
@@ -476,6 +489,10 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   os << "const float *qs[queryRows];\n";
   os << "float *os[queryRows];\n";
   os << "int64_t keys[queryRows];\n";
+  if (rowsStartLater)
+    os << "int64_t first[queryRows];\n";
+  if (globalPrefix)
+    os << "int64_t prefix[queryRows];\n";
   os << "k::OnlineSoftmax states[queryRows];\n";
   os << "for (int64_t r = 0; r < int64_t(queryRows); ++r) {\n";
   os.indent();
@@ -485,28 +502,59 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
      << " + h) * sq + i;\n";
   os << "qs[r] = " << queryRow << ";\n";
   os << "os[r] = " << out.at("i") << ";\n";
-  os << "keys[r] = " << keyLimit << ";\n";
+  rowKeys({"keys[r]", rowsStartLater ? "first[r]" : "",
+           globalPrefix ? "prefix[r]" : ""});
   os << "if (r < rows)\n";
   os << "  k::Zero(os[r], " << dk << ");\n";
   os.unindent();
   os << "}\n";
   os << "HWY_ALIGN float s[queryRows * keyBlock];\n";
-  // Causal limits grow with the row: the last row's is the largest.
-  os << "for (int64_t j0 = 0; j0 < keys[rows - 1]; j0 += keyBlock) {\n";
-  os.indent();
-  os << "const int64_t n = std::min<int64_t>(keyBlock, keys[rows - 1] - "
-        "j0);\n";
-  os << "k::TransposedKeyScoresRows<queryRows, keyBlock>(qs, " << keysT.at("j0")
-     << ", " << keysLd << ", n, " << dk << ", " << floatLiteral(scale)
-     << ", s);\n";
-  os << "size_t blockKeys[queryRows];\n";
-  os << "for (int64_t r = 0; r < rows; ++r)\n";
-  os << "  blockKeys[r] = size_t(std::clamp<int64_t>(keys[r] - j0, 0, n));\n";
-  os << "k::OnlineSoftmaxBlockRows<queryRows, keyBlock>(states, s, n, "
-        "blockKeys, rows, "
-     << v.at("j0") << ", " << v.rowStride << ", os, " << dk << ");\n";
-  os.unindent();
-  os << "}\n";
+  // The blocks of keys [begin, end) of the task, row r taking
+  // [rowFirst[r], rowEnd[r]) of them (no rowFirst: from `begin`).
+  auto keyBlocks = [&](const std::string &begin, const std::string &end,
+                       const std::string &rowFirst, const std::string &rowEnd) {
+    os << "for (int64_t j0 = " << begin << "; j0 < " << end
+       << "; j0 += keyBlock) {\n";
+    os.indent();
+    os << "const int64_t n = std::min<int64_t>(keyBlock, " << end
+       << " - j0);\n";
+    os << "k::TransposedKeyScoresRows<queryRows, keyBlock>(qs, "
+       << keysT.at("j0") << ", " << keysLd << ", n, " << dk << ", "
+       << floatLiteral(scale) << ", s);\n";
+    if (!rowFirst.empty())
+      os << "size_t blockFirst[queryRows];\n";
+    os << "size_t blockKeys[queryRows];\n";
+    os << "for (int64_t r = 0; r < rows; ++r) {\n";
+    if (!rowFirst.empty())
+      os << "  blockFirst[r] = size_t(std::clamp<int64_t>(" << rowFirst
+         << "[r] - j0, 0, n));\n";
+    os << "  blockKeys[r] = size_t(std::clamp<int64_t>(" << rowEnd
+       << "[r] - j0, 0, n));\n";
+    os << "}\n";
+    os << "k::OnlineSoftmaxBlockRows<queryRows, keyBlock>(states, s, n, "
+       << (rowFirst.empty() ? "nullptr" : "blockFirst") << ", blockKeys, rows, "
+       << v.at("j0") << ", " << v.rowStride << ", os, " << dk << ");\n";
+    os.unindent();
+    os << "}\n";
+  };
+  if (globalPrefix) {
+    // The global keys first, in blocks of their own; then each row's band
+    // past them (a global row's: every other key). Global rows come first
+    // and see every key, so the band's ends are the task's extremes.
+    os << "int64_t prefixKeys = 0, bandBegin = first[0], bandEnd = 0;\n";
+    os << "for (int64_t r = 0; r < rows; ++r) {\n";
+    os << "  prefixKeys = std::max(prefixKeys, prefix[r]);\n";
+    os << "  bandBegin = std::min(bandBegin, first[r]);\n";
+    os << "  bandEnd = std::max(bandEnd, keys[r]);\n";
+    os << "}\n";
+    keyBlocks("0", "prefixKeys", "", "prefix");
+    keyBlocks("bandBegin", "bandEnd", "first", "keys");
+  } else {
+    // Both bounds grow with the row: the first row's first key is the
+    // smallest, the last row's end the largest.
+    keyBlocks(rowsStartLater ? "first[0]" : "0", "keys[rows - 1]",
+              rowsStartLater ? "first" : "", "keys");
+  }
   os << "for (int64_t r = 0; r < rows; ++r)\n";
   os << "  k::Scale(1.0f / states[r].sum, os[r], os[r], " << dk << ");\n";
   os.unindent();
@@ -517,7 +565,7 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
 }
 
 void FunctionEmitter::describeAttentionCore(llvm::raw_ostream &what,
-                                            ScoreKind score, bool causal,
+                                            ScoreKind score, MaskAttr mask,
                                             const AttentionTiling &tiling) {
   switch (score) {
   case ScoreKind::Additive:
@@ -541,9 +589,24 @@ void FunctionEmitter::describeAttentionCore(llvm::raw_ostream &what,
       what << "; bilinear W folded into each query row once";
     break;
   }
-  if (causal)
+  if (!mask)
+    return;
+  std::optional<int64_t> window = mask.getWindow();
+  if (mask.getCausal() && !window)
     what << "; causal mask in the loop bounds: each query row stops at its "
             "own position, no key above the diagonal is scored";
+  if (window) {
+    what << "; sliding window of " << *window << " keys "
+         << (mask.getCausal() ? "before each query row (causal)"
+                              : "on each side of each query row")
+         << " in the loop bounds: each row's keys start " << *window
+         << " before its own position, no block outside the band is loaded "
+            "or scored";
+  }
+  if (std::optional<int64_t> global = mask.getGlobalTokens())
+    what << "; " << *global
+         << " global tokens: their keys a block of their own for every row, "
+            "their rows over every key";
 }
 
 } // namespace tfm::hwy

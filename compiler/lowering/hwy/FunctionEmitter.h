@@ -196,10 +196,11 @@ private:
   void beginOpPlan(mlir::Operation &op);
   mlir::LogicalResult endOpPlan(mlir::Operation &op);
   std::string fresh(llvm::StringRef hint);
-  /// What emitAttentionCore's code fuses for `score` (and `causal`), in
-  /// tiles of `tiling`.
+  /// What emitAttentionCore's code fuses for `score` (and `mask`: what it
+  /// skips), in tiles of `tiling`.
   void describeAttentionCore(llvm::raw_ostream &what,
-                             mlir::tfm::ScoreKind score, bool causal,
+                             mlir::tfm::ScoreKind score,
+                             mlir::tfm::MaskAttr mask,
                              const mlir::tfm::AttentionTiling &tiling);
   /// With `facts.remarks`: a remark at `op` saying what its code fuses.
   void remark(mlir::Operation *op, const llvm::Twine &what);

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 
 #include <cmath>
+#include <limits>
 
 namespace mlir::tfm {
 
@@ -752,22 +753,57 @@ public:
           Value out = args[1];
           Value rows = arith::MinSIOp::create(
               b, loc, step, arith::SubIOp::create(b, loc, sq, i0));
-          // The keys the block's rows see: up to the end of its last row's
-          // span (the spans' ends grow with the row).
-          Value keys = sk;
-          if (span.end) {
-            Value last = arith::SubIOp::create(
-                b, loc, arith::AddIOp::create(b, loc, i0, rows),
-                arith::ConstantIndexOp::create(b, loc, 1));
-            keys = arith::MinSIOp::create(
-                b, loc, sk, keyBound(b, loc, *span.end, last, keyOffset));
+          Value last = arith::SubIOp::create(
+              b, loc, arith::AddIOp::create(b, loc, i0, rows),
+              arith::ConstantIndexOp::create(b, loc, 1));
+          Value block;
+          if (!span.hasBegin() && !span.globalKeys) {
+            // The keys the block's rows see: up to the end of its last
+            // row's span (the spans' ends grow with the row).
+            Value keys = sk;
+            if (span.end)
+              keys = arith::MinSIOp::create(
+                  b, loc, sk, keyBound(b, loc, *span.end, last, keyOffset));
+            Value qBlock = sliceDim(q, rank - 2, i0, rows);
+            block = attentionBlock(
+                score, qBlock,
+                sliceDim(keysT, kRank - 1, b.getIndexAttr(0), keys),
+                sliceDim(v, kRank - 2, b.getIndexAttr(0), keys), params, span,
+                i0, keyOffset, /*keysTransposed=*/true);
+          } else {
+            // From the first row's first key (first keys grow with the row)
+            // to the largest end (the last row's, or a global row's, which
+            // sees every key); with global tokens, also the global keys
+            // before that.
+            Value qBlock = sliceDim(q, rank - 2, i0, rows);
+            RowKeyValues firstRow = rowKeys(b, loc, span, i0, keyOffset, sk);
+            RowKeyValues lastRow = rowKeys(b, loc, span, last, keyOffset, sk);
+            Value bandBegin = firstRow.first;
+            Value bandEnd =
+                arith::MaxSIOp::create(b, loc, firstRow.end, lastRow.end);
+            Value bandKeys = arith::SubIOp::create(b, loc, bandEnd, bandBegin);
+            Value blockKeysT = sliceDim(keysT, kRank - 1, bandBegin, bandKeys);
+            Value blockValues = sliceDim(v, kRank - 2, bandBegin, bandKeys);
+            Value prefixKeys;
+            if (span.globalKeys) {
+              // [0, prefix) then the band: the global keys the band leaves.
+              prefixKeys = arith::MinSIOp::create(
+                  b, loc, bandBegin,
+                  arith::ConstantIndexOp::create(b, loc, span.globalKeys));
+              blockKeysT = concatDim(
+                  kRank - 1,
+                  sliceDim(keysT, kRank - 1, b.getIndexAttr(0), prefixKeys),
+                  blockKeysT);
+              blockValues = concatDim(
+                  kRank - 2,
+                  sliceDim(v, kRank - 2, b.getIndexAttr(0), prefixKeys),
+                  blockValues);
+            }
+            block = attentionBlock(score, qBlock, blockKeysT, blockValues,
+                                   params, span, i0, keyOffset,
+                                   /*keysTransposed=*/true,
+                                   KeyIndex{bandBegin, prefixKeys});
           }
-          Value block = attentionBlock(
-              score, sliceDim(q, rank - 2, i0, rows),
-              sliceDim(keysT, kRank - 1, b.getIndexAttr(0), keys),
-              sliceDim(v, kRank - 2, b.getIndexAttr(0), keys), params, span, i0,
-              keyOffset,
-              /*keysTransposed=*/true);
           SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
           offsets[rank - 2] = i0;
           SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
@@ -779,6 +815,66 @@ public:
                                                 blockSizes, strides);
         });
     return loop.getResult(0);
+  }
+
+  /// `a` then `b` along `dim` (equal elsewhere).
+  Value concatDim(unsigned dim, Value a, Value c) {
+    SmallVector<OpFoldResult> aSizes = sizes(a), cSizes = sizes(c);
+    SmallVector<OpFoldResult> all = aSizes;
+    all[dim] = arith::AddIOp::create(
+                   b, loc, getValueOrCreateConstantIndexOp(b, loc, aSizes[dim]),
+                   getValueOrCreateConstantIndexOp(b, loc, cSizes[dim]))
+                   .getResult();
+    SmallVector<OpFoldResult> offsets(all.size(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(all.size(), b.getIndexAttr(1));
+    Value out = tensor::InsertSliceOp::create(b, loc, a, empty(all), offsets,
+                                              aSizes, strides);
+    offsets[dim] = aSizes[dim];
+    return tensor::InsertSliceOp::create(b, loc, c, out, offsets, cSizes,
+                                         strides);
+  }
+
+  /// Where a block's key index j is among the keys: bandBegin + j, or with
+  /// global keys (prefixKeys of them before the band) j below prefixKeys,
+  /// bandBegin + j - prefixKeys above. Null: j.
+  struct KeyIndex {
+    Value bandBegin, prefixKeys;
+  };
+
+  /// KeySpan::RowKeys of query row `row` as index values: keys [0, prefix)
+  /// and [first, end), clamped to `keys`.
+  struct RowKeyValues {
+    Value prefix, first, end;
+  };
+  static RowKeyValues rowKeys(OpBuilder &nb, Location nl, const KeySpan &span,
+                              Value row, Value offset, Value keys) {
+    Value zero = arith::ConstantIndexOp::create(nb, nl, 0);
+    auto clamp = [&](Value x) -> Value {
+      return arith::MinSIOp::create(nb, nl, keys,
+                                    arith::MaxSIOp::create(nb, nl, zero, x));
+    };
+    RowKeyValues r;
+    r.end = span.end ? clamp(keyBound(nb, nl, *span.end, row, offset)) : keys;
+    r.first = span.hasBegin() ? clamp(keyBound(nb, nl, span.begin, row, offset))
+                              : zero;
+    r.prefix = zero;
+    if (!span.globalKeys)
+      return r;
+    Value global = arith::ConstantIndexOp::create(nb, nl, span.globalKeys);
+    Value position =
+        offset ? arith::AddIOp::create(nb, nl, offset, row).getResult() : row;
+    Value isGlobal = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::slt,
+                                           position, global);
+    Value globalEnd =
+        span.globalEnd ? clamp(keyBound(nb, nl, *span.globalEnd, row, offset))
+                       : keys;
+    r.end = arith::SelectOp::create(nb, nl, isGlobal, globalEnd, r.end);
+    r.prefix = arith::SelectOp::create(
+        nb, nl, isGlobal, zero, arith::MinSIOp::create(nb, nl, global, r.end));
+    r.first = arith::SelectOp::create(
+        nb, nl, isGlobal, zero,
+        arith::MaxSIOp::create(nb, nl, r.prefix, r.first));
+    return r;
   }
 
   /// `bound` of query row `row` (an index; the queries at `offset` among
@@ -806,7 +902,8 @@ public:
   /// [L..., dk, s].
   Value attentionBlock(ScoreKind score, Value q, Value k, Value v,
                        ValueRange params, const KeySpan &span, Value firstRow,
-                       Value keyOffset, bool keysTransposed = false) {
+                       Value keyOffset, bool keysTransposed = false,
+                       KeyIndex keyIndex = {}) {
     bool masked = !span.isFull();
     auto qType = cast<RankedTensorType>(q.getType());
     unsigned rank = qType.getRank();
@@ -895,20 +992,44 @@ public:
             Value j = linalg::IndexOp::create(nb, nl, sRank - 1);
             if (firstRow)
               i = arith::AddIOp::create(nb, nl, i, firstRow);
-            // Outside [begin(i), end(i)): no weight.
             Value outside;
-            auto either = [&](arith::CmpIPredicate pred, const KeyBound &at) {
-              Value c = arith::CmpIOp::create(
-                  nb, nl, pred, j, keyBound(nb, nl, at, i, keyOffset));
-              outside =
-                  outside ? arith::OrIOp::create(nb, nl, outside, c).getResult()
-                          : c;
-            };
-            const KeyBound &begin = span.begin;
-            if (begin.constant || begin.perRow || begin.perOffset)
-              either(arith::CmpIPredicate::slt, begin); // may be negative
-            if (span.end)
-              either(arith::CmpIPredicate::uge, *span.end);
+            if (!span.hasBegin() && !span.globalKeys) {
+              // At or past end(i): no weight.
+              outside = arith::CmpIOp::create(
+                  nb, nl, arith::CmpIPredicate::uge, j,
+                  keyBound(nb, nl, *span.end, i, keyOffset));
+            } else {
+              // Outside [0, prefix(i)) and [first(i), end(i)) of key j's
+              // position among the keys: no weight.
+              Value key = j;
+              if (keyIndex.bandBegin) {
+                Value band =
+                    arith::AddIOp::create(nb, nl, keyIndex.bandBegin, j);
+                key = band;
+                if (keyIndex.prefixKeys)
+                  key = arith::SelectOp::create(
+                      nb, nl,
+                      arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ult,
+                                            j, keyIndex.prefixKeys),
+                      j,
+                      arith::SubIOp::create(nb, nl, band, keyIndex.prefixKeys));
+              }
+              Value keys = arith::ConstantIndexOp::create(
+                  nb, nl, std::numeric_limits<int64_t>::max());
+              RowKeyValues row = rowKeys(nb, nl, span, i, keyOffset, keys);
+              auto cmp = [&](arith::CmpIPredicate pred, Value x, Value y) {
+                return arith::CmpIOp::create(nb, nl, pred, x, y).getResult();
+              };
+              Value inBand = arith::AndIOp::create(
+                  nb, nl, cmp(arith::CmpIPredicate::sge, key, row.first),
+                  cmp(arith::CmpIPredicate::slt, key, row.end));
+              Value seen = arith::OrIOp::create(
+                  nb, nl, inBand,
+                  cmp(arith::CmpIPredicate::slt, key, row.prefix));
+              outside = arith::XOrIOp::create(
+                  nb, nl, seen,
+                  arith::ConstantIntOp::create(nb, nl, nb.getI1Type(), 1));
+            }
             return arith::SelectOp::create(nb, nl, outside, minusInf, s);
           });
     }

@@ -231,39 +231,152 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-Attribute MaskAttr::parse(AsmParser &parser, Type) {
-  // `<` rule, ... `>`: the only rule so far is `causal`.
-  if (parser.parseLess() ||
-      parser.parseKeyword("causal", ": the rules of a mask") ||
-      parser.parseGreater())
-    return {};
-  return MaskAttr::get(parser.getContext(), /*causal=*/true);
+namespace {
+
+/// The rules of a mask, each optional, in any order: `causal`, `window N`,
+/// `global N`. Reads nothing and gives nullopt when the next token is none
+/// of them.
+OptionalParseResult parseRules(AsmParser &parser, bool &causal,
+                               std::optional<int64_t> &window,
+                               std::optional<int64_t> &globalTokens,
+                               bool separatedByCommas) {
+  bool any = false;
+  while (true) {
+    if (any && separatedByCommas && failed(parser.parseOptionalComma()))
+      return success();
+    SMLoc at = parser.getCurrentLocation();
+    StringRef rule;
+    if (any && separatedByCommas) {
+      if (parser.parseKeyword(&rule))
+        return failure();
+    } else if (failed(parser.parseOptionalKeyword(
+                   &rule, {"causal", "window", "global"}))) {
+      if (!any)
+        return std::nullopt;
+      return success();
+    }
+    auto once = [&](bool seen) -> ParseResult {
+      if (seen)
+        return parser.emitError(at)
+               << "the mask rule '" << rule << "' is given twice";
+      return success();
+    };
+    if (rule == "causal") {
+      if (once(causal))
+        return failure();
+      causal = true;
+    } else if (rule == "window" || rule == "global") {
+      std::optional<int64_t> &value = rule == "window" ? window : globalTokens;
+      int64_t n;
+      if (once(value.has_value()) || parser.parseInteger(n))
+        return failure();
+      value = n;
+    } else {
+      return parser.emitError(at)
+             << "expected 'causal', 'window N' or 'global N': the rules of "
+                "a mask, got '"
+             << rule << "'";
+    }
+    any = true;
+  }
 }
 
-void MaskAttr::print(AsmPrinter &printer) const { printer << "<causal>"; }
+void printRules(raw_ostream &os, MaskAttr mask, StringRef separator) {
+  SmallVector<std::string> rules;
+  if (mask.getCausal())
+    rules.push_back("causal");
+  if (mask.getWindow())
+    rules.push_back("window " + std::to_string(*mask.getWindow()));
+  if (mask.getGlobalTokens())
+    rules.push_back("global " + std::to_string(*mask.getGlobalTokens()));
+  os << llvm::join(rules, separator);
+}
+
+} // namespace
+
+Attribute MaskAttr::parse(AsmParser &parser, Type) {
+  // `<` rule (`,` rule)* `>`.
+  SMLoc at = parser.getCurrentLocation();
+  bool causal = false;
+  std::optional<int64_t> window, globalTokens;
+  if (parser.parseLess())
+    return {};
+  OptionalParseResult rules =
+      parseRules(parser, causal, window, globalTokens, true);
+  if (!rules.has_value()) {
+    parser.emitError(parser.getCurrentLocation(),
+                     "expected 'causal', 'window N' or 'global N': the rules "
+                     "of a mask");
+    return {};
+  }
+  if (failed(*rules) || parser.parseGreater())
+    return {};
+  return parser.getChecked<MaskAttr>(at, parser.getContext(), causal, window,
+                                     globalTokens);
+}
+
+void MaskAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  printRules(printer.getStream(), *this, ", ");
+  printer << ">";
+}
 
 LogicalResult MaskAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                               bool causal) {
-  if (!causal)
+                               bool causal, std::optional<int64_t> window,
+                               std::optional<int64_t> globalTokens) {
+  if (!causal && !window)
     return emitError() << "a mask without rules is no mask: leave it out "
                           "(every key is seen)";
+  if (window && *window < 0)
+    return emitError() << "a window is at least 0 keys on each side, got "
+                       << *window;
+  if (globalTokens && !window)
+    return emitError() << "global tokens are part of a sliding window: "
+                          "'global' needs 'window'";
+  if (globalTokens && *globalTokens < 1)
+    return emitError() << "global tokens are at least 1 (leave 'global' out "
+                          "for none), got "
+                       << *globalTokens;
   return success();
 }
 
 KeySpan MaskAttr::getKeySpan() const {
+  // Positions are offset + i: each bound moves with the row and the offset.
   KeySpan span;
+  KeyBound causalEnd{/*constant=*/1, /*perRow=*/1, /*perOffset=*/1};
   if (getCausal())
-    span.end = KeyBound{/*constant=*/1, /*perRow=*/1, /*perOffset=*/1};
+    span.end = causalEnd;
+  if (std::optional<int64_t> window = getWindow()) {
+    span.begin = KeyBound{-*window, 1, 1};
+    if (!getCausal())
+      span.end = KeyBound{*window + 1, 1, 1};
+  }
+  if (std::optional<int64_t> global = getGlobalTokens()) {
+    span.globalKeys = *global;
+    if (getCausal())
+      span.globalEnd = causalEnd;
+  }
   return span;
 }
 
-/// After the `causal` keyword of an attention op: the mask of those rules.
-static ParseResult parseMaskRules(OpAsmParser &parser, MaskAttr &mask) {
-  mask = MaskAttr::get(parser.getContext(), /*causal=*/true);
-  return success();
+/// An attention op's mask, by its rules (`causal window 4 global 1`).
+static OptionalParseResult parseMaskRules(OpAsmParser &parser, MaskAttr &mask) {
+  SMLoc at = parser.getCurrentLocation();
+  bool causal = false;
+  std::optional<int64_t> window, globalTokens;
+  OptionalParseResult rules =
+      parseRules(parser, causal, window, globalTokens, false);
+  if (!rules.has_value() || failed(*rules))
+    return rules;
+  mask =
+      MaskAttr::getChecked([&] { return parser.emitError(at); },
+                           parser.getContext(), causal, window, globalTokens);
+  return success(bool(mask));
 }
 
-static void printMaskRules(OpAsmPrinter &, Operation *, MaskAttr) {}
+static void printMaskRules(OpAsmPrinter &printer, Operation *, MaskAttr mask) {
+  printRules(printer.getStream(), mask, " ");
+}
 
 LogicalResult KVCacheDeclOp::verify() {
   if (getSymName().empty())
@@ -571,14 +684,16 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
                         ValueRange scoreParams, bool causal,
                         Value queryOffset) {
   build(builder, state, score, query, key, value, scoreParams,
-        causal ? MaskAttr::get(builder.getContext(), true) : MaskAttr(),
+        causal ? MaskAttr::get(builder.getContext(), true, std::nullopt,
+                               std::nullopt)
+               : MaskAttr(),
         queryOffset);
 }
 
 LogicalResult AttentionOp::verify() {
-  if (getQueryOffset() && !isCausal())
-    return emitOpError("`offset` places the queries for the causal mask; "
-                       "without `causal` it means nothing");
+  if (getQueryOffset() && !getMaskAttr())
+    return emitOpError("`offset` places the queries for the mask; without "
+                       "a mask it means nothing");
   return success();
 }
 
@@ -675,9 +790,9 @@ LogicalResult MultiHeadAttentionOp::verify() {
     expected[rank - 2] = ShapedType::kDynamic;
     if (failed(expectShape(diag, "memory", mem, expected)))
       return failure();
-    if (isCausal())
-      return emitOpError("causal masking applies to self-attention only; "
-                         "attention over memory is never causal");
+    if (getMaskAttr())
+      return emitOpError("a mask applies to self-attention only; attention "
+                         "over memory sees every key");
     if (getRope())
       return emitOpError("rotary positions apply to self-attention only");
   }
@@ -712,9 +827,9 @@ LogicalResult MultiHeadAttentionOp::verify() {
       if (getMemory())
         return emitOpError("a read-only cache holds the keys and values of "
                            "the memory: it replaces `memory`, not both");
-      if (isCausal() || getRope())
+      if (getMaskAttr() || getRope())
         return emitOpError("a read-only cache is cross-attention: neither "
-                           "causal nor rotary");
+                           "masked nor rotary");
     } else if (!getMemory() && !isCausal()) {
       return emitOpError("a key/value cache in self-attention needs causal "
                          "attention");
@@ -900,9 +1015,11 @@ SizeSum sameDim(Value operand, int64_t dim) { return {{operand, dim}}; }
 
 /// The pairs of query and key rows scored, per `per` (the leading sizes),
 /// times `c`: over rows i < sq, the keys of the mask's span (sk for every
-/// row without a mask): sum over i of (end(i) - begin(i)), end(i) =
-/// constant + perRow i + perOffset offset, which a causal mask keeps
-/// within the keys (sk = offset + sq).
+/// row without a mask). A span that starts at key 0 and has no global
+/// tokens is a polynomial: sum over i of end(i), end(i) = constant +
+/// perRow i + perOffset offset, which a causal mask keeps within the keys
+/// (sk = offset + sq). Others (a window's bounds clamp to the keys there
+/// are) count row by row at run time.
 void addPairs(FlopCount &flops, double c, ArrayRef<SizeAtom> per,
               AttentionOp op) {
   int64_t rank = op.getQuery().getType().getRank();
@@ -913,24 +1030,28 @@ void addPairs(FlopCount &flops, double c, ArrayRef<SizeAtom> per,
     all.append(more.begin(), more.end());
     return all;
   };
+  if (span.hasBegin() || span.globalKeys) {
+    KeyPairs pairs{span, sq, sk, std::nullopt};
+    if (op.getQueryOffset())
+      pairs.offset = SizeAtom{op.getQueryOffset(), -1};
+    flops.add(c, sizes({}), pairs);
+    return;
+  }
+  if (!span.end) {
+    flops.add(c, sizes({sq, sk}));
+    return;
+  }
   // sum over i < sq of (constant + perRow i + perOffset offset), with
   // sum i = sq (sq - 1) / 2 = (sq^2 - sq) / 2.
-  auto addBound = [&](const KeyBound &bound, double sign) {
-    double k = sign * c;
-    if (bound.constant)
-      flops.add(k * double(bound.constant), sizes({sq}));
-    if (bound.perRow)
-      flops.add(k * double(bound.perRow) / 2, sizes({sq, sq}))
-          .add(-k * double(bound.perRow) / 2, sizes({sq}));
-    if (bound.perOffset && op.getQueryOffset())
-      flops.add(k * double(bound.perOffset),
-                sizes({sq, {op.getQueryOffset(), -1}}));
-  };
-  if (span.end)
-    addBound(*span.end, 1.0);
-  else
-    flops.add(c, sizes({sq, sk}));
-  addBound(span.begin, -1.0);
+  const KeyBound &end = *span.end;
+  if (end.constant)
+    flops.add(c * double(end.constant), sizes({sq}));
+  if (end.perRow)
+    flops.add(c * double(end.perRow) / 2, sizes({sq, sq}))
+        .add(-c * double(end.perRow) / 2, sizes({sq}));
+  if (end.perOffset && op.getQueryOffset())
+    flops.add(c * double(end.perOffset),
+              sizes({sq, {op.getQueryOffset(), -1}}));
 }
 
 } // namespace

@@ -877,10 +877,10 @@ func.func @attention_bad_score(%q: tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32> {
 
 // -----
 
-// The offset places the query rows for the causal mask: nothing to place
-// without one.
+// The offset places the query rows for the mask: nothing to place without
+// one.
 func.func @attention_offset_not_causal(%q: tensor<?x4x?x8xf32>, %p: index) -> tensor<?x4x?x8xf32> {
-  // expected-error @+1 {{'tfm.attention' op `offset` places the queries for the causal mask; without `causal` it means nothing}}
+  // expected-error @+1 {{'tfm.attention' op `offset` places the queries for the mask; without a mask it means nothing}}
   %0 = tfm.attention <dot> %q, %q, %q offset %p : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
 }
@@ -888,7 +888,7 @@ func.func @attention_offset_not_causal(%q: tensor<?x4x?x8xf32>, %p: index) -> te
 // -----
 
 func.func @attention_offset_not_causal_generic(%q: tensor<?x4x?x8xf32>, %w: tensor<4x8x8xf32>, %p: index) -> tensor<?x4x?x8xf32> {
-  // expected-error @+1 {{'tfm.attention' op `offset` places the queries for the causal mask; without `causal` it means nothing}}
+  // expected-error @+1 {{'tfm.attention' op `offset` places the queries for the mask; without a mask it means nothing}}
   %0 = "tfm.attention"(%q, %q, %q, %w, %p) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>, score = #tfm.score<bilinear>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
 }
@@ -991,7 +991,7 @@ func.func @mha_memory_rank(%x: tensor<?x?x32xf32>, %m: tensor<?x32xf32>, %wi: te
 // -----
 
 func.func @mha_memory_causal(%x: tensor<?x?x32xf32>, %m: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{'tfm.multi_head_attention' op causal masking applies to self-attention only; attention over memory is never causal}}
+  // expected-error @+1 {{'tfm.multi_head_attention' op a mask applies to self-attention only; attention over memory sees every key}}
   %0 = tfm.multi_head_attention <scaled_dot> %x memory %m heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
@@ -1412,7 +1412,7 @@ func.func @mha_read_only_with_memory(%x: tensor<?x?x32xf32>, %m: tensor<?x?x32xf
 // -----
 
 func.func @mha_read_only_causal(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %n: index) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{'tfm.multi_head_attention' op a read-only cache is cross-attention: neither causal nor rotary}}
+  // expected-error @+1 {{'tfm.multi_head_attention' op a read-only cache is cross-attention: neither masked nor rotary}}
   %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c upto %n) in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
@@ -1420,7 +1420,7 @@ func.func @mha_read_only_causal(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, 
 // -----
 
 func.func @mha_read_only_rope(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %n: index) -> tensor<?x?x32xf32> {
-  // expected-error @+1 {{'tfm.multi_head_attention' op a read-only cache is cross-attention: neither causal nor rotary}}
+  // expected-error @+1 {{'tfm.multi_head_attention' op a read-only cache is cross-attention: neither masked nor rotary}}
   %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c upto %n) in_proj(%wi, %bi) out_proj(%wo, %bo) {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
@@ -1638,11 +1638,92 @@ func.func @mha_cache_rank4(%x: tensor<2x3x5x32xf32>, %wi: tensor<96x32xf32>, %bi
 
 // -----
 
-// A mask is its rules; `causal` is the only one so far.
+// A mask is its rules: `causal`, `window N`, `global N`.
 func.func @mask_unknown_rule(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
-  // expected-error @+1 {{expected 'causal': the rules of a mask}}
+  // expected-error @+1 {{expected 'causal', 'window N' or 'global N': the rules of a mask}}
+  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<band>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  return %0 : tensor<1x4x5x8xf32>
+}
+
+// -----
+
+func.func @mask_unknown_second_rule(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
+  // expected-error @+1 {{expected 'causal', 'window N' or 'global N': the rules of a mask, got 'band'}}
+  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<causal, band>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  return %0 : tensor<1x4x5x8xf32>
+}
+
+// -----
+
+func.func @mask_window_without_size(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
+  // expected-error @+1 {{expected integer value}}
   %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<window>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
   return %0 : tensor<1x4x5x8xf32>
+}
+
+// -----
+
+func.func @mask_rule_twice(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
+  // expected-error @+1 {{the mask rule 'window' is given twice}}
+  %0 = tfm.attention <dot> %q, %q, %q window 2 window 3 : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  return %0 : tensor<1x4x5x8xf32>
+}
+
+// -----
+
+func.func @mask_negative_window(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
+  // expected-error @+1 {{a window is at least 0 keys on each side, got -1}}
+  %0 = tfm.attention <dot> %q, %q, %q causal window -1 : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  return %0 : tensor<1x4x5x8xf32>
+}
+
+// -----
+
+func.func @mask_negative_window_generic(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
+  // expected-error @+1 {{a window is at least 0 keys on each side, got -3}}
+  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<window -3>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  return %0 : tensor<1x4x5x8xf32>
+}
+
+// -----
+
+func.func @mask_global_without_window(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
+  // expected-error @+1 {{global tokens are part of a sliding window: 'global' needs 'window'}}
+  %0 = tfm.attention <dot> %q, %q, %q causal global 2 : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  return %0 : tensor<1x4x5x8xf32>
+}
+
+// -----
+
+func.func @mask_no_global_tokens(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
+  // expected-error @+1 {{global tokens are at least 1 (leave 'global' out for none), got 0}}
+  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<window 1, global 0>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  return %0 : tensor<1x4x5x8xf32>
+}
+
+// -----
+
+func.func @mask_without_rules(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
+  // expected-error @+1 {{expected 'causal', 'window N' or 'global N': the rules of a mask}}
+  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  return %0 : tensor<1x4x5x8xf32>
+}
+
+// -----
+
+// A window on cross-attention: masks apply to self-attention only.
+func.func @mha_memory_window(%x: tensor<?x?x32xf32>, %m: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op a mask applies to self-attention only; attention over memory sees every key}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x memory %m heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) window 2 : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_read_only_window(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %n: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op a read-only cache is cross-attention: neither masked nor rotary}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c upto %n) in_proj(%wi, %bi) out_proj(%wo, %bo) window 3 : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
 }
 
 // -----

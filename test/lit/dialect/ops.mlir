@@ -240,6 +240,43 @@ func.func @attention_dot(%q: tensor<?x4x?x8xf32>, %k: tensor<?x4x?x8xf32>, %v: t
 
 // -----
 
+// Sliding windows (Longformer): not causal, causal with global tokens, a
+// window of 0, over a cache's keys at an offset.
+// CHECK-LABEL: func.func @attention_window(
+// CHECK-NEXT: %0 = tfm.attention <scaled_dot> %arg0, %arg0, %arg0 window 4 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %1 = tfm.attention <dot> %arg0, %arg0, %arg0 causal window 2 global 1 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %2 = tfm.attention <dot> %arg0, %arg0, %arg0 window 0 global 3 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %3 = tfm.attention <scaled_dot> %arg0, %arg0, %arg0 causal window 5 offset %arg1 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
+// GENERIC-LABEL: sym_name = "attention_window"
+// GENERIC: mask = #tfm.mask<window 4>
+// GENERIC: mask = #tfm.mask<causal, window 2, global 1>
+// GENERIC: mask = #tfm.mask<window 0, global 3>
+// GENERIC: mask = #tfm.mask<causal, window 5>
+func.func @attention_window(%q: tensor<?x4x?x8xf32>, %pos: index) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) {
+  %0 = tfm.attention <scaled_dot> %q, %q, %q window 4 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %1 = tfm.attention <dot> %q, %q, %q global 1 window 2 causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %2 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<global 3, window 0>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %3 = tfm.attention <scaled_dot> %q, %q, %q causal window 5 offset %pos : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
+  return %0, %1, %2, %3 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// A windowed self-attention, and its cached form in a decoder.
+// CHECK-LABEL: func.func @mha_window(
+// CHECK-NEXT: %0 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) window 3 global 2 : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 cache(%arg5 at %arg6) in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) causal window 3 : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+// GENERIC-LABEL: sym_name = "mha_window"
+// GENERIC: mask = #tfm.mask<window 3, global 2>
+// GENERIC: mask = #tfm.mask<causal, window 3>
+func.func @mha_window(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %p: index) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) window 3 global 2 : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c at %p) in_proj(%wi, %bi) out_proj(%wo, %bo) causal window 3 : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
+  return %0, %1 : tensor<?x?x32xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
 // Bilinear score with its [heads, dk, dk] weight; key length differs from
 // query length.
 // CHECK-LABEL: func.func @attention_bilinear(

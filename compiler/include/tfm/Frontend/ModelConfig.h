@@ -54,6 +54,12 @@ struct ModelConfig {
   /// Whether linears (attention projections, FFN) have biases.
   bool bias = true;
   bool causal = false;
+  /// `attention` kind sliding_window (Longformer): keys within `window`
+  /// positions of the query, and the first `globalTokens` positions
+  /// attending and attended both ways, in every self-attention. No window:
+  /// full attention.
+  std::optional<int64_t> window;
+  int64_t globalTokens = 0;
   bool lmHead = false;
   bool tieEmbeddings = true;
 

@@ -21,16 +21,51 @@ struct KeyBound {
   int64_t perOffset = 0;
 };
 
-/// Keys [begin, end) of query row i, clamped to [0, keys); no end: up to
-/// the last key.
+/// The keys of query row i (at position offset + i among the keys):
+/// [begin, end), clamped to [0, keys) (no end: up to the last key); with
+/// global tokens (globalKeys G > 0), also the keys [0, G), and a row at a
+/// position below G sees the keys [0, globalEnd) instead (no globalEnd: every
+/// key). A key reached both ways counts once.
 struct KeySpan {
   KeyBound begin;
   std::optional<KeyBound> end;
+  int64_t globalKeys = 0;
+  std::optional<KeyBound> globalEnd;
+
+  /// Keys [0, prefix) and [first, end) of one row, first >= prefix, for
+  /// the row at position `offset + row` among `keys` keys.
+  struct RowKeys {
+    int64_t prefix = 0, first = 0, end = 0;
+    int64_t count() const { return prefix + (end > first ? end - first : 0); }
+  };
+  RowKeys rowKeys(int64_t row, int64_t offset, int64_t keys) const {
+    auto at = [&](const KeyBound &b) {
+      return b.constant + b.perRow * row + b.perOffset * offset;
+    };
+    auto clamp = [&](int64_t x) { return x < 0 ? 0 : x > keys ? keys : x; };
+    RowKeys r;
+    if (offset + row < globalKeys) {
+      r.end = globalEnd ? clamp(at(*globalEnd)) : keys;
+      return r;
+    }
+    r.end = end ? clamp(at(*end)) : keys;
+    r.prefix = globalKeys < r.end ? globalKeys : r.end;
+    int64_t first = clamp(at(begin));
+    r.first = first > r.prefix ? first : r.prefix;
+    return r;
+  }
+
+  /// Whether the first key of a row can be above 0.
+  bool hasBegin() const {
+    return begin.constant || begin.perRow || begin.perOffset;
+  }
 
   /// The most keys a block of `rows` consecutive query rows sees (the
-  /// union of their spans), of at most `maxKeys` keys, wherever the block
-  /// starts and whatever the offset: fewer than maxKeys only where the
-  /// span's width does not grow with the row or the offset (a window).
+  /// union of their spans [begin, end)), of at most `maxKeys` keys,
+  /// wherever the block starts and whatever the offset: fewer than maxKeys
+  /// only where the span's width does not grow with the row or the offset
+  /// (a window). Global keys and rows are not counted: the backends visit
+  /// them in blocks of their own.
   int64_t maxKeysOfBlock(int64_t rows, int64_t maxKeys) const {
     if (!end || end->perRow != begin.perRow ||
         end->perOffset != begin.perOffset || rows < 1 || maxKeys < 0)
@@ -41,10 +76,7 @@ struct KeySpan {
   }
 
   /// Whether every row sees every key.
-  bool isFull() const {
-    return !end && begin.constant == 0 && begin.perRow == 0 &&
-           begin.perOffset == 0;
-  }
+  bool isFull() const { return !end && !hasBegin(); }
 };
 
 } // namespace mlir::tfm

@@ -75,17 +75,30 @@ def Tfm_MaskAttr : AttrDef<Tfm_Dialect, "Mask"> {
 
     - `causal`: keys `0 ..= offset + i` (none after the query's own
       position).
+    - `window W` (W >= 0, Longformer's sliding window): keys
+      `offset + i - W ..= offset + i + W`, with `causal` up to
+      `offset + i`.
+    - `global G` (G >= 1, with a window: Longformer's global tokens): the
+      first G positions attend and are attended both ways: every row sees
+      the keys `0 .. G`, and a row at a position below G sees every key
+      (with `causal`, up to its own). A key reached by two rules counts
+      once.
 
-    The rules to come (a sliding window, global tokens, block patterns,
-    run-time padding) are more parameters and more bounds here; a backend
-    visits only the key blocks the spans allow. On the attention ops the
-    mask is written by its rules (`... causal ...`); standalone:
+    A backend visits only the key blocks the spans allow: the window's
+    band, the global keys as a block of their own, the global rows as rows
+    of every key. The rules to come (block patterns, run-time padding) are
+    more parameters and more bounds here. On the attention ops the mask is
+    written by its rules (`... causal window 4 global 1 ...`); standalone:
 
     ```mlir
     #tfm.mask<causal>
+    #tfm.mask<window 4, global 1>
+    #tfm.mask<causal, window 0>
     ```
   }];
-  let parameters = (ins "bool":$causal);
+  let parameters = (ins "bool":$causal,
+                        OptionalParameter<"std::optional<int64_t>">:$window,
+                        OptionalParameter<"std::optional<int64_t>">:$globalTokens);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -425,8 +438,10 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
     For each query row `i` and key row `j` (the last two dimensions of
     `query`/`key`, which share their leading dimensions, typically
     `[batch, heads]`), computes a score, masks `j > offset + i` when
-    `causal` (`offset` is 0 unless given: the position of the first query
-    row among the keys, as in a decode step over a key/value cache),
+    `causal`, and every key outside the mask's other rules (`#tfm.mask`:
+    a sliding window, global tokens; `offset` is 0 unless given: the
+    position of the first query row among the keys, as in a decode step
+    over a key/value cache),
     normalises each row with softmax and returns the weighted sum of `value`
     rows. This is the one attention core every multi-head attention
     decomposes into (`--tfm-decompose-attention`); the backends run it
@@ -473,7 +488,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
   ];
   let assemblyFormat = [{
     $score $query `,` $key `,` $value (`params` `(` $score_params^ `)`)?
-    (`causal` `` custom<MaskRules>($mask)^)? (`offset` $query_offset^)?
+    (custom<MaskRules>($mask)^)? (`offset` $query_offset^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -602,7 +617,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     (`cache` `(` $cache^ custom<CacheAccess>($position, $cache_read_only) `)`)?
     `in_proj` `(` $in_proj_weight (`,` $in_proj_bias^)? `)`
     `out_proj` `(` $out_proj_weight (`,` $out_proj_bias^)? `)`
-    (`params` `(` $score_params^ `)`)? (`causal` `` custom<MaskRules>($mask)^)?
+    (`params` `(` $score_params^ `)`)? (custom<MaskRules>($mask)^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -9,6 +9,8 @@
 #ifndef TFM_IR_TFMSIZES_H
 #define TFM_IR_TFMSIZES_H
 
+#include "tfm/IR/KeySpan.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/SmallVector.h"
@@ -28,10 +30,22 @@ struct SizeAtom {
 /// A sum of sizes (at least one).
 using SizeSum = llvm::SmallVector<SizeAtom, 2>;
 
-/// `coefficient` times the product of `factors` (none: a constant).
+/// The (query, key) pairs an attention's mask allows: the sum over query
+/// rows i < `queries` of span.rowKeys(i, offset, keys).count(), for masks
+/// whose count is no polynomial (a window, global tokens: clamped bounds).
+struct KeyPairs {
+  KeySpan span;
+  SizeAtom queries, keys;
+  /// The queries' position among the keys (none: 0).
+  std::optional<SizeAtom> offset;
+};
+
+/// `coefficient` times the product of `factors` (none: a constant), times
+/// the pairs of `pairs` when there are.
 struct FlopTerm {
   double coefficient = 0;
   llvm::SmallVector<SizeAtom, 4> factors;
+  std::optional<KeyPairs> pairs;
 };
 
 /// A sum of FlopTerms.
@@ -51,6 +65,13 @@ public:
         term.factors.push_back(size);
     }
     terms.push_back(std::move(term));
+    return *this;
+  }
+  /// Adds `coefficient` times the product of `sizes` times `pairs`.
+  FlopCount &add(double coefficient, llvm::ArrayRef<SizeAtom> sizes,
+                 KeyPairs pairs) {
+    add(coefficient, sizes);
+    terms.back().pairs = std::move(pairs);
     return *this;
   }
   llvm::ArrayRef<FlopTerm> getTerms() const { return terms; }

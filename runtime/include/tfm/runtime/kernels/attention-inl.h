@@ -74,8 +74,8 @@ HWY_INLINE void OnlineSoftmaxStep(OnlineSoftmax &state, float s,
 }
 
 /// A task of the blocked attention is kRows query rows (the compiler's
-/// choice, #tfm_codegen.attention_tiling) scored against the keys kKeyBlock at a
-/// time: s, the block's scores, holds kRows x kKeyBlock floats, aligned.
+/// choice, #tfm_codegen.attention_tiling) scored against the keys kKeyBlock at
+/// a time: s, the block's scores, holds kRows x kKeyBlock floats, aligned.
 /// kKeyBlock must be a whole number of vectors on every target (a multiple
 /// of 16: the verifier holds it so), since scores are stored by the vector.
 
@@ -248,27 +248,33 @@ AccumulateValuesRowsUpTo(D d, size_t rows, const float *HWY_RESTRICT w,
 
 /// Adds a block of n (<= kKeyBlock) keys, value rows v + j * ldv, to `rows`
 /// (<= kRows) query rows: row r's scores are s[r * kKeyBlock + j]
-/// (aligned) and it takes the first keys[r] (<= n) of the block. Per row one
-/// rescale and the exponentials as vectors; then one pass over the value
-/// rows for all rows at once. Overwrites s with the weights (0 past
-/// keys[r]).
+/// (aligned) and it takes the keys [first[r], keys[r]) of the block
+/// (first[r] <= keys[r] <= n; no `first`: from the block's first key). Per
+/// row one rescale and the exponentials as vectors; then one pass over the
+/// value rows for all rows at once. Overwrites s with the weights (0
+/// outside the row's keys).
 template <size_t kRows, size_t kKeyBlock>
-HWY_INLINE void OnlineSoftmaxBlockRows(OnlineSoftmax *states,
-                                       float *HWY_RESTRICT s, size_t n,
-                                       const size_t *keys, size_t rows,
-                                       const float *HWY_RESTRICT v, size_t ldv,
-                                       float *const *out, size_t dv) {
+HWY_INLINE void
+OnlineSoftmaxBlockRows(OnlineSoftmax *states, float *HWY_RESTRICT s, size_t n,
+                       const size_t *first, const size_t *keys, size_t rows,
+                       const float *HWY_RESTRICT v, size_t ldv,
+                       float *const *out, size_t dv) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   for (size_t r = 0; r < rows; ++r) {
     float *sr = s + r * kKeyBlock;
-    const size_t nr = keys[r];
+    const size_t nr = keys[r], fr = first ? first[r] : 0;
     OnlineSoftmax &state = states[r];
-    if (nr > 0) {
+    // Lanes j + l with fr <= j + l < nr.
+    auto inRow = [&](size_t j) {
+      const auto below = hn::FirstN(d, nr > j ? nr - j : 0);
+      return fr > j ? hn::AndNot(hn::FirstN(d, fr - j), below) : below;
+    };
+    if (nr > fr) {
       auto maxV = hn::Set(d, -INFINITY);
-      for (size_t j = 0; j < nr; j += lanes)
-        maxV = hn::Max(maxV, hn::IfThenElse(hn::FirstN(d, nr - j),
-                                            hn::Load(d, sr + j), maxV));
+      for (size_t j = fr / lanes * lanes; j < nr; j += lanes)
+        maxV =
+            hn::Max(maxV, hn::IfThenElse(inRow(j), hn::Load(d, sr + j), maxV));
       const float blockMax = hn::GetLane(hn::MaxOfLanes(d, maxV));
       if (blockMax > state.max) {
         const float rescale = std::exp(state.max - blockMax);
@@ -280,9 +286,8 @@ HWY_INLINE void OnlineSoftmaxBlockRows(OnlineSoftmax *states,
     const auto maxV = hn::Set(d, state.max);
     auto sumV = hn::Zero(d);
     for (size_t j = 0; j < n; j += lanes) {
-      const auto p =
-          hn::IfThenElseZero(hn::FirstN(d, nr > j ? nr - j : 0),
-                             ExpFast(d, hn::Sub(hn::Load(d, sr + j), maxV)));
+      const auto p = hn::IfThenElseZero(
+          inRow(j), ExpFast(d, hn::Sub(hn::Load(d, sr + j), maxV)));
       hn::Store(p, d, sr + j);
       sumV = hn::Add(sumV, p);
     }
