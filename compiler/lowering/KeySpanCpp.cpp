@@ -63,8 +63,12 @@ void printRowKeys(llvm::raw_ostream &os, const KeySpan &span,
   os << indent << "{\n";
   os << indent << "  const bool globalRow = " << position << " < " << global
      << ";\n";
-  os << indent << "  const int64_t rowEnd = globalRow ? " << globalEnd << " : "
-     << end << ";\n";
+  // Causal: a global row ends where every row does.
+  if (globalEnd == end)
+    os << indent << "  const int64_t rowEnd = " << end << ";\n";
+  else
+    os << indent << "  const int64_t rowEnd = globalRow ? " << globalEnd
+       << " : " << end << ";\n";
   os << indent
      << "  const int64_t rowPrefix = globalRow ? 0 : std::min<int64_t>("
      << global << ", rowEnd);\n";

@@ -155,8 +155,14 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     os << ", one tfm.attention (scores";
     if (op.getScore() == ScoreKind::ScaledDot)
       os << ", scale";
-    if (op.isCausal())
-      os << ", causal mask";
+    if (MaskAttr mask = op.getMaskAttr()) {
+      if (mask.getCausal())
+        os << ", causal mask";
+      if (std::optional<int64_t> window = mask.getWindow())
+        os << ", sliding window of " << *window;
+      if (std::optional<int64_t> global = mask.getGlobalTokens())
+        os << " with " << *global << " global tokens";
+    }
     os << ", softmax, product with V; the score matrix never stored) and "
           "the out_proj GEMM";
     return text;

@@ -311,3 +311,35 @@ func.func @rms_glu(%x: tensor<?x?x8xf32>, %g: tensor<8xf32>, %h: tensor<?x?x16xf
   %z = tfm.glu <silu> %h : tensor<?x?x16xf32> -> tensor<?x?x8xf32>
   return %y, %z : tensor<?x?x8xf32>, tensor<?x?x8xf32>
 }
+
+// -----
+
+// A sliding window (3) with a global token: a block of 64 query rows reads
+// the keys from its first row's first key to the largest end of its rows,
+// after the global keys the band leaves ([0, min(1, first))), both
+// concatenated into one slice of keys (and of values); the mask maps slice
+// index j back to key positions (j below the global slice, else band start
+// + j - its size) and keeps [0, prefix(i)) and [first(i), end(i)).
+// CHECK-LABEL: func.func @window(
+// CHECK: scf.forall
+// CHECK: %[[BANDKT:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0, %[[BAND:[0-9]+]]] [1, 2, 8, %[[KEYS:[0-9]+]]]
+// CHECK: %[[BANDV:.*]] = tensor.extract_slice %arg2[0, 0, %[[BAND]], 0] [1, 2, %[[KEYS]], 8]
+// CHECK: %[[GLOBAL:.*]] = arith.minsi %[[BAND]], %c1 : index
+// CHECK: %[[GLOBALKT:.*]] = tensor.extract_slice %{{.*}}[0, 0, 0, 0] [1, 2, 8, %[[GLOBAL]]]
+// CHECK: %[[KT0:.*]] = tensor.insert_slice %[[GLOBALKT]] into %{{.*}}[0, 0, 0, 0] [1, 2, 8, %[[GLOBAL]]]
+// CHECK: %[[KT:.*]] = tensor.insert_slice %[[BANDKT]] into %[[KT0]][0, 0, 0, %[[GLOBAL]]] [1, 2, 8, %[[KEYS]]]
+// CHECK: tensor.insert_slice %[[BANDV]] into %{{.*}}[0, 0, %[[GLOBAL]], 0] [1, 2, %[[KEYS]], 8]
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[KT]] :
+// CHECK: %[[J:.*]] = linalg.index 3 : index
+// CHECK: %[[BANDKEY:.*]] = arith.addi %[[BAND]], %[[J]] : index
+// CHECK: %[[INGLOBAL:.*]] = arith.cmpi ult, %[[J]], %[[GLOBAL]] : index
+// CHECK: %[[SHIFTED:.*]] = arith.subi %[[BANDKEY]], %[[GLOBAL]] : index
+// CHECK: %[[KEY:.*]] = arith.select %[[INGLOBAL]], %[[J]], %[[SHIFTED]] : index
+// CHECK: arith.cmpi sge, %[[KEY]]
+// CHECK: arith.cmpi slt, %[[KEY]]
+// CHECK: arith.cmpi slt, %[[KEY]]
+// CHECK: arith.select %{{.*}}, %cst, %{{.*}} : f32
+func.func @window(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
+  %0 = tfm.attention <scaled_dot> %q, %k, %v window 3 global 1 : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  return %0 : tensor<1x2x?x8xf32>
+}

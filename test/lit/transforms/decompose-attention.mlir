@@ -307,3 +307,20 @@ func.func @multi_query_cross(%x: tensor<?x?x32xf32>, %mem: tensor<?x?x32xf32>, %
   %0 = tfm.multi_head_attention <dot> %x memory %mem heads 4 kv_heads 1 cache(%c at %p) in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<48x32xf32>, tensor<48xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 1, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
+
+// -----
+
+// A sliding window with global tokens, and its cached form: the mask goes to
+// tfm.attention whole, over the cache with its queries at offset %pos (the
+// window slides over absolute positions).
+// CHECK-LABEL: func.func @window(
+// CHECK: tfm.attention <scaled_dot> %{{.+}}, %{{.+}}, %{{.+}} window 2 global 1 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK: %[[KEYS:[a-z0-9_]+]], %[[VALUES:[a-z0-9_]+]] = tfm.cache_read
+// CHECK-NEXT: tfm.attention <scaled_dot> %{{.+}}, %[[KEYS]], %[[VALUES]] causal window 3 offset %arg6 : (tensor<?x4x1x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x1x8xf32>
+func.func @window(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %pos: index, %step: tensor<?x1x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x1x32xf32>) {
+  // expected-remark @+1 {{in @window: decomposed into one Q/K/V GEMM over the stacked in_proj weight, one tfm.attention (scores, scale, sliding window of 2 with 1 global tokens, softmax, product with V; the score matrix never stored) and the out_proj GEMM}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) window 2 global 1 : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  // expected-remark @+1 {{in @window: decomposed into one Q/K/V GEMM over the stacked in_proj weight, the new keys and values appended to the cache and every position so far read from it, one tfm.attention (scores, scale, causal mask, sliding window of 3, softmax, product with V; the score matrix never stored) and the out_proj GEMM}}
+  %1 = tfm.multi_head_attention <scaled_dot> %step heads 4 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal window 3 : (tensor<?x1x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x1x32xf32>
+  return %0, %1 : tensor<?x?x32xf32>, tensor<?x1x32xf32>
+}

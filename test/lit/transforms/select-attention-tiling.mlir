@@ -170,3 +170,31 @@ module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 128 : i64} {
     return %m0, %m1 : tensor<?x?x32xf32>, tensor<?x?x32xf32>
   }
 }
+
+// -----
+
+// Sliding windows: a task of 8 query rows sees 8 + 2W keys of its band (8 + W
+// when causal), so the block shrinks to them, rounded up to 16 lanes; global
+// tokens leave the band's block as it is (their keys take blocks of their
+// own).
+// CHECK-LABEL: func.func @windows(
+// CHECK: tfm.attention <scaled_dot> %{{.+}} window 4 {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 16>} :
+// CHECK: tfm.attention <scaled_dot> %{{.+}} causal window 20 global 2 {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 32>} :
+// CHECK: tfm.attention <scaled_dot> %{{.+}} window 300 {tfm_codegen.attention_tiling = #tfm_codegen.attention_tiling<queryRows512 = 8, queryRows256 = 2, queryRows128 = 2, keyBlock = 64>} :
+module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 512 : i64} {
+  func.func @windows(%qkv: tensor<?x?x96xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+    %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    // expected-remark @+1 {{in @windows: attention tiling: attention tiles of 8 query rows x blocks of 16 keys (2 on 256-bit vectors, 2 on 128-bit): each key and value vector loaded serves every row of a task; a block no longer than the 16 keys (rounded up to a multiple of 16)}}
+    %0 = tfm.attention <scaled_dot> %q, %k, %v window 4 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    %m0 = tfm.merge_heads %0 : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    // expected-remark @+1 {{in @windows: attention tiling: attention tiles of 8 query rows x blocks of 32 keys (2 on 256-bit vectors, 2 on 128-bit): each key and value vector loaded serves every row of a task; a block no longer than the 28 keys (rounded up to a multiple of 16)}}
+    %1 = tfm.attention <scaled_dot> %q, %k, %v causal window 20 global 2 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    %m1 = tfm.merge_heads %1 : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    // expected-remark @+1 {{in @windows: attention tiling: attention tiles of 8 query rows x blocks of 64 keys}}
+    %2 = tfm.attention <scaled_dot> %q, %k, %v window 300 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    %m2 = tfm.merge_heads %2 : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    return %m0, %m1, %m2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+  }
+}
