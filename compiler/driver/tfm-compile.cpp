@@ -335,14 +335,19 @@ int main(int argc, char **argv) {
                      Twine(checkpoint->slidingWindow) +
                      ": beyond it the attention is a sliding window, which "
                      "tfm does not compile yet");
-  if (config->positional == tfm::Positional::Learned &&
-      limits.maxSeqLen > config->maxSeqLen) {
+  // Weights sized by the description's max_seq_len have nothing for the
+  // positions past it.
+  const char *noRowsPast = nullptr;
+  if (config->positional == tfm::Positional::Learned)
+    noRowsPast = "learned positions have no rows beyond it";
+  else if (config->linformerK)
+    noRowsPast = "linformer's proj_e and proj_f have no columns beyond it";
+  if (noRowsPast && limits.maxSeqLen > config->maxSeqLen) {
     auto [line, column] = positions.of("max_seq_len");
     errs() << descriptionPath << ":" << line << ":" << column << ": ";
     WithColor(errs(), HighlightColor::Error) << "error: ";
     errs() << "--max-seq-len " << limits.maxSeqLen << " exceeds max_seq_len "
-           << config->maxSeqLen
-           << ": learned positions have no rows beyond it\n";
+           << config->maxSeqLen << ": " << noRowsPast << "\n";
     return kUserError;
   }
   // A model bigger than the machine fails here, saying how big, rather

@@ -68,7 +68,9 @@ private:
   Value weight(OpBuilder &b, StringRef name, ArrayRef<int64_t> shape,
                StringRef alias = "");
 
-  std::vector<WeightSpec> attentionWeights(StringRef prefix);
+  /// An attention's weights; a self-attention's (`self`) also linformer's
+  /// projections.
+  std::vector<WeightSpec> attentionWeights(StringRef prefix, bool self);
   std::vector<WeightSpec> feedForwardWeights();
   /// A norm's weight, and its bias for a layer norm.
   std::vector<WeightSpec> normWeights(StringRef name);
@@ -135,7 +137,8 @@ Value ModelBuilder::weight(OpBuilder &b, StringRef name,
   return WeightOp::create(b, fileLoc, f32(shape), name);
 }
 
-std::vector<WeightSpec> ModelBuilder::attentionWeights(StringRef prefix) {
+std::vector<WeightSpec> ModelBuilder::attentionWeights(StringRef prefix,
+                                                       bool self) {
   int64_t d = c.dModel, h = c.numHeads, dk = c.headDim();
   // Q rows, then K and V rows of the key/value heads.
   int64_t inRows = (h + 2 * c.numKVHeads) * dk;
@@ -153,6 +156,10 @@ std::vector<WeightSpec> ModelBuilder::attentionWeights(StringRef prefix) {
     specs.push_back({p + "score.w_query", {h, c.additiveDim, dk}});
     specs.push_back({p + "score.v", {h, c.additiveDim}});
   }
+  if (self && c.linformerK) {
+    specs.push_back({p + "proj_e", {*c.linformerK, c.maxSeqLen}});
+    specs.push_back({p + "proj_f", {*c.linformerK, c.maxSeqLen}});
+  }
   return specs;
 }
 
@@ -160,9 +167,9 @@ std::vector<WeightSpec> ModelBuilder::attentionWeights(StringRef prefix) {
 /// self-attention, [cross-attention], feed-forward, then the norms in
 /// PyTorch's numbering.
 std::vector<WeightSpec> ModelBuilder::layerWeights(const LayerKind &kind) {
-  std::vector<WeightSpec> specs = attentionWeights("self_attn");
+  std::vector<WeightSpec> specs = attentionWeights("self_attn", true);
   if (kind.crossAttention)
-    llvm::append_range(specs, attentionWeights("multihead_attn"));
+    llvm::append_range(specs, attentionWeights("multihead_attn", false));
   llvm::append_range(specs, feedForwardWeights());
   int norms = kind.crossAttention ? 3 : 2;
   for (int i = 1; i <= norms; ++i)
@@ -219,11 +226,19 @@ Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
   IntegerAttr kvHeads;
   if (c.numKVHeads != c.numHeads)
     kvHeads = b.getI64IntegerAttr(c.numKVHeads);
+  // Linformer's projections follow a self-attention's score parameters.
+  ValueRange scoreParams = w.drop_front(2 * perProjection);
+  Value projE, projF;
+  if (self && c.linformerK) {
+    projE = w[w.size() - 2];
+    projF = w[w.size() - 1];
+    scoreParams = scoreParams.drop_back(2);
+  }
   return MultiHeadAttentionOp::create(
       b, loc, activations(), c.score, x, memory, c.numHeads, kvHeads, w[0],
-      inBias, w[perProjection], outBias, w.drop_front(2 * perProjection),
+      inBias, w[perProjection], outBias, scoreParams,
       selfAttentionMask(b, causal && self, self), rope, ropeBase, cache,
-      position, readOnlyCache);
+      position, readOnlyCache, projE, projF);
 }
 
 KVCacheType ModelBuilder::cacheType() {
@@ -311,13 +326,14 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
     }
   }
   ValueRange w = func.getArguments().drop_front(firstWeight);
-  size_t attnWeights = attentionWeights("self_attn").size();
-  ValueRange selfW = w.take_front(attnWeights);
-  w = w.drop_front(attnWeights);
+  size_t selfWeights = attentionWeights("self_attn", true).size();
+  ValueRange selfW = w.take_front(selfWeights);
+  w = w.drop_front(selfWeights);
   ValueRange crossW;
   if (kind.crossAttention) {
-    crossW = w.take_front(attnWeights);
-    w = w.drop_front(attnWeights);
+    size_t crossWeights = attentionWeights("multihead_attn", false).size();
+    crossW = w.take_front(crossWeights);
+    w = w.drop_front(crossWeights);
   }
   size_t ffWeights = feedForwardWeights().size();
   ValueRange ffW = w.take_front(ffWeights);
@@ -597,8 +613,9 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
     out = lmHead(b, out, targetTable);
   func::ReturnOp::create(b, fileLoc, out);
 
-  // Generation needs token ids and an LM head.
-  if (c.vocabSize && c.lmHead) {
+  // Generation needs token ids and an LM head, and a decode step: none for
+  // linformer, whose keys mix every position of the sequence.
+  if (c.vocabSize && c.lmHead && !c.linformerK) {
     if (c.architecture == Architecture::Decoder)
       buildDecoderGeneration();
     else if (encDec)

@@ -74,7 +74,7 @@ const AttentionKindKeys kAttentionKinds[] = {
     {"block_sparse",
      {"block", "window_blocks", "global_blocks", "random_blocks"},
      false},
-    {"linformer", {"k"}, false},
+    {"linformer", {"k"}, true},
     {"performer", {"features"}, false},
 };
 
@@ -389,7 +389,7 @@ void ConfigReader::readAttention(ModelConfig &c) {
   if (!kind->supported) {
     error(keyPos("kind", true),
           formatv("attention kind '{0}' is not supported yet; supported: "
-                  "full, sliding_window",
+                  "full, sliding_window, linformer",
                   kind->kind));
     return;
   }
@@ -414,6 +414,16 @@ void ConfigReader::readAttention(ModelConfig &c) {
   if (StringRef(kind->kind) == "sliding_window") {
     c.window = count("window", true);
     c.globalTokens = count("global_tokens", false).value_or(0);
+  }
+  if (StringRef(kind->kind) == "linformer") {
+    c.linformerK = count("k", true);
+    if (c.linformerK && *c.linformerK < 1) {
+      error(keyPos("k", true),
+            formatv("'k' must be at least 1 (the rows linformer projects "
+                    "the keys and values to), got {0}",
+                    *c.linformerK));
+      c.linformerK.reset();
+    }
   }
 }
 
@@ -652,6 +662,20 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
 
   c.finalNorm = finalNorm.value_or(c.norm == NormPlacement::Pre);
   c.causal = causal.value_or(c.architecture != Architecture::Encoder);
+  if (c.linformerK) {
+    if (c.causal)
+      error("attention",
+            formatv("attention kind 'linformer' is never causal, but this "
+                    "{0} is causal{1}: linformer's projection mixes every "
+                    "position into each key",
+                    stringifyArchitecture(c.architecture),
+                    causal ? "" : " by default (set \"causal\": false)"));
+    if (c.score != ScoreKind::ScaledDot)
+      error("attention_score",
+            formatv("attention kind 'linformer' takes scaled_dot scores, "
+                    "got '{0}'",
+                    stringifyScoreKind(c.score)));
+  }
   c.lmHead = lmHead.value_or(vocab.has_value());
   if (c.lmHead && !vocab)
     error("lm_head", "'lm_head' needs 'vocab_size' (the logits' width)");

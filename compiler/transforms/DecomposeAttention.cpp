@@ -97,6 +97,12 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
       q = rotate(q);
       k = rotate(k);
     }
+    if (Value e = op.getProjE()) {
+      // Linformer: every head's keys and values along the sequence, E_n k
+      // and F_n v; the queries attend those rows.
+      k = SequenceProjectionOp::create(rewriter, loc, k, e);
+      v = SequenceProjectionOp::create(rewriter, loc, v, op.getProjF());
+    }
     Value queryOffset;
     if (cache) {
       // The new keys and values go in at `position`; attention reads every
@@ -152,6 +158,11 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
                  ? ", the keys and values read from the cache"
                  : ", the new keys and values appended to the cache and "
                    "every position so far read from it");
+    if (op.getProjE())
+      os << ", the keys and values of every head projected along the "
+            "sequence to "
+         << cast<RankedTensorType>(op.getProjE().getType()).getDimSize(0)
+         << " rows (linformer, tfm.sequence_projection)";
     os << ", one tfm.attention (scores";
     if (op.getScore() == ScoreKind::ScaledDot)
       os << ", scale";

@@ -200,7 +200,8 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
   }
   if (options.generate && !(model.prefill && model.decode)) {
     error = "this model cannot --generate: generation needs a decoder or "
-            "encoder_decoder model with token ids and an LM head";
+            "encoder_decoder model with token ids and an LM head (and no "
+            "linformer attention, which has no decode step)";
     return false;
   }
   if (options.generate && options.bench) {

@@ -16,6 +16,13 @@ expresses the model (scaled_dot, no rope), (c) with its additive mask for
 section 11 models, and otherwise against (b)'s banded form (each query row
 gathers only its keys) instead of its dense mask.
 
+The `lin_*` cases (`attention` of kind linformer: K' = E_n K, V' = F_n V
+along the sequence, with each self-attention's proj_e / proj_f
+[k, max_seq_len]; never causal, so a decoder or an encoder_decoder says
+`"causal": false`) are checked against (b)'s factored form ((q K^T) E_n^T
+and (P F_n) V) instead of projecting K and V first; neither nn.Transformer
+nor (c) expresses them.
+
 `check_coverage()` asserts that every option of the contract is exercised.
 """
 
@@ -119,6 +126,13 @@ def window(w, g=None, **kw):
     if g is not None:
         a["global_tokens"] = g
     return dict(kw, attention=a)
+
+
+def linformer(k, **kw):
+    """Contract section 7's Linformer on every self-attention: `attention:
+    {kind: linformer, k: k}`; the model needs `causal` false (a decoder's
+    and an encoder_decoder's default is true)."""
+    return dict(kw, attention=dict(kind="linformer", k=k))
 
 
 CASES = [
@@ -335,6 +349,55 @@ CASES = [
         note="causal, seq 100, W 7, G 2, rope, batch 2"),
     dec("win_kind_full", ids(7), dict(vocab_size=64, attention={"kind": "full"}),
         note="attention {kind: full} written out: the same as no key"),
+
+    # ---- contract section 7: Linformer -----------------------------------------
+    # Every self-attention of every stack (the decoder's of an encoder_decoder
+    # too: the `attention` key is for all of them, and so `causal` must be
+    # false); cross-attention stays full.  K' = E_n K and V' = F_n V, E_n the
+    # first n columns of the layer's proj_e [k, max_seq_len] (n the run-time
+    # length), after the in-projection, its bias and rope; each layer has its
+    # own E and F, shared by its heads.
+    enc("lin_enc_k4", floats(12), linformer(4),
+        note="encoder, k 4, seq 12 of max_seq_len 16 (E_n: the first 12 of 16 columns), 2 layers"),
+    enc("lin_enc_k20", ids(12, batch=2, dtype="int32"), linformer(20, vocab_size=50),
+        note="k 20 > seq 12: K' and V' have more rows than there are keys; ids, tied LM head"),
+    enc("lin_enc_k1", floats(7, batch=None), linformer(1, norm="pre"),
+        note="k 1: one projected row, every query's output is F_n V's row; no batch dimension"),
+    enc("lin_enc_seq_max", floats(16, batch=2), linformer(8, activation="gelu"),
+        note="seq 16 = max_seq_len: every column of E and F; batch 2"),
+    enc("lin_enc_seq1", floats(1), linformer(4, norm="pre"),
+        note="seq 1: E_1 is E's first column"),
+    enc("lin_enc_k_eq_seq", floats(13), linformer(13, final_norm=True),
+        note="k 13 = seq 13 (E_n square, not the identity)"),
+    enc("lin_enc_rope_half", ids(13), linformer(6, vocab_size=50, positional="rope", norm="pre",
+                                                 tie_embeddings=False),
+        note="rope half: k rotated before the projection (K' rows have no position); untied head"),
+    enc("lin_enc_rope_interleaved", floats(12, batch=None), linformer(
+        5, positional="rope", rope_style="interleaved", rope_base=500.0, num_layers=3),
+        note="interleaved rope, 3 layers (each its own E and F), no batch dimension"),
+    enc("lin_enc_mqa_dk12", floats(12, batch=2), linformer(4, d_model=48, num_heads=4, num_kv_heads=1,
+                                                            d_ff=50),
+        note="one kv head for 4 query heads (E and F shared by all), dk 12, biases"),
+    enc("lin_enc_d96_bf16", ids(13, batch=None), linformer(10, d_model=96, num_heads=3, d_ff=50,
+                                                            vocab_size=70, positional="learned"),
+        weight_dtype="BF16", note="BF16 weights (proj_e / proj_f too), dk 32, learned positions"),
+    dec("lin_dec_not_causal", ids(13, batch=2), linformer(8, vocab_size=64, causal=False, norm="pre",
+                                                          positional="learned"),
+        note="a decoder with causal false (linformer is never causal), learned positions, batch 2"),
+    dec("lin_dec_llama_gqa", ids(13, batch=2), linformer(
+        6, **dict(LLAMA, vocab_size=64, num_kv_heads=2, d_ff=44, causal=False)),
+        note="llama-like, not causal: 2 kv heads of 4, rope, rms norms, gated silu, no biases"),
+    encdec("lin_encdec_not_causal", src_tgt(13, 9, batch=2), linformer(9, vocab_size=64, causal=False),
+           note="both self-attentions linformer (encoder n 13, decoder n 9 = k), cross-attention full; "
+                "the description needs causal false"),
+    encdec("lin_encdec_rope_float", src_tgt(12, 7, batch=None, dtype="float32"), linformer(
+        3, causal=False, positional="rope", norm="pre", num_encoder_layers=2, num_decoder_layers=1),
+        note="float src/tgt without a batch dimension, rope on both self-attentions"),
+    enc("lin_enc_long", floats(100), linformer(32, max_seq_len=128),
+        note="seq 100 of max_seq_len 128, k 32"),
+    dec("lin_dec_long", ids(100, batch=2), linformer(32, vocab_size=64, max_seq_len=128, causal=False,
+                                                     positional="rope", norm="pre"),
+        note="not causal, seq 100 of 128, k 32, rope, batch 2"),
 ]
 
 
@@ -379,6 +442,9 @@ def validate():
             problems.append("%s: shared embeddings need encoder_decoder with vocab_size" % c.name)
         if c.weight_dtype not in ("F32", "F16", "BF16"):
             problems.append("%s: weight dtype %s" % (c.name, c.weight_dtype))
+        if cfg.linformer and c.max_seq_len and c.max_seq_len > cfg.max_seq_len:
+            problems.append("%s: --max-seq-len above max_seq_len with linformer (E and F have "
+                            "max_seq_len columns)" % c.name)
     return problems
 
 
@@ -482,6 +548,36 @@ def coverage():
             if seq > 64 and seq % 16 and seq % 64:
                 add("window seq>64, partial key blocks", n)
             add("window dk=%d" % cfg.head_dim, n)
+        elif cfg.linformer:
+            seqs = [i.seq for i in c.inputs.values()]
+            kk = cfg.linformer_k
+            add("linformer(%s%s)" % (cfg.architecture, "" if cfg.architecture == "encoder" else ",causal=False"),
+                n)
+            if kk == 1:
+                add("linformer k=1", n)
+            for sq in seqs:
+                add("linformer k%sseq" % ("<" if kk < sq else "=" if kk == sq else ">"), n)
+                add("linformer seq%smax_seq_len" % ("<" if sq < cfg.max_seq_len else "="), n)
+                if sq == 1:
+                    add("linformer seq=1", n)
+                if sq > 64:
+                    add("linformer seq>64", n)
+            if cfg.positional == "rope":
+                add("linformer+rope_style=" + cfg.rope_style, n)
+            add("linformer positional=" + cfg.positional, n)
+            add("linformer batch" + ("=none" if b is None else "=1" if b == 1 else ">1"), n)
+            add("linformer inputs=" + ("ids" if cfg.tokens else "float32"), n)
+            if cfg.lm_head:
+                add("linformer lm_head " + ("tied" if cfg.tie_embeddings else "untied"), n)
+            if cfg.num_kv_heads != cfg.num_heads:
+                add("linformer " + ("num_kv_heads=1" if cfg.num_kv_heads == 1 else "gqa"), n)
+            if cfg.uses_section11():
+                add("linformer section 11", n)
+            layers = [cfg.num_layers] if cfg.num_layers else [cfg.num_encoder_layers, cfg.num_decoder_layers]
+            if sum(layers) >= 2:
+                add("linformer layers>=2", n)
+            add("linformer weights " + c.weight_dtype, n)
+            add("linformer norm=" + cfg.norm, n)
         elif "attention" in c.model:
             add("attention kind=full explicit", n)
         if cfg.uses_section11():
@@ -540,6 +636,16 @@ REQUIRED = (
        "window batch>1", "window inputs=ids", "window inputs=float32", "window lm_head", "window gqa",
        "window seq>64, partial key blocks", "window dk=7", "window dk=24", "window dk=32",
        "attention kind=full explicit"]
+    # section 7: Linformer
+    + ["linformer(encoder)", "linformer(decoder,causal=False)", "linformer(encoder_decoder,causal=False)",
+       "linformer k=1", "linformer k<seq", "linformer k=seq", "linformer k>seq",
+       "linformer seq<max_seq_len", "linformer seq=max_seq_len", "linformer seq=1", "linformer seq>64",
+       "linformer+rope_style=half", "linformer+rope_style=interleaved", "linformer positional=sinusoidal",
+       "linformer positional=learned", "linformer batch=none", "linformer batch=1", "linformer batch>1",
+       "linformer inputs=ids", "linformer inputs=float32", "linformer lm_head tied",
+       "linformer lm_head untied", "linformer gqa", "linformer num_kv_heads=1", "linformer section 11",
+       "linformer layers>=2", "linformer weights F32", "linformer weights BF16", "linformer norm=post",
+       "linformer norm=pre"]
 )
 
 

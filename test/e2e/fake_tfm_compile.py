@@ -34,6 +34,11 @@ TFM_FAKE_MODE (read when compiling) selects a behaviour:
   no_window     computes every attention as full, ignoring the model's `attention` (a
                 sliding window): must FAIL on the win_* cases whose window does not cover
                 the sequence (tolerance)
+  no_linformer  reads (and checks) a linformer model's proj_e / proj_f but computes full
+                attention without them: must FAIL on every lin_* case (tolerance)
+
+Like tfm-compile, it refuses a linformer model with --max-seq-len above the
+model's max_seq_len (E and F have max_seq_len columns; contract section 7).
 """
 
 import argparse
@@ -45,7 +50,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe",
-         "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window")
+         "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window", "no_linformer")
 EMITS = ("exe", "mlir")
 
 
@@ -86,6 +91,10 @@ def compile_main(argv):
     max_seq = args.max_seq_len or cfg.max_seq_len
     if cfg.positional == "learned" and max_seq > cfg.max_seq_len:
         print("%s: error: --max-seq-len %d exceeds max_seq_len" % (args.model, max_seq), file=sys.stderr)
+        return 1
+    if cfg.linformer and max_seq > cfg.max_seq_len:
+        print("%s: error: --max-seq-len %d exceeds max_seq_len %d: linformer's proj_e and proj_f have "
+              "max_seq_len columns" % (args.model, max_seq, cfg.max_seq_len), file=sys.stderr)
         return 1
     if args.emit == "mlir":
         return emit_mlir(cfg, args.max_batch, max_seq, mode, args.out)
@@ -181,6 +190,9 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
         return 1
     if mode == "no_window":
         cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
+    if mode == "no_linformer" and cfg.linformer:
+        cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
+        weights = {k: v for k, v in weights.items() if not k.endswith(("self_attn.proj_e", "self_attn.proj_f"))}
     model = reference.load_weights(reference.build_formula_model(cfg, shared), weights)
     out = reference.run_model(model, cfg, inputs).numpy().astype(np.float32)
     flat = out.reshape(-1)

@@ -35,8 +35,14 @@ and (b) computes it two ways, the dense [q, k] mask on the score matrix
 (attention_allowed, dense_attention; the default) or the banded form, where
 each query row gathers only its keys (banded_keys, banded_attention;
 FormulaModel(attention_form="banded")), which is the second form of a
-windowed model that (a) and (c) do not express.  The other kinds of
-section 7 are refused (ConfigError) until tfm-compile implements them.
+windowed model that (a) and (c) do not express.  Linformer (K' = E_n K,
+V' = F_n V along the sequence, E_n and F_n the first n columns of the
+layer's self_attn.proj_e / proj_f [k, max_seq_len], after the in-projection,
+its bias and rope; softmax(q K'^T / sqrt(dk)) V'; never causal, scaled_dot
+only) is (b) alone, in two forms: projecting K and V first (the default) or
+by associativity, (q K^T) E_n^T and (P F_n) V (linformer_factored;
+FormulaModel(attention_form="factored"), its second form).  block_sparse
+and performer are refused (ConfigError) until tfm-compile implements them.
 
 Section 11 as read here: num_kv_heads applies to every attention block,
 self and cross (multihead_attn.) alike; score parameters (bilinear,
@@ -62,7 +68,8 @@ rounds, none where it is exact), the weight names against a listing
 written from the contract's tables, and sliding windows (the dense and
 banded forms against each other and the per-element loop, decode steps at
 absolute positions, W >= seq and G >= seq as full attention, planted
-mistakes; see _window_self_test).
+mistakes; see _window_self_test) and Linformer (the two forms against each
+other and the per-element loop, planted mistakes; see _linformer_self_test).
 """
 
 import argparse
@@ -105,10 +112,14 @@ _CHOICES = {
 
 
 # Contract section 7's attention kinds: the keys each takes (besides "kind").
-# The reference computes "full" and "sliding_window"; the others are refused
-# (a ConfigError) until tfm-compile implements them.
-ATTENTION_KINDS = {"full": (), "sliding_window": ("window", "global_tokens")}
-ATTENTION_KINDS_LATER = ("block_sparse", "linformer", "performer")
+# The reference computes "full", "sliding_window" and "linformer"; the others
+# are refused (a ConfigError) until tfm-compile implements them.
+ATTENTION_KINDS = {"full": (), "sliding_window": ("window", "global_tokens"), "linformer": ("k",)}
+ATTENTION_KINDS_LATER = ("block_sparse", "performer")
+# The keys of the kinds not computed yet, so that a key on the wrong kind
+# names its own kind in the message.
+_LATER_KIND_KEYS = {"block_sparse": ("block", "window_blocks", "global_blocks", "random_blocks"),
+                    "performer": ("features",)}
 
 
 class ConfigError(ValueError):
@@ -116,8 +127,9 @@ class ConfigError(ValueError):
 
 
 def _parse_attention(a):
-    """The model-level `attention` object -> (kind, window, global_tokens);
-    window is None for full attention."""
+    """The model-level `attention` object -> (kind, window, global_tokens, k):
+    window is None unless the kind is sliding_window, k (Linformer's
+    projected length) None unless it is linformer."""
     if not isinstance(a, dict):
         raise ConfigError("'attention' must be an object {\"kind\": ...}, got %r" % (a,))
     if "kind" not in a:
@@ -131,17 +143,29 @@ def _parse_attention(a):
                           % (tuple(ATTENTION_KINDS) + ATTENTION_KINDS_LATER, kind))
     unknown = sorted(set(a) - {"kind"} - set(ATTENTION_KINDS[kind]))
     if unknown:
-        raise ConfigError("unknown keys in 'attention' of kind %r: %s" % (kind, unknown))
+        owners = dict(_LATER_KIND_KEYS, **ATTENTION_KINDS)
+        other = ["%r (a key of kind %r)" % (key, o) for key in unknown for o, keys in owners.items()
+                 if key in keys]
+        raise ConfigError("unknown keys in 'attention' of kind %r: %s%s"
+                          % (kind, unknown, "; " + ", ".join(other) if other else ""))
 
     def non_neg_int(k, v):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ConfigError("attention %r must be an integer >= 0, got %r" % (k, v))
         return v
     if kind == "full":
-        return kind, None, 0
+        return kind, None, 0, None
+    if kind == "linformer":
+        if "k" not in a:
+            raise ConfigError("attention kind 'linformer' needs \"k\" (an integer >= 1)")
+        k = a["k"]
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ConfigError("attention 'k' must be an integer >= 1, got %r" % (k,))
+        return kind, None, 0, k
     if "window" not in a:
         raise ConfigError("attention kind 'sliding_window' needs \"window\" (an integer >= 0)")
-    return kind, non_neg_int("window", a["window"]), non_neg_int("global_tokens", a.get("global_tokens", 0))
+    return (kind, non_neg_int("window", a["window"]), non_neg_int("global_tokens", a.get("global_tokens", 0)),
+            None)
 
 
 class Config:
@@ -238,8 +262,19 @@ class Config:
         self.bias = boolean("bias", True)
         # Section 7: the kind of every self-attention (of every stack; the
         # encoder's of an encoder_decoder too).  Cross-attention is full.
-        self.attention_kind, self.window, self.global_tokens = _parse_attention(
+        self.attention_kind, self.window, self.global_tokens, self.linformer_k = _parse_attention(
             desc.get("attention", {"kind": "full"}))
+        if self.linformer:
+            # Linformer: never causal (the description's `causal`, which is
+            # true by default for decoder and encoder_decoder), scaled_dot
+            # only.
+            if self.causal:
+                raise ConfigError("attention kind 'linformer' is never causal: %s; set \"causal\": false"
+                                  % ("'causal' is true" if "causal" in desc else
+                                     "%s is causal by default" % self.architecture))
+            if self.attention_score != "scaled_dot":
+                raise ConfigError("attention kind 'linformer' takes attention_score 'scaled_dot' only, got %r"
+                                  % self.attention_score)
 
     # Derived facts -------------------------------------------------------
     @property
@@ -278,6 +313,14 @@ class Config:
         or j < global_tokens (and j <= i when causal)."""
         return self.attention_kind == "sliding_window"
 
+    @property
+    def linformer(self):
+        """Whether self-attention is section 7's Linformer: K' = E_n K and
+        V' = F_n V along the sequence (E_n, F_n: the first n columns of
+        the layer's proj_e, proj_f [k, max_seq_len]), after the in-projection,
+        its bias and rope; softmax(q K'^T / sqrt(dk)) V'; never causal."""
+        return self.attention_kind == "linformer"
+
     def uses_section11(self):
         """Whether a section 11 key changes the maths (a default value given
         explicitly does not): nn.Transformer cannot express such a model."""
@@ -287,7 +330,7 @@ class Config:
     def torch_supported(self):
         """Whether implementation (a), PyTorch's own modules, can express it."""
         return (self.attention_score == "scaled_dot" and self.positional != "rope"
-                and not self.uses_section11())
+                and not self.uses_section11() and not self.linformer)
 
     def second_form(self):
         """The independent implementation the harnesses compare (b) with:
@@ -295,7 +338,12 @@ class Config:
         modules, for models using section 11's keys), "banded" ((b) with
         its sliding-window attention computed in the banded form instead of
         the dense mask: a sliding-window model that neither (a) nor (c) is
-        for, i.e. with rope or another score kind), or None ((b) alone)."""
+        for, i.e. with rope or another score kind), "factored" ((b) with its
+        Linformer attention computed as (q K^T) E_n^T and (P F_n) V instead
+        of projecting K and V first: every linformer model, which neither
+        nn.Transformer nor (c) expresses), or None ((b) alone)."""
+        if self.linformer:
+            return "factored"
         if self.torch_supported():
             return "torch"
         if self.uses_section11():
@@ -316,7 +364,9 @@ def as_config(c):
 def expected_weights(cfg, shared_embeddings=False):
     """Section 3, with section 11: in_proj has (num_heads + 2 num_kv_heads)
     dk rows (Q, K, V), linear1 2 d_ff rows when gated (gate, then up), no
-    linear biases with `bias: false`, no norm biases with rms_norm."""
+    linear biases with `bias: false`, no norm biases with rms_norm; with
+    section 7's linformer, every self-attention (`self_attn.`, of every
+    stack) has proj_e and proj_f [k, max_seq_len] (cross-attention none)."""
     cfg = as_config(cfg)
     d, f, h, dk, a = cfg.d_model, cfg.d_ff, cfg.num_heads, cfg.head_dim, cfg.additive_dim
     qkv = (h + 2 * cfg.num_kv_heads) * dk   # 3 d without grouped-query attention
@@ -328,7 +378,7 @@ def expected_weights(cfg, shared_embeddings=False):
         if not cfg.rms:
             out[prefix + "bias"] = (d,)
 
-    def attn(prefix):
+    def attn(prefix, self_attention=True):
         out[prefix + "in_proj_weight"] = (qkv, d)
         if cfg.bias:
             out[prefix + "in_proj_bias"] = (qkv,)
@@ -341,11 +391,14 @@ def expected_weights(cfg, shared_embeddings=False):
             out[prefix + "score.w_key"] = (h, a, dk)
             out[prefix + "score.w_query"] = (h, a, dk)
             out[prefix + "score.v"] = (h, a)
+        if self_attention and cfg.linformer:
+            out[prefix + "proj_e"] = (cfg.linformer_k, cfg.max_seq_len)
+            out[prefix + "proj_f"] = (cfg.linformer_k, cfg.max_seq_len)
 
     def layer(prefix, cross):
         attn(prefix + "self_attn.")
         if cross:
-            attn(prefix + "multihead_attn.")
+            attn(prefix + "multihead_attn.", self_attention=False)
         out[prefix + "linear1.weight"] = (f1, d)
         if cfg.bias:
             out[prefix + "linear1.bias"] = (f1,)
@@ -550,6 +603,54 @@ def banded_attention(q, k, v, score_fn, window, global_tokens, causal, q_pos0=0,
 
 
 # ---------------------------------------------------------------------------
+# Linformer (contract section 7), two ways.
+# ---------------------------------------------------------------------------
+
+def linformer_columns(proj, n):
+    """E_n: the first n columns of a layer's proj_e / proj_f [k, max_seq_len]
+    (n the run-time sequence length, at most max_seq_len)."""
+    if n > proj.shape[1]:
+        raise ValueError("linformer: sequence of %d positions, but E and F have %d columns (max_seq_len)"
+                         % (n, proj.shape[1]))
+    return proj[:, :n]
+
+
+LINFORMER_MISTAKES = ("e_for_values", "f_for_keys", "e_f_swapped", "last_columns", "row_stride_n",
+                      "unscaled")
+
+
+def linformer_factored(q, k, v, e_n, f_n, head_dim, mistake=None):
+    """The second form, by associativity and without K' or V': scores =
+    (q K^T) E_n^T / sqrt(dk) ([B,H,Sq,n] @ [n,k]), P = softmax(scores),
+    out = (P F_n) V ([B,H,Sq,k] @ [k,n] -> [B,H,Sq,n], @ [B,H,n,dk]).
+    q [B,H,Sq,dk], k and v [B,H,n,dk] (grouped-query heads already
+    expanded), e_n and f_n [k, n].  `mistake` (self-test only) plants one
+    deliberate error of LINFORMER_MISTAKES: E for the values, F for the
+    keys, both swapped, the last n columns of a longer E/F instead of the
+    first, E/F read with a row stride of n instead of max_seq_len (pass the
+    whole [k, max_seq_len] tensors then), no 1/sqrt(dk)."""
+    n = k.shape[2]
+    if mistake in ("last_columns", "row_stride_n"):
+        whole_e, whole_f = e_n, f_n
+        if mistake == "last_columns":
+            e_n, f_n = whole_e[:, whole_e.shape[1] - n:], whole_f[:, whole_f.shape[1] - n:]
+        else:
+            rows = whole_e.shape[0]
+            e_n = whole_e.reshape(-1)[:rows * n].reshape(rows, n)
+            f_n = whole_f.reshape(-1)[:rows * n].reshape(rows, n)
+    if mistake == "e_for_values":
+        f_n = e_n
+    elif mistake == "f_for_keys":
+        e_n = f_n
+    elif mistake == "e_f_swapped":
+        e_n, f_n = f_n, e_n
+    s = torch.matmul(torch.matmul(q, k.transpose(-1, -2)), e_n.transpose(0, 1))
+    if mistake != "unscaled":
+        s = s / math.sqrt(head_dim)
+    return torch.matmul(torch.matmul(softmax_last(s), f_n), v)
+
+
+# ---------------------------------------------------------------------------
 # (b) The from-the-formulas implementation.
 # ---------------------------------------------------------------------------
 
@@ -636,14 +737,19 @@ class FormulaAttention(nn.Module):
         self.head_dim = cfg.head_dim
         self.score_kind = cfg.attention_score
         # Section 7: the model's kind for self-attention; cross-attention
-        # is always full.  form: "dense" (the rule's mask on the score
-        # matrix) or "banded" (each row gathers its keys, banded_attention).
-        if form not in ("dense", "banded"):
+        # is always full.  form: "dense" (a window's mask on the score
+        # matrix; Linformer's K and V projected first, linformer_attention),
+        # "banded" (a window's rows gather their keys, banded_attention) or
+        # "factored" (Linformer by associativity, linformer_factored); a
+        # form that is not the kind's is dense.
+        if form not in ("dense", "banded", "factored"):
             raise ValueError(form)
         self.form = form
         windowed = self_attention and cfg.sliding_window
         self.window = cfg.window if windowed else None
         self.global_tokens = cfg.global_tokens if windowed else 0
+        # Linformer: E and F [k, max_seq_len] of this self-attention.
+        self.linformer_k = cfg.linformer_k if (self_attention and cfg.linformer) else None
         rows = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
         self.in_proj_weight = nn.Parameter(torch.empty(rows, d))
         if cfg.bias:
@@ -655,6 +761,9 @@ class FormulaAttention(nn.Module):
             self.score = _BilinearScore(cfg.num_heads, cfg.head_dim)
         elif self.score_kind == "additive":
             self.score = _AdditiveScore(cfg.num_heads, cfg.additive_dim, cfg.head_dim)
+        if self.linformer_k is not None:
+            self.proj_e = nn.Parameter(torch.empty(cfg.linformer_k, cfg.max_seq_len))
+            self.proj_f = nn.Parameter(torch.empty(cfg.linformer_k, cfg.max_seq_len))
 
     def forward(self, x, mem=None, causal=False, rope=None):
         """x [B,Sq,D]; mem [B,Sk,D] (cross-attention) or None (self);
@@ -676,6 +785,29 @@ class FormulaAttention(nn.Module):
             cos, sin, style = rope
             q = apply_rope(q, cos[:sq], sin[:sq], style)
             k = apply_rope(k, cos[:sk], sin[:sk], style)
+        if self.linformer_k is not None:
+            if mem is not None:
+                raise ValueError("cross-attention is always full")
+            if causal:
+                raise ValueError("linformer is never causal")
+            e_n, f_n = linformer_columns(self.proj_e, sk), linformer_columns(self.proj_f, sk)
+            if self.form != "factored":
+                # The formula form: K' = E_n K and V' = F_n V along the
+                # sequence ([k, n] @ [B,KV,n,dk] -> [B,KV,k,dk]; E and F
+                # are shared by every head, so the KV heads are projected
+                # first and each query head reads its group's rows), then
+                # ordinary attention over those k rows, without a mask.
+                kp, vp = torch.matmul(e_n, k), torch.matmul(f_n, v)
+                if hkv != h:
+                    kv_of = torch.tensor([i // (h // hkv) for i in range(h)])
+                    kp, vp = kp[:, kv_of], vp[:, kv_of]
+                o = dense_attention(q, kp, vp, self.scores)
+            else:
+                if hkv != h:
+                    k = torch.repeat_interleave(k, h // hkv, dim=1)
+                    v = torch.repeat_interleave(v, h // hkv, dim=1)
+                o = linformer_factored(q, k, v, e_n, f_n, dk)
+            return self.out_proj(o.transpose(1, 2).reshape(b, sq, d))
         if hkv != h:
             # Query head i reads key/value head i // (h / hkv): gather those.
             kv_of = torch.tensor([i // (h // hkv) for i in range(h)])
@@ -780,7 +912,9 @@ class FormulaModel(nn.Module):
     `input` (encoder/decoder) or `src`, `tgt` (encoder_decoder): int64 ids
     [S] / [B,S], or float [S,D] / [B,S,D].  attention_form: how a sliding
     window is computed, "dense" (the rule's [q, k] mask on the scores, -inf
-    where not allowed) or "banded" (each query row gathers only its keys)."""
+    where not allowed) or "banded" (each query row gathers only its keys);
+    and Linformer, "dense" (K' = E_n K, V' = F_n V, then attention) or
+    "factored" ((q K^T) E_n^T and (P F_n) V)."""
 
     def __init__(self, cfg, shared_embeddings=False, attention_form="dense"):
         super().__init__()
@@ -995,6 +1129,8 @@ class TorchSingleStack(nn.TransformerEncoder, _TorchEmbedMixin):
 
     def __init__(self, cfg):
         cfg = as_config(cfg)
+        if cfg.linformer:
+            raise ConfigError("nn.Transformer does not express linformer attention")
         norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.final_norm else None
         super().__init__(_encoder_layer(cfg), cfg.num_layers, norm=norm, enable_nested_tensor=False)
         self.cfg = cfg
@@ -1018,6 +1154,8 @@ class TorchEncoderDecoder(nn.Transformer, _TorchEmbedMixin):
 
     def __init__(self, cfg, shared_embeddings=False):
         cfg = as_config(cfg)
+        if cfg.linformer:
+            raise ConfigError("nn.Transformer does not express linformer attention")
         enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.final_norm else None
         dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.final_norm else None
         encoder = nn.TransformerEncoder(_encoder_layer(cfg), cfg.num_encoder_layers, norm=enc_norm,
@@ -1306,6 +1444,9 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
         cfg = as_config(cfg)
         if mistake is not None and mistake not in HF_MISTAKES:
             raise ValueError(mistake)
+        if cfg.linformer:
+            raise ConfigError("(c) does not express linformer attention (its second form is (b) "
+                              "factored)")
         self.cfg = cfg
         self.shared_embeddings = shared_embeddings
         self.mistake = mistake
@@ -1482,13 +1623,15 @@ def build_torch_model(cfg, shared_embeddings=False):
     express the model; (c), the Hugging Face style modules, for a model that
     uses section 11's keys; for another sliding-window model, (b) with the
     window's banded form (each query row gathers its keys) instead of the
-    dense mask; None otherwise ((b) alone)."""
+    dense mask; for a linformer model, (b) in the factored form ((q K^T)
+    E_n^T, (P F_n) V) instead of projecting K and V; None otherwise ((b)
+    alone)."""
     cfg = as_config(cfg)
     form = cfg.second_form()
     if form == "hf":
         return build_hf_model(cfg, shared_embeddings)
-    if form == "banded":
-        return build_formula_model(cfg, shared_embeddings, attention_form="banded")
+    if form in ("banded", "factored"):
+        return build_formula_model(cfg, shared_embeddings, attention_form=form)
     if form is None:
         return None
     if cfg.is_encdec:
@@ -1506,7 +1649,10 @@ def make_weights(cfg, seed, shared_embeddings=False, perturb=True):
     then, with `perturb`, LayerNorm weights/biases and the zero-initialised
     biases get small random values so that every tensor matters.  Score
     parameters: U(+-1/sqrt(dk)) for bilinear W and additive w_key/w_query,
-    U(+-2/sqrt(additive_dim)) for additive v.
+    U(+-2/sqrt(additive_dim)) for additive v.  Linformer's proj_e / proj_f
+    [k, max_seq_len]: like a Linear of fan_in max_seq_len,
+    U(+-1/sqrt(max_seq_len)), so a projected row E_n K is about 0.5 |K| at
+    n near max_seq_len (the self-test checks that E and F each matter).
     """
     cfg = as_config(cfg)
     g = torch.Generator().manual_seed(int(seed))
@@ -1531,6 +1677,8 @@ def make_weights(cfg, seed, shared_embeddings=False, perturb=True):
             t = normal(shape, 0.1) if perturb else torch.zeros(shape, dtype=torch.float64)
         elif "embed" in name:
             t = normal(shape)
+        elif leaf in ("proj_e", "proj_f"):
+            t = uniform(shape, 1.0 / math.sqrt(shape[1]))
         elif ".score." in name:
             if leaf == "v":
                 t = uniform(shape, 2.0 / math.sqrt(shape[-1]))
@@ -1682,7 +1830,8 @@ def _random_inputs(cfg, gen, batch, seqs):
 def _naive_attention(attn, x, mem, causal, rope):
     """Per-element loops over batch, head, i, j in float64: a third
     formulation of FormulaAttention for the self-test (a sliding window as
-    the contract words it, per (i, j))."""
+    the contract words it, per (i, j); Linformer's rows K'_r = sum_j
+    E[r, j] k_j and V'_r = sum_j F[r, j] v_j for j < n, after rope)."""
     kv = x if mem is None else mem
     b, sq, d = x.shape
     sk = kv.shape[1]
@@ -1720,9 +1869,15 @@ def _naive_attention(attn, x, mem, causal, rope):
                     return r
                 qs = [rot(q, i) for i, q in enumerate(qs)]
                 ks = [rot(k, j) for j, k in enumerate(ks)]
+            if getattr(attn, "linformer_k", None) is not None:
+                assert mem is None and not causal, "linformer: self-attention, never causal"
+                E, Fp = attn.proj_e.double(), attn.proj_f.double()
+                ks = [sum(E[r, j] * ks[j] for j in range(sk)) for r in range(E.shape[0])]
+                vs = [sum(Fp[r, j] * vs[j] for j in range(sk)) for r in range(Fp.shape[0])]
+            nk = len(ks)
             for i in range(sq):
                 scores = []
-                for j in range(sk):
+                for j in range(nk):
                     q, k = qs[i], ks[j]
                     if attn.score_kind == "scaled_dot":
                         s = float(q @ k) / math.sqrt(dk)
@@ -1745,7 +1900,7 @@ def _naive_attention(attn, x, mem, causal, rope):
                 m = max(scores)
                 e = [math.exp(s - m) for s in scores]
                 z = sum(e)
-                o = sum((e[j] / z) * vs[j] for j in range(sk))
+                o = sum((e[j] / z) * vs[j] for j in range(nk))
                 out[bb, i, rows] = o
     Wo = attn.out_proj.weight.double()
     bo = attn.out_proj.bias.double() if attn.out_proj.bias is not None else 0.0
@@ -2080,6 +2235,10 @@ def self_test(verbose=False, extra_descs=()):
             banded = FormulaAttention(cfg, form="banded").double()
             banded.load_state_dict(attn.state_dict())
             forms = [(" dense", attn), (" banded", banded)]
+        if cfg.linformer:        # the factored form too, on the same parameters
+            factored = FormulaAttention(cfg, form="factored").double()
+            factored.load_state_dict(attn.state_dict())
+            forms = [(" dense", attn), (" factored", factored)]
         for form, a in forms:
             with torch.no_grad():
                 got = a(xq, mem=mem, causal=causal, rope=rope[:3] if rope else None)
@@ -2175,7 +2334,10 @@ def self_test(verbose=False, extra_descs=()):
 
     # 6. Whole models: (b) vs (a) (vs (c) for section 11's keys), names
     #    against the contract's tables.
-    descs = list(_desc_variants()) + _section11_variants() + list(extra_descs)
+    # (Linformer cases are section 9's: their sequences stay within
+    # max_seq_len, the columns of E and F.)
+    descs = (list(_desc_variants()) + _section11_variants()
+             + [d for d in extra_descs if not Config(d).linformer])
     for idx, desc in enumerate(descs):
         shared_opts = (False, True) if (desc["architecture"] == "encoder_decoder" and "vocab_size" in desc) else (False,)
         for shared in shared_opts:
@@ -2267,6 +2429,12 @@ def self_test(verbose=False, extra_descs=()):
     #    attention, decode steps at absolute positions, planted mistakes.
     _window_self_test(check, check_differs, gen, extra_descs)
 
+    # 9. Linformer (section 7): the key's good and bad values, the weight
+    #    listing, the formula and factored forms against the per-element
+    #    loop and each other, whole models, E = F = a permutation as full
+    #    attention (against (a)), planted mistakes.
+    _linformer_self_test(check, check_differs, gen, extra_descs, check_attention)
+
     print("reference self-test: %d checks, worst normalised diff %.3g (bound 1e-5), %d failed"
           % (n_checks, worst, len(failures)))
     return not failures
@@ -2279,7 +2447,8 @@ def _short(desc):
     out = ["%s=%s" % (k, desc[k]) for k in keys if k in desc]
     a = desc.get("attention")
     if isinstance(a, dict):
-        out.append("attention=%s" % ":".join(str(a[k]) for k in ("kind", "window", "global_tokens") if k in a))
+        out.append("attention=%s" % ":".join(str(a[k]) for k in ("kind", "window", "global_tokens", "k")
+                                             if k in a))
     return ",".join(out)
 
 
@@ -2342,7 +2511,7 @@ def _window_self_test(check, check_differs, gen, extra_descs):
                 {"kind": "sliding_window"}, {"kind": "sliding_window", "global_tokens": 1},
                 _window(-1), _window(2, -1), _window(True), _window(2.0), _window(2, 1.5), _window("2"),
                 dict(_window(2), block=4), {"kind": "full", "window": 2}, {"kind": "full", "extra": 1},
-                {"kind": "block_sparse", "block": 4}, {"kind": "linformer", "k": 4},
+                {"kind": "block_sparse", "block": 4}, {"kind": "linformer", "window": 4},
                 {"kind": "performer", "features": 8}):
         try:
             Config(dict(base, attention=att))
@@ -2534,6 +2703,330 @@ def _banded_with_mistake(attn, mistake, x, mem=None, causal=False, rope=None):
         q, k = apply_rope(q, cos[:sq], sin[:sq], style), apply_rope(k, cos[:sq], sin[:sq], style)
     o = banded_attention(q, k, v, attn.scores, attn.window, attn.global_tokens, causal, mistake=mistake)
     return attn.out_proj(o.transpose(1, 2).reshape(b, sq, d))
+
+
+def _linformer(k):
+    return dict(kind="linformer", k=k)
+
+
+def _linformer_variants():
+    """Linformer models for the self-test: every architecture (the decoder
+    and encoder_decoder with causal false), k 1, k below, equal to and above
+    the sequence, k = max_seq_len, rope half and interleaved, both norms,
+    ids with a tied and an untied LM head and float inputs, 1 and 2 layers
+    (each its own E and F), grouped-query heads and the other section 11
+    keys, an odd head count."""
+    base = dict(d_model=32, num_heads=4, d_ff=48, max_seq_len=16)
+    llama = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu",
+                 ffn_gated=True, bias=False, num_kv_heads=2)
+    return [
+        dict(base, architecture="encoder", num_layers=2, attention=_linformer(4)),
+        dict(base, architecture="encoder", num_layers=2, norm="pre", positional="learned", vocab_size=29,
+             tie_embeddings=False, attention=_linformer(20)),
+        dict(base, architecture="encoder", num_layers=2, attention=_linformer(1)),
+        dict(base, architecture="encoder", num_layers=2, norm="pre", positional="rope", vocab_size=29,
+             attention=_linformer(4)),
+        dict(base, architecture="encoder", num_layers=1, positional="rope", rope_style="interleaved",
+             activation="gelu", attention=_linformer(6)),
+        dict(base, architecture="decoder", num_layers=2, causal=False, norm="pre", positional="rope",
+             vocab_size=29, attention=_linformer(5)),
+        dict(base, architecture="encoder_decoder", num_layers=2, causal=False, vocab_size=29,
+             attention=_linformer(4)),
+        dict(base, architecture="encoder_decoder", num_encoder_layers=1, num_decoder_layers=2, causal=False,
+             norm="pre", positional="rope", attention=_linformer(3)),
+        dict(base, architecture="encoder", num_layers=2, vocab_size=29, attention=_linformer(4), **llama),
+        dict(base, architecture="encoder_decoder", num_layers=1, causal=False, attention=_linformer(8),
+             **dict(llama, positional="sinusoidal", num_kv_heads=1)),
+        dict(base, architecture="encoder", num_layers=2, d_model=30, num_heads=3, d_ff=50,
+             attention=_linformer(7)),
+        dict(base, architecture="decoder", num_layers=2, causal=False, positional="none", vocab_size=29,
+             lm_head=False, attention=_linformer(16)),
+    ]
+
+
+LINFORMER_MODEL_MISTAKES = LINFORMER_MISTAKES + ("bias_after_projection", "rope_after_projection",
+                                                 "rope_not_on_k")
+
+
+def _linformer_with_mistake(attn, mistake, x, mem=None, causal=False, rope=None):
+    """FormulaAttention.forward of a linformer self-attention with one of
+    LINFORMER_MODEL_MISTAKES planted (self-test only): those of
+    linformer_factored, or the projection made before the in-projection's
+    K and V bias (E_n (x W^T) + b), or rope applied to the k projected rows
+    (positions 0..k-1) instead of the keys, or k not rotated at all."""
+    b, sq, d = x.shape
+    h, hkv, dk = attn.num_heads, attn.num_kv_heads, attn.head_dim
+    w, bias = attn.in_proj_weight, attn.in_proj_bias
+    rows = {"q": slice(0, h * dk), "k": slice(h * dk, (h + hkv) * dk), "v": slice((h + hkv) * dk, (h + 2 * hkv) * dk)}
+
+    def heads(t, n):
+        return t.reshape(b, t.shape[1], n, dk).transpose(1, 2)
+
+    def proj(which, with_bias=True):
+        r = rows[which]
+        return heads(linear(x, w[r], bias[r] if (with_bias and bias is not None) else None),
+                     h if which == "q" else hkv)
+    e_n, f_n = attn.proj_e[:, :sq], attn.proj_f[:, :sq]
+    q = proj("q")
+    if rope is not None:
+        cos, sin, style = rope
+        q = apply_rope(q, cos[:sq], sin[:sq], style)
+    if mistake in ("bias_after_projection", "rope_after_projection", "rope_not_on_k"):
+        late_bias = mistake == "bias_after_projection"
+        k, v = proj("k", not late_bias), proj("v", not late_bias)
+        if rope is not None and mistake == "bias_after_projection":
+            k = apply_rope(k, cos[:sq], sin[:sq], style)
+        kp, vp = torch.matmul(e_n, k), torch.matmul(f_n, v)
+        if late_bias and bias is not None:
+            kp = kp + bias[rows["k"]].reshape(hkv, dk)[None, :, None, :]
+            vp = vp + bias[rows["v"]].reshape(hkv, dk)[None, :, None, :]
+        if mistake == "rope_after_projection":
+            kp = apply_rope(kp, cos[:kp.shape[2]], sin[:kp.shape[2]], style)
+        kp = torch.repeat_interleave(kp, h // hkv, dim=1)
+        vp = torch.repeat_interleave(vp, h // hkv, dim=1)
+        o = dense_attention(q, kp, vp, attn.scores)
+    else:
+        k, v = proj("k"), proj("v")
+        if rope is not None:
+            k = apply_rope(k, cos[:sq], sin[:sq], style)
+        k = torch.repeat_interleave(k, h // hkv, dim=1)
+        v = torch.repeat_interleave(v, h // hkv, dim=1)
+        if mistake in ("last_columns", "row_stride_n"):
+            e_n, f_n = attn.proj_e, attn.proj_f
+        o = linformer_factored(q, k, v, e_n, f_n, dk, mistake=mistake)
+    return attn.out_proj(o.transpose(1, 2).reshape(b, sq, d))
+
+
+def _self_attentions(model):
+    """The self-attention modules of a FormulaModel, in weight-name order."""
+    if model.cfg.is_encdec:
+        return [l.self_attn for l in model.encoder.layers] + [l.self_attn for l in model.decoder.layers]
+    return [l.self_attn for l in model.layers]
+
+
+def _linformer_self_test(check, check_differs, gen, extra_descs, check_attention):
+    """Section 9 of the self-test: Linformer attention."""
+    # The key: good values parse; a missing or bad k, another kind's key,
+    # linformer with causal (by default too: decoder, encoder_decoder) or a
+    # score other than scaled_dot are a ConfigError naming the problem.
+    base = dict(architecture="encoder", d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=8)
+    parsed = []
+    for desc, want in ((dict(base, attention=_linformer(4)), 4), (dict(base, attention=_linformer(1)), 1),
+                       (dict(base, attention=_linformer(1000)), 1000),
+                       (dict(base, architecture="decoder", causal=False, attention=_linformer(3)), 3),
+                       (dict(base, architecture="encoder_decoder", causal=False, attention=_linformer(2)), 2),
+                       (dict(base, causal=False, attention_score="scaled_dot", attention=_linformer(2)), 2)):
+        cfg = Config(desc)
+        parsed.append(cfg.linformer and cfg.linformer_k == want and cfg.window is None
+                      and not cfg.sliding_window and not cfg.causal and cfg.second_form() == "factored")
+    refused = []
+    for over, needle in (({"attention": {"kind": "linformer"}}, "needs"),
+                         ({"attention": _linformer(0)}, "'k'"), ({"attention": _linformer(-1)}, "'k'"),
+                         ({"attention": _linformer(True)}, "'k'"), ({"attention": _linformer(2.0)}, "'k'"),
+                         ({"attention": _linformer("4")}, "'k'"), ({"attention": _linformer(None)}, "'k'"),
+                         ({"attention": _linformer([4])}, "'k'"),
+                         ({"attention": dict(_linformer(4), window=2)}, "sliding_window"),
+                         ({"attention": dict(_linformer(4), global_tokens=1)}, "sliding_window"),
+                         ({"attention": dict(_linformer(4), features=8)}, "performer"),
+                         ({"attention": dict(_linformer(4), block=4)}, "block_sparse"),
+                         ({"attention": dict(_linformer(4), kk=4)}, "kk"),
+                         ({"attention": {"kind": "sliding_window", "window": 2, "k": 4}}, "linformer"),
+                         ({"attention": {"kind": "full", "k": 4}}, "linformer"),
+                         ({"architecture": "decoder", "attention": _linformer(4)}, "causal"),
+                         ({"architecture": "encoder_decoder", "attention": _linformer(4)}, "causal"),
+                         ({"architecture": "decoder", "causal": True, "attention": _linformer(4)}, "causal"),
+                         ({"causal": True, "attention": _linformer(4)}, "causal"),
+                         ({"attention_score": "dot", "attention": _linformer(4)}, "scaled_dot"),
+                         ({"attention_score": "bilinear", "attention": _linformer(4)}, "scaled_dot"),
+                         ({"attention_score": "additive", "attention": _linformer(4)}, "scaled_dot")):
+        try:
+            Config(dict(base, **over))
+            refused.append(False)
+        except ConfigError as e:
+            refused.append(needle in str(e))
+    check("linformer key: %d of %d good values parse, %d of %d bad ones refused naming the problem"
+          % (sum(parsed), len(parsed), sum(refused), len(refused)),
+          float(len(parsed) - sum(parsed) + len(refused) - sum(refused)), 0.5)
+
+    # The listing: proj_e and proj_f [k, max_seq_len] in every self-attention
+    # of every stack, none in cross-attention, the rest as without the kind.
+    desc = dict(architecture="encoder_decoder", d_model=16, num_heads=2, d_ff=8, num_encoder_layers=2,
+                num_decoder_layers=1, max_seq_len=12, causal=False, vocab_size=11)
+    got = expected_weights(Config(dict(desc, attention=_linformer(5))))
+    plain = expected_weights(Config(desc))
+    want = dict(plain)
+    for prefix in ("encoder.layers.0.", "encoder.layers.1.", "decoder.layers.0."):
+        want[prefix + "self_attn.proj_e"] = (5, 12)
+        want[prefix + "self_attn.proj_f"] = (5, 12)
+    single = expected_weights(Config(dict(base, num_layers=2, attention=_linformer(3))))
+    single_plain = expected_weights(Config(dict(base, num_layers=2)))
+    single_want = dict(single_plain, **{"layers.%d.self_attn.proj_%s" % (i, x): (3, 8)
+                                        for i in range(2) for x in "ef"})
+    check("linformer weights: proj_e/proj_f [k, max_seq_len] per self-attention (%d names off)"
+          % (len(set(got.items()) ^ set(want.items())) + len(set(single.items()) ^ set(single_want.items()))),
+          float(len(set(got.items()) ^ set(want.items())) + len(set(single.items()) ^ set(single_want.items()))),
+          0.5)
+
+    # The attention function, both forms, against the per-element float64
+    # loop: k 1, below, equal to and above the sequence, n below and equal
+    # to max_seq_len (16), rope styles, grouped-query heads, no biases.
+    for n, (kk, seq, rope_style) in enumerate(itertools.product((1, 3, 9, 20), (5, 9, 16),
+                                                               (None, "half", "interleaved"))):
+        d, h = ((12, 3), (16, 2))[n % 2]
+        desc = dict(d_model=d, num_heads=h, attention_score="scaled_dot", attention=_linformer(kk))
+        extra = ""
+        if n % 4 == 1:
+            desc.update(d_model=16, num_heads=4, num_kv_heads=2)
+            extra = " kv_heads=2"
+        elif n % 4 == 3:
+            desc.update(d_model=12, num_heads=3, num_kv_heads=1, bias=False)
+            extra = " kv_heads=1 bias=False"
+        check_attention("linformer k=%d seq=%d%s" % (kk, seq, extra), desc, False, False, rope_style, seq=seq)
+
+    # Whole models: (b) formula against (b) factored in float32 (1e-5) and in
+    # float64 (1e-10), batched and not, n below max_seq_len and equal to it,
+    # and n = 1; the kind matters (vs full attention), E and F each matter,
+    # and with two layers or more each layer's own E and F (swapping them
+    # between layers changes the output).
+    descs = _linformer_variants() + [d for d in extra_descs if Config(d).linformer]
+    for idx, desc in enumerate(descs):
+        cfg = Config(desc)
+        shared = cfg.is_encdec and cfg.tokens and idx % 2 == 1
+        label = "linformer model %d %s%s" % (idx, _short(desc), " shared" if shared else "")
+        exp = expected_weights(cfg, shared)
+        names_ok = True
+        for form in ("dense", "factored"):
+            names = {k: tuple(v.shape) for k, v in build_formula_model(cfg, shared, form).state_dict().items()}
+            if names != exp:
+                names_ok = False
+        check("%s: (b) names == the contract's listing, both forms" % label, 0.0 if names_ok else 1.0, 0.5)
+        weights = make_weights(cfg, seed=1300 + idx, shared_embeddings=shared)
+        dense = load_weights(build_formula_model(cfg, shared), weights)
+        factored = load_weights(build_torch_model(cfg, shared), weights)
+        dense64 = load_weights(build_formula_model(cfg, shared).double(), weights)
+        factored64 = load_weights(build_formula_model(cfg, shared, "factored").double(), weights)
+        full_w = {k: v for k, v in weights.items() if not k.endswith(("proj_e", "proj_f"))}
+        full = load_weights(build_formula_model(dict(desc, attention={"kind": "full"}), shared), full_w)
+        N = cfg.max_seq_len
+        for batch, seqs in ((2, (min(11, N), min(9, N))), (0, (N, N - 3)), (1, (1, 1))):
+            seqs = seqs if cfg.is_encdec else seqs[:1]
+            inputs = _random_inputs(cfg, gen, batch, seqs)
+            tag = "%s batch=%d seq=%s" % (label, batch, "/".join(map(str, seqs)))
+            with torch.no_grad():
+                yd, yf = dense(**inputs), factored(**inputs)
+                sc = yd.abs().max().item()
+                want_shape = ((batch,) if batch else ()) + (seqs[-1], cfg.out_dim)
+                check("%s: output shape %s" % (tag, tuple(yd.shape)),
+                      0.0 if tuple(yd.shape) == want_shape == tuple(yf.shape) else 1.0, 0.5)
+                check("%s formula vs factored" % tag, _max_diff(yd, yf), scale=sc)
+                in64 = {k: (v if cfg.tokens else v.double()) for k, v in inputs.items()}
+                y64 = dense64(**in64)
+                check("%s formula vs factored, float64" % tag, _max_diff(y64, factored64(**in64)), 1e-10,
+                      scale=y64.abs().max().item())
+                if batch != 2:
+                    continue
+                check_differs("%s: linformer matters (vs full attention)" % tag, _max_diff(full(**inputs), yd))
+                for which, what in (("proj_e", "E zeroed"), ("proj_f", "F halved")):
+                    if which == "proj_e" and cfg.linformer_k == 1:
+                        continue   # one projected row: softmax over it is 1, whatever E is
+                    w2 = {k: (v * (0.0 if which == "proj_e" else 0.5) if k.endswith(which) else v)
+                          for k, v in weights.items()}
+                    m = load_weights(build_formula_model(cfg, shared), w2)
+                    check_differs("%s: %s matters" % (tag, what), _max_diff(m(**inputs), yd))
+                attns = _self_attentions(dense)
+                if len(attns) >= 2:
+                    # Layer 0's E and F swapped with the next self-attention's.
+                    names = [k for k in weights if k.endswith(("proj_e", "proj_f"))]
+                    first, second = names[:2], names[2:4]
+                    w2 = dict(weights)
+                    for a_, b_ in zip(first, second):
+                        w2[a_], w2[b_] = weights[b_], weights[a_]
+                    m = load_weights(build_formula_model(cfg, shared), w2)
+                    check_differs("%s: each layer its own E and F (two swapped)" % tag,
+                                  _max_diff(m(**inputs), yd))
+
+    # Anchored to PyTorch's own modules: with k = n and E_n = F_n = the same
+    # permutation matrix (columns n.. of E and F random, so they must be
+    # cut off), K' and V' are K and V reordered alike, and the output is
+    # full attention's, which (a) (nn.TransformerEncoder / nn.Transformer)
+    # computes.  A permutation of F other than E's must differ.
+    for arch, extra in (("encoder", {}), ("decoder", dict(vocab_size=29, norm="pre")),
+                        ("encoder_decoder", dict(vocab_size=29))):
+        n = 11
+        desc = dict(architecture=arch, d_model=32, num_heads=4, d_ff=48, max_seq_len=16, causal=False,
+                    attention=_linformer(n), **extra)
+        if arch == "encoder_decoder":
+            desc.update(num_encoder_layers=2, num_decoder_layers=1)
+        else:
+            desc["num_layers"] = 2
+        cfg = Config(desc)
+        weights = make_weights(cfg, seed=1400)
+        w_perm, w_other = dict(weights), dict(weights)
+        for name in [k for k in weights if k.endswith("proj_e")]:
+            p = torch.randperm(n, generator=gen)
+            mat = weights[name].clone()
+            mat[:, :n] = torch.eye(n)[p]
+            w_perm[name] = mat
+            w_perm[name[:-1] + "f"] = mat.clone()
+            w_other[name] = mat
+            other = mat.clone()
+            other[:, :n] = torch.eye(n)[torch.roll(p, 1)]
+            w_other[name[:-1] + "f"] = other
+        desc_full = dict(desc, attention={"kind": "full"})
+        ta = load_weights(build_torch_model(desc_full), {k: v for k, v in weights.items()
+                                                         if not k.endswith(("proj_e", "proj_f"))})
+        for batch in (2, 0):
+            seqs = (n, n) if cfg.is_encdec else (n,)
+            inputs = _random_inputs(cfg, gen, batch, seqs)
+            with torch.no_grad():
+                want = ta(**inputs)
+                sc = want.abs().max().item()
+                for form in ("dense", "factored"):
+                    got = load_weights(build_formula_model(cfg, attention_form=form), w_perm)(**inputs)
+                    check("linformer E = F = a permutation (k = n = %d) is full attention, %s batch=%d, "
+                          "(a) vs (b) %s" % (n, arch, batch, form), _max_diff(got, want), scale=sc)
+                got = load_weights(build_formula_model(cfg), w_other)(**inputs)
+                check_differs("linformer F a permutation other than E's, %s batch=%d" % (arch, batch),
+                              _max_diff(got, want))
+
+    # Planted mistakes must show: E for the values, F for the keys, both
+    # swapped, the last n columns, a row stride of n, no 1/sqrt(dk), the
+    # projection before the K/V bias, and with rope: rope on the projected
+    # rows instead of the keys, k not rotated.  n = 12 of max_seq_len 16.
+    for desc in (dict(architecture="encoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+                      attention=_linformer(4)),
+                 dict(architecture="encoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+                      vocab_size=29, positional="rope", norm="pre", attention=_linformer(6))):
+        cfg = Config(desc)
+        w = make_weights(cfg, seed=1500)
+        for batch in (2, 0):
+            inputs = _random_inputs(cfg, gen, batch, (12,))
+            with torch.no_grad():
+                want = load_weights(build_formula_model(cfg), w)(**inputs)
+                for mistake in LINFORMER_MODEL_MISTAKES:
+                    if mistake.startswith("rope") and cfg.positional != "rope":
+                        continue
+                    m = load_weights(build_formula_model(cfg, attention_form="factored"), w)
+                    for layer in m.layers:
+                        layer.self_attn.forward = functools.partial(_linformer_with_mistake, layer.self_attn,
+                                                                    mistake)
+                    check_differs("linformer with %s, %s batch=%d" % (mistake, _short(desc), batch),
+                                  _max_diff(m(**inputs), want))
+                # The harness of the mistakes itself: without one, it is the model.
+                m = load_weights(build_formula_model(cfg), w)
+                for layer in m.layers:
+                    layer.self_attn.forward = functools.partial(_linformer_with_mistake, layer.self_attn, None)
+                check("linformer mistake harness without a mistake, %s batch=%d" % (_short(desc), batch),
+                      _max_diff(m(**inputs), want), scale=want.abs().max().item())
+                # A sequence longer than max_seq_len has no columns of E.
+                long_inputs = _random_inputs(cfg, gen, batch, (17,))
+                try:
+                    load_weights(build_formula_model(cfg), w)(**long_inputs)
+                    refused = False
+                except ValueError:
+                    refused = True
+                check("linformer: a sequence of 17 > max_seq_len 16 is refused, %s batch=%d"
+                      % (_short(desc), batch), 0.0 if refused else 1.0, 0.5)
 
 
 def main(argv=None):

@@ -70,7 +70,8 @@ protected:
         weight(body, "layers.0.self_attn.out_proj.bias", {kDModel}),
         /*score_params=*/ValueRange(), /*mask=*/MaskAttr(),
         /*rope=*/RopeStyleAttr(), /*rope_base=*/FloatAttr(), /*cache=*/Value(),
-        /*position=*/Value());
+        /*position=*/Value(), /*cache_read_only=*/false,
+        /*proj_e=*/Value(), /*proj_f=*/Value());
     Value h = AddOp::create(body, loc, x, attn);
     h = LayerNormOp::create(body, loc, /*rms=*/UnitAttr(), h,
                             weight(body, "layers.0.norm1.weight", {kDModel}),

@@ -154,12 +154,20 @@ void FunctionEmitter::emitRotaryRows(const HeadView &view, const Heads &shape,
   os << "}\n";
 }
 
-LogicalResult FunctionEmitter::emitRotary(RotaryOp op) {
-  auto it = heads.find(op.getInput());
+FailureOr<FunctionEmitter::Heads>
+FunctionEmitter::headRows(Operation *op, Value value, StringRef verb) {
+  auto it = heads.find(value);
   if (it == heads.end() || it->second.view.featureStride != 1)
-    return op.emitError("the Highway backend rotates per-head rows of "
-                        "tfm.split_heads or tfm.rotary");
-  Heads in = it->second;
+    return op->emitError("the Highway backend ")
+           << verb << " per-head rows of tfm.split_heads or tfm.rotary";
+  return it->second;
+}
+
+LogicalResult FunctionEmitter::emitRotary(RotaryOp op) {
+  FailureOr<Heads> rows = headRows(op, op.getInput(), "rotates");
+  if (failed(rows))
+    return failure();
+  Heads in = *rows;
   std::string offset =
       op.getOffset() ? scalars[op.getOffset()] : std::string("0");
   float base = op.getBase().convertToFloat();
@@ -189,6 +197,66 @@ LogicalResult FunctionEmitter::emitRotary(RotaryOp op) {
                        "GEMM wrote"
                      : "rotary positions applied to a copy of the rows "
                        "(other ops read them unrotated)");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Linformer's projection along the sequence
+//===----------------------------------------------------------------------===//
+
+LogicalResult FunctionEmitter::emitSequenceProjection(SequenceProjectionOp op) {
+  FailureOr<Heads> input = headRows(op, op.getInput(), "projects");
+  if (failed(input))
+    return failure();
+  const Heads in = *input;
+  RankedTensorType e = op.getProjection().getType();
+  int64_t rows = e.getDimSize(0), columns = e.getDimSize(1);
+  int64_t dk = in.dk, count = in.heads;
+  // Blocks of output rows a task accumulates: each input row loaded once
+  // per block serves all of them, which stay in L1 (32 x dk floats).
+  constexpr int64_t kRowBlock = 32;
+  int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
+  Buffer out = allocate(op.getResult(), {in.batch, staticDim(count),
+                                         staticDim(rows), staticDim(dk)});
+  Heads projected{{out.ptr, num(count * rows * dk), num(rows * dk), dk},
+                  in.batch,
+                  staticDim(rows),
+                  count,
+                  dk};
+  std::string ePtr = buffers[op.getProjection()].ptr;
+  os << "{ // sequence projection (linformer): " << rows
+     << " rows of E_n x per head, n of " << columns << " positions\n";
+  os.indent();
+  os << "const int64_t n = " << in.seq.expr << ";\n";
+  os << "pool.parallelFor(" << in.batch.expr << " * " << count * blocks
+     << ", [&](int64_t t) {\n";
+  os.indent();
+  os << "const int64_t b = t / " << count * blocks << ", h = (t / " << blocks
+     << ") % " << count << ", r0 = (t % " << blocks << ") * " << kRowBlock
+     << ";\n";
+  os << "const int64_t rows = std::min<int64_t>(" << kRowBlock << ", " << rows
+     << " - r0);\n";
+  os << "for (int64_t r = 0; r < rows; ++r)\n";
+  os << "  k::Zero(" << projected.view.at("r0 + r") << ", " << dk << ");\n";
+  os << "for (int64_t j = 0; j < n; ++j) {\n";
+  os.indent();
+  os << "const float *x = " << in.view.at("j") << ";\n";
+  os << "for (int64_t r = 0; r < rows; ++r)\n";
+  os << "  k::Axpy(" << ePtr << "[(r0 + r) * " << columns << " + j], x, "
+     << projected.view.at("r0 + r") << ", " << dk << ");\n";
+  os.unindent();
+  os << "}\n";
+  os.unindent();
+  os << "});\n";
+  os.unindent();
+  os << "}\n";
+  heads[op.getResult()] = projected;
+  remark(op, "linformer: each head's " + std::to_string(rows) +
+                 " projected rows accumulated in blocks of " +
+                 std::to_string(kRowBlock) +
+                 ", each input row read once a block; attention then "
+                 "scores " +
+                 std::to_string(rows) + " keys a query, not the sequence");
   return success();
 }
 

@@ -374,6 +374,7 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       .Case([&](SplitHeadsOp o) { return emitSplitHeads(o); })
       .Case([&](MergeHeadsOp o) { return emitMergeHeads(o); })
       .Case([&](RotaryOp o) { return emitRotary(o); })
+      .Case([&](SequenceProjectionOp o) { return emitSequenceProjection(o); })
       .Case([&](CacheAppendOp o) { return emitCacheAppend(o); })
       .Case([&](CacheReadOp o) { return emitCacheRead(o); })
       .Case([&](AttentionOp o) { return emitAttention(o); })

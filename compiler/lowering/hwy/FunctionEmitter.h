@@ -109,6 +109,8 @@ private:
   mlir::LogicalResult emitSplitHeads(mlir::tfm::SplitHeadsOp op);
   mlir::LogicalResult emitMergeHeads(mlir::tfm::MergeHeadsOp op);
   mlir::LogicalResult emitRotary(mlir::tfm::RotaryOp op);
+  mlir::LogicalResult
+  emitSequenceProjection(mlir::tfm::SequenceProjectionOp op);
   mlir::LogicalResult emitCacheAppend(mlir::tfm::CacheAppendOp op);
   mlir::LogicalResult emitCacheRead(mlir::tfm::CacheReadOp op);
   mlir::LogicalResult emitAttention(mlir::tfm::AttentionOp op);
@@ -167,6 +169,10 @@ private:
     Dim batch, seq;
     int64_t heads, dk;
   };
+  /// The per-head rows (features contiguous) `value` holds, or an error at
+  /// `op`, which `verb`s them.
+  mlir::FailureOr<Heads> headRows(mlir::Operation *op, mlir::Value value,
+                                  llvm::StringRef verb);
   /// Rotates the rows of `view` in place (positions from `offset`).
   void emitRotaryRows(const HeadView &view, const Heads &shape,
                       mlir::tfm::RopeStyle style, float base,

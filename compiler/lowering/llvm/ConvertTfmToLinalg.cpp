@@ -167,6 +167,14 @@ struct LowerRotary : TfmLowering<RotaryOp> {
   }
 };
 
+struct LowerSequenceProjection : TfmLowering<SequenceProjectionOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(SequenceProjectionOp op,
+                         TensorBuilder &tb) const override {
+    return tb.sequenceProjection(op.getInput(), op.getProjection());
+  }
+};
+
 struct LowerAttention : TfmLowering<AttentionOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(AttentionOp op, TensorBuilder &tb) const override {
@@ -408,10 +416,9 @@ struct ConvertTfmToLinalgPass
 } // namespace
 
 void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns
-      .add<LowerAdd, LowerLinear, LowerLayerNorm, LowerAddLayerNorm, LowerGlu,
-           LowerSoftmax, LowerSliceRows, LowerSplitHeads, LowerMergeHeads,
-           LowerRotary, LowerAttention, LowerCacheAppend, LowerCacheRead,
-           LowerEmbedding, LowerPositionEncoding, LowerTakeLast>(
-          patterns.getContext());
+  patterns.add<LowerAdd, LowerLinear, LowerLayerNorm, LowerAddLayerNorm,
+               LowerGlu, LowerSoftmax, LowerSliceRows, LowerSplitHeads,
+               LowerMergeHeads, LowerRotary, LowerSequenceProjection,
+               LowerAttention, LowerCacheAppend, LowerCacheRead, LowerEmbedding,
+               LowerPositionEncoding, LowerTakeLast>(patterns.getContext());
 }

@@ -700,6 +700,33 @@ public:
                    });
   }
 
+  /// Linformer's E_n x: `x` [L..., n, d] projected by the first n columns
+  /// of `e` [K, S] to [L..., K, d], the sequence j innermost (reduced).
+  Value sequenceProjection(Value x, Value e) {
+    auto type = cast<RankedTensorType>(x.getType());
+    unsigned rank = type.getRank();
+    unsigned loops = rank + 1; // L..., k, d, j
+    unsigned kDim = rank - 2, dDim = rank - 1, jDim = rank;
+    SmallVector<OpFoldResult> xSizes = sizes(x);
+    Value eN = sliceDim(e, 1, b.getIndexAttr(0), xSizes[rank - 2]);
+    SmallVector<unsigned> lead = range(0, rank - 2);
+    SmallVector<unsigned> xDims = lead, outDims = lead;
+    xDims.append({jDim, dDim});
+    outDims.append({kDim, dDim});
+    SmallVector<OpFoldResult> outSizes = xSizes;
+    outSizes[rank - 2] =
+        b.getIndexAttr(cast<RankedTensorType>(e.getType()).getDimSize(0));
+    SmallVector<IteratorType> iterators = parallel(rank);
+    iterators.push_back(IteratorType::reduction);
+    return generic(
+        {eN, x}, filled(outSizes, 0.0),
+        {map(loops, {kDim, jDim}), map(loops, xDims), map(loops, outDims)},
+        iterators, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+          return arith::AddFOp::create(nb, nl, a[2], m);
+        });
+  }
+
   /// Query rows per block of `attention`: a block's scores ([L..., 64, keys],
   /// 1.5 MiB for 12 heads over 512 keys) are all it stores at a time.
   static constexpr int64_t kQueryBlock = 64;

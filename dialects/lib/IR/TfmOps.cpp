@@ -513,6 +513,34 @@ LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   return success();
 }
 
+LogicalResult SequenceProjectionOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag(loc, getOperationName());
+  RankedTensorType input = tensorType(adaptor.getInput());
+  RankedTensorType projection = tensorType(adaptor.getProjection());
+  if (failed(expectRankAtLeast(diag, "input", input, 2, "[..., n, d]")))
+    return failure();
+  if (!projection || projection.getRank() != 2 || projection.isDynamicDim(0) ||
+      projection.isDynamicDim(1))
+    return diag.fail("projection must be a static [K, S], got ",
+                     Type(projection));
+  int64_t rank = input.getRank(), rows = projection.getDimSize(0),
+          columns = projection.getDimSize(1), n = input.getDimSize(rank - 2);
+  if (rows < 1 || columns < 1)
+    return diag.fail("projection ", Type(projection),
+                     " has no rows or "
+                     "columns");
+  if (!isDynamic(n) && n > columns)
+    return diag.fail("the input's ", n, " rows exceed the projection's ",
+                     columns, " columns");
+  SmallVector<int64_t> shape(input.getShape());
+  shape[rank - 2] = rows;
+  inferredReturnTypes.push_back(
+      RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
 LogicalResult
 SplitHeadsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                Adaptor adaptor,
@@ -810,6 +838,29 @@ LogicalResult MultiHeadAttentionOp::verify() {
       failed(verifyScoreParams(diag, getScore(), getScoreParams(), heads, dk)))
     return failure();
 
+  if (bool(getProjE()) != bool(getProjF()))
+    return emitOpError("linformer's projections come together: E and F");
+  if (Value e = getProjE()) {
+    if (!isSelfAttention() || getCache() || getMaskAttr())
+      return emitOpError("linformer projects the keys and values of "
+                         "self-attention without a mask or a cache");
+    if (getScore() != ScoreKind::ScaledDot)
+      return emitOpError("linformer takes scaled_dot scores, got ")
+             << stringifyScoreKind(getScore());
+    RankedTensorType type = tensorType(e);
+    if (!type || type.getRank() != 2 || type.isDynamicDim(0) ||
+        type.isDynamicDim(1) || type.getDimSize(0) < 1 ||
+        type.getDimSize(1) < 1)
+      return emitOpError("linformer's E must be a static [K, S], got ")
+             << Type(type);
+    if (failed(expectShape(diag, "linformer's F", tensorType(getProjF()),
+                           type.getShape())))
+      return failure();
+    int64_t n = query.getDimSize(rank - 2);
+    if (!isDynamic(n) && n > type.getDimSize(1))
+      return emitOpError("the query's ") << n << " rows exceed linformer's "
+                                         << type.getDimSize(1) << " positions";
+  }
   if (failed(verifyRope(diag, getRope(), getRopeBase(), dk)))
     return failure();
   if (bool(getCache()) != bool(getPosition()))
@@ -1081,6 +1132,17 @@ FlopCount LinearOp::getMatmulFlops() {
     sizes.push_back({getInput(), i});
   sizes.push_back({getWeight(), 0});
   sizes.push_back({getWeight(), 1});
+  return FlopCount().add(2.0, sizes);
+}
+
+FlopCount SequenceProjectionOp::getMatmulFlops() {
+  // 2 x K x n x d per leading index.
+  RankedTensorType input = getInput().getType();
+  int64_t rank = input.getRank();
+  SmallVector<SizeAtom> sizes;
+  for (int64_t i = 0; i < rank; ++i)
+    sizes.push_back({getInput(), i});
+  sizes.push_back({getProjection(), 0});
   return FlopCount().add(2.0, sizes);
 }
 

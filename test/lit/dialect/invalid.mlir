@@ -1320,7 +1320,7 @@ func.func @layer_norm_memref(%x: memref<4x32xf32>, %g: tensor<32xf32>) -> memref
 
 func.func @mha_segment_sizes(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op operand count (5) does not match with the total size (6) specified in attribute 'operandSegmentSizes'}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 1, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -1389,7 +1389,7 @@ func.func @cache_type_mismatch() {
 
 func.func @mha_cache_without_position(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op a cache needs a position and a position a cache}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %c) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %c) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -1397,7 +1397,7 @@ func.func @mha_cache_without_position(%x: tensor<?x?x32xf32>, %wi: tensor<96x32x
 
 func.func @mha_read_only_without_cache(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op cache_read_only is set but there is no cache}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -1874,3 +1874,75 @@ tfm.param @"linear1.weight" {transposed} : tensor<8x4xf32>
 
 // expected-error @+1 {{'tfm.param' op `transposed` applies to the sources of a rank-2 weight}}
 tfm.param @"linear1.bias" {sources = ["c_fc.bias"], transposed} : tensor<8xf32>
+
+// -----
+
+func.func @sequence_projection_dynamic(%k: tensor<?x4x?x8xf32>, %e: tensor<?x16xf32>) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.sequence_projection' op projection must be a static [K, S], got 'tensor<?x16xf32>'}}
+  %0 = tfm.sequence_projection %k by %e : tensor<?x4x?x8xf32>, tensor<?x16xf32>
+  return %0 : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @sequence_projection_rank(%k: tensor<8xf32>, %e: tensor<4x16xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'tfm.sequence_projection' op input must be [..., n, d] (rank >= 2), got 'tensor<8xf32>'}}
+  %0 = tfm.sequence_projection %k by %e : tensor<8xf32>, tensor<4x16xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @sequence_projection_too_many_rows(%k: tensor<1x4x20x8xf32>, %e: tensor<4x16xf32>) -> tensor<1x4x4x8xf32> {
+  // expected-error @+1 {{'tfm.sequence_projection' op the input's 20 rows exceed the projection's 16 columns}}
+  %0 = tfm.sequence_projection %k by %e : tensor<1x4x20x8xf32>, tensor<4x16xf32>
+  return %0 : tensor<1x4x4x8xf32>
+}
+
+// -----
+
+func.func @linformer_causal(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %e: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op linformer projects the keys and values of self-attention without a mask or a cache}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal linformer(%e, %e) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @linformer_score(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %e: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op linformer takes scaled_dot scores, got dot}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) linformer(%e, %e) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @linformer_f_shape(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %e: tensor<4x16xf32>, %f: tensor<5x16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op linformer's F must be [4, 16], got 'tensor<5x16xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) linformer(%e, %f) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16xf32>, tensor<5x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @linformer_e_alone(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %e: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op linformer's projections come together: E and F}}
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %e) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @linformer_dynamic_e(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %e: tensor<?x16xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op linformer's E must be a static [K, S], got 'tensor<?x16xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) linformer(%e, %e) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @linformer_rows(%x: tensor<1x20x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %e: tensor<4x16xf32>) -> tensor<1x20x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op the query's 20 rows exceed linformer's 16 positions}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) linformer(%e, %e) : (tensor<1x20x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<1x20x32xf32>
+  return %0 : tensor<1x20x32xf32>
+}

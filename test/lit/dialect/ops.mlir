@@ -277,6 +277,22 @@ func.func @mha_window(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tenso
 
 // -----
 
+// Linformer: the keys and values projected along the sequence
+// (tfm.sequence_projection), and the attention that carries E and F.
+// CHECK-LABEL: func.func @linformer(
+// CHECK-NEXT: %0 = tfm.sequence_projection %arg0 by %arg1 : tensor<?x4x?x8xf32>, tensor<6x16xf32>
+// CHECK-NEXT: %1 = tfm.multi_head_attention <scaled_dot> %arg2 heads 4 in_proj(%arg3, %arg4) out_proj(%arg5, %arg6) linformer(%arg1, %arg1) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<?x?x32xf32>
+// GENERIC-LABEL: sym_name = "linformer"
+// GENERIC: "tfm.sequence_projection"(%arg0, %arg1) : (tensor<?x4x?x8xf32>, tensor<6x16xf32>) -> tensor<?x4x6x8xf32>
+// GENERIC: operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1>
+func.func @linformer(%k: tensor<?x4x?x8xf32>, %e: tensor<6x16xf32>, %x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> (tensor<?x4x6x8xf32>, tensor<?x?x32xf32>) {
+  %0 = tfm.sequence_projection %k by %e : tensor<?x4x?x8xf32>, tensor<6x16xf32>
+  %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) linformer(%e, %e) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<?x?x32xf32>
+  return %0, %1 : tensor<?x4x6x8xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
 // Bilinear score with its [heads, dk, dk] weight; key length differs from
 // query length.
 // CHECK-LABEL: func.func @attention_bilinear(
@@ -344,9 +360,9 @@ func.func @attention_offset(%q: tensor<1x4x1x8xf32>, %kv: tensor<1x4x?x8xf32>, %
 // CHECK-NEXT: %2 = tfm.multi_head_attention <dot> %arg0 heads 2 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) causal {rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "mha_self"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0>, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0>, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}>
 func.func @mha_self(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
@@ -383,7 +399,7 @@ func.func @mha_bilinear(%x: tensor<2x5x32xf32>, %m: tensor<2x7x32xf32>, %wi: ten
 // CHECK-NEXT: %0 = tfm.multi_head_attention <additive> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) params(%arg5, %arg6, %arg7) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: return %0 : tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "mha_additive"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 3, 0, 0>, score = #tfm.score<additive>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 3, 0, 0, 0, 0>, score = #tfm.score<additive>}>
 func.func @mha_additive(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
   %0 = tfm.multi_head_attention <additive> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%wk, %wq, %va) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
@@ -536,8 +552,8 @@ func.func @add(%x: tensor<?x?x32xf32>, %y: tensor<?x?x32xf32>, %s: tensor<2x3xf3
 // GENERIC: "tfm.kv_cache"() <{sym_name = "layers.0.self_attn.cache", type = !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>}> : () -> ()
 // GENERIC-LABEL: sym_name = "mha_cached"
 // GENERIC: "tfm.cache"() <{name = @layers.0.self_attn.cache}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg3, %arg4, %arg5, %arg6, %0, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"({{.*}}) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1>, score = #tfm.score<dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg3, %arg4, %arg5, %arg6, %0, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"({{.*}}) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0>, score = #tfm.score<dot>}>
 // GENERIC: "tfm.take_last"(%5)
 tfm.kv_cache @"layers.0.self_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
 tfm.kv_cache @"layers.0.multihead_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
@@ -651,7 +667,7 @@ func.func @gated_ffn(%x: tensor<?x?x32xf32>, %w13: tensor<128x32xf32>, %w2: tens
 // CHECK-NEXT: %1 = tfm.multi_head_attention <dot> %arg0 heads 4 kv_heads 1 in_proj(%arg3, %arg4) out_proj(%arg2, %arg5) : (tensor<?x?x32xf32>, tensor<48x32xf32>, tensor<48xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: %2 = tfm.attention <scaled_dot> %arg6, %arg7, %arg7 causal : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
 // GENERIC-LABEL: sym_name = "grouped_query"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
 func.func @grouped_query(%x: tensor<?x?x32xf32>, %wi: tensor<64x32xf32>, %wo: tensor<32x32xf32>, %wi1: tensor<48x32xf32>, %bi1: tensor<48xf32>, %bo: tensor<32xf32>, %q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x4x?x8xf32>) {
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 in_proj(%wi) out_proj(%wo) causal : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
   %1 = tfm.multi_head_attention <dot> %x heads 4 kv_heads 1 in_proj(%wi1, %bi1) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<48x32xf32>, tensor<48xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>

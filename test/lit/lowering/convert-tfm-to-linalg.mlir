@@ -343,3 +343,16 @@ func.func @window(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1
   %0 = tfm.attention <scaled_dot> %q, %k, %v window 3 global 1 : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
   return %0 : tensor<1x2x?x8xf32>
 }
+
+// -----
+
+// Linformer's projection: E's first n columns (n the rows of the input),
+// contracted with the input along the sequence, the sequence innermost.
+// CHECK-LABEL: func.func @sequence_projection(
+// CHECK: %[[N:.*]] = tensor.dim %arg0, %c2
+// CHECK: %[[EN:.*]] = tensor.extract_slice %arg1[0, 0] [6, %[[N]]] [1, 1]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[EN]], %arg0 : tensor<6x?xf32>, tensor<1x2x?x8xf32>) outs(%{{.*}} : tensor<1x2x6x8xf32>)
+func.func @sequence_projection(%k: tensor<1x2x?x8xf32>, %e: tensor<6x16xf32>) -> tensor<1x2x6x8xf32> {
+  %0 = tfm.sequence_projection %k by %e : tensor<1x2x?x8xf32>, tensor<6x16xf32>
+  return %0 : tensor<1x2x6x8xf32>
+}

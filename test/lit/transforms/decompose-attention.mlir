@@ -324,3 +324,20 @@ func.func @window(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96
   %1 = tfm.multi_head_attention <scaled_dot> %step heads 4 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal window 3 : (tensor<?x1x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x1x32xf32>
   return %0, %1 : tensor<?x?x32xf32>, tensor<?x1x32xf32>
 }
+
+// -----
+
+// Linformer: after the in-projection (and rotary positions), every head's
+// keys and values are projected along the sequence by E and F; the queries
+// attend those rows, with no mask.
+// CHECK-LABEL: func.func @linformer(
+// CHECK: tfm.rotary <half> %{{.+}} : tensor<?x4x?x8xf32>
+// CHECK-NEXT: %[[K:.+]] = tfm.rotary <half> %{{.+}} : tensor<?x4x?x8xf32>
+// CHECK-NEXT: %[[KP:.+]] = tfm.sequence_projection %[[K]] by %arg5 : tensor<?x4x?x8xf32>, tensor<6x16xf32>
+// CHECK-NEXT: %[[VP:.+]] = tfm.sequence_projection %{{.+}} by %arg6 : tensor<?x4x?x8xf32>, tensor<6x16xf32>
+// CHECK-NEXT: tfm.attention <scaled_dot> %{{.+}}, %[[KP]], %[[VP]] : (tensor<?x4x?x8xf32>, tensor<?x4x6x8xf32>, tensor<?x4x6x8xf32>) -> tensor<?x4x?x8xf32>
+func.func @linformer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %e: tensor<6x16xf32>, %f: tensor<6x16xf32>) -> tensor<?x?x32xf32> {
+  // expected-remark @+1 {{in @linformer: decomposed into one Q/K/V GEMM over the stacked in_proj weight, rotary positions of Q and K, the keys and values of every head projected along the sequence to 6 rows (linformer, tfm.sequence_projection), one tfm.attention (scores, scale, softmax, product with V; the score matrix never stored) and the out_proj GEMM}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) linformer(%e, %f) {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}

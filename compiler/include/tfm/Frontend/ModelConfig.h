@@ -60,6 +60,9 @@ struct ModelConfig {
   /// full attention.
   std::optional<int64_t> window;
   int64_t globalTokens = 0;
+  /// `attention` kind linformer: every self-attention's keys and values
+  /// projected along the sequence to this many rows (proj_e, proj_f).
+  std::optional<int64_t> linformerK;
   bool lmHead = false;
   bool tieEmbeddings = true;
 

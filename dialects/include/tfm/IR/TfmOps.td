@@ -579,6 +579,13 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     per-head queries and keys (as `tfm.rotary`) before scoring. Both apply to
     self-attention only.
 
+    `linformer(%e, %f)` (Linformer, self-attention without a mask or a
+    cache, scaled_dot scores): the keys and values of every head, after the
+    in-projection (and rotary positions), projected along the sequence to
+    K rows, E_n k and F_n v (`tfm.sequence_projection`; E and F are
+    `[K, S]`, their first n columns taken for n rows, n <= S); the queries
+    attend those K rows.
+
     A key/value cache (incremental decoding) comes in two forms:
     - `cache(%c at %pos)` appends: the new keys and values (of `query`'s rows
       for causal self-attention, of `memory`'s rows for cross-attention) are
@@ -609,7 +616,9 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                        OptionalAttr<Tfm_RopeStyleAttr>:$rope,
                        OptionalAttr<F32Attr>:$rope_base,
                        Optional<Tfm_KVCacheType>:$cache,
-                       Optional<Index>:$position, UnitAttr:$cache_read_only);
+                       Optional<Index>:$position, UnitAttr:$cache_read_only,
+                       Optional<Tfm_Tensor>:$proj_e,
+                       Optional<Tfm_Tensor>:$proj_f);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
     $score $query (`memory` $memory^)? `heads` $num_heads
@@ -618,6 +627,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     `in_proj` `(` $in_proj_weight (`,` $in_proj_bias^)? `)`
     `out_proj` `(` $out_proj_weight (`,` $out_proj_bias^)? `)`
     (`params` `(` $score_params^ `)`)? (custom<MaskRules>($mask)^)?
+    (`linformer` `(` $proj_e^ `,` $proj_f `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -631,6 +641,29 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     int64_t getKeyValueHeads() {
       return getNumKvHeads().value_or(getNumHeads());
     }
+  }];
+}
+
+def Tfm_SequenceProjectionOp : Tfm_Op<"sequence_projection",
+    [Tfm_SizedResultsOpInterface, DeclareOpInterfaceMethods<Tfm_MatmulFlopsOpInterface>,
+     Pure, InferTypeOpAdaptor]> {
+  let summary = "rows projected along the sequence: E_n x (Linformer)";
+  let description = [{
+    For `input` `[..., n, d]` (per-head keys or values) and `projection` E
+    `[K, S]` (n <= S, checked at run time against the compiled maximum):
+    result `[..., K, d]`, row k the sum over j < n of E[k, j] times input
+    row j. Only E's first n columns take part (E_n, Linformer's projection
+    of a sequence of run-time length n).
+
+    ```mlir
+    %kp = tfm.sequence_projection %k by %e
+        : tensor<?x4x?x8xf32>, tensor<16x128xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input, Tfm_Tensor:$projection);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $input `by` $projection attr-dict `:` type($input) `,` type($projection)
   }];
 }
 
