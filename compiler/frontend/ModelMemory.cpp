@@ -52,6 +52,8 @@ double layerElements(const ModelConfig &c, bool cross) {
   double d = double(c.dModel), ff = double(c.dFF);
   double firstRows = c.ffnGated ? 2 * ff : ff; // a gated FFN's gate and up
   double n = attentionElements(c) * (cross ? 2 : 1);
+  if (c.linformerK) // a self-attention's proj_e and proj_f
+    n += 2 * double(*c.linformerK) * double(c.maxSeqLen);
   n += firstRows * d + d * ff; // linear1, linear2
   if (c.bias)
     n += firstRows + d;

@@ -193,7 +193,8 @@ static int step(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
   if (!model->instance.canGenerate()) {
     writeMessage(model->error, sizeof(model->error),
                  "%s: this model has no prefill/decode (generation needs a "
-                 "decoder or encoder_decoder with token ids and an LM head)",
+                 "decoder or encoder_decoder with token ids and an LM head, "
+                 "and no linformer attention)",
                  info.name);
     return 1;
   }
