@@ -21,6 +21,11 @@ rounds); each is a process run of N timed passes after a warm-up, N chosen to
 fill a time budget.  Results: a table on stdout, bench/results/latest.md,
 latest.json and latest.png.
 
+`--only long` measures the long-sequence rows instead (seq 4096: full
+attention, a Longformer sliding window, and window 0 as the GEMMs' baseline;
+encoder and causal; issue 22), with a second table of the ratios issue 22's
+goals are stated in; results: bench/results/long-seq.md and long-seq.json.
+
 Then "decode" (bench/decode.py): gpt2-small's decode-step latency at cache
 lengths 128 and 1024, tfm against PyTorch with a hand-kept key/value cache and
 against the memory-bandwidth bound.  Results: bench/results/decode.{md,json}.
@@ -56,6 +61,32 @@ _GPT2 = dict(architecture="decoder", d_model=768, num_heads=12, d_ff=3072,
 _D256 = dict(architecture="encoder", d_model=256, num_heads=4, d_ff=1024,
              activation="relu", norm="post", positional="none")
 
+# Long sequences (issue 22): a BERT-base encoder layer and a GPT-2-small
+# causal block at seq 4096, with full attention (tfm's flash attention) and
+# with a Longformer sliding window (contract section 7).  The "diag" ones are
+# the same layers with window 0 and no global tokens (each token attends only
+# itself): the same GEMMs, LayerNorms and FFN with almost no attention, so
+# that tfm(X) - tfm(diag) estimates X's attention core.  Not in the default
+# run (a 4096-token full-attention pass takes about 2 s at 1 thread, PyTorch's
+# dense-mask layer about 3 s): `--only long`.
+_LONG_SEQ = 4096
+_WINDOW = {"kind": "sliding_window", "window": 256, "global_tokens": 2}
+_DIAG = {"kind": "sliding_window", "window": 0, "global_tokens": 0}
+LONG_WORKLOADS = {
+    "long_full_s4096": (dict(_BERT, num_layers=1, max_seq_len=_LONG_SEQ),
+                        "BERT-base layer, seq 4096, full attention"),
+    "long_window_s4096": (dict(_BERT, num_layers=1, max_seq_len=_LONG_SEQ, attention=_WINDOW),
+                          "BERT-base layer, seq 4096, sliding window W 256, G 2"),
+    "long_diag_s4096": (dict(_BERT, num_layers=1, max_seq_len=_LONG_SEQ, attention=_DIAG),
+                        "BERT-base layer, seq 4096, window 0 (self only): the GEMMs' baseline"),
+    "long_full_causal_s4096": (dict(_GPT2, num_layers=1, max_seq_len=_LONG_SEQ),
+                               "GPT-2-small causal block, seq 4096, full attention"),
+    "long_window_causal_s4096": (dict(_GPT2, num_layers=1, max_seq_len=_LONG_SEQ, attention=_WINDOW),
+                                 "GPT-2-small causal block, seq 4096, sliding window W 256, G 2"),
+    "long_diag_causal_s4096": (dict(_GPT2, num_layers=1, max_seq_len=_LONG_SEQ, attention=_DIAG),
+                               "GPT-2-small causal block, seq 4096, window 0 (self only): the GEMMs' baseline"),
+}
+
 # name -> (description, what it is)
 WORKLOADS = {
     "bert_layer_s128": (dict(_BERT, num_layers=1, max_seq_len=128), "BERT-base layer, seq 128"),
@@ -65,17 +96,88 @@ WORKLOADS = {
     "gpt2_block_s512": (dict(_GPT2, num_layers=1, max_seq_len=512), "GPT-2-small causal block, seq 512"),
     "d256_l4_s64": (dict(_D256, num_layers=4, max_seq_len=64), "d 256, 4 heads, d_ff 1024, 4 layers, seq 64"),
 }
+DEFAULT_WORKLOADS = list(WORKLOADS)   # what a plain run measures
+WORKLOADS.update(LONG_WORKLOADS)
+# --only long: the full and windowed rows; each brings its "diag" layer along
+# as a companion (Bench.companion), measured within the row's own
+# configuration so that the two times the core estimate subtracts are taken
+# side by side.
+GROUPS = {"long": [n for n in LONG_WORKLOADS if "_diag_" not in n]}
 
 BACKENDS = ("hwy", "llvm")
+
+
+def long_kind(name):
+    """"full", "window" or "diag" for a long workload, else None."""
+    if name not in LONG_WORKLOADS:
+        return None
+    return name.split("_")[1]
+
+
+def long_partner(name, kind):
+    """The long workload of the same layer with another attention ("full",
+    "window", "diag"): long_window_causal_s4096 -> long_full_causal_s4096."""
+    parts = name.split("_")
+    return "_".join(parts[:1] + [kind] + parts[2:])
+
+
+def companion(name):
+    """The diag layer measured beside a long full or windowed workload (its
+    attention core = its time - the diag's), else None."""
+    return long_partner(name, "diag") if long_kind(name) in ("full", "window") else None
+
+
+def uses_onednn(name):
+    """oneDNN's GEMM reference models full (or causal) attention only: a
+    windowed workload gets no oneDNN figure."""
+    return attention_of(WORKLOADS[name][0])[0] == "full"
+
+
+def torch_timed(name):
+    """Whether torch is timed on the workload; the "diag" baselines are
+    only output-checked against it (one pass in the calibration round)."""
+    return long_kind(name) != "diag"
+
+
+def is_causal(desc):
+    return desc.get("causal", desc["architecture"] == "decoder")
+
+
+def attention_of(desc):
+    """(kind, window, global_tokens) of the description's `attention`."""
+    a = desc.get("attention", {"kind": "full"})
+    return a["kind"], a.get("window"), a.get("global_tokens", 0)
+
+
+def attended_pairs(desc, seq):
+    """The (query, key) pairs one head attends: S*S for full attention,
+    S*(S+1)/2 when causal; for a sliding window (contract section 7) the
+    pairs the rule allows, each once: query i attends key j when
+    |i - j| <= W, or i < G, or j < G (and j <= i when causal)."""
+    causal = is_causal(desc)
+    kind, w, g = attention_of(desc)
+    if kind == "full":
+        return seq * (seq + 1) // 2 if causal else seq * seq
+    if kind != "sliding_window":
+        raise ValueError("bench: no pair count for attention kind %r" % kind)
+    total = 0
+    for i in range(seq):
+        last = i if causal else seq - 1
+        if i < g:          # a global row: every key (up to i when causal)
+            total += last + 1
+            continue
+        lo, hi = max(0, i - w), min(last, i + w)
+        total += (hi - lo + 1) + min(g, lo)   # the band, and the global keys below it
+    return total
 
 
 def matmul_flops(desc, seq, batch=1):
     """The matmul FLOPs of one forward pass, as tfm's own --bench counts them:
     2*M*N*K per linear (QKV, out proj, FFN1, FFN2) and, per head, 2*pairs*dk
-    for QK^T and again for PV, where pairs = S*S, or S*(S+1)/2 when causal."""
+    for QK^T and again for PV, where pairs = S*S, or S*(S+1)/2 when causal,
+    or the pairs a sliding window allows (attended_pairs)."""
     d, f, n = desc["d_model"], desc["d_ff"], desc["num_layers"]
-    causal = desc.get("causal", desc["architecture"] == "decoder")
-    pairs = seq * (seq + 1) / 2 if causal else seq * seq
+    pairs = attended_pairs(desc, seq)
     linears = 2.0 * seq * (3 * d * d + d * d + d * f + f * d)
     attention = 2.0 * 2.0 * pairs * d  # heads * dk = d
     return batch * n * (linears + attention)
@@ -339,6 +441,7 @@ class Bench:
 
     def run_onednn(self, name, threads, runs, warmup):
         desc, _ = WORKLOADS[name]
+        assert uses_onednn(name), name
         cmd = [self.onednn, "--layers", str(desc["num_layers"]), "--seq", str(desc["max_seq_len"]),
                "--d", str(desc["d_model"]), "--heads", str(desc["num_heads"]),
                "--dff", str(desc["d_ff"]), "--threads", str(threads), "--runs", str(runs),
@@ -357,12 +460,17 @@ class Bench:
                     runs=int(kv["runs"]), linear_ms=float(kv["linear_ms"]),
                     attention_ms=float(kv["attention_ms"]))
 
-    def measure(self, tool, name, threads, rnd):
-        """One process run (or worker request) of `tool`, sized from the
-        calibration estimate to fill the time budget."""
+    def measure(self, tool, name, threads, rnd, config=None):
+        """One process run (or worker request) of `tool` on workload `name`,
+        sized from the calibration estimate to fill the time budget; `config`
+        is the configuration's workload it was measured within (`name`, or
+        the long workload whose diag companion `name` is)."""
         calib = rnd == 0
         est = self.estimates.get((tool, name, threads))
-        if calib or est is None:
+        check_only = tool == "torch" and not torch_timed(name)
+        if check_only:   # the output for the check, not a timing
+            runs, warmup = 1, 0
+        elif calib or est is None:
             runs, warmup = self.args.calib_runs, 1
         else:
             runs = int(max(self.args.min_runs, min(self.args.max_runs, self.args.budget * 1e3 / max(est, 1e-3))))
@@ -376,14 +484,19 @@ class Bench:
             r = self.run_torch(name, threads, runs, warmup, out)
         else:
             r = self.run_onednn(name, threads, runs, warmup)
-        r.update(tool=tool, workload=name, threads=threads, round=rnd, warmup=warmup)
+        r.update(tool=tool, workload=name, threads=threads, round=rnd, warmup=warmup,
+                 config=config or name)
+        if check_only:
+            r["check_only"] = True
         if out:
             r["output"] = out
         self.records.append(r)
         # The latest median sizes the next measurement: it follows the load.
         self.estimates[(tool, name, threads)] = r["median_ms"]
-        log("  round %d  %-16s t=%d  %-9s median %9.2f ms  min %9.2f ms  (%d runs)"
-            % (rnd, name, threads, tool, r["median_ms"], r["min_ms"], r["runs"]))
+        log("  round %d  %-16s t=%d  %-9s median %9.2f ms  min %9.2f ms  (%d runs)%s%s"
+            % (rnd, name, threads, tool, r["median_ms"], r["min_ms"], r["runs"],
+               "  (output check only)" if check_only else "",
+               "  (beside %s)" % config if config and config != name else ""))
         return r
 
     # -- checks -------------------------------------------------------------
@@ -431,9 +544,12 @@ class Bench:
         self.peak_runs = {t: [p] for t, p in self.peak.items()}
         log("  " + ", ".join("%d thread(s): %.1f GFLOP/s" % (t, p) for t, p in self.peak.items()))
         log("bench: workloads")
-        for name in a.only:
+        # The diag companions of the long rows (unless selected themselves).
+        self.companions = {n: companion(n) for n in a.only if companion(n) and companion(n) not in a.only}
+        self.names = [n for n in WORKLOADS if n in a.only or n in self.companions.values()]
+        for name in self.names:
             self.prepare(name)
-        tools = [t for t in tools_base if any((n, t[4:]) in self.exes for n in a.only)]
+        tools = [t for t in tools_base if any((n, t[4:]) in self.exes for n in self.names)]
         if not tools:
             sys.exit("bench: no tfm backend compiled any workload\n" + "\n".join(self.errors))
         tools += ["torch", "onednn"]
@@ -441,23 +557,49 @@ class Bench:
         log("bench: starting the torch workers")
         self.workers = {t: TorchWorker(t, self.omp_wait_policy) for t in a.threads}
         self.torch_info = {}
+        self.torch_models = {}  # workload -> what the worker built (class, mask)
         try:
             for t, w in self.workers.items():
                 self.torch_info[t] = w.call(op="info")
-                for name in a.only:
+                for name in self.names:
                     f = self.files[name]
-                    w.call(op="load", key=name, model=f["model"], weights=f["weights"], input=f["input"])
+                    ans = w.call(op="load", key=name, model=f["model"], weights=f["weights"], input=f["input"])
+                    self.torch_models[name] = dict(model=ans.get("model"), mask=ans.get("mask"))
             configs = [(n, t) for n in a.only for t in a.threads]
+            checked = set()
             for rnd in range(a.rounds + 1):
                 log("bench: round %d of %d%s" % (rnd, a.rounds, " (calibration + output check)" if rnd == 0 else ""))
                 order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
                 for name, t in order:
-                    ts = [x for x in tools if not x.startswith("tfm-") or (name, x[4:]) in self.exes]
-                    k = rnd % len(ts)
-                    for tool in ts[k:] + ts[:k]:
-                        self.measure(tool, name, t, rnd)
+                    # Groups of (tool, workload): the configuration's own
+                    # tools; a long row's diag companion's tfm run goes in
+                    # one group with the row's own run of the same backend,
+                    # the two back to back (which one first alternates by
+                    # round), since the core estimate subtracts them; the
+                    # companion's torch run is its output check, once.
+                    diag = self.companions.get(name)
+                    groups = []
+                    for x in tools:
+                        if x.startswith("tfm-"):
+                            g = [(x, wl) for wl in (name, diag) if wl and (wl, x[4:]) in self.exes]
+                            groups.append(g if rnd % 2 == 0 else g[::-1])
+                        elif x == "torch":
+                            if rnd == 0 or torch_timed(name):
+                                groups.append([(x, name)])
+                            if diag and rnd == 0 and (diag, t) not in checked:
+                                groups.append([(x, diag)])
+                        elif uses_onednn(name):
+                            groups.append([(x, name)])
+                    groups = [g for g in groups if g]
+                    k = rnd % len(groups)
+                    ts = [m for g in groups[k:] + groups[:k] for m in g]
+                    for tool, wl in ts:
+                        self.measure(tool, wl, t, rnd, config=name)
                     if rnd == 0:
-                        self.check_outputs(name, t, ts)
+                        for wl in dict.fromkeys(w for _, w in ts):
+                            if (wl, t) not in checked:
+                                self.check_outputs(wl, t, [x for x, w in ts if w == wl])
+                                checked.add((wl, t))
                 # The peak again after every round: the best figure is the
                 # machine's, the spread says how busy it was.
                 for t in self.peak:
@@ -475,8 +617,9 @@ class Bench:
         a = self.args
         rows = []
 
-        def agg(tool, name, t):
-            rs = [r for r in self.records if r["tool"] == tool and r["workload"] == name and r["threads"] == t]
+        def agg(tool, name, t, config=None):
+            rs = [r for r in self.records if r["tool"] == tool and r["workload"] == name and r["threads"] == t
+                  and not r.get("check_only") and (config is None or r["config"] == config)]
             if not rs:
                 return None
             timed = [r for r in rs if r["round"] > 0] or rs
@@ -492,7 +635,25 @@ class Bench:
                 out["threads_reported"] = sorted({r["threads_reported"] for r in rs})
             return out
 
-        for name in a.only:
+        def paired(tool, name, diag, t):
+            """X - diag, the two measured side by side in X's configuration:
+            the median over the timed rounds of the differences of the two
+            medians of a round, and the difference of the mins."""
+            def per_round(wl):
+                return {r["round"]: r for r in self.records if r["tool"] == tool and r["workload"] == wl
+                        and r["threads"] == t and r["config"] == name}
+            xs, ds = per_round(name), per_round(diag)
+            rounds = sorted(set(xs) & set(ds))
+            if not rounds:
+                return None
+            timed = [r for r in rounds if r > 0] or rounds
+            return dict(diag_median_ms=statistics.median(ds[r]["median_ms"] for r in timed),
+                        diag_min_ms=min(ds[r]["min_ms"] for r in rounds),
+                        core_ms=statistics.median(xs[r]["median_ms"] - ds[r]["median_ms"] for r in timed),
+                        core_min_ms=min(xs[r]["min_ms"] for r in rounds) - min(ds[r]["min_ms"] for r in rounds),
+                        rounds=timed)
+
+        for name in self.names:
             desc, what = WORKLOADS[name]
             flops = matmul_flops(desc, desc["max_seq_len"])
             for t in a.threads:
@@ -518,6 +679,8 @@ class Bench:
                                                 max_rel_diff=max(rel)),
                                torch=torch_r, onednn=onednn_r,
                                output_check=self.checks.get((name, t, tool)))
+                    if companion(name):
+                        row["beside_diag"] = paired(tool, name, companion(name), t)
                     if torch_r:
                         row["torch_gflops"] = flops / (torch_r["median_ms"] * 1e-3) * 1e-9
                         row["torch_pct_peak"] = 100.0 * row["torch_gflops"] / self.peak[t]
@@ -598,6 +761,141 @@ def text_table(rows):
 
 def md_table(rows):
     return render_md(COLUMNS, table_rows(rows), left=3)
+
+
+# ---------------------------------------------------------------------------
+# The long-sequence table (issue 22's goals)
+# ---------------------------------------------------------------------------
+
+GOAL_LAYER_VS_FULL = 1.5    # whole layer, windowed vs tfm's own full attention
+GOAL_LAYER_VS_TORCH = 3.0   # whole layer, windowed vs PyTorch's dense-mask layer
+GOAL_CORE_VS_FULL = 5.0     # attention core, windowed vs full
+GOAL_CORE_EFFICIENCY = 1.25  # core time / (full core x pairs ratio)
+
+
+def long_rows(rows):
+    """One entry per long row (workload, threads, backend): the pairs
+    attended, the ratios issue 22's goals are stated in, and the attention
+    core estimated as tfm(X) - tfm(X's "diag" layer: window 0, the same
+    GEMMs, measured beside X in X's configuration), all from the same run."""
+    by = {(r["workload"], r["threads"], r["backend"]): r for r in rows}
+    out = []
+    for r in rows:
+        name, t, b = r["workload"], r["threads"], r["backend"]
+        kind = long_kind(name)
+        if kind is None:
+            continue
+        desc = WORKLOADS[name][0]
+        seq = desc["max_seq_len"]
+        pairs = attended_pairs(desc, seq)
+        full = by.get((long_partner(name, "full"), t, b))
+        diag = r.get("beside_diag")
+        full_diag = full.get("beside_diag") if full else None
+        full_pairs = attended_pairs(WORKLOADS[long_partner(name, "full")][0], seq)
+        med = r["tfm"]["median_ms"]
+        e = dict(workload=name, threads=t, backend=b, kind=kind, causal=is_causal(desc),
+                 pairs=pairs, pair_fraction=pairs / float(seq * seq), pairs_vs_full=pairs / float(full_pairs),
+                 tfm_median_ms=med, tfm_min_ms=r["tfm"]["min_ms"],
+                 full_median_ms=full["tfm"]["median_ms"] if full else None,
+                 diag_median_ms=diag["diag_median_ms"] if diag else None,
+                 torch_median_ms=r["torch"]["median_ms"] if r["torch"] else None,
+                 torch_min_ms=r["torch"]["min_ms"] if r["torch"] else None,
+                 output_check=r["output_check"])
+        if full and kind != "diag":
+            e["layer_vs_full"] = full["tfm"]["median_ms"] / med
+            e["layer_vs_full_min"] = full["tfm"]["min_ms"] / r["tfm"]["min_ms"]
+        if r["torch"]:
+            e["torch_vs_tfm"] = r["torch"]["median_ms"] / med
+            e["torch_vs_tfm_min"] = r["torch"]["min_ms"] / r["tfm"]["min_ms"]
+        if diag:
+            e["core_ms"] = diag["core_ms"]
+            e["core_min_ms"] = diag["core_min_ms"]
+            if full_diag:
+                full_core = full_diag["core_ms"]
+                e["full_core_ms"] = full_core
+                full_core_min = full_diag["core_min_ms"]
+                e["full_core_min_ms"] = full_core_min
+                if kind == "window" and e["core_ms"] > 0 and full_core > 0:
+                    e["core_vs_full"] = full_core / e["core_ms"]
+                    e["core_efficiency"] = e["core_ms"] / (full_core * e["pairs_vs_full"])
+                if kind == "window" and e["core_min_ms"] > 0 and full_core_min > 0:
+                    e["core_vs_full_min"] = full_core_min / e["core_min_ms"]
+                    e["core_efficiency_min"] = e["core_min_ms"] / (full_core_min * e["pairs_vs_full"])
+        if kind == "window":
+            goals = [("layer>=%.1fx full" % GOAL_LAYER_VS_FULL, e.get("layer_vs_full"),
+                      lambda v: v >= GOAL_LAYER_VS_FULL),
+                     ("layer>=%.0fx torch" % GOAL_LAYER_VS_TORCH, e.get("torch_vs_tfm"),
+                      lambda v: v >= GOAL_LAYER_VS_TORCH),
+                     ("core>=%.0fx full" % GOAL_CORE_VS_FULL, e.get("core_vs_full"),
+                      lambda v: v >= GOAL_CORE_VS_FULL),
+                     ("core<=%.2fx scaled full" % GOAL_CORE_EFFICIENCY, e.get("core_efficiency"),
+                      lambda v: v <= GOAL_CORE_EFFICIENCY)]
+            e["goals"] = {g: (None if v is None else bool(ok(v))) for g, v, ok in goals}
+        out.append(e)
+    return out
+
+
+LONG_COLUMNS = ["workload", "thr", "backend", "pairs/S^2", "tfm med ms", "tfm min ms",
+                "tfm full-attn ms", "full/this", "torch mask ms", "torch/tfm",
+                "core ms", "core full/this", "core/(full core x pairs)", "goals", "output vs torch"]
+
+
+def long_table_rows(entries):
+    def f(x, fmt="%.2f", x_min=None):
+        """A median figure, and the same from the mins in brackets."""
+        if x is None:
+            return "-"
+        return fmt % x + ("" if x_min is None else " (" + fmt % x_min + ")")
+    out = []
+    for e in entries:
+        c = e["output_check"]
+        chk = "-" if c is None else ("ok (%.0e)" % c["max_err"] if c["ok"] else "MISMATCH")
+        goals = e.get("goals")
+        if goals is None:
+            g = "-"
+        else:
+            missed = [k for k, v in goals.items() if v is False]
+            unknown = [k for k, v in goals.items() if v is None]
+            g = ("met" if not missed else "missed: " + ", ".join(missed)) + \
+                ("" if not unknown else " (%d not measured)" % len(unknown))
+        out.append([e["workload"], str(e["threads"]), e["backend"],
+                    "%.1f%%" % (100 * e["pair_fraction"]) if e["pair_fraction"] >= 0.001
+                    else "%.3f%%" % (100 * e["pair_fraction"]),
+                    fmt_ms(e["tfm_median_ms"]), fmt_ms(e["tfm_min_ms"]),
+                    fmt_ms(e["full_median_ms"]), f(e.get("layer_vs_full"), x_min=e.get("layer_vs_full_min")),
+                    fmt_ms(e["torch_median_ms"]), f(e.get("torch_vs_tfm"), x_min=e.get("torch_vs_tfm_min")),
+                    f(e.get("core_ms"), "%.0f", e.get("core_min_ms")) +
+                    (" noise" if e.get("core_ms") is not None and e["core_ms"] <= 0 else ""),
+                    f(e.get("core_vs_full"), "%.1f", e.get("core_vs_full_min")),
+                    f(e.get("core_efficiency"), x_min=e.get("core_efficiency_min")), g, chk])
+    return out
+
+
+def long_notes(bench, entries):
+    """What the long table's columns are, in a few lines for the results."""
+    lines = ["Ratios are of medians, and in brackets of the min columns (the best pass of each), "
+             "the better guide on a busy machine; goals are judged on the medians.",
+             "pairs/S^2: the (query, key) pairs attended per head, as a fraction of all S^2 = 4096^2 "
+             "(full: 100%; causal full: S(S+1)/2; window 256 with 2 global tokens: the band of 2W+1 = 513 "
+             "keys, the 2 global keys, the 2 global rows; diag: window 0, each token itself).",
+             "full/this: tfm's full-attention layer of the same shape (median) / this layer's median; "
+             "goal for the windowed rows >= %.1f." % GOAL_LAYER_VS_FULL,
+             "torch mask ms, torch/tfm: PyTorch 1.13 on the same layer, weights and input, the window as a dense "
+             "attn_mask (below); goal for the windowed rows >= %.0f." % GOAL_LAYER_VS_TORCH,
+             "core ms: the attention core, estimated as this layer's time - the time of the same layer with "
+             "window 0 (its diag row: the same GEMMs, LayerNorms and FFN, one key per query), the two measured "
+             "side by side in this row's configuration (the median over the timed rounds of the difference of "
+             "the two medians; in brackets, of the mins); "
+             "core full/this: the full layer's core / this one's (goal >= %.0f); core/(full core x pairs): this "
+             "core / (the full core x this layer's pairs / the full layer's pairs) (goal <= %.2f: skipping costs "
+             "no efficiency)." % (GOAL_CORE_VS_FULL, GOAL_CORE_EFFICIENCY)]
+    for name in [e["workload"] for e in entries if e["threads"] == entries[0]["threads"]
+                 and e["backend"] == entries[0]["backend"]]:
+        tm = bench.torch_models.get(name) or {}
+        lines.append("torch on %s: %s, attn_mask %s%s" % (
+            name, tm.get("model"), tm.get("mask"),
+            "" if torch_timed(name) else " (one pass, for the output check only; not timed)"))
+    return lines
 
 
 def write_chart(rows, peak, path, work):
@@ -691,11 +989,13 @@ def report(bench, rows, elapsed):
         "FMA peak (fma_peak.cpp, %s vectors, best of %d x 0.2 s, measured before the first round and after each): %s."
         % ({"avx512": "512-bit", "avx2": "256-bit"}.get(getattr(bench, "peak_isa", "?"), "?"),
            a.peak_trials, peak_line),
-        "PyTorch %s (ATen CPU capability %s), BLAS %s (OpenBLAS kernels: %s); "
-        "oneDNN 2.6 matmul: ISA %s, linears %s, attention %s; both baselines with OMP_WAIT_POLICY %s."
+        "PyTorch %s (ATen CPU capability %s), BLAS %s (OpenBLAS kernels: %s); %s; "
+        "both baselines with OMP_WAIT_POLICY %s."
         % (t_info["torch"], t_info["cpu_capability"],
            ", ".join(blas) or "?", t_info.get("openblas_core") or "not OpenBLAS",
-           oi.get("isa", "?"), oi.get("linear_impl", "?"), oi.get("attention_impl", "?"),
+           "oneDNN 2.6 matmul: ISA %s, linears %s, attention %s"
+           % (oi.get("isa", "?"), oi.get("linear_impl", "?"), oi.get("attention_impl", "?"))
+           if oi else "oneDNN not run (no workload with full attention)",
            t_info["env"].get("OMP_WAIT_POLICY") or "unset"),
     ]
     notes = []
@@ -716,18 +1016,33 @@ def report(bench, rows, elapsed):
     for b, why in bench.skipped_backends.items():
         notes.append("--backend=%s not measured: %s" % (b, why))
     notes += bench.errors
+    for name, tm in sorted(bench.torch_models.items()):
+        if long_kind(name) and not str(tm.get("model")).startswith("TorchSingleStack"):
+            notes.append("torch on %s is %s, not nn.TransformerEncoder with a dense attn_mask"
+                         % (name, tm.get("model")))
     table = text_table(rows)
+    longs = long_rows(rows)
     print()
     print("\n".join(header))
     print()
     print(table)
+    if longs:
+        print()
+        print("Long sequences (seq 4096; issue 22's goals, medians):")
+        print()
+        print(render_text(LONG_COLUMNS, long_table_rows(longs), left=3))
+        print()
+        print("\n".join("  " + l for l in long_notes(bench, longs)))
     if notes:
         print()
         print("\n".join("note: " + n for n in notes))
     os.makedirs(a.out_dir, exist_ok=True)
-    png = os.path.join(a.out_dir, "latest.png")
-    chart = write_chart(rows, bench.peak, png, bench.work)
-    md = ["# tfm benchmark: latest results", "",
+    stem = a.out_stem
+    png = os.path.join(a.out_dir, stem + ".png")
+    # The chart is for the default workloads; a long-only run has none.
+    chart = write_chart(rows, bench.peak, png, bench.work) if stem == "latest" else None
+    title = "latest results" if stem == "latest" else "long-sequence rows (seq 4096)"
+    md = ["# tfm benchmark: " + title, "",
           "Written by `%s`; see bench/README.md for what the columns mean."
           % " ".join(["bench/run.sh"] + ([a.command] if a.command else [])),
           ""] + ["- " + h for h in header] + ["", md_table(rows), ""]
@@ -742,13 +1057,17 @@ def report(bench, rows, elapsed):
             split.append("| %s | %d | %s | %s |" % (k[0], k[1], fmt_ms(r["onednn"]["linear_ms"]),
                                                      fmt_ms(r["onednn"]["attention_ms"])))
     md += split + [""]
+    if longs:
+        md += ["## Long sequences (seq 4096; issue 22's goals, medians)", "",
+               render_md(LONG_COLUMNS, long_table_rows(longs), left=3), ""]
+        md += ["- " + l for l in long_notes(bench, longs)] + [""]
     if notes:
         md += ["Notes:", ""] + ["- " + n for n in notes] + [""]
     if chart:
-        md += ["![GFLOP/s per workload](latest.png)", ""]
-    with open(os.path.join(a.out_dir, "latest.md"), "w") as f:
+        md += ["![GFLOP/s per workload](%s.png)" % stem, ""]
+    with open(os.path.join(a.out_dir, stem + ".md"), "w") as f:
         f.write("\n".join(md))
-    with open(os.path.join(a.out_dir, "latest.json"), "w") as f:
+    with open(os.path.join(a.out_dir, stem + ".json"), "w") as f:
         json.dump(dict(date=now, cpu=cpu_model(), cpu_isa=cpu_isa(), simd=a.simd, peak_isa=getattr(bench, "peak_isa", None), cpus=os.cpu_count(), tfm_commit=commit, tfm_source=src,
                        quick=a.quick, rounds=a.rounds, budget_s=a.budget, elapsed_s=elapsed,
                        peak_gflops={str(t): p for t, p in bench.peak.items()},
@@ -757,10 +1076,11 @@ def report(bench, rows, elapsed):
                        skipped_backends=bench.skipped_backends, notes=notes,
                        workloads={n: dict(description=WORKLOADS[n][0], what=WORKLOADS[n][1],
                                           flops=matmul_flops(WORKLOADS[n][0], WORKLOADS[n][0]["max_seq_len"]))
-                                  for n in a.only},
+                                  for n in bench.names},
+                       torch_models=bench.torch_models, long_rows=longs,
                        rows=rows, measurements=bench.records), f, indent=1)
     print()
-    print("bench: wrote %s/latest.md, latest.json%s" % (a.out_dir, ", latest.png" if chart else ""))
+    print("bench: wrote %s/%s.md, %s.json%s" % (a.out_dir, stem, stem, ", %s.png" % stem if chart else ""))
 
 
 def main(argv=None):
@@ -769,8 +1089,10 @@ def main(argv=None):
     p.add_argument("--quick", action="store_true", help="a short run (about 2 minutes)")
     p.add_argument("--threads", default="1,2", help="comma-separated thread counts (default 1,2)")
     p.add_argument("--only", action="append", default=[],
-                   help="a workload (repeatable, or comma-separated); default all: "
-                        + ", ".join(WORKLOADS) + ", decode")
+                   help="a workload (repeatable, or comma-separated); default: "
+                        + ", ".join(DEFAULT_WORKLOADS) + ", decode; also the long-sequence rows "
+                        "(not in the default run), one by one or all with `long`: "
+                        + ", ".join(LONG_WORKLOADS))
     p.add_argument("--no-decode", action="store_true", help="leave out the decode benchmark")
     p.add_argument("--decode-runs", type=int, help="decode: runs per row (default 5, quick 2)")
     p.add_argument("--decode-steps", type=int, default=16, help="decode: timed steps per run (default 16)")
@@ -789,26 +1111,41 @@ def main(argv=None):
                         "widest the CPU has)")
     p.add_argument("--tfm-compile", default=os.path.join(ROOT, "build", "bin", "tfm-compile"))
     p.add_argument("--work-dir", default=os.path.join(HERE, "work"))
-    p.add_argument("--out-dir", default=os.path.join(HERE, "results"))
+    p.add_argument("--out-dir", default=os.path.join(HERE, "results"),
+                   help="where the results go: latest.{md,json,png}, or long-seq.{md,json} when "
+                        "only long-sequence rows are measured")
     p.add_argument("--list", action="store_true", help="list the workloads and their FLOPs")
     a = p.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
+    hidden = ("--tfm-compile", "--out-dir", "--work-dir")  # paths: not part of the command shown
     a.command = " ".join(x for i, x in enumerate(argv)
-                         if not x.startswith("--tfm-compile") and (i == 0 or argv[i - 1] != "--tfm-compile"))
+                         if not x.startswith(hidden) and (i == 0 or argv[i - 1] not in hidden))
     if a.list:
         for n, (d, what) in WORKLOADS.items():
-            print("%-16s %-45s %.3f GFLOP" % (n, what, matmul_flops(d, d["max_seq_len"]) * 1e-9))
-        print("%-16s %s" % ("decode", "gpt2-small decode steps at cache lengths 128 and 1024 (bench/decode.py)"))
+            print("%-24s %-78s %8.3f GFLOP%s" % (n, what, matmul_flops(d, d["max_seq_len"]) * 1e-9,
+                                                "" if n not in LONG_WORKLOADS else
+                                                "  (--only long)" if n in GROUPS["long"] else
+                                                "  (--only long: beside its full and window rows)"))
+        print("%-24s %s" % ("decode", "gpt2-small decode steps at cache lengths 128 and 1024 (bench/decode.py)"))
         return 0
     a.threads = [int(t) for t in a.threads.split(",") if t.strip()]
     if not a.threads or min(a.threads) < 1:
         p.error("--threads: positive integers, e.g. 1,2")
-    only = [n.strip() for o in a.only for n in o.split(",") if n.strip()]
+    only = []
+    for o in a.only:
+        for n in o.split(","):
+            for m in GROUPS.get(n.strip(), [n.strip()]):
+                if m and m not in only:
+                    only.append(m)
     unknown = [n for n in only if n not in WORKLOADS and n != "decode"]
     if unknown:
-        p.error("unknown workload %s; known: %s, decode" % (unknown, ", ".join(WORKLOADS)))
+        p.error("unknown workload %s; known: %s, decode, %s"
+                % (unknown, ", ".join(WORKLOADS), ", ".join(GROUPS)))
     a.decode = ("decode" in only if only else not a.no_decode)
-    a.only = [n for n in only if n != "decode"] if only else list(WORKLOADS)
+    a.only = [n for n in only if n != "decode"] if only else list(DEFAULT_WORKLOADS)
+    # A run of long rows alone writes long-seq.*, leaving latest.* (the
+    # default run's) as they are.
+    a.out_stem = "long-seq" if a.only and all(n in LONG_WORKLOADS for n in a.only) else "latest"
     if a.decode_runs is None:
         a.decode_runs = 2 if a.quick else 5
     if a.decode_runs < 1 or a.decode_steps < 1:

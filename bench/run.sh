@@ -3,11 +3,12 @@
 # tfm, PyTorch 1.13 and oneDNN on the same workloads and prints the table,
 # then gpt2-small's decode-step latency against PyTorch and the bandwidth bound.
 #
-#   bench/run.sh [--quick] [--threads 1,2] [--only NAME|decode] [--no-decode] [--no-build]
+#   bench/run.sh [--quick] [--threads 1,2] [--only NAME|decode|long] [--no-decode] [--no-build]
 #                [more: bench/bench.py --help]
 #
 # TFM_BUILD_DIR picks the build folder (default build/), as for scripts/build.sh.
-# Results: bench/results/latest.{md,json,png} and decode.{md,json}.
+# Results: bench/results/latest.{md,json,png} and decode.{md,json};
+# `--only long` (the seq-4096 rows, not in the default run): long-seq.{md,json}.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

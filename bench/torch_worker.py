@@ -11,10 +11,17 @@ on stdin; each answer is one stdout line starting with "@@ " and a JSON object.
   {"op": "run", "key": K, "runs": N, "warmup": W, "output": OUT.npy or null}
   {"op": "quit"}
 
-The model is test/e2e/reference.py's implementation (a): PyTorch's own
-nn.TransformerEncoderLayer stack (batch_first, dropout 0, norm_first for
-pre-norm, a causal attn_mask for decoders), in eval mode, fp32, run under
-torch.no_grad() -- what a user of PyTorch 1.13 would write.
+The model is test/e2e/reference.py's build_torch_model: for every bench
+workload its implementation (a), PyTorch's own nn.TransformerEncoderLayer
+stack (batch_first, dropout 0, norm_first for pre-norm, a causal attn_mask
+for decoders; a sliding window (contract section 7) as a dense float
+[seq, seq] attn_mask, 0 where a pair is attended and -inf elsewhere), in
+eval mode, fp32, run under torch.no_grad() -- what a user of PyTorch 1.13
+would write.  For a windowed model that (a) cannot express, build_torch_model
+returns another implementation (the formula model in its banded form, or the
+Hugging Face style one); those take their inputs by name, so the model is
+always called as model(input=x), which (a) takes too.  "load" answers with
+the model's class and the mask it is given ("model", "mask").
 """
 
 import json
@@ -78,6 +85,21 @@ def info():
                 "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}}
 
 
+def describe(cfg, model):
+    """The model's class and the attention mask PyTorch gets, for the results."""
+    cls = type(model).__name__
+    n = cfg.max_seq_len
+    if cls != "TorchSingleStack":
+        return cls, "%s's own (not an nn.TransformerEncoder attn_mask)" % cls
+    cls = "TorchSingleStack (nn.TransformerEncoder)"
+    if cfg.sliding_window:
+        return cls, ("a dense float [%d, %d] (0 / -inf): window %d, %d global tokens%s"
+                     % (n, n, cfg.window, cfg.global_tokens, ", causal" if cfg.causal else ""))
+    if cfg.causal:
+        return cls, "a dense float [%d, %d] causal mask (generate_square_subsequent_mask)" % (n, n)
+    return cls, "none"
+
+
 def main():
     threads = int(sys.argv[1])
     torch.set_num_threads(threads)
@@ -108,21 +130,25 @@ def main():
                     raise ValueError("PyTorch's modules cannot express this model")
                 reference.load_weights(model, safetensors.load_file(req["weights"]))
                 model.eval()
-                x = torch.from_numpy(np.load(req["input"]).astype(np.float32))
-                models[req["key"]] = (model, x)
-                reply({"ok": True})
+                dtype = next(model.parameters()).dtype
+                x = torch.from_numpy(np.load(req["input"]).astype(np.float32)).to(dtype)
+                # By name: (a) takes `input` positionally or by name, the
+                # formula and Hugging Face style models by name only.
+                models[req["key"]] = (model, {cfg.input_names[0]: x})
+                cls, mask = describe(cfg, model)
+                reply({"ok": True, "model": cls, "mask": mask})
             elif op == "run":
                 model, x = models[req["key"]]
                 times = []
                 with torch.no_grad():
                     for _ in range(int(req["warmup"])):
-                        y = model(x)
+                        y = model(**x)
                     for _ in range(int(req["runs"])):
                         t0 = time.perf_counter()
-                        y = model(x)
+                        y = model(**x)
                         times.append(time.perf_counter() - t0)
                 if req.get("output"):
-                    np.save(req["output"], y.numpy().astype(np.float32))
+                    np.save(req["output"], y.float().numpy())
                 times_ms = [t * 1e3 for t in times]
                 reply({"ok": True, "median_ms": statistics.median(times_ms),
                        "min_ms": min(times_ms), "runs": len(times_ms),
