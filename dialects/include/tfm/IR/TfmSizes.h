@@ -54,7 +54,7 @@ public:
   /// Adds `coefficient` times the product of `sizes`; static dimensions
   /// multiply the coefficient, dynamic ones become factors.
   FlopCount &add(double coefficient, llvm::ArrayRef<SizeAtom> sizes) {
-    FlopTerm term{coefficient, {}};
+    FlopTerm term{coefficient, {}, std::nullopt};
     for (const SizeAtom &size : sizes) {
       auto type = size.dim < 0
                       ? RankedTensorType()
