@@ -387,10 +387,13 @@ void ConfigReader::readAttention(ModelConfig &c) {
   if (!kind)
     return;
   if (!kind->supported) {
+    std::vector<std::string> supported;
+    for (const AttentionKindKeys &k : kAttentionKinds)
+      if (k.supported)
+        supported.push_back(k.kind);
     error(keyPos("kind", true),
-          formatv("attention kind '{0}' is not supported yet; supported: "
-                  "full, sliding_window, linformer",
-                  kind->kind));
+          formatv("attention kind '{0}' is not supported yet; supported: {1}",
+                  kind->kind, llvm::join(supported, ", ")));
     return;
   }
   // A count of keys or tokens: an integer from 0 to kMaxDim.
