@@ -452,12 +452,16 @@ mlir::LogicalResult applyCheckpointLayout(mlir::ModuleOp module,
     if (it->second.transposed)
       param.setTransposed(true);
   }
-  // Inputs under Hugging Face's name.
+  // Inputs under Hugging Face's names: the ids and their padding mask.
   for (auto func : module.getOps<mlir::func::FuncOp>())
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (auto name = func.getArgAttrOfType<mlir::StringAttr>(i, "tfm.input");
-          name && name.getValue() == "input")
+    for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+      auto name = func.getArgAttrOfType<mlir::StringAttr>(i, "tfm.input");
+      if (name && name.getValue() == "input")
         func.setArgAttr(i, "tfm.input", b.getStringAttr("input_ids"));
+      if (name && name.getValue() == "mask" &&
+          func.getArgAttr(i, "tfm.mask_of"))
+        func.setArgAttr(i, "tfm.input", b.getStringAttr("attention_mask"));
+    }
   module->setAttr("tfm.weights_file", b.getStringAttr(ckpt.weightsFile));
   return mlir::success();
 }

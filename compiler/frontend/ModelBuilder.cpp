@@ -43,6 +43,9 @@ struct LayerKind {
   /// cache (the decode steps of encoder_decoder) instead of taking `memory`
   /// and appending them (its prefill).
   bool memoryFromCache = false;
+  /// Padding masks (contract section 8): the layer takes its keys' mask
+  /// ([batch, seq], 1 real, 0 padding), and its memory's when it has one.
+  bool masked = false;
 };
 
 class ModelBuilder {
@@ -59,6 +62,8 @@ private:
     return RankedTensorType::get(shape, builder.getF32Type());
   }
   RankedTensorType activations() { return f32({kDyn, kDyn, c.dModel}); }
+  /// A padding mask: [batch, seq], 1 for a real token, 0 for padding.
+  RankedTensorType paddingMask() { return f32({kDyn, kDyn}); }
   Location named(StringRef name) {
     return NameLoc::get(builder.getStringAttr(name), fileLoc);
   }
@@ -78,9 +83,11 @@ private:
   func::FuncOp buildLayerFunc(const LayerKind &kind);
   /// With a read-only `cache`, cross-attention over the `position` first
   /// positions held there (`memory` is null).
+  /// `keyPadding`: the keys' padding mask, or null.
   Value attention(OpBuilder &b, Location loc, Value x, Value memory,
-                  ValueRange weights, bool causal, Value cache = Value(),
-                  Value position = Value(), bool readOnlyCache = false);
+                  ValueRange weights, bool causal, Value keyPadding,
+                  Value cache = Value(), Value position = Value(),
+                  bool readOnlyCache = false);
   /// The mask of a self-attention (`self`): causal when asked, and the
   /// model's sliding window with its global tokens; none for
   /// cross-attention, which sees every key.
@@ -96,11 +103,13 @@ private:
   /// Runs `layers` layers of `kind` (weights under `prefix`) and the final
   /// norm `finalNorm` if the model has one. Cached layers also get
   /// `position` and their caches, and `memoryLength` when they read the
-  /// memory's keys and values from a cache.
+  /// memory's keys and values from a cache. Masked layers also get `mask`
+  /// (x's) and `memoryMask`.
   Value stack(OpBuilder &b, Value x, Value memory, const LayerKind &kind,
               func::FuncOp layerFunc, StringRef prefix, int64_t layers,
               StringRef finalNorm, Value position = Value(),
-              Value memoryLength = Value());
+              Value memoryLength = Value(), Value mask = Value(),
+              Value memoryMask = Value());
   KVCacheType cacheType();
   /// A handle to the cache of `name`, declared once at module level.
   Value cache(OpBuilder &b, StringRef name);
@@ -209,8 +218,8 @@ MaskAttr ModelBuilder::selfAttentionMask(OpBuilder &b, bool causal, bool self) {
 }
 
 Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
-                              ValueRange w, bool causal, Value cache,
-                              Value position, bool readOnlyCache) {
+                              ValueRange w, bool causal, Value keyPadding,
+                              Value cache, Value position, bool readOnlyCache) {
   bool self = !memory && !readOnlyCache;
   RopeStyleAttr rope;
   FloatAttr ropeBase;
@@ -238,7 +247,7 @@ Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
       b, loc, activations(), c.score, x, memory, c.numHeads, kvHeads, w[0],
       inBias, w[perProjection], outBias, scoreParams,
       selfAttentionMask(b, causal && self, self), rope, ropeBase, cache,
-      position, readOnlyCache, projE, projF);
+      position, readOnlyCache, projE, projF, keyPadding);
 }
 
 KVCacheType ModelBuilder::cacheType() {
@@ -294,6 +303,13 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   size_t firstWeight = argTypes.size();
   for (const WeightSpec &s : specs)
     argTypes.push_back(f32(s.shape));
+  // Last, the padding masks of the keys (x's) and of the memory.
+  size_t firstMaskArg = argTypes.size();
+  if (kind.masked) {
+    argTypes.push_back(paddingMask());
+    if (takesMemory)
+      argTypes.push_back(paddingMask());
+  }
 
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(module.getBody(), module.getBody()->end());
@@ -304,6 +320,12 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   func.setArgAttr(0, "tfm.input", builder.getStringAttr("x"));
   if (takesMemory)
     func.setArgAttr(1, "tfm.input", builder.getStringAttr("memory"));
+  if (kind.masked) {
+    func.setArgAttr(firstMaskArg, "tfm.input", builder.getStringAttr("mask"));
+    if (takesMemory)
+      func.setArgAttr(firstMaskArg + 1, "tfm.input",
+                      builder.getStringAttr("memory_mask"));
+  }
   for (auto [i, s] : llvm::enumerate(specs))
     func.setArgAttr(firstWeight + i, "tfm.weight",
                     builder.getStringAttr(s.suffix));
@@ -311,6 +333,9 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   OpBuilder b = OpBuilder::atBlockEnd(func.addEntryBlock());
   Value x = func.getArgument(0);
   Value memory = takesMemory ? func.getArgument(1) : Value();
+  Value mask = kind.masked ? func.getArgument(firstMaskArg) : Value();
+  Value memoryMask =
+      kind.masked && takesMemory ? func.getArgument(firstMaskArg + 1) : Value();
   Value position, selfCache, crossCache, memoryLength;
   if (kind.cached) {
     position = func.getArgument(firstCacheArg);
@@ -325,7 +350,7 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
                       builder.getStringAttr("memory_length"));
     }
   }
-  ValueRange w = func.getArguments().drop_front(firstWeight);
+  ValueRange w = func.getArguments().slice(firstWeight, specs.size());
   size_t selfWeights = attentionWeights("self_attn", true).size();
   ValueRange selfW = w.take_front(selfWeights);
   w = w.drop_front(selfWeights);
@@ -354,19 +379,20 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   };
   x = sublayer([&](Value in) {
     return attention(b, named("self_attn"), in, Value(), selfW, kind.causal,
-                     selfCache, position);
+                     mask, selfCache, position);
   });
   if (kind.crossAttention)
     x = sublayer([&](Value in) {
       Location loc = named("multihead_attn");
       if (!kind.cached)
-        return attention(b, loc, in, memory, crossW, false);
+        return attention(b, loc, in, memory, crossW, false, memoryMask);
       if (kind.memoryFromCache)
-        return attention(b, loc, in, Value(), crossW, false, crossCache,
-                         memoryLength, /*readOnlyCache=*/true);
+        return attention(b, loc, in, Value(), crossW, false, Value(),
+                         crossCache, memoryLength, /*readOnlyCache=*/true);
       // The memory's keys and values go into the cache from position 0.
       Value zero = arith::ConstantIndexOp::create(b, fileLoc, 0);
-      return attention(b, loc, in, memory, crossW, false, crossCache, zero);
+      return attention(b, loc, in, memory, crossW, false, Value(), crossCache,
+                       zero);
     });
   x = sublayer([&](Value in) { return feedForward(b, named("ffn"), in, ffW); });
   func::ReturnOp::create(b, fileLoc, x);
@@ -400,7 +426,8 @@ Value ModelBuilder::embed(OpBuilder &b, Value input, StringRef tokenTable,
 Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
                           const LayerKind &kind, func::FuncOp layerFunc,
                           StringRef prefix, int64_t layers, StringRef finalNorm,
-                          Value position, Value memoryLength) {
+                          Value position, Value memoryLength, Value mask,
+                          Value memoryMask) {
   std::vector<WeightSpec> specs = layerWeights(kind);
   for (int64_t i = 0; i < layers; ++i) {
     std::string layerPrefix = (prefix + std::to_string(i) + ".").str();
@@ -417,6 +444,11 @@ Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
     }
     for (const WeightSpec &s : specs)
       args.push_back(weight(b, layerPrefix + s.suffix, s.shape));
+    if (kind.masked) {
+      args.push_back(mask);
+      if (memory)
+        args.push_back(memoryMask);
+    }
     x = func::CallOp::create(b, named(layerPrefix + "call"), layerFunc, args)
             .getResult(0);
   }
@@ -489,22 +521,33 @@ void ModelBuilder::buildEncoderDecoderGeneration(func::FuncOp encoderLayer,
   Type ids = RankedTensorType::get({kDyn, kDyn}, builder.getI32Type());
   Type index = builder.getIndexType();
 
-  // prefill(src, tgt): the encoder over src, then the target prefix at
-  // positions 0.., logits of its last position.
+  // prefill(src, tgt[, src_mask]): the encoder over src, then the target
+  // prefix at positions 0.., logits of its last position. A masked encoder
+  // layer takes the source's mask, the third input as in `forward` (the
+  // runtime passes all ones: generation takes no masks yet).
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(module.getBody(), module.getBody()->end());
+  SmallVector<Type> prefillInputs = {ids, ids};
+  if (encoderKind.masked)
+    prefillInputs.push_back(paddingMask());
   auto prefill = func::FuncOp::create(
       builder, named("prefill"), "prefill",
-      builder.getFunctionType({ids, ids}, {f32({kDyn, 1, *c.vocabSize})}));
+      builder.getFunctionType(prefillInputs, {f32({kDyn, 1, *c.vocabSize})}));
   prefill.setArgAttr(0, "tfm.input", builder.getStringAttr("src"));
   prefill.setArgAttr(1, "tfm.input", builder.getStringAttr("tgt"));
+  if (encoderKind.masked) {
+    prefill.setArgAttr(2, "tfm.input", builder.getStringAttr("src_mask"));
+    prefill.setArgAttr(2, "tfm.mask_of", builder.getI64IntegerAttr(0));
+  }
   {
     OpBuilder b = OpBuilder::atBlockEnd(prefill.addEntryBlock());
-    Value memory = stack(b,
-                         embed(b, prefill.getArgument(0), "src_embed.weight",
-                               "src_pos_embed.weight"),
-                         Value(), encoderKind, encoderLayer, "encoder.layers.",
-                         c.numEncoderLayers, "encoder.norm");
+    Value sourceMask = encoderKind.masked ? prefill.getArgument(2) : Value();
+    Value memory =
+        stack(b,
+              embed(b, prefill.getArgument(0), "src_embed.weight",
+                    "src_pos_embed.weight"),
+              Value(), encoderKind, encoderLayer, "encoder.layers.",
+              c.numEncoderLayers, "encoder.norm", Value(), Value(), sourceMask);
     Value zero = arith::ConstantIndexOp::create(b, fileLoc, 0);
     Value x = stack(b,
                     embed(b, prefill.getArgument(1), "tgt_embed.weight",
@@ -558,10 +601,16 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
                                           ? SmallVector<StringRef>{"src", "tgt"}
                                           : SmallVector<StringRef>{"input"};
   SmallVector<Type> inputTypes(inputNames.size(), inputType);
+  // Each input's padding mask follows the inputs (contract section 8),
+  // unless an attention kind mixes every position (linformer).
+  bool masked = !c.linformerK;
+  if (masked)
+    inputTypes.append(inputNames.size(), paddingMask());
 
   // Layer functions first, so they read before `forward`, which uses them.
   LayerKind encoderKind{"encoder_layer", c.causal && !encDec, false};
   LayerKind decoderKind{"decoder_layer", c.causal, encDec};
+  encoderKind.masked = decoderKind.masked = masked;
   func::FuncOp encoderLayer, decoderLayer;
   if (c.numEncoderLayers)
     encoderLayer = buildLayerFunc(encoderKind);
@@ -572,8 +621,20 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   auto forward =
       func::FuncOp::create(builder, named("forward"), "forward",
                            builder.getFunctionType(inputTypes, {outputType}));
-  for (auto [i, name] : llvm::enumerate(inputNames))
+  for (auto [i, name] : llvm::enumerate(inputNames)) {
     forward.setArgAttr(i, "tfm.input", builder.getStringAttr(name));
+    if (!masked)
+      continue;
+    size_t maskArg = inputNames.size() + i;
+    forward.setArgAttr(
+        maskArg, "tfm.input",
+        builder.getStringAttr(encDec ? (name + "_mask").str() : "mask"));
+    forward.setArgAttr(maskArg, "tfm.mask_of", builder.getI64IntegerAttr(i));
+  }
+  // The mask of input i, or null.
+  auto maskOf = [&](unsigned i) {
+    return masked ? forward.getArgument(inputNames.size() + i) : Value();
+  };
   forward.setResultAttr(0, "tfm.output",
                         builder.getStringAttr(c.lmHead ? "logits" : "hidden"));
   OpBuilder b = OpBuilder::atBlockEnd(forward.addEntryBlock());
@@ -585,25 +646,27 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
     out = stack(
         b, embed(b, forward.getArgument(0), "embed.weight", "pos_embed.weight"),
         Value(), encoderKind, encoderLayer, "layers.", c.numEncoderLayers,
-        "norm");
+        "norm", Value(), Value(), maskOf(0));
     break;
   case Architecture::Decoder:
     out = stack(
         b, embed(b, forward.getArgument(0), "embed.weight", "pos_embed.weight"),
         Value(), decoderKind, decoderLayer, "layers.", c.numDecoderLayers,
-        "norm");
+        "norm", Value(), Value(), maskOf(0));
     break;
   case Architecture::EncoderDecoder: {
-    Value memory = stack(b,
-                         embed(b, forward.getArgument(0), "src_embed.weight",
-                               "src_pos_embed.weight"),
-                         Value(), encoderKind, encoderLayer, "encoder.layers.",
-                         c.numEncoderLayers, "encoder.norm");
+    Value memory =
+        stack(b,
+              embed(b, forward.getArgument(0), "src_embed.weight",
+                    "src_pos_embed.weight"),
+              Value(), encoderKind, encoderLayer, "encoder.layers.",
+              c.numEncoderLayers, "encoder.norm", Value(), Value(), maskOf(0));
     out = stack(b,
                 embed(b, forward.getArgument(1), "tgt_embed.weight",
                       "tgt_pos_embed.weight"),
                 memory, decoderKind, decoderLayer, "decoder.layers.",
-                c.numDecoderLayers, "decoder.norm");
+                c.numDecoderLayers, "decoder.norm", Value(), Value(), maskOf(1),
+                maskOf(0));
     targetTable = "tgt_embed.weight";
     break;
   }

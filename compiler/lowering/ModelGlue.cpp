@@ -167,11 +167,19 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
 
   // Inputs and the output, from the entry point's signature.
   func::FuncOp entry = glue.entry;
-  SmallVector<std::string> inputs;
+  SmallVector<std::string> inputs, masks;
   int64_t dModel = 0, vocab = 0;
   for (auto [i, arg] : llvm::enumerate(entry.getArguments())) {
     auto type = cast<RankedTensorType>(arg.getType());
     auto name = entry.getArgAttrOfType<StringAttr>(i, "tfm.input");
+    // A padding mask, after the inputs: of the input `tfm.mask_of`.
+    if (auto of = entry.getArgAttrOfType<IntegerAttr>(i, "tfm.mask_of")) {
+      masks.push_back(llvm::formatv("{{\"{0}\", {1}}",
+                                    name ? name.getValue() : "mask",
+                                    of.getInt())
+                          .str());
+      continue;
+    }
     bool tokens = type.getElementType().isInteger(32);
     if (!tokens)
       dModel = type.getShape().back();
@@ -202,8 +210,11 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
   emitParamTable(glue, params, paramIndex, out);
   emitPacking(glue, params, out);
   out << "static const tfm::rt::InputInfo kInputs[] = {"
-      << llvm::join(inputs, ", ") << "};\n\n"
-      << "} // namespace tfm_generated\n\n"
+      << llvm::join(inputs, ", ") << "};\n\n";
+  if (!masks.empty())
+    out << "static const tfm::rt::MaskInfo kMasks[] = {"
+        << llvm::join(masks, ", ") << "};\n\n";
+  out << "} // namespace tfm_generated\n\n"
       << "const tfm::rt::ModelInfo tfm::rt::kModel = {\n"
       << "    \"" << name << "\",\n"
       << "    tfm_generated::kParams, " << params.size() << ",\n"
@@ -223,7 +234,10 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
                           : "    nullptr, nullptr,\n")
       << "    /*defaultWeights=*/" << defaultWeights << ",\n"
       << "    /*limitSimd=*/"
-      << (glue.vectorBits ? "tfm_generated::limitSimd" : "nullptr") << "};\n\n"
+      << (glue.vectorBits ? "tfm_generated::limitSimd" : "nullptr") << ",\n"
+      << "    /*masks=*/"
+      << (masks.empty() ? "nullptr" : "tfm_generated::kMasks") << ", "
+      << masks.size() << "};\n\n"
       << "// The C API of contract section 5, under the model's name.\n"
       << "extern \"C\" {\n"
       << "tfm_model *" << cName

@@ -119,9 +119,9 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
       if (self)
         queryOffset = position;
     }
-    Value core =
-        AttentionOp::create(rewriter, loc, op.getScore(), q, k, v,
-                            op.getScoreParams(), op.getMaskAttr(), queryOffset);
+    Value core = AttentionOp::create(rewriter, loc, op.getScore(), q, k, v,
+                                     op.getScoreParams(), op.getMaskAttr(),
+                                     queryOffset, op.getKeyPadding());
     Value merged = MergeHeadsOp::create(rewriter, loc, core);
     Value out = LinearOp::create(rewriter, loc, merged, op.getOutProjWeight(),
                                  op.getOutProjBias());
@@ -174,6 +174,8 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
       if (std::optional<int64_t> global = mask.getGlobalTokens())
         os << " with " << *global << " global tokens";
     }
+    if (op.getKeyPadding())
+      os << ", padded keys masked";
     os << ", softmax, product with V; the score matrix never stored) and "
           "the out_proj GEMM";
     return text;

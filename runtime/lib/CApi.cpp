@@ -25,6 +25,10 @@ struct tfm_model {
   ModelInstance instance;
   AlignedBuffer idBuffer;
   std::vector<int32_t *> idScratch;
+  /// The padding masks as float 1/0, one slice per mask.
+  AlignedBuffer maskBuffer;
+  std::vector<float *> maskScratch;
+  /// The inputs', then the masks' tensors, views and names.
   std::vector<TensorRef> tensors;
   std::vector<InputView> views;
   std::vector<std::array<char, 96>> sourceNames;
@@ -100,35 +104,70 @@ tfm_model *tfm_rt_create(const ModelInfo *info, const char *weights_path,
     delete model;
     return nullptr;
   }
+  size_t masks = info->numMasks;
+  if (masks &&
+      !model->maskBuffer.allocate(masks * idsPerInput * sizeof(float))) {
+    writeMessage(err, err_len, "out of memory creating model '%s'", info->name);
+    delete model;
+    return nullptr;
+  }
   model->idScratch.resize(inputs);
-  model->tensors.resize(inputs);
-  model->views.resize(inputs);
-  model->sourceNames.resize(inputs);
-  model->sources.resize(inputs);
-  for (size_t i = 0; i < inputs; ++i) {
-    model->idScratch[i] =
-        static_cast<int32_t *>(model->idBuffer.data()) + i * idsPerInput;
+  model->maskScratch.resize(masks);
+  model->tensors.resize(inputs + masks);
+  model->views.resize(inputs + masks);
+  model->sourceNames.resize(inputs + masks);
+  model->sources.resize(inputs + masks);
+  for (size_t i = 0; i < inputs + masks; ++i) {
+    const char *name =
+        i < inputs ? info->inputs[i].name : info->masks[i - inputs].name;
+    if (i < inputs)
+      model->idScratch[i] =
+          static_cast<int32_t *>(model->idBuffer.data()) + i * idsPerInput;
+    else
+      model->maskScratch[i - inputs] =
+          static_cast<float *>(model->maskBuffer.data()) +
+          (i - inputs) * idsPerInput;
     std::snprintf(model->sourceNames[i].data(), model->sourceNames[i].size(),
-                  "input '%s'", info->inputs[i].name);
+                  "input '%s'", name);
     model->sources[i] = model->sourceNames[i].data();
   }
   return model;
 }
 
 /// The checks every entry point makes on its inputs, the model's inputs
-/// from `firstInput` on; fills model->views from there.
+/// from `firstInput` on; fills model->views from there. With
+/// `masksAllowed`, the padding masks may follow the inputs (all of them or
+/// none; a null data pointer: no mask); else the masks' views are all ones.
 static bool checkInputs(tfm_model *model, const tfm_tensor *inputs,
                         size_t n_inputs, const tfm_tensor *output,
-                        OutputShape &shape, size_t firstInput = 0) {
+                        OutputShape &shape, size_t firstInput = 0,
+                        bool masksAllowed = true) {
   model->error[0] = '\0';
-  ModelInfo info = model->instance.info();
+  const ModelInfo &whole = model->instance.info();
+  ModelInfo info = whole;
   info.inputs += firstInput;
   info.numInputs -= firstInput;
   char *error = model->error;
   size_t length = sizeof(model->error);
-  if (n_inputs != info.numInputs || (!inputs && n_inputs)) {
-    writeMessage(error, length, "%s: expected %zu input(s), got %zu", info.name,
-                 info.numInputs, inputs ? n_inputs : size_t(0));
+  size_t withMasks = info.numInputs + whole.numMasks;
+  bool hasMasks = firstInput == 0 && whole.numMasks && n_inputs == withMasks;
+  if ((n_inputs != info.numInputs && !hasMasks) || (!inputs && n_inputs)) {
+    if (firstInput == 0 && whole.numMasks && masksAllowed)
+      writeMessage(error, length,
+                   "%s: expected %zu input(s), or %zu with the padding "
+                   "masks, got %zu",
+                   info.name, info.numInputs, withMasks,
+                   inputs ? n_inputs : size_t(0));
+    else
+      writeMessage(error, length, "%s: expected %zu input(s), got %zu",
+                   info.name, info.numInputs, inputs ? n_inputs : size_t(0));
+    return false;
+  }
+  if (hasMasks && !masksAllowed) {
+    writeMessage(error, length,
+                 "%s: prefill takes no padding mask yet: give the %zu "
+                 "input(s) alone",
+                 info.name, info.numInputs);
     return false;
   }
   if (!output) {
@@ -137,8 +176,14 @@ static bool checkInputs(tfm_model *model, const tfm_tensor *inputs,
   }
   for (size_t i = 0; i < n_inputs; ++i) {
     const tfm_tensor &tensor = inputs[i];
+    // An absent mask.
+    if (i >= info.numInputs && !tensor.data) {
+      model->tensors[firstInput + i] = TensorRef{};
+      continue;
+    }
     if (tensor.dtype != TFM_F32 && tensor.dtype != TFM_I32 &&
-        tensor.dtype != TFM_I64) {
+        tensor.dtype != TFM_I64 &&
+        (tensor.dtype != TFM_BOOL || i < info.numInputs)) {
       writeMessage(error, length, "%s: unknown dtype %d",
                    model->sources[firstInput + i], int(tensor.dtype));
       return false;
@@ -152,10 +197,21 @@ static bool checkInputs(tfm_model *model, const tfm_tensor *inputs,
     model->tensors[firstInput + i] = {DType(tensor.dtype), int(tensor.rank),
                                       tensor.shape, tensor.data};
   }
-  return prepareInputs(info, model->tensors.data() + firstInput,
-                       model->sources.data() + firstInput,
-                       model->idScratch.data() + firstInput,
-                       model->views.data() + firstInput, shape, error, length);
+  if (!prepareInputs(info, model->tensors.data() + firstInput,
+                     model->sources.data() + firstInput,
+                     model->idScratch.data() + firstInput,
+                     model->views.data() + firstInput, shape, error, length))
+    return false;
+  if (firstInput != 0)
+    return true;
+  size_t numInputs = whole.numInputs;
+  if (!hasMasks)
+    for (size_t m = 0; m < whole.numMasks; ++m)
+      model->tensors[numInputs + m] = TensorRef{};
+  return prepareMasks(
+      whole, model->tensors.data(), model->tensors.data() + numInputs,
+      model->sources.data() + numInputs, model->maskScratch.data(),
+      model->views.data(), error, length);
 }
 
 /// Sets `output`'s dtype and shape, and its data to the model's own buffer
@@ -201,8 +257,8 @@ static int step(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
   // Decode takes the growing sequence only: the last input.
   size_t last = info.numInputs - 1;
   OutputShape shape;
-  if (!checkInputs(model, inputs, n_inputs, output, shape,
-                   isPrefill ? 0 : last))
+  if (!checkInputs(model, inputs, n_inputs, output, shape, isPrefill ? 0 : last,
+                   /*masksAllowed=*/false))
     return 1;
   const InputView &tokens = model->views[last];
   if (!isPrefill && model->cachedBatch == 0) {

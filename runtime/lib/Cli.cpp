@@ -34,7 +34,8 @@ constexpr int64_t kMaxRuns = 1'000'000;
 
 struct Options {
   const char *weights = nullptr;
-  std::vector<const char *> inputFiles; // per model input; null: not given
+  // Per model input, then per padding mask; null: not given.
+  std::vector<const char *> inputFiles;
   const char *output = nullptr;
   int threads = 1;
   int64_t bench = 0;
@@ -69,6 +70,9 @@ std::string inputNames(const ModelInfo &model) {
       names += i + 1 == model.numInputs ? " and " : ", ";
     names += model.inputs[i].name;
   }
+  for (size_t m = 0; m < model.numMasks; ++m)
+    names += std::string(m ? ", " : "; optional padding masks: ") +
+             model.masks[m].name;
   return names;
 }
 
@@ -91,7 +95,8 @@ bool parseCount(std::string_view flag, const char *text, int64_t min,
 /// False with `error` set on bad flags.
 bool parseOptions(const ModelInfo &model, int argc, char **argv,
                   Options &options, std::string &error) {
-  options.inputFiles.assign(model.numInputs, nullptr);
+  size_t numNamed = model.numInputs + model.numMasks;
+  options.inputFiles.assign(numNamed, nullptr);
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     std::string_view flag = arg;
@@ -130,12 +135,20 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
       }
       std::string_view name(spec, size_t(split - spec));
       size_t index = 0;
-      while (index < model.numInputs && name != model.inputs[index].name)
+      auto nameOf = [&](size_t i) {
+        return i < model.numInputs ? model.inputs[i].name
+                                   : model.masks[i - model.numInputs].name;
+      };
+      while (index < numNamed && name != nameOf(index))
         ++index;
-      if (index == model.numInputs) {
+      if (index == numNamed) {
         error = "--input " + std::string(spec) + ": unknown input '" +
                 std::string(name) +
                 "' (this model's inputs: " + inputNames(model) + ")";
+        if (model.numMasks == 0 && name.size() >= 4 &&
+            name.substr(name.size() - 4) == "mask")
+          error += "; this model takes no padding mask: linformer "
+                   "attention mixes every position";
         return false;
       }
       if (options.inputFiles[index]) {
@@ -204,11 +217,19 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
             "linformer attention, which has no decode step)";
     return false;
   }
+  for (size_t m = 0; options.generate && m < model.numMasks; ++m)
+    if (options.inputFiles[model.numInputs + m]) {
+      error = std::string("--input ") + model.masks[m].name +
+              ": --generate takes no padding mask yet (a prompt of one "
+              "length, or one prompt at a time)";
+      return false;
+    }
   if (options.generate && options.bench) {
     error = "--bench and --generate do not go together (--generate prints "
             "its own tokens/s)";
     return false;
   }
+  // A mask counts: it needs its inputs' files.
   bool anyInput =
       std::any_of(options.inputFiles.begin(), options.inputFiles.end(),
                   [](const char *f) { return f != nullptr; });
@@ -274,6 +295,10 @@ void printHelp(const char *program, const ModelInfo &model) {
                   "] or [batch, seq, %" PRId64 "]\n",
                   model.inputs[i].name, model.dModel, model.dModel);
   }
+  for (size_t m = 0; m < model.numMasks; ++m)
+    std::printf("  %-18s optional padding mask of %s: int32, int64, bool or "
+                "float32, its [seq] or [batch, seq], 1 real, 0 padding\n",
+                model.masks[m].name, model.inputs[model.masks[m].input].name);
   std::printf("Limits: seq <= %" PRId64 ", batch <= %" PRId64
               " (tfm-compile --max-seq-len, --max-batch)\n"
               "Output: float32 [batch, seq, %" PRId64
@@ -423,11 +448,36 @@ int runModelMain(const ModelInfo &model, int argc, char **argv) {
     narrowed[i].resize(size_t(model.maxBatch * model.maxSeqLen));
     scratch[i] = narrowed[i].data();
   }
-  std::vector<InputView> views(numInputs);
+  std::vector<InputView> views(numInputs + model.numMasks);
   OutputShape outputShape;
   char message[1024];
   if (!prepareInputs(model, tensors.data(), sources.data(), scratch.data(),
                      views.data(), outputShape, message, sizeof(message))) {
+    reportError(program, message);
+    return 1;
+  }
+  // The masks, as float 1/0 (all ones where none is given).
+  std::vector<NpyArray> maskFiles(model.numMasks);
+  std::vector<TensorRef> masks(model.numMasks, TensorRef{});
+  std::vector<const char *> maskSources(model.numMasks);
+  std::vector<std::vector<float>> maskFloats(model.numMasks);
+  std::vector<float *> maskScratch(model.numMasks);
+  for (size_t m = 0; m < model.numMasks; ++m) {
+    maskSources[m] = model.masks[m].name;
+    if (const char *file = options.inputFiles[numInputs + m]) {
+      if (!readNpy(file, maskFiles[m], error)) {
+        reportError(program, error);
+        return 1;
+      }
+      masks[m] = maskFiles[m].ref();
+      maskSources[m] = file;
+    }
+    maskFloats[m].resize(size_t(model.maxBatch * model.maxSeqLen));
+    maskScratch[m] = maskFloats[m].data();
+  }
+  if (!prepareMasks(model, tensors.data(), masks.data(), maskSources.data(),
+                    maskScratch.data(), views.data(), message,
+                    sizeof(message))) {
     reportError(program, message);
     return 1;
   }

@@ -12,10 +12,23 @@ const char *dtypeName(DType dtype) {
     return "int32";
   case DType::I64:
     return "int64";
+  case DType::Bool:
+    return "bool";
   }
   return "unknown";
 }
 
-size_t dtypeSize(DType dtype) { return dtype == DType::I64 ? 8 : 4; }
+size_t dtypeSize(DType dtype) {
+  switch (dtype) {
+  case DType::I64:
+    return 8;
+  case DType::Bool:
+    return 1;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  }
+  return 4;
+}
 
 } // namespace tfm::rt

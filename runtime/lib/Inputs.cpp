@@ -122,7 +122,139 @@ bool prepareOne(const ModelInfo &model, const InputInfo &info,
                   hasBatch, model.vocabSize, scratch, source, error, length);
 }
 
+/// Whether mask element i is 0 or 1 (1 in `real`).
+bool maskValue(const TensorRef &mask, size_t i, bool &real) {
+  switch (mask.dtype) {
+  case DType::F32: {
+    float v = static_cast<const float *>(mask.data)[i];
+    real = v == 1.0f;
+    return v == 0.0f || v == 1.0f;
+  }
+  case DType::I32: {
+    int32_t v = static_cast<const int32_t *>(mask.data)[i];
+    real = v == 1;
+    return v == 0 || v == 1;
+  }
+  case DType::I64: {
+    int64_t v = static_cast<const int64_t *>(mask.data)[i];
+    real = v == 1;
+    return v == 0 || v == 1;
+  }
+  case DType::Bool: {
+    uint8_t v = static_cast<const uint8_t *>(mask.data)[i];
+    real = v == 1;
+    return v == 0 || v == 1;
+  }
+  }
+  return false;
+}
+
+/// The text of mask element i's value, for a message.
+void maskValueText(const TensorRef &mask, size_t i, char *text, size_t size) {
+  switch (mask.dtype) {
+  case DType::F32:
+    std::snprintf(text, size, "%.9g", static_cast<const float *>(mask.data)[i]);
+    return;
+  case DType::I32:
+    std::snprintf(text, size, "%d", static_cast<const int32_t *>(mask.data)[i]);
+    return;
+  case DType::I64:
+    std::snprintf(text, size, "%" PRId64,
+                  static_cast<const int64_t *>(mask.data)[i]);
+    return;
+  case DType::Bool:
+    std::snprintf(text, size, "%u",
+                  unsigned(static_cast<const uint8_t *>(mask.data)[i]));
+    return;
+  }
+}
+
+bool prepareMask(const ModelInfo &model, const MaskInfo &info,
+                 const TensorRef &input, const InputView &inputView,
+                 const TensorRef &mask, const char *source, float *scratch,
+                 InputView &view, char *error, size_t length) {
+  int64_t batch = inputView.batch, seq = inputView.seq;
+  view = {scratch, batch, seq};
+  if (!mask.data) {
+    for (int64_t i = 0; i < batch * seq; ++i)
+      scratch[i] = 1.0f;
+    return true;
+  }
+  if (mask.dtype != DType::F32 && mask.dtype != DType::I32 &&
+      mask.dtype != DType::I64 && mask.dtype != DType::Bool)
+    return fail(error, length,
+                "%s: a padding mask must be int32, int64, bool or float32, "
+                "not %s",
+                source, dtypeName(mask.dtype));
+  // The input's [batch, seq] or [seq]: the ids' shape, the embeddings'
+  // without d_model.
+  bool ids = model.inputs[info.input].kind == InputKind::TokenIds;
+  int rank = ids ? input.rank : input.rank - 1;
+  bool sameShape = mask.rank == rank;
+  for (int d = 0; sameShape && d < rank; ++d)
+    sameShape = mask.shape[d] == input.shape[d];
+  if (!sameShape) {
+    ShapeText got(mask.shape, mask.rank < 0 ? 0 : size_t(mask.rank));
+    ShapeText expected(input.shape, size_t(rank));
+    return fail(error, length,
+                "%s: a padding mask of shape %s does not match input '%s' "
+                "(expected %s, the input's %s)",
+                source, got.c_str(), model.inputs[info.input].name,
+                expected.c_str(), rank == 2 ? "[batch, seq]" : "[seq]");
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    bool anyReal = false;
+    for (int64_t s = 0; s < seq; ++s) {
+      size_t i = size_t(b * seq + s);
+      bool real = false;
+      if (!maskValue(mask, i, real)) {
+        char value[32];
+        maskValueText(mask, i, value, sizeof(value));
+        if (rank == 2)
+          return fail(error, length,
+                      "%s: padding mask value %s at [%" PRId64 ", %" PRId64
+                      "] is not 0 or 1 (1: a real token, 0: padding)",
+                      source, value, b, s);
+        return fail(error, length,
+                    "%s: padding mask value %s at [%" PRId64
+                    "] is not 0 or 1 (1: a real token, 0: padding)",
+                    source, value, s);
+      }
+      scratch[i] = real ? 1.0f : 0.0f;
+      anyReal |= real;
+    }
+    if (!anyReal) {
+      if (rank == 2)
+        return fail(error, length,
+                    "%s: row %" PRId64
+                    " of the padding mask has no real token (all 0)",
+                    source, b);
+      return fail(error, length,
+                  "%s: the padding mask has no real token (all 0)", source);
+    }
+  }
+  return true;
+}
+
 } // namespace
+
+bool prepareMasks(const ModelInfo &model, const TensorRef *inputs,
+                  const TensorRef *masks, const char *const *sources,
+                  float *const *scratch, InputView *views, char *error,
+                  size_t errorLength) {
+  for (size_t m = 0; m < model.numMasks; ++m) {
+    const MaskInfo &info = model.masks[m];
+    if (info.input >= model.numInputs)
+      return fail(error, errorLength,
+                  "internal error: mask '%s' is of input %zu of %zu", info.name,
+                  info.input, model.numInputs);
+    if (!prepareMask(model, info, inputs[info.input], views[info.input],
+                     masks[m], sources[m], scratch[m],
+                     views[model.numInputs + m], error, errorLength))
+      return false;
+  }
+  return true;
+}
 
 size_t OutputShape::elements() const {
   size_t count = 1;

@@ -184,9 +184,12 @@ bool parseDescr(const std::string &descr, DType &dtype, std::string &problem) {
     dtype = DType::I32;
   else if (descr == "<i8" || descr == "|i8")
     dtype = DType::I64;
+  else if (descr == "|b1")
+    dtype = DType::Bool;
   else {
     problem = "unsupported dtype '" + descr +
-              "' (supported: '<f4' float32, '<i4' int32, '<i8' int64)";
+              "' (supported: '<f4' float32, '<i4' int32, '<i8' int64, '|b1' "
+              "bool)";
     return false;
   }
   return true;
@@ -277,9 +280,10 @@ bool readNpy(const char *path, NpyArray &out, std::string &error) {
 
 bool writeNpy(const char *path, const TensorRef &tensor, std::string &error) {
   std::string header = "{'descr': '";
-  header += tensor.dtype == DType::F32   ? "<f4"
-            : tensor.dtype == DType::I32 ? "<i4"
-                                         : "<i8";
+  header += tensor.dtype == DType::F32    ? "<f4"
+            : tensor.dtype == DType::I32  ? "<i4"
+            : tensor.dtype == DType::Bool ? "|b1"
+                                          : "<i8";
   header += "', 'fortran_order': False, 'shape': (";
   for (int i = 0; i < tensor.rank; ++i) {
     header += std::to_string(tensor.shape[i]);

@@ -116,8 +116,9 @@ void runBlockedAttention(QueryRows &qr, size_t rows, const KeysValues &kv,
         blockKeys[r] = size_t(std::clamp<int64_t>(rowEnd[r] - j0, 0, n));
       }
       k::OnlineSoftmaxBlockRows<kRows, kKeyBlock>(
-          states, s, n, rowFirst ? blockFirst : nullptr, blockKeys, rows,
-          kv.v.data() + j0 * kv.ldv, kv.ldv, os, kv.dv);
+          states, s, n, rowFirst ? blockFirst : nullptr, blockKeys,
+          /*keyMask=*/nullptr, rows, kv.v.data() + j0 * kv.ldv, kv.ldv, os,
+          kv.dv);
     }
   };
   int64_t prefixKeys = 0, bandBegin = first[0], bandEnd = 0;

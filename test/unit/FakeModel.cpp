@@ -95,6 +95,8 @@ extern const ModelInfo kModel = {
     /*decode=*/nullptr,
     /*defaultWeights=*/nullptr,
     /*limitSimd=*/limitSimd,
+    /*masks=*/nullptr,
+    /*numMasks=*/0,
 };
 
 } // namespace tfm::rt

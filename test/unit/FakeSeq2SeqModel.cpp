@@ -91,6 +91,8 @@ extern const ModelInfo kModel = {
     /*decode=*/nullptr,
     /*defaultWeights=*/nullptr,
     /*limitSimd=*/nullptr,
+    /*masks=*/nullptr,
+    /*numMasks=*/0,
 };
 
 } // namespace tfm::rt

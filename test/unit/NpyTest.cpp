@@ -107,10 +107,24 @@ TEST(Npy, RejectsBigEndian) {
 TEST(Npy, RejectsUnsupportedDType) {
   EXPECT_EQ(parseError(npyImage("<f8", {1}, std::string(8, '\0'))),
             "x.npy: unsupported dtype '<f8' (supported: '<f4' float32, '<i4' "
-            "int32, '<i8' int64)");
+            "int32, '<i8' int64, '|b1' bool)");
   EXPECT_NE(parseError(npyImage("<u1", {1}, std::string(1, '\0')))
                 .find("unsupported dtype '<u1'"),
             std::string::npos);
+}
+
+TEST(Npy, ReadsBool) {
+  // A padding mask saved from NumPy's bool: one byte an element.
+  NpyArray array;
+  std::string error;
+  std::string bytes = {char(1), char(0), char(1)};
+  ASSERT_TRUE(parse(npyImage("|b1", {3}, bytes), array, error)) << error;
+  EXPECT_EQ(array.dtype, DType::Bool);
+  EXPECT_EQ(array.shape, std::vector<int64_t>({3}));
+  const auto *data = static_cast<const uint8_t *>(array.data.data());
+  EXPECT_EQ(data[0], 1);
+  EXPECT_EQ(data[1], 0);
+  EXPECT_EQ(data[2], 1);
 }
 
 TEST(Npy, RejectsStructuredDType) {

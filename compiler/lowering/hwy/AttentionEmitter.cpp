@@ -348,6 +348,13 @@ LogicalResult FunctionEmitter::emitAttention(AttentionOp op) {
     std::string text;
     llvm::raw_string_ostream what(text);
     describeAttentionCore(what, op.getScore(), op.getMaskAttr(), *tiling);
+    if (op.getKeyPadding())
+      what << (op.getScore() == ScoreKind::Additive
+                   ? "; padded keys (key_padding) skipped, never scored"
+                   : "; padded keys (key_padding) get no weight: a block of "
+                     "keys that is all padding is skipped, neither loaded "
+                     "nor scored")
+           << ", and a sequence without padding reads no mask";
     if (op.getKey().getDefiningOp<CacheReadOp>())
       what << "; the keys read where the cache holds them (transposed)";
     what << "; the heads written merged, as tfm.merge_heads reads them";
@@ -398,6 +405,31 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   std::string queryOffset =
       op.getQueryOffset() ? scalars[op.getQueryOffset()] : std::string("0");
   ValueRange scoreParams = op.getScoreParams();
+  // A padding mask [batch, keys]: a task reads its sequence's row, or none
+  // when every key there is real.
+  std::string paddingRow;
+  if (Value keyPadding = op.getKeyPadding()) {
+    const Buffer &mask = buffers[keyPadding];
+    if (mask.dims.size() != 2)
+      return op.emitError("the Highway backend reads a [batch, keys] "
+                          "key_padding");
+    paddingRow = llvm::formatv("{0} + b * {1}", mask.ptr, mask.dims[1].expr);
+  }
+  auto emitPaddingRow = [&]() {
+    if (paddingRow.empty())
+      return;
+    os << "const float *padding = " << paddingRow << ";\n";
+    os << "if (k::AllEqual(padding, size_t(sk), 1.0f))\n";
+    os << "  padding = nullptr; // no padded key in this sequence\n";
+  };
+  // A row's normaliser: with padding, a row may be left with no key.
+  auto normalise = [&](const std::string &state, const std::string &row) {
+    std::string inverse = "1.0f / " + state + ".sum";
+    if (!paddingRow.empty())
+      inverse = "(" + state + ".sum > 0.0f ? " + inverse + " : 0.0f)";
+    return "k::Scale(" + inverse + ", " + row + ", " + row + ", " + num(dk) +
+           ");\n";
+  };
   // Keys a cache holds are transposed already: element (b, h, j, c) at
   // b*batchStride + h*headStride + j + c*featureStride.
   bool keysTransposed = k.rowStride == 1 && k.featureStride != 1;
@@ -495,12 +527,15 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
     os << "k::OnlineSoftmax state;\n";
     os << "int64_t keys, first, prefix;\n";
     rowKeys({"keys", "first", "prefix"});
+    emitPaddingRow();
     std::string step = "  k::OnlineSoftmaxStep(state, " + scoreExpr + ", " +
                        v.at("j") + ", o, " + num(dk) + ");\n";
+    if (!paddingRow.empty())
+      step = "  if (!padding || padding[j] != 0.0f)\n  " + step;
     if (globalPrefix)
       os << "for (int64_t j = 0; j < prefix; ++j)\n" << step;
     os << "for (int64_t j = first; j < keys; ++j)\n" << step;
-    os << "k::Scale(1.0f / state.sum, o, o, " << dk << ");\n";
+    os << normalise("state", "o");
     os.unindent();
     os << "});\n";
     os.unindent();
@@ -576,6 +611,7 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   os << "  k::Zero(os[r], " << dk << ");\n";
   os.unindent();
   os << "}\n";
+  emitPaddingRow();
   os << "HWY_ALIGN float s[queryRows * keyBlock];\n";
   // The blocks of keys [begin, end) of the task, row r taking
   // [rowFirst[r], rowEnd[r]) of them (no rowFirst: from `begin`).
@@ -586,6 +622,10 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
     os.indent();
     os << "const int64_t n = std::min<int64_t>(keyBlock, " << end
        << " - j0);\n";
+    if (!paddingRow.empty()) {
+      os << "if (padding && k::AllEqual(padding + j0, size_t(n), 0.0f))\n";
+      os << "  continue; // every key of the block is padding\n";
+    }
     os << "k::TransposedKeyScoresRows<queryRows, keyBlock>(qs, "
        << keysT.at("j0") << ", " << keysLd << ", n, " << dk << ", "
        << floatLiteral(scale) << ", s);\n";
@@ -600,8 +640,10 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
        << "[r] - j0, 0, n));\n";
     os << "}\n";
     os << "k::OnlineSoftmaxBlockRows<queryRows, keyBlock>(states, s, n, "
-       << (rowFirst.empty() ? "nullptr" : "blockFirst") << ", blockKeys, rows, "
-       << v.at("j0") << ", " << v.rowStride << ", os, " << dk << ");\n";
+       << (rowFirst.empty() ? "nullptr" : "blockFirst") << ", blockKeys, "
+       << (paddingRow.empty() ? "nullptr" : "padding ? padding + j0 : nullptr")
+       << ", rows, " << v.at("j0") << ", " << v.rowStride << ", os, " << dk
+       << ");\n";
     os.unindent();
     os << "}\n";
   };
@@ -624,7 +666,7 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
               rowsStartLater ? "first" : "", "keys");
   }
   os << "for (int64_t r = 0; r < rows; ++r)\n";
-  os << "  k::Scale(1.0f / states[r].sum, os[r], os[r], " << dk << ");\n";
+  os << "  " << normalise("states[r]", "os[r]");
   os.unindent();
   os << "});\n";
   os.unindent();

@@ -187,15 +187,15 @@ struct LowerAttention : TfmLowering<AttentionOp> {
     if (kvHeads == heads)
       return tb.attention(op.getScore(), op.getQuery(), op.getKey(),
                           op.getValue(), op.getScoreParams(), span,
-                          op.getQueryOffset());
+                          op.getQueryOffset(), op.getKeyPadding());
     int64_t group = heads / kvHeads;
     if (op.getScore() == ScoreKind::Additive) {
       // Additive scores project the keys per query head: each key/value
       // head repeated for the queries that read it.
-      return tb.attention(op.getScore(), op.getQuery(),
-                          tb.repeatHeads(op.getKey(), group),
-                          tb.repeatHeads(op.getValue(), group),
-                          op.getScoreParams(), span, op.getQueryOffset());
+      return tb.attention(
+          op.getScore(), op.getQuery(), tb.repeatHeads(op.getKey(), group),
+          tb.repeatHeads(op.getValue(), group), op.getScoreParams(), span,
+          op.getQueryOffset(), op.getKeyPadding());
     }
     // Grouped-query attention: the queries as [L..., kv heads, group, s,
     // dk], each group over its key/value head. A bilinear W_h is per query
@@ -208,8 +208,9 @@ struct LowerAttention : TfmLowering<AttentionOp> {
       score = ScoreKind::Dot;
       params = {};
     }
-    Value out = tb.attention(score, tb.groupHeads(q, group), op.getKey(),
-                             op.getValue(), params, span, op.getQueryOffset());
+    Value out =
+        tb.attention(score, tb.groupHeads(q, group), op.getKey(), op.getValue(),
+                     params, span, op.getQueryOffset(), op.getKeyPadding());
     return tb.mergeHeadGroups(out);
   }
 };

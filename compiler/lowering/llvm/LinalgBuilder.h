@@ -748,9 +748,11 @@ public:
   /// is scored, only the diagonal block is masked), and no block stores
   /// more than its own scores. Dot-product keys are transposed once for all
   /// blocks. Additive scores run in one block: their key projections would
-  /// be repeated per block.
+  /// be repeated per block. `keyPadding` ([batch, keys], 0 for a padded
+  /// key; null: none) is sliced with the keys.
   Value attention(ScoreKind score, Value q, Value k, Value v, ValueRange params,
-                  const KeySpan &span, Value keyOffset = Value()) {
+                  const KeySpan &span, Value keyOffset = Value(),
+                  Value keyPadding = Value()) {
     auto qType = cast<RankedTensorType>(q.getType());
     unsigned rank = qType.getRank();
     // Grouped queries ([L..., group, s, dk] over [L..., s, dk] keys) have
@@ -759,7 +761,8 @@ public:
     int64_t staticRows = qType.getDimSize(rank - 2);
     if (score == ScoreKind::Additive ||
         (!ShapedType::isDynamic(staticRows) && staticRows <= kQueryBlock))
-      return attentionBlock(score, q, k, v, params, span, Value(), keyOffset);
+      return attentionBlock(score, q, k, v, params, span, Value(), keyOffset,
+                            /*keysTransposed=*/false, {}, keyPadding);
     SmallVector<OpFoldResult> qSizes = sizes(q), vSizes = sizes(v);
     Value sq = getValueOrCreateConstantIndexOp(b, loc, qSizes[rank - 2]);
     Value sk = getValueOrCreateConstantIndexOp(b, loc, sizes(k)[kRank - 2]);
@@ -792,11 +795,14 @@ public:
               keys = arith::MinSIOp::create(
                   b, loc, sk, keyBound(b, loc, *span.end, last, keyOffset));
             Value qBlock = sliceDim(q, rank - 2, i0, rows);
+            Value blockPadding =
+                keyPadding ? sliceDim(keyPadding, 1, b.getIndexAttr(0), keys)
+                           : Value();
             block = attentionBlock(
                 score, qBlock,
                 sliceDim(keysT, kRank - 1, b.getIndexAttr(0), keys),
                 sliceDim(v, kRank - 2, b.getIndexAttr(0), keys), params, span,
-                i0, keyOffset, /*keysTransposed=*/true);
+                i0, keyOffset, /*keysTransposed=*/true, {}, blockPadding);
           } else {
             // From the first row's first key (first keys grow with the row)
             // to the largest end (the last row's, or a global row's, which
@@ -811,6 +817,9 @@ public:
             Value bandKeys = arith::SubIOp::create(b, loc, bandEnd, bandBegin);
             Value blockKeysT = sliceDim(keysT, kRank - 1, bandBegin, bandKeys);
             Value blockValues = sliceDim(v, kRank - 2, bandBegin, bandKeys);
+            Value blockPadding =
+                keyPadding ? sliceDim(keyPadding, 1, bandBegin, bandKeys)
+                           : Value();
             Value prefixKeys;
             if (span.globalKeys) {
               // [0, prefix) then the band: the global keys the band leaves.
@@ -825,11 +834,16 @@ public:
                   kRank - 2,
                   sliceDim(v, kRank - 2, b.getIndexAttr(0), prefixKeys),
                   blockValues);
+              if (keyPadding)
+                blockPadding = concatDim(
+                    1, sliceDim(keyPadding, 1, b.getIndexAttr(0), prefixKeys),
+                    blockPadding);
             }
-            block = attentionBlock(score, qBlock, blockKeysT, blockValues,
-                                   params, span, i0, keyOffset,
-                                   /*keysTransposed=*/true,
-                                   KeyIndex{bandBegin, prefixKeys});
+            block =
+                attentionBlock(score, qBlock, blockKeysT, blockValues, params,
+                               span, i0, keyOffset,
+                               /*keysTransposed=*/true,
+                               KeyIndex{bandBegin, prefixKeys}, blockPadding);
           }
           SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
           offsets[rank - 2] = i0;
@@ -926,11 +940,14 @@ public:
   /// masked to the keys of `span` (query row i is row firstRow + i of the
   /// attention, the queries at keyOffset among the keys; null: 0), softmax,
   /// times values. With `keysTransposed`, dot-product keys come as
-  /// [L..., dk, s].
+  /// [L..., dk, s]. `keyPadding` [batch, keys of the block] (the batch
+  /// q's first dimension; null: none) gives a padded key (0) the lowest
+  /// finite score: no weight in a row with a real key, and a row with only
+  /// padded keys stays finite.
   Value attentionBlock(ScoreKind score, Value q, Value k, Value v,
                        ValueRange params, const KeySpan &span, Value firstRow,
                        Value keyOffset, bool keysTransposed = false,
-                       KeyIndex keyIndex = {}) {
+                       KeyIndex keyIndex = {}, Value keyPadding = Value()) {
     bool masked = !span.isFull();
     auto qType = cast<RankedTensorType>(q.getType());
     unsigned rank = qType.getRank();
@@ -1000,19 +1017,33 @@ public:
                          return arith::AddFOp::create(nb, nl, a[2], m);
                        });
     }
-    if (score == ScoreKind::ScaledDot || masked) {
+    if (score == ScoreKind::ScaledDot || masked || keyPadding) {
       double scale = score == ScoreKind::ScaledDot
                          ? 1.0 / std::sqrt(static_cast<double>(dk))
                          : 1.0;
       unsigned sRank = rank;
       Value scaleV = f32Const(scale);
       Value minusInf = f32Const(-INFINITY);
+      Value lowest = f32Const(std::numeric_limits<float>::lowest());
+      Value zeroF = f32Const(0.0);
+      SmallVector<Value> inputs;
+      SmallVector<AffineMap> maps;
+      if (keyPadding) {
+        inputs.push_back(keyPadding);
+        maps.push_back(map(sRank, {0, sRank - 1}));
+      }
+      maps.push_back(map(sRank, range(0, sRank)));
       scores = generic(
-          {}, scores, {map(sRank, range(0, sRank))}, parallel(sRank),
+          inputs, scores, maps, parallel(sRank),
           [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-            Value s = a[0];
+            Value s = a.back();
             if (score == ScoreKind::ScaledDot)
               s = arith::MulFOp::create(nb, nl, s, scaleV);
+            if (keyPadding) {
+              Value padded = arith::CmpFOp::create(
+                  nb, nl, arith::CmpFPredicate::OEQ, a[0], zeroF);
+              s = arith::SelectOp::create(nb, nl, padded, lowest, s);
+            }
             if (!masked)
               return s;
             Value i = linalg::IndexOp::create(nb, nl, sRank - 2);

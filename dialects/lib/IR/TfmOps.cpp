@@ -715,14 +715,44 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
         causal ? MaskAttr::get(builder.getContext(), true, std::nullopt,
                                std::nullopt)
                : MaskAttr(),
-        queryOffset);
+        queryOffset, /*keyPadding=*/Value());
+}
+
+/// A padding mask of `keys`' positions: [batch, keys] f32, the batch that
+/// of `query` (rank >= 3, [batch, ..., seq, dk]).
+static LogicalResult verifyKeyPadding(Diag &diag, Value keyPadding,
+                                      RankedTensorType query, int64_t keys) {
+  if (!keyPadding)
+    return success();
+  RankedTensorType type = tensorType(keyPadding);
+  if (!type || type.getRank() != 2 || !type.getElementType().isF32())
+    return diag.fail("key_padding must be a [batch, keys] f32 tensor, got ",
+                     keyPadding.getType());
+  if (query.getRank() < 3)
+    return diag.fail("key_padding needs a batch: the query must be "
+                     "[batch, ..., seq, dk], got ",
+                     Type(query));
+  if (!dimsMatch(type.getDimSize(0), query.getDimSize(0)))
+    return diag.fail("key_padding's batch ", formatDim(type.getDimSize(0)),
+                     " does not match the query's ",
+                     formatDim(query.getDimSize(0)));
+  if (!dimsMatch(type.getDimSize(1), keys))
+    return diag.fail("key_padding's ", formatDim(type.getDimSize(1)),
+                     " positions do not match the ", formatDim(keys), " keys");
+  return success();
 }
 
 LogicalResult AttentionOp::verify() {
   if (getQueryOffset() && !getMaskAttr())
     return emitOpError("`offset` places the queries for the mask; without "
                        "a mask it means nothing");
-  return success();
+  // Shapes of fewer dimensions fail type inference with their own message.
+  RankedTensorType key = tensorType(getKey());
+  if (!getKeyPadding() || !key || key.getRank() < 2)
+    return success();
+  Diag diag(*this);
+  return verifyKeyPadding(diag, getKeyPadding(), getQuery().getType(),
+                          key.getDimSize(key.getRank() - 2));
 }
 
 //===----------------------------------------------------------------------===//
@@ -860,6 +890,15 @@ LogicalResult MultiHeadAttentionOp::verify() {
     if (!isDynamic(n) && n > type.getDimSize(1))
       return emitOpError("the query's ") << n << " rows exceed linformer's "
                                          << type.getDimSize(1) << " positions";
+  }
+  if (Value keyPadding = getKeyPadding()) {
+    if (getCache() || getProjE())
+      return emitOpError("key_padding masks the keys of an attention without "
+                         "a cache or linformer's projections");
+    Value keys = getMemory() ? getMemory() : getQuery();
+    if (failed(verifyKeyPadding(diag, keyPadding, query,
+                                tensorType(keys).getDimSize(rank - 2))))
+      return failure();
   }
   if (failed(verifyRope(diag, getRope(), getRopeBase(), dk)))
     return failure();

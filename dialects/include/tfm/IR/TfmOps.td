@@ -458,6 +458,12 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
 
     Per-head parameters index the dimension just before the sequence.
 
+    `key_padding(%m)` (a padding mask, `[batch, keys]` f32 of 1 for a real
+    key and 0 for padding, the batch the first dimension of `query`): a key
+    whose entry is 0 gets no weight in any row of its sequence, on top of
+    the mask's rules. A row left with no key has unspecified but finite
+    values (the same for any number of threads).
+
     Keys and values may have fewer heads than queries (grouped-query
     attention), a number that divides the queries' heads: query head h
     reads key/value head h / (query heads / key heads).
@@ -478,7 +484,8 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
                        Tfm_Tensor:$key, Tfm_Tensor:$value,
                        Variadic<Tfm_Tensor>:$score_params,
                        OptionalAttr<Tfm_MaskAttr>:$mask,
-                       Optional<Index>:$query_offset);
+                       Optional<Index>:$query_offset,
+                       Optional<Tfm_Tensor>:$key_padding);
   let results = (outs Tfm_Tensor:$result);
   let builders = [
     OpBuilder<(ins "ScoreKind":$score, "Value":$query, "Value":$key,
@@ -489,6 +496,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
   let assemblyFormat = [{
     $score $query `,` $key `,` $value (`params` `(` $score_params^ `)`)?
     (custom<MaskRules>($mask)^)? (`offset` $query_offset^)?
+    (`key_padding` `(` $key_padding^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -579,6 +587,11 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     per-head queries and keys (as `tfm.rotary`) before scoring. Both apply to
     self-attention only.
 
+    `key_padding(%m)` (`[batch, keys]` f32, 1 for a real key and 0 for
+    padding; the keys are `query`'s rows in self-attention, `memory`'s in
+    cross-attention): padded keys get no weight (`tfm.attention`'s
+    `key_padding`). Not with a cache or linformer.
+
     `linformer(%e, %f)` (Linformer, self-attention without a mask or a
     cache, scaled_dot scores): the keys and values of every head, after the
     in-projection (and rotary positions), projected along the sequence to
@@ -618,7 +631,8 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                        Optional<Tfm_KVCacheType>:$cache,
                        Optional<Index>:$position, UnitAttr:$cache_read_only,
                        Optional<Tfm_Tensor>:$proj_e,
-                       Optional<Tfm_Tensor>:$proj_f);
+                       Optional<Tfm_Tensor>:$proj_f,
+                       Optional<Tfm_Tensor>:$key_padding);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
     $score $query (`memory` $memory^)? `heads` $num_heads
@@ -628,6 +642,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     `out_proj` `(` $out_proj_weight (`,` $out_proj_bias^)? `)`
     (`params` `(` $score_params^ `)`)? (custom<MaskRules>($mask)^)?
     (`linformer` `(` $proj_e^ `,` $proj_f `)`)?
+    (`key_padding` `(` $key_padding^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

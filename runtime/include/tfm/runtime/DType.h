@@ -16,6 +16,7 @@ enum class DType : int32_t {
   F32 = TFM_F32,
   I32 = TFM_I32,
   I64 = TFM_I64,
+  Bool = TFM_BOOL,
 };
 
 /// NumPy's name ("float32", "int32", "int64"), which users see in messages.

@@ -37,6 +37,16 @@ bool prepareInputs(const ModelInfo &model, const TensorRef *tensors,
                    InputView *views, OutputShape &output, char *error,
                    size_t errorLength);
 
+/// Checks the padding masks (`masks[m]` for model.masks[m]; data null: none
+/// given) against their inputs `inputs` (those prepareInputs took and
+/// accepted) and writes each as float32 1/0 into `scratch[m]` (maxBatch *
+/// maxSeqLen floats; all ones when none was given), its view into
+/// `views[numInputs + m]`. On failure writes "SOURCE: WHAT" into `error`.
+bool prepareMasks(const ModelInfo &model, const TensorRef *inputs,
+                  const TensorRef *masks, const char *const *sources,
+                  float *const *scratch, InputView *views, char *error,
+                  size_t errorLength);
+
 /// A deterministic input of the largest shape the model takes, with a batch
 /// dimension: ids uniform in [0, vocab), floats N(0, 1).
 struct DefaultInput {

@@ -54,8 +54,16 @@ struct InputInfo {
   InputKind kind;
 };
 
+/// A padding mask the forward pass takes (contract section 8): `name`
+/// ("mask", or "src_mask" and "tgt_mask") of input `input`'s positions.
+struct MaskInfo {
+  const char *name;
+  size_t input;
+};
+
 /// One input as the forward pass reads it. Token ids are int32 and already
-/// checked to be in [0, vocab_size).
+/// checked to be in [0, vocab_size); a padding mask is float32 [batch, seq]
+/// of 1 (a real token) and 0 (padding), its input's batch and seq.
 struct InputView {
   const void *data;
   int64_t batch, seq;
@@ -79,8 +87,10 @@ struct ModelInfo {
   /// --bench's gflops).
   double (*matmulFlops)(const InputView *inputs);
   /// Runs the model: `weights[i]` is params[i] (float32, C order), then
-  /// `weights[numParams + j]` is packed tensor j; `output` is [batch, seq of
-  /// the last input, outputWidth], float32. Allocates nothing on the heap;
+  /// `weights[numParams + j]` is packed tensor j; `inputs` are the
+  /// numInputs inputs, then the numMasks masks (all ones where none was
+  /// given); `output` is [batch, seq of the last input, outputWidth],
+  /// float32. Allocates nothing on the heap;
   /// results do not depend on the number of threads in `pool`.
   void (*forward)(const float *const *weights, const InputView *inputs,
                   float *output, Arena &arena, ThreadPool &pool);
@@ -95,7 +105,8 @@ struct ModelInfo {
   /// ids and an LM head (else 0 and null): `numCaches` key/value caches of
   /// `cacheFloats[i]` floats each, kept by the runtime across calls.
   /// `prefill` takes the inputs of `forward` (the target's token ids at
-  /// positions 0..seq-1; `position` and `memoryLength` are ignored) and
+  /// positions 0..seq-1, then the masks, all ones: generation takes none
+  /// yet; `position` and `memoryLength` are ignored) and
   /// writes the logits of the last position, [batch, 1, vocab]; an
   /// encoder_decoder's prefill also runs the encoder once and keeps its
   /// keys and values. `decode` takes only the last input's new tokens
@@ -124,6 +135,11 @@ struct ModelInfo {
   /// else why not. Null for code with no targets to choose from (the LLVM
   /// backend's).
   const char *(*limitSimd)(const char *isa);
+
+  /// The padding masks `forward` takes after the inputs (none for models
+  /// whose attention mixes every position: linformer).
+  const MaskInfo *masks;
+  size_t numMasks;
 };
 
 /// Defined by the generated code of each compiled model.

@@ -249,26 +249,32 @@ AccumulateValuesRowsUpTo(D d, size_t rows, const float *HWY_RESTRICT w,
 /// Adds a block of n (<= kKeyBlock) keys, value rows v + j * ldv, to `rows`
 /// (<= kRows) query rows: row r's scores are s[r * kKeyBlock + j]
 /// (aligned) and it takes the keys [first[r], keys[r]) of the block
-/// (first[r] <= keys[r] <= n; no `first`: from the block's first key). Per
-/// row one rescale and the exponentials as vectors; then one pass over the
-/// value rows for all rows at once. Overwrites s with the weights (0
-/// outside the row's keys).
+/// (first[r] <= keys[r] <= n; no `first`: from the block's first key), of
+/// them those whose `keyMask` entry (n floats, 1 a real key, 0 padding; no
+/// mask: every key) is not 0. Per row one rescale and the exponentials as
+/// vectors; then one pass over the value rows for all rows at once.
+/// Overwrites s with the weights (0 outside the row's keys).
 template <size_t kRows, size_t kKeyBlock>
-HWY_INLINE void
-OnlineSoftmaxBlockRows(OnlineSoftmax *states, float *HWY_RESTRICT s, size_t n,
-                       const size_t *first, const size_t *keys, size_t rows,
-                       const float *HWY_RESTRICT v, size_t ldv,
-                       float *const *out, size_t dv) {
+HWY_INLINE void OnlineSoftmaxBlockRows(
+    OnlineSoftmax *states, float *HWY_RESTRICT s, size_t n, const size_t *first,
+    const size_t *keys, const float *HWY_RESTRICT keyMask, size_t rows,
+    const float *HWY_RESTRICT v, size_t ldv, float *const *out, size_t dv) {
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   for (size_t r = 0; r < rows; ++r) {
     float *sr = s + r * kKeyBlock;
     const size_t nr = keys[r], fr = first ? first[r] : 0;
     OnlineSoftmax &state = states[r];
-    // Lanes j + l with fr <= j + l < nr.
+    // Lanes j + l with fr <= j + l < nr (and a real key).
     auto inRow = [&](size_t j) {
       const auto below = hn::FirstN(d, nr > j ? nr - j : 0);
-      return fr > j ? hn::AndNot(hn::FirstN(d, fr - j), below) : below;
+      const auto span =
+          fr > j ? hn::AndNot(hn::FirstN(d, fr - j), below) : below;
+      if (!keyMask)
+        return span;
+      const auto real =
+          hn::Ne(LoadFirst(d, keyMask + j, n > j ? n - j : 0), hn::Zero(d));
+      return hn::And(span, real);
     };
     if (nr > fr) {
       auto maxV = hn::Set(d, -INFINITY);

@@ -24,8 +24,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 /// Of three sizes for code that runs with 512-, 256- or 128-bit vectors
 /// (the compiler's choices, recorded as #tfm_codegen.gemm_tiling and
-/// #tfm_codegen.attention_tiling: the generated C++ is compiled for every target it
-/// may run on), this target's.
+/// #tfm_codegen.attention_tiling: the generated C++ is compiled for every
+/// target it may run on), this target's.
 constexpr size_t ForVectorBits(size_t for512, size_t for256, size_t for128) {
   return hn::MaxLanes(hn::ScalableTag<float>()) >= 16  ? for512
          : hn::MaxLanes(hn::ScalableTag<float>()) >= 8 ? for256
@@ -139,6 +139,15 @@ HWY_INLINE void Add(const float *a, const float *b, float *y, size_t n) {
     hn::StoreU(hn::Add(hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, y + i);
   for (; i < n; ++i)
     y[i] = a[i] + b[i];
+}
+
+/// Whether every x[i] equals `value` (a padding mask's row or block: all
+/// real keys, or all padding).
+HWY_INLINE bool AllEqual(const float *x, size_t n, float value) {
+  for (size_t i = 0; i < n; ++i)
+    if (x[i] != value)
+      return false;
+  return true;
 }
 
 /// y[i] = 0
