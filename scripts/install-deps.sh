@@ -19,8 +19,8 @@ packages=(
   # Libraries
   libhwy-dev libgtest-dev
   # Test oracle (PyTorch 1.13 runs under /usr/bin/python3); python3-venv for
-  # the transformers venv below
-  python3 python3-numpy python3-torch python3-venv
+  # the transformers venv below; matplotlib for scripts/plot-attention.py
+  python3 python3-numpy python3-torch python3-venv python3-matplotlib
 )
 # The transformers venv: transformers 4.46.3 is the last to run on torch 1.13
 # here; its dependencies pinned too, as first resolved.

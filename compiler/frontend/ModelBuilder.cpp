@@ -46,6 +46,10 @@ struct LayerKind {
   /// Padding masks (contract section 8): the layer takes its keys' mask
   /// ([batch, seq], 1 real, 0 padding), and its memory's when it has one.
   bool masked = false;
+  /// Attention weights on request (contract section 9): the layer takes
+  /// the runtime's map slot of its self-attention (when its kind is full)
+  /// and of its cross-attention.
+  bool mapped = false;
 };
 
 class ModelBuilder {
@@ -84,10 +88,17 @@ private:
   /// With a read-only `cache`, cross-attention over the `position` first
   /// positions held there (`memory` is null).
   /// `keyPadding`: the keys' padding mask, or null.
+  /// `weightsSlot`: where its weights go when the runtime asks, or null.
   Value attention(OpBuilder &b, Location loc, Value x, Value memory,
                   ValueRange weights, bool causal, Value keyPadding,
-                  Value cache = Value(), Value position = Value(),
-                  bool readOnlyCache = false);
+                  Value weightsSlot = Value(), Value cache = Value(),
+                  Value position = Value(), bool readOnlyCache = false);
+  /// Whether self-attention is `full` (the kind whose weights a dump
+  /// writes; cross-attention always is).
+  bool fullSelfAttention() const { return !c.window && !c.linformerK; }
+  /// The map slot named `name` (a constant index), appended to the
+  /// module's tfm.attention_maps.
+  Value weightsSlot(OpBuilder &b, std::string name);
   /// The mask of a self-attention (`self`): causal when asked, and the
   /// model's sliding window with its global tokens; none for
   /// cross-attention, which sees every key.
@@ -131,7 +142,18 @@ private:
   Location fileLoc;
   ModuleOp module;
   llvm::StringSet<> declared;
+  /// tfm.attention_maps: the names of the runtime's map slots, in order.
+  SmallVector<Attribute> attentionMaps;
 };
+
+Value ModelBuilder::weightsSlot(OpBuilder &b, std::string name) {
+  // The encoder of an encoder_decoder's prefill shares forward's slots.
+  StringAttr attr = builder.getStringAttr(name);
+  auto *it = llvm::find(attentionMaps, attr);
+  if (it == attentionMaps.end())
+    it = attentionMaps.insert(it, attr);
+  return arith::ConstantIndexOp::create(b, fileLoc, it - attentionMaps.begin());
+}
 
 Value ModelBuilder::weight(OpBuilder &b, StringRef name,
                            ArrayRef<int64_t> shape, StringRef alias) {
@@ -219,7 +241,8 @@ MaskAttr ModelBuilder::selfAttentionMask(OpBuilder &b, bool causal, bool self) {
 
 Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
                               ValueRange w, bool causal, Value keyPadding,
-                              Value cache, Value position, bool readOnlyCache) {
+                              Value weightsSlot, Value cache, Value position,
+                              bool readOnlyCache) {
   bool self = !memory && !readOnlyCache;
   RopeStyleAttr rope;
   FloatAttr ropeBase;
@@ -247,7 +270,7 @@ Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
       b, loc, activations(), c.score, x, memory, c.numHeads, kvHeads, w[0],
       inBias, w[perProjection], outBias, scoreParams,
       selfAttentionMask(b, causal && self, self), rope, ropeBase, cache,
-      position, readOnlyCache, projE, projF, keyPadding);
+      position, readOnlyCache, projE, projF, keyPadding, weightsSlot);
 }
 
 KVCacheType ModelBuilder::cacheType() {
@@ -303,13 +326,21 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   size_t firstWeight = argTypes.size();
   for (const WeightSpec &s : specs)
     argTypes.push_back(f32(s.shape));
-  // Last, the padding masks of the keys (x's) and of the memory.
+  // Last, the padding masks of the keys (x's) and of the memory, then the
+  // attention map slots.
   size_t firstMaskArg = argTypes.size();
   if (kind.masked) {
     argTypes.push_back(paddingMask());
     if (takesMemory)
       argTypes.push_back(paddingMask());
   }
+  size_t firstSlotArg = argTypes.size();
+  bool selfSlot = kind.mapped && fullSelfAttention(),
+       crossSlot = kind.mapped && takesMemory;
+  if (selfSlot)
+    argTypes.push_back(builder.getIndexType());
+  if (crossSlot)
+    argTypes.push_back(builder.getIndexType());
 
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(module.getBody(), module.getBody()->end());
@@ -326,6 +357,13 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
       func.setArgAttr(firstMaskArg + 1, "tfm.input",
                       builder.getStringAttr("memory_mask"));
   }
+  if (selfSlot)
+    func.setArgAttr(firstSlotArg, "tfm.input",
+                    builder.getStringAttr("self_weights_slot"));
+  if (crossSlot)
+    func.setArgAttr(firstSlotArg + selfSlot, "tfm.input",
+                    builder.getStringAttr("cross_weights_slot"));
+
   for (auto [i, s] : llvm::enumerate(specs))
     func.setArgAttr(firstWeight + i, "tfm.weight",
                     builder.getStringAttr(s.suffix));
@@ -336,6 +374,9 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   Value mask = kind.masked ? func.getArgument(firstMaskArg) : Value();
   Value memoryMask =
       kind.masked && takesMemory ? func.getArgument(firstMaskArg + 1) : Value();
+  Value selfMap = selfSlot ? func.getArgument(firstSlotArg) : Value();
+  Value crossMap =
+      crossSlot ? func.getArgument(firstSlotArg + selfSlot) : Value();
   Value position, selfCache, crossCache, memoryLength;
   if (kind.cached) {
     position = func.getArgument(firstCacheArg);
@@ -379,20 +420,21 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   };
   x = sublayer([&](Value in) {
     return attention(b, named("self_attn"), in, Value(), selfW, kind.causal,
-                     mask, selfCache, position);
+                     mask, selfMap, selfCache, position);
   });
   if (kind.crossAttention)
     x = sublayer([&](Value in) {
       Location loc = named("multihead_attn");
       if (!kind.cached)
-        return attention(b, loc, in, memory, crossW, false, memoryMask);
+        return attention(b, loc, in, memory, crossW, false, memoryMask,
+                         crossMap);
       if (kind.memoryFromCache)
-        return attention(b, loc, in, Value(), crossW, false, Value(),
+        return attention(b, loc, in, Value(), crossW, false, Value(), Value(),
                          crossCache, memoryLength, /*readOnlyCache=*/true);
       // The memory's keys and values go into the cache from position 0.
       Value zero = arith::ConstantIndexOp::create(b, fileLoc, 0);
-      return attention(b, loc, in, memory, crossW, false, Value(), crossCache,
-                       zero);
+      return attention(b, loc, in, memory, crossW, false, Value(), Value(),
+                       crossCache, zero);
     });
   x = sublayer([&](Value in) { return feedForward(b, named("ffn"), in, ffW); });
   func::ReturnOp::create(b, fileLoc, x);
@@ -448,6 +490,16 @@ Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
       args.push_back(mask);
       if (memory)
         args.push_back(memoryMask);
+    }
+    if (kind.mapped) {
+      // "layers.3." -> "layer3", "encoder.layers.3." -> "encoder.layer3".
+      std::string map =
+          (prefix.drop_back(strlen("layers.")) + "layer" + std::to_string(i))
+              .str();
+      if (fullSelfAttention())
+        args.push_back(weightsSlot(b, map + ".self"));
+      if (memory)
+        args.push_back(weightsSlot(b, map + ".cross"));
     }
     x = func::CallOp::create(b, named(layerPrefix + "call"), layerFunc, args)
             .getResult(0);
@@ -611,6 +663,7 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   LayerKind encoderKind{"encoder_layer", c.causal && !encDec, false};
   LayerKind decoderKind{"decoder_layer", c.causal, encDec};
   encoderKind.masked = decoderKind.masked = masked;
+  encoderKind.mapped = decoderKind.mapped = true;
   func::FuncOp encoderLayer, decoderLayer;
   if (c.numEncoderLayers)
     encoderLayer = buildLayerFunc(encoderKind);
@@ -684,6 +737,8 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
     else if (encDec)
       buildEncoderDecoderGeneration(encoderLayer, encoderKind);
   }
+
+  module->setAttr("tfm.attention_maps", builder.getArrayAttr(attentionMaps));
 
   // Weights and caches were declared as the functions met them: list them
   // first, so a reader sees the model's state before the code that uses it.

@@ -214,6 +214,13 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
   if (!masks.empty())
     out << "static const tfm::rt::MaskInfo kMasks[] = {"
         << llvm::join(masks, ", ") << "};\n\n";
+  SmallVector<std::string> maps;
+  if (auto names = module->getAttrOfType<ArrayAttr>("tfm.attention_maps"))
+    for (Attribute name : names)
+      maps.push_back("\"" + cast<StringAttr>(name).getValue().str() + "\"");
+  if (glue.attentionMaps && !maps.empty())
+    out << "static const char *const kAttentionMaps[] = {"
+        << llvm::join(maps, ", ") << "};\n\n";
   out << "} // namespace tfm_generated\n\n"
       << "const tfm::rt::ModelInfo tfm::rt::kModel = {\n"
       << "    \"" << name << "\",\n"
@@ -237,7 +244,16 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
       << (glue.vectorBits ? "tfm_generated::limitSimd" : "nullptr") << ",\n"
       << "    /*masks=*/"
       << (masks.empty() ? "nullptr" : "tfm_generated::kMasks") << ", "
-      << masks.size() << "};\n\n"
+      << masks.size() << ",\n"
+      << "    /*attentionMaps=*/"
+      << (glue.attentionMaps && !maps.empty() ? "tfm_generated::kAttentionMaps"
+                                              : "nullptr")
+      << ", " << (glue.attentionMaps ? maps.size() : 0) << ", "
+      << (glue.attentionMaps
+              ? "nullptr"
+              : "\"the LLVM backend (--backend=llvm) does not write "
+                "attention weights yet; compile with --backend=hwy\"")
+      << "};\n\n"
       << "// The C API of contract section 5, under the model's name.\n"
       << "extern \"C\" {\n"
       << "tfm_model *" << cName

@@ -121,7 +121,8 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     }
     Value core = AttentionOp::create(rewriter, loc, op.getScore(), q, k, v,
                                      op.getScoreParams(), op.getMaskAttr(),
-                                     queryOffset, op.getKeyPadding());
+                                     queryOffset, op.getKeyPadding(),
+                            op.getWeightsSlot());
     Value merged = MergeHeadsOp::create(rewriter, loc, core);
     Value out = LinearOp::create(rewriter, loc, merged, op.getOutProjWeight(),
                                  op.getOutProjBias());

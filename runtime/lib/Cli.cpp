@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "tfm/runtime/Cli.h"
+#include "tfm/runtime/AttentionWeights.h"
 #include "tfm/runtime/Generate.h"
 #include "tfm/runtime/Inputs.h"
 #include "tfm/runtime/ModelInstance.h"
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <sys/stat.h>
 #include <vector>
 
 namespace tfm::rt {
@@ -48,6 +50,7 @@ struct Options {
   int64_t seed = 0;
   bool samplingFlag = false;
   const char *stepLogits = nullptr;
+  const char *dumpAttention = nullptr;
 };
 
 /// Prints each line of `message` as "PROG: error: LINE".
@@ -198,6 +201,9 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
     } else if (flag == "--step-logits") {
       if (!(options.stepLogits = value()))
         return false;
+    } else if (flag == "--dump-attention") {
+      if (!(options.dumpAttention = value()))
+        return false;
     } else if (arg.substr(0, 1) == "-") {
       error = "unknown option '" + std::string(flag) + "' (see --help)";
       return false;
@@ -224,6 +230,24 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
               "length, or one prompt at a time)";
       return false;
     }
+  if (options.dumpAttention) {
+    struct stat info;
+    if (options.generate) {
+      error = "--dump-attention writes the weights of a forward pass; it "
+              "does not go with --generate";
+      return false;
+    }
+    if (model.attentionMapsUnsupported) {
+      error =
+          std::string("--dump-attention: ") + model.attentionMapsUnsupported;
+      return false;
+    }
+    if (stat(options.dumpAttention, &info) != 0 || !S_ISDIR(info.st_mode)) {
+      error = std::string("--dump-attention ") + options.dumpAttention +
+              ": not a directory (it must exist)";
+      return false;
+    }
+  }
   if (options.generate && options.bench) {
     error = "--bench and --generate do not go together (--generate prints "
             "its own tokens/s)";
@@ -280,6 +304,12 @@ void printHelp(const char *program, const ModelInfo &model) {
       "  --seed S           the sampling seed (default 0)\n"
       "  --step-logits FILE with --generate: write each step's logits, "
       "[N, batch, vocab]\n"
+      "  --dump-attention DIR  also write each full attention's weights of "
+      "the last\n"
+      "                     forward pass, [batch, heads, q, k] float32, as "
+      "DIR/layer{L}.self.npy\n"
+      "                     (and .cross; encoder. / decoder. before them "
+      "for encoder_decoder)\n"
       "  --help             print this text\n"
       "\n"
       "Inputs:\n",
@@ -502,12 +532,31 @@ int runModelMain(const ModelInfo &model, int argc, char **argv) {
   for (int64_t i = 0; i < warmup; ++i)
     instance.forward(views.data(), nullptr);
   std::vector<double> times;
-  times.reserve(size_t(std::max<int64_t>(options.bench, 1)));
-  for (int64_t i = 0; i < std::max<int64_t>(options.bench, 1); ++i) {
+  int64_t runs = std::max<int64_t>(options.bench, 1);
+  times.reserve(size_t(runs));
+  // The attention weights of the last pass (outside its timing).
+  std::vector<AttentionMap> maps(model.numAttentionMaps);
+  for (int64_t i = 0; i < runs; ++i) {
     auto start = std::chrono::steady_clock::now();
     instance.forward(views.data(), nullptr);
     auto stop = std::chrono::steady_clock::now();
     times.push_back(std::chrono::duration<double>(stop - start).count());
+  }
+  if (options.dumpAttention) {
+    collectAttentionWeights(&maps);
+    instance.forward(views.data(), nullptr);
+    collectAttentionWeights(nullptr);
+    for (size_t m = 0; m < maps.size(); ++m) {
+      if (!maps[m].written)
+        continue;
+      std::string path = std::string(options.dumpAttention) + "/" +
+                         model.attentionMaps[m] + ".npy";
+      TensorRef weights = {DType::F32, 4, maps[m].shape, maps[m].values.data()};
+      if (!writeNpy(path.c_str(), weights, error)) {
+        reportError(program, error);
+        return 1;
+      }
+    }
   }
 
   TensorRef output = {DType::F32, outputShape.rank, outputShape.shape,

@@ -23,12 +23,29 @@ along the sequence, with each self-attention's proj_e / proj_f
 and (P F_n) V) instead of projecting K and V first; neither nn.Transformer
 nor (c) expresses them.
 
+The `mask_*` cases (contract section 8) give the executable a padding
+mask as well (`--input mask=FILE`; encoder_decoder: `src_mask`,
+`tgt_mask`, either alone or both), made from the case's seed (Mask.make):
+right and left padding, holes inside the sequence, all ones, as int32,
+int64, bool or float32.  They are checked against (a) with PyTorch's
+key_padding_mask (or one float attn_mask where a row is left with no key),
+(c) with its additive mask, (b)'s banded form, or else (b) with one dense
+additive mask instead of leaving the padded keys out.  Output rows whose
+query has no key to attend (a padded row whose allowed keys are all
+padding, e.g. left padding in a causal model) have unspecified values and
+are left out of the comparison (reference.attended_rows).  The
+`mask_err_*` cases expect the executable to refuse its input: exit status
+1 and the name of the input (`expect_error`) on stderr.
+
 `check_coverage()` asserts that every option of the contract is exercised.
 """
 
 import itertools
-from dataclasses import dataclass
-from typing import Dict, Optional
+import zlib
+from dataclasses import dataclass, field
+from typing import Dict, Optional, Tuple
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,65 @@ class Input:
         return s
 
 
+# Padding-mask contents (Mask.pattern).  Valid masks: every value 1, right
+# padding (real tokens first), left padding (real tokens last), holes
+# (padding inside, the first and last tokens real).  Masks the contract
+# refuses, each from a right-padded mask: a 2, a 0.5 (float32), the last
+# batch row all 0, one position short, the batch dimension added or left
+# out against the input's.
+MASK_PATTERNS = ("ones", "right", "left", "holes")
+MASK_ERROR_PATTERNS = ("value2", "fraction", "empty_row", "short", "rank")
+MASK_DTYPES = ("int32", "int64", "bool", "float32")
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A padding-mask input (contract section 8), shaped as the ids of the
+    input it marks ([batch, seq], or [seq] without a batch dimension; the
+    [batch, seq] of float embeddings [batch, seq, d_model])."""
+    pattern: str = "right"        # MASK_PATTERNS, or one of MASK_ERROR_PATTERNS in a mask_err_ case
+    dtype: str = "int64"          # MASK_DTYPES
+    lengths: Optional[Tuple[int, int]] = None   # right/left: real tokens per row, lo..hi
+
+    def make(self, rng, batch, seq):
+        """The mask, from numpy Generator `rng`.  right/left: each row has
+        lo..hi real tokens (`lengths`, default lo = max(1, seq // 3), hi =
+        seq - 1); with batch 2 the two lengths differ, with 3 or more the
+        last row has no padding.  holes: 1 to (seq - 2) // 2 padded
+        positions among 1..seq-2 per row."""
+        b, p = batch or 1, self.pattern
+        m = np.ones((b, seq), dtype=np.int64)
+        if p in ("right", "left") or p in MASK_ERROR_PATTERNS:
+            lo, hi = self.lengths or (max(1, seq // 3), seq - 1)
+            lens = rng.integers(lo, hi + 1, size=b)
+            if b >= 3:
+                lens[-1] = seq
+            elif b == 2 and lens[0] == lens[1]:
+                lens[1] = lo if lens[0] != lo else hi
+            for r, n in enumerate(lens):
+                m[r] = 0
+                if p == "left":
+                    m[r, seq - n:] = 1
+                else:
+                    m[r, :n] = 1
+        elif p == "holes":
+            for r in range(b):
+                k = int(rng.integers(1, max(1, (seq - 2) // 2) + 1))
+                m[r, rng.choice(np.arange(1, seq - 1), size=k, replace=False)] = 0
+        if p == "value2":
+            m[0, 0] = 2
+        elif p == "empty_row":
+            m[-1] = 0
+        elif p == "short":
+            m = m[:, :-1]
+        elif p == "fraction":
+            m = m.astype(np.float32)
+            m[0, 0] = 0.5
+        if (batch is None) != (p == "rank"):
+            m = m[0]
+        return np.ascontiguousarray(m.astype(self.dtype))
+
+
 @dataclass
 class Case:
     name: str
@@ -55,6 +131,11 @@ class Case:
     weight_dtype: str = "F32"           # dtype of every tensor in the weights file
     shared_embeddings: bool = False     # encoder_decoder: one `embed.weight` instead of src_/tgt_embed
     cache_bytes: Optional[tuple] = None  # (L1, L2) for --l1-cache-bytes / --l2-cache-bytes
+    masks: Dict[str, Mask] = field(default_factory=dict)  # padding masks: mask / src_mask / tgt_mask
+    # An error case: the executable must exit 1 with this string (the name
+    # of the input it refuses) on stderr; run_args are added to its command.
+    expect_error: Optional[str] = None
+    run_args: Tuple[str, ...] = ()
     note: str = ""
 
     def compile_args(self):
@@ -76,6 +157,34 @@ class Case:
 
     def effective_max_seq_len(self):
         return self.max_seq_len if self.max_seq_len is not None else self.model["max_seq_len"]
+
+
+def case_seed(name):
+    """The case's seed: crc32 of its name (weights, inputs, masks)."""
+    return zlib.crc32(name.encode("utf-8")) & 0x7FFFFFFF
+
+
+def case_inputs(case, cfg, seed):
+    """The case's inputs, name -> np.ndarray: ids uniform over the
+    vocabulary or float32 N(0, 1) embeddings from numpy's
+    default_rng(seed), then its padding masks (cfg.mask_names' order) from
+    default_rng([seed, 8]), so that a case without masks has the inputs it
+    always had."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name in cfg.input_names:
+        spec = case.inputs[name]
+        shape = spec.shape(cfg.d_model)
+        if spec.dtype == "float32":
+            out[name] = rng.standard_normal(shape).astype(np.float32)
+        else:
+            out[name] = rng.integers(0, cfg.vocab_size, size=shape).astype(spec.dtype)
+    mask_rng = np.random.default_rng([seed, 8])
+    for name in cfg.mask_names:
+        if name in case.masks:
+            spec = case.inputs[cfg.mask_of[name]]
+            out[name] = case.masks[name].make(mask_rng, spec.batch, spec.seq)
+    return out
 
 
 def _model(name, arch, **kw):
@@ -116,6 +225,11 @@ def src_tgt(src, tgt, batch=1, dtype="int64", tgt_dtype=None):
 
 LLAMA = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu", ffn_gated=True,
              bias=False)   # + num_kv_heads; final norm by default (pre)
+
+
+# The mask_err_ cases' model: as small as it gets (1 layer, d_model 16).
+_TINY_FLOAT = dict(d_model=16, num_heads=2, d_ff=32, num_layers=1)
+_TINY = dict(_TINY_FLOAT, vocab_size=20)
 
 
 def window(w, g=None, **kw):
@@ -398,6 +512,77 @@ CASES = [
     dec("lin_dec_long", ids(100, batch=2), linformer(32, vocab_size=64, max_seq_len=128, causal=False,
                                                      positional="rope", norm="pre"),
         note="not causal, seq 100 of 128, k 32, rope, batch 2"),
+
+    # ---- contract section 8: padding masks --------------------------------------
+    # A padded key is never attended (self-attention; src_mask in
+    # cross-attention too), with the causal and window rules on top; padded
+    # query rows are computed like any other.  A row with no key to attend
+    # (left padding in a causal model; a window whose keys are all padding)
+    # is left out of the comparison.
+    enc("mask_enc_right", ids(13, batch=3), dict(vocab_size=50), masks={"mask": Mask("right", "int64")},
+        note="right padding, int64 mask, batch 3 (the last row unpadded); (a) with key_padding_mask, "
+             "torch's fast path"),
+    enc("mask_enc_left_unbatched", ids(13, batch=None, dtype="int32"), dict(
+        vocab_size=50, positional="learned", norm="pre"), masks={"mask": Mask("left", "int32")},
+        note="left padding, int32 ids and mask without a batch dimension"),
+    enc("mask_enc_holes_float", floats(12, batch=2), dict(activation="gelu"),
+        masks={"mask": Mask("holes", "bool")},
+        note="float embeddings [2, 12, 32] with a bool mask [2, 12], padding inside the sequence"),
+    enc("mask_enc_rope_bilinear", ids(13, batch=2), dict(
+        vocab_size=50, positional="rope", attention_score="bilinear", lm_head=False),
+        masks={"mask": Mask("holes", "float32")},
+        note="float32 mask, rope half, bilinear scores; second form (b) with the additive mask"),
+    enc("mask_enc_additive", ids(11, batch=2), dict(
+        vocab_size=40, positional="rope", rope_style="interleaved", attention_score="additive",
+        additive_dim=12, norm="pre"), masks={"mask": Mask("left", "bool")},
+        note="additive scores over interleaved-rope q and k, left padding"),
+    dec("mask_dec_right", ids(13, batch=2), dict(vocab_size=64), masks={"mask": Mask("right", "int64")},
+        note="causal, right padding: the real rows see no padding anyway, the padded rows do"),
+    dec("mask_dec_left_llama", ids(13, batch=2, dtype="int32"), dict(
+        LLAMA, vocab_size=64, num_kv_heads=2, d_ff=44), masks={"mask": Mask("left", "int32")},
+        note="causal llama-like (GQA 2 of 4), left padding: the leading padded rows have no key and are "
+             "skipped; (c) with its additive mask"),
+    dec("mask_dec_left_unbatched", ids(13, batch=None), dict(vocab_size=64, positional="learned", norm="pre"),
+        masks={"mask": Mask("left", "float32")},
+        note="causal, left padding, unbatched, float32 mask; (a) with one finfo.min attn_mask"),
+    enc("mask_win_enc_left", ids(13, batch=2), window(1, 2, vocab_size=50, lm_head=False),
+        masks={"mask": Mask("left", "int64", lengths=(3, 8))},
+        note="window W 1 with 2 global tokens, left padding: padded global tokens, and padded rows "
+             "whose window and global keys are all padding (skipped) in an encoder"),
+    dec("mask_win_dec_rope", ids(13, batch=2), window(2, 1, vocab_size=64, positional="rope"),
+        masks={"mask": Mask("holes", "int64")},
+        note="causal window W 2, G 1, rope, holes; (b) banded with the padded keys masked in its rows"),
+    encdec("mask_encdec_src", src_tgt(13, 7, batch=2), dict(vocab_size=64),
+           masks={"src_mask": Mask("right", "int64")},
+           note="src_mask alone: the encoder's self-attention and the cross-attention's keys"),
+    encdec("mask_encdec_tgt_left", src_tgt(11, 9, batch=None), dict(vocab_size=64, norm="pre"),
+           masks={"tgt_mask": Mask("left", "int32")},
+           note="tgt_mask alone, left padding in the causal decoder (rows skipped), unbatched"),
+    encdec("mask_encdec_both_rope_add", src_tgt(12, 7, batch=2), dict(
+        vocab_size=64, positional="rope", attention_score="additive", additive_dim=12,
+        num_encoder_layers=2, num_decoder_layers=1),
+        masks={"src_mask": Mask("holes", "bool"), "tgt_mask": Mask("right", "float32")},
+        note="both masks (bool src holes, float32 tgt right padding), rope, additive scores"),
+    dec("mask_all_ones", ids(7, batch=2), dict(vocab_size=64, positional="rope", norm="pre"),
+        masks={"mask": Mask("ones", "int64")},
+        note="every token real: the same as no mask"),
+
+    # Inputs the executable must refuse: exit 1, naming the input.
+    enc("mask_err_shape", ids(7, batch=2), _TINY, masks={"mask": Mask("short")}, expect_error="mask",
+        note="a mask [2, 6] for ids [2, 7]"),
+    enc("mask_err_value2", ids(7, batch=2), _TINY, masks={"mask": Mask("value2", "int32")},
+        expect_error="mask", note="a 2 in an int32 mask"),
+    dec("mask_err_fraction", ids(7), _TINY, masks={"mask": Mask("fraction", "float32")},
+        expect_error="mask", note="a 0.5 in a float32 mask"),
+    enc("mask_err_empty_row", floats(7, batch=2), _TINY_FLOAT, masks={"mask": Mask("empty_row", "bool")},
+        expect_error="mask", note="the second batch row all padding"),
+    encdec("mask_err_src_rank", src_tgt(7, 5, batch=None), _TINY, masks={"src_mask": Mask("rank")},
+           expect_error="src_mask", note="src_mask [1, 7] for an unbatched src [7]"),
+    enc("mask_err_linformer", floats(7, batch=2), linformer(4, **_TINY_FLOAT),
+        masks={"mask": Mask("right")}, expect_error="mask",
+        note="a linformer model refuses a mask input"),
+    dec("mask_err_generate", ids(5), _TINY, masks={"mask": Mask("right")}, run_args=("--generate", "3"),
+        expect_error="mask", note="--generate with a mask (refused for now)"),
 ]
 
 
@@ -445,6 +630,52 @@ def validate():
         if cfg.linformer and c.max_seq_len and c.max_seq_len > cfg.max_seq_len:
             problems.append("%s: --max-seq-len above max_seq_len with linformer (E and F have "
                             "max_seq_len columns)" % c.name)
+        problems += _validate_masks(c, cfg)
+    return problems
+
+
+def _validate_masks(c, cfg):
+    """The padding masks (section 8) and error cases of case c."""
+    import reference
+    problems = []
+    for n, mk in c.masks.items():
+        if n not in cfg.mask_names:
+            problems.append("%s: mask input %r, the model takes %s" % (c.name, n, cfg.mask_names))
+            continue
+        if mk.pattern not in MASK_PATTERNS + MASK_ERROR_PATTERNS:
+            problems.append("%s: %s pattern %r" % (c.name, n, mk.pattern))
+        if mk.dtype not in MASK_DTYPES:
+            problems.append("%s: %s dtype %r" % (c.name, n, mk.dtype))
+        if mk.pattern in MASK_ERROR_PATTERNS and c.expect_error is None:
+            problems.append("%s: %s pattern %r is an error, but the case expects none" % (c.name, n, mk.pattern))
+        if mk.pattern == "value2" and mk.dtype == "bool":
+            problems.append("%s: %s: a bool mask cannot hold a 2" % (c.name, n))
+        if mk.pattern == "fraction" and mk.dtype != "float32":
+            problems.append("%s: %s: a 0.5 needs a float32 mask" % (c.name, n))
+        seq = c.inputs[cfg.mask_of[n]].seq
+        if mk.pattern != "ones" and seq < 3:
+            problems.append("%s: %s pattern %r needs seq >= 3" % (c.name, n, mk.pattern))
+        if mk.lengths is not None and not (1 <= mk.lengths[0] < mk.lengths[1] < seq):
+            problems.append("%s: %s lengths %s: 1 <= lo < hi < seq %d" % (c.name, n, mk.lengths, seq))
+    if c.expect_error is not None:
+        if not c.masks or not c.expect_error:
+            problems.append("%s: an error case needs masks and the input name stderr must show" % c.name)
+            return problems
+        # The oracle must agree that it is an error: the reference refuses
+        # the masks naming the input, or (--generate) they are good masks
+        # and the option is what is refused.
+        found = reference.mask_problems(cfg, case_inputs(c, cfg, case_seed(c.name)))
+        if "--generate" in c.run_args:
+            if found or not cfg.lm_head:
+                problems.append("%s: --generate error case with bad masks %s or no LM head" % (c.name, found))
+        elif not any(c.expect_error in msg for _, msg in found):
+            problems.append("%s: the reference does not refuse its masks naming %r (%s)"
+                            % (c.name, c.expect_error, found or "accepted"))
+    elif c.masks:
+        if cfg.linformer:
+            problems.append("%s: linformer refuses a mask input: an error case" % c.name)
+        if c.run_args:
+            problems.append("%s: run_args are for error cases" % c.name)
     return problems
 
 
@@ -458,6 +689,19 @@ def coverage():
     for c in CASES:
         cfg = reference.Config(c.model)
         n = c.name
+        if c.expect_error is not None:
+            # Refused inputs: what is refused; they compare no output.
+            for name, mk in c.masks.items():
+                if mk.pattern in MASK_ERROR_PATTERNS:
+                    add("mask error=" + mk.pattern, n)
+                add("mask error names " + name, n)
+            if cfg.linformer:
+                add("mask error=linformer", n)
+            if "--generate" in c.run_args:
+                add("mask error=--generate", n)
+            continue
+        if c.masks:
+            _mask_coverage(c, cfg, add)
         add("architecture=" + cfg.architecture, n)
         add("positional=" + cfg.positional, n)
         if cfg.positional == "rope":
@@ -595,6 +839,28 @@ def coverage():
     return feats
 
 
+def _mask_coverage(c, cfg, add):
+    import reference
+    n = c.name
+    b = next(iter(c.inputs.values())).batch
+    add("mask(%s%s)" % (cfg.architecture, ",causal" if cfg.causal else ""), n)
+    if cfg.is_encdec:
+        add("mask encdec " + "+".join(k for k in cfg.mask_names if k in c.masks), n)
+    for mk in c.masks.values():
+        add("mask pattern=" + mk.pattern, n)
+        add("mask dtype=" + mk.dtype, n)
+    add("mask batch" + ("=none" if b is None else "=1" if b == 1 else ">1"), n)
+    add("mask inputs=" + ("ids" if cfg.tokens else "float32"), n)
+    add("mask+positional=" + cfg.positional, n)
+    add("mask+score=" + cfg.attention_score, n)
+    if cfg.sliding_window:
+        add("mask+window" + (" G>0" if cfg.global_tokens else ""), n)
+    if cfg.uses_section11():
+        add("mask section 11", n)
+    if not reference.attended_rows(cfg, case_inputs(c, cfg, case_seed(n))).all():
+        add("mask unattended rows(%s)" % cfg.architecture, n)
+
+
 REQUIRED = (
     ["architecture=" + a for a in ("encoder", "decoder", "encoder_decoder")]
     + ["positional=" + p for p in ("sinusoidal", "learned", "rope", "none")]
@@ -646,6 +912,16 @@ REQUIRED = (
        "linformer lm_head untied", "linformer gqa", "linformer num_kv_heads=1", "linformer section 11",
        "linformer layers>=2", "linformer weights F32", "linformer weights BF16", "linformer norm=post",
        "linformer norm=pre"]
+    # section 8: padding masks
+    + ["mask(encoder)", "mask(decoder,causal)", "mask(encoder_decoder,causal)", "mask encdec src_mask",
+       "mask encdec tgt_mask", "mask encdec src_mask+tgt_mask"]
+    + ["mask pattern=" + p for p in MASK_PATTERNS] + ["mask dtype=" + d for d in MASK_DTYPES]
+    + ["mask batch=none", "mask batch>1", "mask inputs=ids", "mask inputs=float32", "mask+positional=rope",
+       "mask+positional=learned", "mask+positional=sinusoidal", "mask+score=scaled_dot",
+       "mask+score=bilinear", "mask+score=additive", "mask+window G>0", "mask section 11",
+       "mask unattended rows(encoder)", "mask unattended rows(decoder)", "mask unattended rows(encoder_decoder)"]
+    + ["mask error=" + p for p in MASK_ERROR_PATTERNS]
+    + ["mask error=linformer", "mask error=--generate", "mask error names mask", "mask error names src_mask"]
 )
 
 

@@ -7,7 +7,13 @@ executable: --weights W.safetensors --input NAME=X.npy --output OUT.npy
 --threads N.  It reads the weights with test/e2e/safetensors.py (checking
 names and shapes like the real loader), infers shared enc-dec embeddings
 from the file (`embed.weight` alone), checks input dtypes and the compiled
-limits, and computes with reference.py's formula model (b).
+limits, and computes with reference.py's formula model (b).  Padding masks
+(contract section 8: `--input mask=M.npy`, or src_mask / tgt_mask) are
+checked as the contract says (reference.mask_problems: dtype, shape, values
+0 and 1, a real token in every row, none on a linformer model), each
+refusal an exit 1 naming the input, and the output computed with them;
+`--generate N` with a mask is refused the same way (exit 1), and without one
+exits 2 (generation is fake_generate_compile.py's).
 
 `--emit=mlir -o OUT.mlir` writes what run_e2e.py's IR check reads of the
 real frontend's output: the module's tfm.max_batch / tfm.max_seq_len and
@@ -36,6 +42,9 @@ TFM_FAKE_MODE (read when compiling) selects a behaviour:
                 the sequence (tolerance)
   no_linformer  reads (and checks) a linformer model's proj_e / proj_f but computes full
                 attention without them: must FAIL on every lin_* case (tolerance)
+  no_mask       ignores padding masks (reads and checks nothing of them, computes as without
+                them): must FAIL on every mask_* case with padding (tolerance; mask_all_ones
+                passes, and the mask_err_* cases fail by exiting 0 or 2, not 1)
 
 Like tfm-compile, it refuses a linformer model with --max-seq-len above the
 model's max_seq_len (E and F have max_seq_len columns; contract section 7).
@@ -50,7 +59,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe",
-         "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window", "no_linformer")
+         "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window", "no_linformer", "no_mask")
 EMITS = ("exe", "mlir")
 
 
@@ -143,6 +152,7 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
     ap.add_argument("--input", action="append", default=[])
     ap.add_argument("--output", required=True)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--generate", type=int, default=None)
     args = ap.parse_args(argv)
     if mode == "crash":
         print("model: fatal: simulated crash", file=sys.stderr)
@@ -166,10 +176,14 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
     if extra:
         print("model: error: %s: unexpected tensors %s" % (args.weights, extra), file=sys.stderr)
         return 1
-    inputs = {}
+    inputs, masks = {}, {}
     for spec in args.input:
         name, _, path = spec.partition("=")
         a = np.load(path)
+        if name in cfg.mask_names:
+            if mode != "no_mask":       # no_mask: ignored, not even checked
+                masks[name] = a
+            continue
         if cfg.tokens and a.dtype not in (np.int32, np.int64):
             print("model: error: %s: dtype %s, expected int32 or int64" % (path, a.dtype), file=sys.stderr)
             return 1
@@ -188,6 +202,18 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
     if sorted(inputs) != sorted(cfg.input_names):
         print("model: error: inputs %s, expected %s" % (sorted(inputs), list(cfg.input_names)), file=sys.stderr)
         return 1
+    problems = reference.mask_problems(cfg, dict(inputs, **masks))
+    if problems:
+        print("model: error: %s" % problems[0][1], file=sys.stderr)
+        return 1
+    if args.generate is not None:
+        if masks:
+            print("model: error: --generate with a mask input (%s) is not supported yet"
+                  % ", ".join(sorted(masks)), file=sys.stderr)
+            return 1
+        print("fake model: --generate is faked by fake_generate_compile.py, not here", file=sys.stderr)
+        return 2
+    inputs.update(masks)
     if mode == "no_window":
         cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
     if mode == "no_linformer" and cfg.linformer:

@@ -44,6 +44,20 @@ by associativity, (q K^T) E_n^T and (P F_n) V (linformer_factored;
 FormulaModel(attention_form="factored"), its second form).  block_sparse
 and performer are refused (ConfigError) until tfm-compile implements them.
 
+Section 8's padding masks (optional inputs `mask`, or `src_mask` /
+`tgt_mask`: int32, int64, bool or float32, shaped as the input's ids, 1 for
+a real token; mask_problems() lists what the contract refuses, each
+message naming the input): a padded key is never attended, in
+self-attention and (src_mask) in cross-attention, causal and window rules
+on top; padded query rows are computed like any other.  A row whose
+allowed keys are all padding has unspecified values; attended_rows() says
+which output rows are defined.  (b) computes masks two ways: padded keys
+left out (per batch row only the real keys are gathered, the default;
+banded rows mask them) or one dense additive [batch, q, k] mask of
+finfo.min (FormulaModel(mask_form="additive")); (a) takes them as
+PyTorch's key_padding_mask (one finfo.min attn_mask where a row has no
+key), (c) in its additive mask.
+
 Section 11 as read here: num_kv_heads applies to every attention block,
 self and cross (multihead_attn.) alike; score parameters (bilinear,
 additive) stay per query head, [num_heads, ...]; `bias: false` drops
@@ -68,8 +82,11 @@ rounds, none where it is exact), the weight names against a listing
 written from the contract's tables, and sliding windows (the dense and
 banded forms against each other and the per-element loop, decode steps at
 absolute positions, W >= seq and G >= seq as full attention, planted
-mistakes; see _window_self_test) and Linformer (the two forms against each
-other and the per-element loop, planted mistakes; see _linformer_self_test).
+mistakes; see _window_self_test), Linformer (the two forms against each
+other and the per-element loop, planted mistakes; see _linformer_self_test)
+and padding masks (the inputs' checks, the defined rows, the forms against
+each other and the per-element loop, padded positions changing nothing,
+planted mistakes; see _mask_self_test).
 """
 
 import argparse
@@ -292,6 +309,16 @@ class Config:
     @property
     def input_names(self):
         return ("src", "tgt") if self.is_encdec else ("input",)
+
+    @property
+    def mask_names(self):
+        """Contract section 8's optional padding-mask inputs."""
+        return ("src_mask", "tgt_mask") if self.is_encdec else ("mask",)
+
+    @property
+    def mask_of(self):
+        """Padding-mask input -> the input whose tokens it marks."""
+        return {"src_mask": "src", "tgt_mask": "tgt"} if self.is_encdec else {"mask": "input"}
 
     @property
     def out_dim(self):
@@ -558,6 +585,190 @@ def attention_float_mask(allowed, dtype=torch.float32):
     return torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, float("-inf"))
 
 
+# ---------------------------------------------------------------------------
+# Padding masks (contract section 8): which keys are real.
+# ---------------------------------------------------------------------------
+#
+# A mask input (`mask`; encoder_decoder: `src_mask`, `tgt_mask`) is int32,
+# int64, bool or float32, shaped as its input's ids ([batch, seq] or [seq];
+# [batch, seq] for float embeddings [batch, seq, d_model]), 1 for a real
+# token and 0 for padding.  A padded key is never attended, in
+# self-attention and (src_mask) in cross-attention, with the causal and
+# window rules on top; padded query rows are computed like any other row.
+# A query row left with no key (a padded row whose allowed keys are all
+# padding: left padding in a causal model) has unspecified values; the
+# forms below give it different ones (zeros, or the mean of every value
+# row), and attended_rows() says which output rows are defined.
+
+MASK_DTYPES = ("int32", "int64", "bool", "float32")
+# Which mask forms FormulaModel computes: "keys", padded keys left out (per
+# batch row, only the real keys are gathered; banded windows mask them in
+# their rows), or "additive", one dense [batch, q, k] additive mask.
+MASK_FORMS = ("keys", "additive")
+# Deliberate mistakes FormulaModel(mask_mistake=...) plants (self-test only):
+# the self-attentions ignore the mask, cross-attention ignores src_mask,
+# only each stack's first layer masks, 0 read as the real token, the mask
+# read one position late.
+MASK_MISTAKES = ("self_ignored", "no_cross_mask", "first_layer_only", "inverted", "shifted")
+
+
+class MaskError(ValueError):
+    """A padding mask the contract refuses; the message names the input."""
+
+
+def _as_numpy(a):
+    if isinstance(a, torch.Tensor):
+        return a.detach().cpu().numpy()
+    return np.asarray(a)
+
+
+def mask_problems(cfg, inputs):
+    """What contract section 8 refuses among the padding masks of `inputs`
+    (name -> array or tensor: the model's inputs plus any of
+    cfg.mask_names): a list of (input name, message naming it), empty when
+    every mask is good.  Refused: an input name the model does not take,
+    any mask on a linformer model, a dtype other than int32, int64, bool
+    and float32, a shape other than its input's ids (an unbatched input's
+    mask has no batch dimension either), a value other than 0 and 1, and a
+    row with no real token."""
+    cfg = as_config(cfg)
+    out = []
+    for name in inputs:
+        if name in cfg.input_names:
+            continue
+        if name not in cfg.mask_names:
+            out.append((name, "unknown input '%s' (this model takes %s)"
+                        % (name, ", ".join(cfg.input_names + cfg.mask_names))))
+            continue
+        if cfg.linformer:
+            out.append((name, "input '%s': a model with linformer attention refuses a mask input" % name))
+            continue
+        m = _as_numpy(inputs[name])
+        if m.dtype.name not in MASK_DTYPES:
+            out.append((name, "input '%s': dtype %s, a mask is %s" % (name, m.dtype.name, ", ".join(MASK_DTYPES))))
+            continue
+        of = cfg.mask_of[name]
+        if of not in inputs:
+            out.append((name, "input '%s' without input '%s'" % (name, of)))
+            continue
+        data = _as_numpy(inputs[of])
+        want = tuple(data.shape) if cfg.tokens else tuple(data.shape[:-1])
+        if tuple(m.shape) != want:
+            out.append((name, "input '%s': shape %s, expected %s (input '%s' is %s%s)"
+                        % (name, list(m.shape), list(want), of, list(data.shape),
+                           "" if cfg.tokens else ", less its last axis")))
+            continue
+        bad = ~((m == 0) | (m == 1))
+        if bad.any():
+            at = [int(i) for i in np.argwhere(bad)[0]]
+            out.append((name, "input '%s': value %r at %s; a mask holds 0 (padding) and 1 (a real token) only"
+                        % (name, m[tuple(at)].item(), at)))
+            continue
+        rows = (m != 0).reshape(-1, m.shape[-1]) if m.ndim else (m != 0).reshape(1, 1)
+        empty = [i for i, r in enumerate(rows) if not r.any()]
+        if empty:
+            out.append((name, "input '%s': %s has no real token (every value 0)"
+                        % (name, "row %d" % empty[0] if m.ndim == 2 else "the mask")))
+    return out
+
+
+def padding_masks(cfg, inputs):
+    """Splits `inputs` into the model's own inputs and its padding masks:
+    (data, real), real = {input name ("input", "src", "tgt"): bool tensor
+    shaped as that input's ids, True for a real token}.  A bad mask is a
+    MaskError naming it (mask_problems)."""
+    cfg = as_config(cfg)
+    problems = mask_problems(cfg, inputs)
+    if problems:
+        raise MaskError(problems[0][1])
+    data = {k: v for k, v in inputs.items() if k in cfg.input_names}
+    if set(data) != set(cfg.input_names):
+        raise ValueError("inputs %s, expected %s" % (sorted(inputs), cfg.input_names))
+    real = {}
+    for name in cfg.mask_names:
+        if name in inputs:
+            m = inputs[name]
+            m = m if isinstance(m, torch.Tensor) else torch.from_numpy(np.array(m))
+            real[cfg.mask_of[name]] = m != 0
+    return data, real
+
+
+def attended_rows(cfg, inputs):
+    """Which rows of the output have defined values (contract section 8):
+    numpy bool, the output's shape less its last axis ([batch, seq] or
+    [seq]).  A row is undefined when its query has no key to attend in the
+    output's stack (the decoder stack of an encoder_decoder): every key
+    the causal and window rules allow it (section 7) is padding.  The rule
+    and the mask are the same in every layer of a stack, so such a row is
+    the same one in each; it is a padded row, a padded key wherever it is
+    read, so it reaches no other row.  Cross-attention's keys are the
+    memory's real tokens, at least one per row (a row without one is an
+    error)."""
+    cfg = as_config(cfg)
+    data, real = padding_masks(cfg, inputs)
+    name = "tgt" if cfg.is_encdec else "input"
+    x = _as_numpy(data[name])
+    shape = tuple(x.shape) if cfg.tokens else tuple(x.shape[:-1])
+    batched = len(shape) == 2
+    b, s = shape if batched else (1,) + shape
+    keys = real[name].reshape(b, s) if name in real else torch.ones(b, s, dtype=torch.bool)
+    allowed = attention_allowed(range(s), range(s), cfg.window if cfg.sliding_window else None,
+                                cfg.global_tokens, cfg.causal)
+    rows = (allowed[None] & keys[:, None, :]).any(-1)
+    if cfg.is_encdec and "src" in real:
+        rows = rows & real["src"].reshape(b, -1).any(-1, keepdim=True)
+    rows = rows.numpy()
+    return rows if batched else rows[0]
+
+
+def softmax_allowed(s, allowed):
+    """softmax over the entries of s where `allowed` (bool, broadcast to s)
+    is True; a row with no such entry gets zeros (a query with no key)."""
+    s = s.masked_fill(~allowed, float("-inf"))
+    some = allowed.any(-1, keepdim=True)
+    s = s.masked_fill(~some, 0.0)
+    return softmax_last(s) * some
+
+
+def padded_keys_attention(q, k, v, score_fn, key_real, window=None, global_tokens=0, causal=False):
+    """The efficient form of a padding mask: per batch row, only its real
+    keys are gathered (padded keys are simply not there), the causal and
+    window rules apply on their absolute positions, and the softmax runs
+    over what is left; a query row with no key left gets zeros.  q
+    [B,H,Sq,dk], k and v [B,H,Sk,dk] (grouped-query heads expanded),
+    key_real bool [B, Sk]."""
+    sq = q.shape[2]
+    out = []
+    for bb in range(q.shape[0]):
+        idx = key_real[bb].nonzero().flatten()
+        if idx.numel() == 0:   # only through a planted mistake (a row with no real token is refused)
+            out.append(torch.zeros_like(q[bb:bb + 1, :, :, :1]).expand(-1, -1, -1, v.shape[-1]))
+            continue
+        s = score_fn(q[bb:bb + 1], k[bb:bb + 1, :, idx])
+        allowed = attention_allowed(torch.arange(sq), idx, window, global_tokens, causal)
+        out.append(torch.matmul(softmax_allowed(s, allowed), v[bb:bb + 1, :, idx]))
+    return torch.cat(out, dim=0)
+
+
+def additive_padding_mask(allowed, key_real, dtype):
+    """The dense form of a padding mask: one additive [B, 1, Sq, Sk] mask,
+    0 where query i may attend key j (the rule `allowed` [Sq, Sk], None for
+    every key, and key j real) and finfo(dtype).min elsewhere, as Hugging
+    Face builds its 4-D attention mask.  Not -inf: a row with no key gets
+    the mean of every value row (finite, and unspecified) instead of 0/0;
+    where a row has a key, exp(min - max) is exactly 0."""
+    ok = key_real[:, None, :]
+    if allowed is not None:
+        ok = ok & allowed[None]
+    return torch.zeros(ok.shape, dtype=dtype).masked_fill(~ok, torch.finfo(dtype).min)[:, None]
+
+
+def additive_mask_attention(q, k, v, score_fn, allowed, key_real):
+    """Scores plus additive_padding_mask(), softmax, times v."""
+    s = score_fn(q, k) + additive_padding_mask(allowed, key_real, q.dtype)
+    return torch.matmul(softmax_last(s), v)
+
+
 BANDED_MISTAKES = ("keys_twice", "no_global_rows", "no_global_keys", "window_minus_1")
 
 
@@ -589,16 +800,23 @@ def dense_attention(q, k, v, score_fn, allowed=None):
     return torch.matmul(softmax_last(s), v)
 
 
-def banded_attention(q, k, v, score_fn, window, global_tokens, causal, q_pos0=0, mistake=None):
+def banded_attention(q, k, v, score_fn, window, global_tokens, causal, q_pos0=0, mistake=None,
+                     key_real=None):
     """Sliding-window attention row by row: query row a (absolute position
     q_pos0 + a) gathers only the keys banded_keys() lists, and its softmax
-    runs over those alone.  Shapes as dense_attention."""
+    runs over those alone.  Shapes as dense_attention.  key_real (bool
+    [B, Sk], a padding mask): the padded keys among those a row gathers
+    are masked out of its softmax; a row with none left gets zeros."""
     rows = []
     for a in range(q.shape[2]):
         idx = torch.tensor(banded_keys(q_pos0 + a, k.shape[2], window, global_tokens, causal, mistake),
                            dtype=torch.long)
         s = score_fn(q[:, :, a:a + 1], k[:, :, idx])         # [B,H,1,n]
-        rows.append(torch.matmul(softmax_last(s), v[:, :, idx]))
+        if key_real is None:
+            p = softmax_last(s)
+        else:
+            p = softmax_allowed(s, key_real[:, idx][:, None, None, :])
+        rows.append(torch.matmul(p, v[:, :, idx]))
     return torch.cat(rows, dim=2)
 
 
@@ -729,7 +947,7 @@ class FormulaAttention(nn.Module):
     rows, Q then K then V, and query head h reads K/V head h // group;
     without `bias`, no in_proj_bias (None) and no out_proj.bias."""
 
-    def __init__(self, cfg, self_attention=True, form="dense"):
+    def __init__(self, cfg, self_attention=True, form="dense", mask_form="keys"):
         super().__init__()
         d = cfg.d_model
         self.num_heads = cfg.num_heads
@@ -745,6 +963,12 @@ class FormulaAttention(nn.Module):
         if form not in ("dense", "banded", "factored"):
             raise ValueError(form)
         self.form = form
+        # Section 8: how a padding mask is computed (MASK_FORMS): "keys"
+        # (padded keys gathered out, or masked in a banded row) or
+        # "additive" (one dense [B, q, k] additive mask).
+        if mask_form not in MASK_FORMS:
+            raise ValueError(mask_form)
+        self.mask_form = mask_form
         windowed = self_attention and cfg.sliding_window
         self.window = cfg.window if windowed else None
         self.global_tokens = cfg.global_tokens if windowed else 0
@@ -765,9 +989,11 @@ class FormulaAttention(nn.Module):
             self.proj_e = nn.Parameter(torch.empty(cfg.linformer_k, cfg.max_seq_len))
             self.proj_f = nn.Parameter(torch.empty(cfg.linformer_k, cfg.max_seq_len))
 
-    def forward(self, x, mem=None, causal=False, rope=None):
+    def forward(self, x, mem=None, causal=False, rope=None, key_mask=None):
         """x [B,Sq,D]; mem [B,Sk,D] (cross-attention) or None (self);
-        rope: None or (cos, sin, style) for self-attention."""
+        rope: None or (cos, sin, style) for self-attention; key_mask: None
+        or bool [B,Sk], True for a real key (section 8: a padded key is
+        never attended)."""
         kv = x if mem is None else mem
         b, sq, d = x.shape
         sk = kv.shape[1]
@@ -790,6 +1016,8 @@ class FormulaAttention(nn.Module):
                 raise ValueError("cross-attention is always full")
             if causal:
                 raise ValueError("linformer is never causal")
+            if key_mask is not None:
+                raise MaskError("a model with linformer attention refuses a mask input")
             e_n, f_n = linformer_columns(self.proj_e, sk), linformer_columns(self.proj_f, sk)
             if self.form != "factored":
                 # The formula form: K' = E_n K and V' = F_n V along the
@@ -814,7 +1042,20 @@ class FormulaAttention(nn.Module):
             k, v = k[:, kv_of], v[:, kv_of]
         if self.window is not None and mem is not None:
             raise ValueError("cross-attention is always full")
-        if self.window is not None and self.form == "banded":
+        if key_mask is not None:
+            rule = None
+            if causal or self.window is not None:
+                rule = attention_allowed(torch.arange(sq), torch.arange(sk), self.window,
+                                         self.global_tokens, causal)
+            if self.mask_form == "additive":
+                o = additive_mask_attention(q, k, v, self.scores, rule, key_mask)
+            elif self.window is not None and self.form == "banded":
+                o = banded_attention(q, k, v, self.scores, self.window, self.global_tokens, causal,
+                                     key_real=key_mask)
+            else:
+                o = padded_keys_attention(q, k, v, self.scores, key_mask, self.window, self.global_tokens,
+                                          causal)
+        elif self.window is not None and self.form == "banded":
             o = banded_attention(q, k, v, self.scores, self.window, self.global_tokens, causal)
         else:
             allowed = None
@@ -845,11 +1086,11 @@ def _ffn_inner(layer, x):
 
 
 class FormulaEncoderLayer(nn.Module):
-    def __init__(self, cfg, form="dense"):
+    def __init__(self, cfg, form="dense", mask_form="keys"):
         super().__init__()
         self.pre = cfg.norm == "pre"
         self.act = cfg.activation
-        self.self_attn = FormulaAttention(cfg, form=form)
+        self.self_attn = FormulaAttention(cfg, form=form, mask_form=mask_form)
         self.d_ff, self.gated = cfg.d_ff, cfg.ffn_gated
         self.linear1 = _Linear(cfg.d_model, cfg.d_ff * (2 if cfg.ffn_gated else 1), bias=cfg.bias)
         self.linear2 = _Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
@@ -859,23 +1100,23 @@ class FormulaEncoderLayer(nn.Module):
     def ff(self, x):
         return self.linear2(_ffn_inner(self, x))
 
-    def forward(self, x, causal, rope):
+    def forward(self, x, causal, rope, key_mask=None):
         if self.pre:
-            x = x + self.self_attn(self.norm1(x), causal=causal, rope=rope)
+            x = x + self.self_attn(self.norm1(x), causal=causal, rope=rope, key_mask=key_mask)
             x = x + self.ff(self.norm2(x))
         else:
-            x = self.norm1(x + self.self_attn(x, causal=causal, rope=rope))
+            x = self.norm1(x + self.self_attn(x, causal=causal, rope=rope, key_mask=key_mask))
             x = self.norm2(x + self.ff(x))
         return x
 
 
 class FormulaDecoderLayer(nn.Module):
-    def __init__(self, cfg, form="dense"):
+    def __init__(self, cfg, form="dense", mask_form="keys"):
         super().__init__()
         self.pre = cfg.norm == "pre"
         self.act = cfg.activation
-        self.self_attn = FormulaAttention(cfg, form=form)
-        self.multihead_attn = FormulaAttention(cfg, self_attention=False)   # always full
+        self.self_attn = FormulaAttention(cfg, form=form, mask_form=mask_form)
+        self.multihead_attn = FormulaAttention(cfg, self_attention=False, mask_form=mask_form)   # always full
         self.d_ff, self.gated = cfg.d_ff, cfg.ffn_gated
         self.linear1 = _Linear(cfg.d_model, cfg.d_ff * (2 if cfg.ffn_gated else 1), bias=cfg.bias)
         self.linear2 = _Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
@@ -886,24 +1127,25 @@ class FormulaDecoderLayer(nn.Module):
     def ff(self, x):
         return self.linear2(_ffn_inner(self, x))
 
-    def forward(self, x, mem, causal, rope):
-        # Cross-attention: never causal, never rotated.
+    def forward(self, x, mem, causal, rope, key_mask=None, mem_mask=None):
+        # Cross-attention: never causal, never rotated; its keys are the
+        # memory's (mem_mask: src_mask's real tokens).
         if self.pre:
-            x = x + self.self_attn(self.norm1(x), causal=causal, rope=rope)
-            x = x + self.multihead_attn(self.norm2(x), mem=mem)
+            x = x + self.self_attn(self.norm1(x), causal=causal, rope=rope, key_mask=key_mask)
+            x = x + self.multihead_attn(self.norm2(x), mem=mem, key_mask=mem_mask)
             x = x + self.ff(self.norm3(x))
         else:
-            x = self.norm1(x + self.self_attn(x, causal=causal, rope=rope))
-            x = self.norm2(x + self.multihead_attn(x, mem=mem))
+            x = self.norm1(x + self.self_attn(x, causal=causal, rope=rope, key_mask=key_mask))
+            x = self.norm2(x + self.multihead_attn(x, mem=mem, key_mask=mem_mask))
             x = self.norm3(x + self.ff(x))
         return x
 
 
 class _Stack(nn.Module):
-    def __init__(self, cfg, n, cross, form="dense"):
+    def __init__(self, cfg, n, cross, form="dense", mask_form="keys"):
         super().__init__()
         make = FormulaDecoderLayer if cross else FormulaEncoderLayer
-        self.layers = nn.ModuleList([make(cfg, form) for _ in range(n)])
+        self.layers = nn.ModuleList([make(cfg, form, mask_form) for _ in range(n)])
         self.norm = _norm(cfg) if cfg.final_norm else None
 
 
@@ -914,13 +1156,21 @@ class FormulaModel(nn.Module):
     window is computed, "dense" (the rule's [q, k] mask on the scores, -inf
     where not allowed) or "banded" (each query row gathers only its keys);
     and Linformer, "dense" (K' = E_n K, V' = F_n V, then attention) or
-    "factored" ((q K^T) E_n^T and (P F_n) V)."""
+    "factored" ((q K^T) E_n^T and (P F_n) V).  Padding masks (section 8:
+    `mask`, or `src_mask` / `tgt_mask`, optional inputs): mask_form "keys"
+    (padded keys left out: padded_keys_attention, or masked in the rows of
+    the banded form) or "additive" (additive_padding_mask on the scores);
+    mask_mistake (self-test only) plants one of MASK_MISTAKES."""
 
-    def __init__(self, cfg, shared_embeddings=False, attention_form="dense"):
+    def __init__(self, cfg, shared_embeddings=False, attention_form="dense", mask_form="keys",
+                 mask_mistake=None):
         super().__init__()
         cfg = as_config(cfg)
         self.cfg = cfg
         self.attention_form = attention_form
+        if mask_mistake is not None and mask_mistake not in MASK_MISTAKES:
+            raise ValueError(mask_mistake)
+        self.mask_mistake = mask_mistake
         d = cfg.d_model
         if shared_embeddings and not (cfg.is_encdec and cfg.tokens):
             raise ConfigError("shared embeddings are for encoder_decoder with vocab_size")
@@ -935,14 +1185,16 @@ class FormulaModel(nn.Module):
             if cfg.positional == "learned":
                 self.src_pos_embed = _Embedding(cfg.max_seq_len, d)
                 self.tgt_pos_embed = _Embedding(cfg.max_seq_len, d)
-            self.encoder = _Stack(cfg, cfg.num_encoder_layers, cross=False, form=attention_form)
-            self.decoder = _Stack(cfg, cfg.num_decoder_layers, cross=True, form=attention_form)
+            self.encoder = _Stack(cfg, cfg.num_encoder_layers, cross=False, form=attention_form,
+                                  mask_form=mask_form)
+            self.decoder = _Stack(cfg, cfg.num_decoder_layers, cross=True, form=attention_form,
+                                  mask_form=mask_form)
         else:
             if cfg.tokens:
                 self.embed = _Embedding(cfg.vocab_size, d)
             if cfg.positional == "learned":
                 self.pos_embed = _Embedding(cfg.max_seq_len, d)
-            self.layers = nn.ModuleList([FormulaEncoderLayer(cfg, attention_form)
+            self.layers = nn.ModuleList([FormulaEncoderLayer(cfg, attention_form, mask_form)
                                          for _ in range(cfg.num_layers)])
             self.norm = _norm(cfg) if cfg.final_norm else None
         if cfg.untied_head:
@@ -998,31 +1250,47 @@ class FormulaModel(nn.Module):
         w = self.embed.weight if (not cfg.is_encdec or self.shared_embeddings) else self.tgt_embed.weight
         return linear(h, w)
 
+    def _key_masks(self, real, which, layer, cross=False):
+        """The padding mask (bool [B, S], True = real) of input `which`'s
+        keys in `layer` of its stack (None: no mask), with mask_mistake."""
+        m, mistake = real.get(which), self.mask_mistake
+        if m is None or (mistake == "first_layer_only" and layer > 0):
+            return None
+        if (mistake == "self_ignored" and not cross) or (mistake == "no_cross_mask" and cross):
+            return None
+        if mistake == "inverted":
+            return ~m
+        if mistake == "shifted":
+            return torch.roll(m, 1, dims=-1)
+        return m
+
     def forward(self, **inputs):
         cfg = self.cfg
-        if set(inputs) != set(cfg.input_names):
-            raise ValueError("inputs %s, expected %s" % (sorted(inputs), cfg.input_names))
+        inputs, real = padding_masks(cfg, inputs)
         batched = inputs[cfg.input_names[0]].dim() == (2 if cfg.tokens else 3)
         if not batched:
             inputs = {k: v.unsqueeze(0) for k, v in inputs.items()}
+            real = {k: v.unsqueeze(0) for k, v in real.items()}
         if cfg.is_encdec:
             src = self._embed(inputs["src"], "src")
             rope = self._rope(src.shape[1])
-            for layer in self.encoder.layers:
-                src = layer(src, causal=False, rope=rope)  # the encoder stack is never causal
+            for li, layer in enumerate(self.encoder.layers):
+                # the encoder stack is never causal
+                src = layer(src, causal=False, rope=rope, key_mask=self._key_masks(real, "src", li))
             if self.encoder.norm is not None:
                 src = self.encoder.norm(src)
             x = self._embed(inputs["tgt"], "tgt")
             rope = self._rope(x.shape[1])
-            for layer in self.decoder.layers:
-                x = layer(x, src, causal=cfg.causal, rope=rope)
+            for li, layer in enumerate(self.decoder.layers):
+                x = layer(x, src, causal=cfg.causal, rope=rope, key_mask=self._key_masks(real, "tgt", li),
+                          mem_mask=self._key_masks(real, "src", li, cross=True))
             if self.decoder.norm is not None:
                 x = self.decoder.norm(x)
         else:
             x = self._embed(inputs["input"], "input")
             rope = self._rope(x.shape[1])
-            for layer in self.layers:
-                x = layer(x, causal=cfg.causal, rope=rope)
+            for li, layer in enumerate(self.layers):
+                x = layer(x, causal=cfg.causal, rope=rope, key_mask=self._key_masks(real, "input", li))
             if self.norm is not None:
                 x = self.norm(x)
         out = self._head(x)
@@ -1122,6 +1390,37 @@ def _torch_window_mask(cfg, n, causal, dtype):
     return torch.zeros(n, n, dtype=dtype).masked_fill(~keep, float("-inf"))
 
 
+def _torch_masks(cfg, n, causal, real, dtype):
+    """A self-attention's masks as a PyTorch user passes them to
+    nn.TransformerEncoder / nn.Transformer: (attn_mask, key_padding_mask).
+    The rule (causal, sliding window) is the float [n, n] attn_mask as
+    without a padding mask; the padding (`real`, bool [B, n] or [n], True
+    for a real token) PyTorch's bool key_padding_mask (True for padding).
+    Unless some query row is left with no key (left padding in a causal
+    model): PyTorch's -inf there is a NaN row (softmax of nothing), which
+    the next layer reads through its zero weights (0 * NaN); then both go
+    into one float attn_mask, [B * num_heads, n, n] ([n, n] unbatched),
+    with finfo.min where masked, so that such a row is the (finite) mean of
+    every value row."""
+    windowed = cfg.sliding_window
+    if windowed:
+        rule_mask = _torch_window_mask(cfg, n, causal, dtype)
+    elif causal:
+        rule_mask = nn.Transformer.generate_square_subsequent_mask(n)
+    else:
+        rule_mask = None
+    if real is None:
+        return rule_mask, None
+    allowed = attention_allowed(range(n), range(n), cfg.window if windowed else None, cfg.global_tokens, causal)
+    ok = allowed & real[..., None, :]
+    if bool(ok.any(-1).all()):
+        return rule_mask, ~real
+    m = torch.zeros(ok.shape, dtype=dtype).masked_fill(~ok, torch.finfo(dtype).min)
+    if m.dim() == 3:
+        m = m.repeat_interleave(cfg.num_heads, dim=0)   # row b * num_heads + h
+    return m, None
+
+
 class TorchSingleStack(nn.TransformerEncoder, _TorchEmbedMixin):
     """(a) for `encoder` and `decoder`: nn.TransformerEncoder of
     nn.TransformerEncoderLayer (a GPT-style decoder is the same layers with
@@ -1136,15 +1435,12 @@ class TorchSingleStack(nn.TransformerEncoder, _TorchEmbedMixin):
         self.cfg = cfg
         self._init_embeddings(cfg, False)
 
-    def forward(self, input):  # noqa: A002 - the contract's input name
+    def forward(self, input, mask=None):  # noqa: A002 - the contract's input names
         cfg = self.cfg
+        _, real = padding_masks(cfg, dict(input=input, **({} if mask is None else {"mask": mask})))
         x = self._embed_input(input, getattr(self, "embed", None), getattr(self, "pos_embed", None))
-        mask = None
-        if cfg.sliding_window:
-            mask = _torch_window_mask(cfg, x.shape[-2], cfg.causal, x.dtype)
-        elif cfg.causal:
-            mask = nn.Transformer.generate_square_subsequent_mask(x.shape[-2])
-        h = super().forward(x, mask=mask)
+        attn_mask, key_padding = _torch_masks(cfg, x.shape[-2], cfg.causal, real.get("input"), x.dtype)
+        h = super().forward(x, mask=attn_mask, src_key_padding_mask=key_padding)
         return self._lm_head(h, self.embed.weight if cfg.tokens else None)
 
 
@@ -1173,8 +1469,13 @@ class TorchEncoderDecoder(nn.Transformer, _TorchEmbedMixin):
         self.shared_embeddings = shared_embeddings
         self._init_embeddings(cfg, shared_embeddings)
 
-    def forward(self, src, tgt):
+    def forward(self, src, tgt, src_mask=None, tgt_mask=None):
+        """src_mask, tgt_mask: the contract's padding masks (section 8), not
+        nn.Transformer's attention masks of the same names."""
         cfg = self.cfg
+        given = {"src": src, "tgt": tgt}
+        given.update({k: v for k, v in (("src_mask", src_mask), ("tgt_mask", tgt_mask)) if v is not None})
+        _, real = padding_masks(cfg, given)
         if cfg.tokens:
             se = self.embed if self.shared_embeddings else self.src_embed
             te = self.embed if self.shared_embeddings else self.tgt_embed
@@ -1182,13 +1483,13 @@ class TorchEncoderDecoder(nn.Transformer, _TorchEmbedMixin):
             se = te = None
         s = self._embed_input(src, se, getattr(self, "src_pos_embed", None))
         t = self._embed_input(tgt, te, getattr(self, "tgt_pos_embed", None))
-        src_mask = tgt_mask = None
-        if cfg.sliding_window:   # both self-attentions; the cross-attention stays full
-            src_mask = _torch_window_mask(cfg, s.shape[-2], False, s.dtype)
-            tgt_mask = _torch_window_mask(cfg, t.shape[-2], cfg.causal, t.dtype)
-        elif cfg.causal:
-            tgt_mask = self.generate_square_subsequent_mask(t.shape[-2])
-        h = super().forward(s, t, src_mask=src_mask, tgt_mask=tgt_mask)
+        # A sliding window is on both self-attentions (the encoder's never
+        # causal); the cross-attention stays full, masking only src's padding.
+        s_attn, s_pad = _torch_masks(cfg, s.shape[-2], False, real.get("src"), s.dtype)
+        t_attn, t_pad = _torch_masks(cfg, t.shape[-2], cfg.causal, real.get("tgt"), t.dtype)
+        mem_pad = ~real["src"] if "src" in real else None
+        h = super().forward(s, t, src_mask=s_attn, tgt_mask=t_attn, src_key_padding_mask=s_pad,
+                            tgt_key_padding_mask=t_pad, memory_key_padding_mask=mem_pad)
         return self._lm_head(h, te.weight if cfg.tokens else None)
 
 
@@ -1341,7 +1642,9 @@ class HFAttention(nn.Module):
             self.additive_query = nn.Parameter(torch.empty(h, a, dk))
             self.additive_v = nn.Parameter(torch.empty(h, a))
 
-    def forward(self, hidden_states, key_value_states=None, causal=False, rotary=None):
+    def forward(self, hidden_states, key_value_states=None, causal=False, rotary=None, attention_mask=None):
+        """attention_mask: None or bool [B, kv_len], Hugging Face's
+        attention_mask (True / 1 for a real token) of the keys."""
         bsz, q_len, _ = hidden_states.size()
         src = hidden_states if key_value_states is None else key_value_states
         if self.mistake == "cross_kv_from_query" and self.cross:
@@ -1371,7 +1674,7 @@ class HFAttention(nn.Module):
             qp = torch.einsum("bhqd,had->bhqa", query_states, self.additive_query)
             attn_weights = torch.einsum("bhqka,ha->bhqk", torch.tanh(qp[:, :, :, None] + kp[:, :, None]),
                                         self.additive_v)
-        if causal or self.sliding_window is not None:
+        if causal or self.sliding_window is not None or attention_mask is not None:
             min_dtype = torch.finfo(attn_weights.dtype).min
             mask = torch.zeros((q_len, kv_len), dtype=attn_weights.dtype)
             if causal:
@@ -1384,6 +1687,10 @@ class HFAttention(nn.Module):
                 too_far = (cache_position - key_position).abs() > self.sliding_window
                 local = (cache_position >= self.global_tokens) & (key_position >= self.global_tokens)
                 mask = mask.masked_fill(too_far & local, min_dtype)
+            if attention_mask is not None:
+                # The 4-D mask of _prepare_4d_causal_attention_mask: the
+                # padded keys masked in every query row, [B, 1, q, k].
+                mask = mask[None, None].masked_fill(~attention_mask.bool()[:, None, None, :], min_dtype)
             attn_weights = attn_weights + mask
         attn_weights = F.softmax(attn_weights, dim=-1)
         attn_output = torch.matmul(attn_weights, value_states)
@@ -1409,10 +1716,13 @@ class HFLayer(nn.Module):
     def _sub(self, norm, fn, h):
         return h + fn(norm(h)) if self.pre else norm(h + fn(h))
 
-    def forward(self, hidden_states, memory=None, causal=False, rotary=None):
-        h = self._sub(self.attn_norm, lambda t: self.self_attn(t, causal=causal, rotary=rotary), hidden_states)
+    def forward(self, hidden_states, memory=None, causal=False, rotary=None, attention_mask=None,
+                memory_mask=None):
+        h = self._sub(self.attn_norm, lambda t: self.self_attn(t, causal=causal, rotary=rotary,
+                                                               attention_mask=attention_mask), hidden_states)
         if memory is not None:
-            h = self._sub(self.cross_norm, lambda t: self.cross_attn(t, key_value_states=memory), h)
+            h = self._sub(self.cross_norm, lambda t: self.cross_attn(t, key_value_states=memory,
+                                                                     attention_mask=memory_mask), h)
         return self._sub(self.mlp_norm, self.mlp, h)
 
 
@@ -1422,9 +1732,9 @@ class HFStack(nn.Module):
         self.layers = nn.ModuleList([HFLayer(cfg, cross, mistake) for _ in range(n)])
         self.norm = _hf_norm(cfg, mistake) if cfg.final_norm else None
 
-    def forward(self, h, memory=None, causal=False, rotary=None):
+    def forward(self, h, memory=None, causal=False, rotary=None, attention_mask=None, memory_mask=None):
         for layer in self.layers:
-            h = layer(h, memory, causal, rotary)
+            h = layer(h, memory, causal, rotary, attention_mask, memory_mask)
         return self.norm(h) if self.norm is not None else h
 
 
@@ -1569,11 +1879,11 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
     # -- forward -----------------------------------------------------------
     def forward(self, **inputs):
         cfg = self.cfg
-        if set(inputs) != set(cfg.input_names):
-            raise ValueError("inputs %s, expected %s" % (sorted(inputs), cfg.input_names))
+        inputs, real = padding_masks(cfg, inputs)
         batched = inputs[cfg.input_names[0]].dim() == (2 if cfg.tokens else 3)
         if not batched:
             inputs = {k: v.unsqueeze(0) for k, v in inputs.items()}
+            real = {k: v.unsqueeze(0) for k, v in real.items()}
         dtype = self.o_dtype()
 
         def rotary(s):
@@ -1588,14 +1898,15 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
                                   getattr(self, "src_pos_embed", None))
             t = self._embed_input(inputs["tgt"].to(dtype) if not cfg.tokens else inputs["tgt"], te,
                                   getattr(self, "tgt_pos_embed", None))
-            memory = self.encoder(s, rotary=rotary(s.shape[1]))   # never causal
-            h = self.decoder(t, memory, causal=cfg.causal, rotary=rotary(t.shape[1]))
+            memory = self.encoder(s, rotary=rotary(s.shape[1]), attention_mask=real.get("src"))   # never causal
+            h = self.decoder(t, memory, causal=cfg.causal, rotary=rotary(t.shape[1]),
+                             attention_mask=real.get("tgt"), memory_mask=real.get("src"))
             out = self._lm_head(h, te.weight if cfg.tokens else None)
         else:
             x = inputs["input"]
             e = self._embed_input(x if cfg.tokens else x.to(dtype), getattr(self, "embed", None),
                                   getattr(self, "pos_embed", None))
-            h = self.model(e, causal=cfg.causal, rotary=rotary(e.shape[1]))
+            h = self.model(e, causal=cfg.causal, rotary=rotary(e.shape[1]), attention_mask=real.get("input"))
             out = self._lm_head(h, self.embed.weight if cfg.tokens else None)
         return out if batched else out.squeeze(0)
 
@@ -1613,11 +1924,12 @@ def build_hf_model(cfg, shared_embeddings=False, mistake=None):
 # Building, initialising and running.
 # ---------------------------------------------------------------------------
 
-def build_formula_model(cfg, shared_embeddings=False, attention_form="dense"):
-    return FormulaModel(as_config(cfg), shared_embeddings, attention_form).eval()
+def build_formula_model(cfg, shared_embeddings=False, attention_form="dense", mask_form="keys",
+                        mask_mistake=None):
+    return FormulaModel(as_config(cfg), shared_embeddings, attention_form, mask_form, mask_mistake).eval()
 
 
-def build_torch_model(cfg, shared_embeddings=False):
+def build_torch_model(cfg, shared_embeddings=False, masked=False):
     """The second, independent implementation the harnesses compare (b)
     with (cfg.second_form()): (a), PyTorch's own modules, where they can
     express the model; (c), the Hugging Face style modules, for a model that
@@ -1625,9 +1937,15 @@ def build_torch_model(cfg, shared_embeddings=False):
     window's banded form (each query row gathers its keys) instead of the
     dense mask; for a linformer model, (b) in the factored form ((q K^T)
     E_n^T, (P F_n) V) instead of projecting K and V; None otherwise ((b)
-    alone)."""
+    alone).  `masked` (inputs with padding masks, section 8): (a) and (c)
+    take the masks as PyTorch's key_padding_mask / Hugging Face's additive
+    mask, the banded form masks the padded keys in its rows, and a model
+    that none of those is for gets (b) with the dense additive mask
+    instead of leaving padded keys out (mask_form "additive")."""
     cfg = as_config(cfg)
     form = cfg.second_form()
+    if masked and form is None:
+        return build_formula_model(cfg, shared_embeddings, mask_form="additive")
     if form == "hf":
         return build_hf_model(cfg, shared_embeddings)
     if form in ("banded", "factored"):
@@ -1712,11 +2030,15 @@ def load_weights(model, weights):
 
 def to_torch_inputs(cfg, inputs, dtype=torch.float32):
     """name -> np.ndarray (ids int32/int64, or float32) to torch tensors:
-    ids as int64, floats as `dtype`."""
+    ids as int64, floats as `dtype`; padding masks (section 8) as they are
+    (the models check and read them)."""
     out = {}
     for k, v in inputs.items():
         t = torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else torch.as_tensor(v)
-        out[k] = t.long() if cfg.tokens else t.to(dtype)
+        if k in cfg.mask_names:
+            out[k] = t
+        else:
+            out[k] = t.long() if cfg.tokens else t.to(dtype)
     return out
 
 
@@ -1827,11 +2149,13 @@ def _random_inputs(cfg, gen, batch, seqs):
     return out
 
 
-def _naive_attention(attn, x, mem, causal, rope):
+def _naive_attention(attn, x, mem, causal, rope, key_mask=None):
     """Per-element loops over batch, head, i, j in float64: a third
     formulation of FormulaAttention for the self-test (a sliding window as
     the contract words it, per (i, j); Linformer's rows K'_r = sum_j
-    E[r, j] k_j and V'_r = sum_j F[r, j] v_j for j < n, after rope)."""
+    E[r, j] k_j and V'_r = sum_j F[r, j] v_j for j < n, after rope; a
+    padding mask key_mask [B, Sk] (True = real): key j of batch row b is
+    not attended where it is False, and a row with no key left is 0)."""
     kv = x if mem is None else mem
     b, sq, d = x.shape
     sk = kv.shape[1]
@@ -1896,8 +2220,13 @@ def _naive_attention(attn, x, mem, causal, rope):
                     win, glob = attn.window, attn.global_tokens
                     if win is not None and not (abs(i - j) <= win or i < glob or j < glob):
                         s = -math.inf
+                    if key_mask is not None and not bool(key_mask[bb, j]):
+                        s = -math.inf
                     scores.append(s)
                 m = max(scores)
+                if m == -math.inf:      # no key to attend: a zero row
+                    out[bb, i, rows] = 0.0
+                    continue
                 e = [math.exp(s - m) for s in scores]
                 z = sum(e)
                 o = sum((e[j] / z) * vs[j] for j in range(nk))
@@ -2124,7 +2453,7 @@ def _negative_controls(check_differs):
     mutated("gelu instead of relu", lambda w2: None, {"activation": "gelu"})
 
 
-def self_test(verbose=False, extra_descs=()):
+def self_test(verbose=False, extra_descs=(), mask_cases=()):
     torch.set_num_threads(1)
     failures = []
     worst = 0.0
@@ -2435,6 +2764,12 @@ def self_test(verbose=False, extra_descs=()):
     #    attention (against (a)), planted mistakes.
     _linformer_self_test(check, check_differs, gen, extra_descs, check_attention)
 
+    # 10. Padding masks (section 8): the inputs' checks, which rows are
+    #     defined, the attention function against the per-element loop,
+    #     the forms against each other on whole models, padded positions
+    #     changing nothing, an all-ones mask as no mask, planted mistakes.
+    _mask_self_test(check, check_differs, gen, mask_cases)
+
     print("reference self-test: %d checks, worst normalised diff %.3g (bound 1e-5), %d failed"
           % (n_checks, worst, len(failures)))
     return not failures
@@ -2689,9 +3024,10 @@ def _window_self_test(check, check_differs, gen, extra_descs):
                 check_differs("(a) with a causal window, encoder", _max_diff(m(**inputs), want))
 
 
-def _banded_with_mistake(attn, mistake, x, mem=None, causal=False, rope=None):
+def _banded_with_mistake(attn, mistake, x, mem=None, causal=False, rope=None, key_mask=None):
     """FormulaAttention.forward in the banded form with one of
-    BANDED_MISTAKES planted (self-test only)."""
+    BANDED_MISTAKES planted (self-test only; no padding mask)."""
+    assert key_mask is None
     b, sq, d = x.shape
     h, hkv, dk = attn.num_heads, attn.num_kv_heads, attn.head_dim
     w, bias = attn.in_proj_weight, attn.in_proj_bias
@@ -2748,12 +3084,13 @@ LINFORMER_MODEL_MISTAKES = LINFORMER_MISTAKES + ("bias_after_projection", "rope_
                                                  "rope_not_on_k")
 
 
-def _linformer_with_mistake(attn, mistake, x, mem=None, causal=False, rope=None):
+def _linformer_with_mistake(attn, mistake, x, mem=None, causal=False, rope=None, key_mask=None):
     """FormulaAttention.forward of a linformer self-attention with one of
     LINFORMER_MODEL_MISTAKES planted (self-test only): those of
     linformer_factored, or the projection made before the in-projection's
     K and V bias (E_n (x W^T) + b), or rope applied to the k projected rows
     (positions 0..k-1) instead of the keys, or k not rotated at all."""
+    assert key_mask is None   # a linformer model refuses a mask
     b, sq, d = x.shape
     h, hkv, dk = attn.num_heads, attn.num_kv_heads, attn.head_dim
     w, bias = attn.in_proj_weight, attn.in_proj_bias
@@ -3029,6 +3366,353 @@ def _linformer_self_test(check, check_differs, gen, extra_descs, check_attention
                       % (_short(desc), batch), 0.0 if refused else 1.0, 0.5)
 
 
+# ---------------------------------------------------------------------------
+# Self-test of padding masks (contract section 8).
+# ---------------------------------------------------------------------------
+
+def _mask_rows(pattern, batch, seq):
+    """A deterministic padding mask for the self-test, bool [batch, seq]
+    ([seq] for batch 0): "right", "left", "holes", "ones", or "mixed" (the
+    rows left, holes, right, ones in turn)."""
+    rows = []
+    for r in range(max(batch, 1)):
+        p = ("left", "holes", "right", "ones")[r % 4] if pattern == "mixed" else pattern
+        m = torch.ones(seq, dtype=torch.bool)
+        if p == "right":
+            m[max(1, seq - 2 - 3 * r):] = False
+        elif p == "left":
+            m[:seq - max(1, seq - 4 - 2 * r)] = False
+        elif p == "holes":
+            for j in ((2 + r) % (seq - 2) + 1, (5 + 2 * r) % (seq - 2) + 1):
+                m[j] = False
+        rows.append(m)
+    out = torch.stack(rows)
+    return out if batch else out[0]
+
+
+def _mask_variants():
+    """Masked models for the self-test: (description, {mask name: pattern}):
+    every architecture, score kind and positional kind, both norms, causal
+    and not, windows with global tokens, grouped-query heads and the other
+    section 11 keys, float inputs and ids, each mask of an encoder_decoder
+    alone and both."""
+    base = dict(d_model=32, num_heads=4, d_ff=48, max_seq_len=16)
+    llama = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu",
+                 ffn_gated=True, bias=False, num_kv_heads=2)
+    return [
+        (dict(base, architecture="encoder", num_layers=2, vocab_size=29), {"mask": "right"}),
+        (dict(base, architecture="encoder", num_layers=2, norm="pre", positional="learned"), {"mask": "holes"}),
+        (dict(base, architecture="encoder", num_layers=2, positional="rope", attention_score="bilinear",
+              vocab_size=29), {"mask": "mixed"}),
+        (dict(base, architecture="encoder", num_layers=1, positional="rope", rope_style="interleaved",
+              attention_score="additive", additive_dim=12), {"mask": "left"}),
+        (dict(base, architecture="encoder", num_layers=2, attention_score="dot", positional="none"),
+         {"mask": "mixed"}),
+        (dict(base, architecture="decoder", num_layers=2, vocab_size=29), {"mask": "left"}),
+        (dict(base, architecture="decoder", num_layers=2, vocab_size=29, norm="pre", positional="rope"),
+         {"mask": "mixed"}),
+        (dict(base, architecture="decoder", num_layers=2, vocab_size=29, **llama), {"mask": "left"}),
+        (dict(base, architecture="encoder", num_layers=2, attention=_window(1, 2)), {"mask": "left"}),
+        (dict(base, architecture="decoder", num_layers=2, vocab_size=29, positional="rope",
+              attention_score="additive", attention=_window(2, 1)), {"mask": "mixed"}),
+        (dict(base, architecture="decoder", num_layers=2, vocab_size=29, attention=_window(1, 1), **llama),
+         {"mask": "holes"}),
+        (dict(base, architecture="encoder_decoder", num_layers=2, vocab_size=29), {"src_mask": "right"}),
+        (dict(base, architecture="encoder_decoder", num_layers=2, vocab_size=29, norm="pre"),
+         {"tgt_mask": "left"}),
+        (dict(base, architecture="encoder_decoder", num_encoder_layers=1, num_decoder_layers=2,
+              positional="rope", attention_score="bilinear"), {"src_mask": "holes", "tgt_mask": "mixed"}),
+        (dict(base, architecture="encoder_decoder", num_layers=1, vocab_size=29, attention=_window(1, 1)),
+         {"src_mask": "left", "tgt_mask": "left"}),
+        (dict(base, architecture="encoder_decoder", num_layers=1, vocab_size=29,
+              **dict(llama, num_kv_heads=1)), {"src_mask": "mixed", "tgt_mask": "holes"}),
+    ]
+
+
+def _masked_forms(cfg, shared, weights):
+    """The forms a masked model is computed in, each (label, model, fp64):
+    (b) with padded keys left out, (b) with the dense additive mask, both
+    in float64, the banded form (windows) and (a) or (c) where they apply."""
+    forms = [("keys", build_formula_model(cfg, shared), False),
+             ("additive", build_formula_model(cfg, shared, mask_form="additive"), False),
+             ("keys", build_formula_model(cfg, shared).double(), True),
+             ("additive", build_formula_model(cfg, shared, mask_form="additive").double(), True)]
+    if cfg.sliding_window:
+        forms.append(("banded", build_formula_model(cfg, shared, attention_form="banded"), False))
+    form = cfg.second_form()
+    if form in ("torch", "hf"):
+        forms.append(("(a)" if form == "torch" else "(c)", build_torch_model(cfg, shared, masked=True), False))
+    for _, m, _ in forms:
+        load_weights(m, weights)
+    return forms
+
+
+def _mask_self_test(check, check_differs, gen, mask_cases):
+    """Section 10 of the self-test: padding masks.  mask_cases: (model
+    description, numpy inputs with masks) of cases.py's mask_* cases."""
+    # The inputs' checks: good masks accepted, bad ones refused naming the
+    # input, by mask_problems and by the models.
+    enc = Config(dict(architecture="encoder", d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=16,
+                      vocab_size=11))
+    flt = Config(dict(architecture="encoder", d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=16))
+    ed = Config(dict(architecture="encoder_decoder", d_model=16, num_heads=2, d_ff=8, num_layers=1,
+                     max_seq_len=16, vocab_size=11))
+    lin = Config(dict(architecture="encoder", d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=16,
+                      attention=_linformer(4)))
+    ids, ones = np.zeros((2, 5), np.int64), np.ones((2, 5), np.int64)
+    x16 = np.zeros((2, 5, 16), np.float32)
+    good = [(enc, dict(input=ids, mask=ones.astype(dt))) for dt in MASK_DTYPES]
+    good += [(enc, dict(input=ids[0], mask=np.array([0, 1, 1, 0, 1], np.int32))),
+             (flt, dict(input=x16, mask=np.array([[1, 1, 0, 0, 0], [0, 0, 1, 1, 1]], bool))),
+             (flt, dict(input=x16[0], mask=np.array([0, 0, 0, 0, 1.0], np.float32))),
+             (ed, dict(src=ids, tgt=ids[:, :3], src_mask=ones)),
+             (ed, dict(src=ids, tgt=ids[:, :3], tgt_mask=ones[:, :3])),
+             (ed, dict(src=ids, tgt=ids[:, :3], src_mask=ones, tgt_mask=ones[:, :3].astype(bool)))]
+    bad = [(enc, dict(input=ids, mask=ones[:, :4]), "mask", "shape"),
+           (enc, dict(input=ids, mask=ones[0]), "mask", "shape"),
+           (enc, dict(input=ids[0], mask=ones[:1]), "mask", "shape"),
+           (flt, dict(input=x16, mask=np.ones((2, 5, 16), np.float32)), "mask", "shape"),
+           (enc, dict(input=ids, mask=ones * 2), "mask", "value"),
+           (enc, dict(input=ids, mask=-ones), "mask", "value"),
+           (enc, dict(input=ids, mask=ones.astype(np.float32) * 0.5), "mask", "value"),
+           (enc, dict(input=ids, mask=np.full((2, 5), np.nan, np.float32)), "mask", "value"),
+           (enc, dict(input=ids, mask=np.array([[1, 0, 0, 0, 0], [0, 0, 0, 0, 0]])), "mask", "row 1"),
+           (enc, dict(input=ids[0], mask=np.zeros(5, np.int32)), "mask", "no real token"),
+           (enc, dict(input=ids, mask=ones.astype(np.float64)), "mask", "dtype"),
+           (enc, dict(input=ids, mask=ones.astype(np.uint8)), "mask", "dtype"),
+           (enc, dict(input=ids, mask=ones.astype(np.int16)), "mask", "dtype"),
+           (enc, dict(input=ids, masks=ones), "masks", "unknown"),
+           (enc, dict(input=ids, src_mask=ones), "src_mask", "unknown"),
+           (lin, dict(input=x16, mask=ones), "mask", "linformer"),
+           (ed, dict(src=ids, tgt=ids[:, :3], src_mask=ones[:, :3]), "src_mask", "shape"),
+           (ed, dict(src=ids, tgt=ids[:, :3], tgt_mask=ones), "tgt_mask", "shape"),
+           (ed, dict(src=ids, tgt=ids[:, :3], tgt_mask=ones[:, :3] * 2), "tgt_mask", "value"),
+           (ed, dict(src=ids, tgt=ids[:, :3], mask=ones), "mask", "unknown")]
+    accepted = sum(not mask_problems(c, i) for c, i in good)
+    refused = 0
+    for c, i, name, needle in bad:
+        p = mask_problems(c, i)
+        refused += bool(p) and ("'%s'" % name) in p[0][1] and needle in p[0][1]
+    models_refuse = 0
+    for c, i, name, _ in bad:
+        try:
+            with torch.no_grad():
+                run_model(build_formula_model(c), c, i)
+        except MaskError as e:
+            models_refuse += ("'%s'" % name) in str(e)
+    check("masks: %d of %d good ones accepted, %d of %d bad ones refused naming the input (models: %d)"
+          % (accepted, len(good), refused, len(bad), models_refuse),
+          float(len(good) - accepted + 2 * len(bad) - refused - models_refuse), 0.5)
+
+    # Which rows are defined: attended_rows against the rule written per
+    # (row, key), and spot values.
+    bad_rows = 0
+    for arch, causal, att in itertools.product(("encoder", "decoder"), (False, True),
+                                               (None, _window(1, 2), _window(0, 0))):
+        desc = dict(architecture=arch, d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=16,
+                    causal=causal, **({"attention": att} if att else {}))
+        cfg = Config(desc)
+        for pattern in ("right", "left", "holes", "mixed"):
+            m = _mask_rows(pattern, 4, 13)
+            x = torch.zeros(4, 13, 16)
+            rows = attended_rows(cfg, dict(input=x, mask=m))
+            for b, i in itertools.product(range(4), range(13)):
+                want = any(bool(m[b, j]) and (j <= i or not causal) and (
+                    att is None or abs(i - j) <= att["window"] or i < att["global_tokens"]
+                    or j < att["global_tokens"]) for j in range(13))
+                bad_rows += bool(rows[b, i]) != want
+    m = torch.tensor([[0] * 6 + [1] * 7, [1] * 9 + [0] * 4])
+    tiny = dict(d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=16)
+    spot = [attended_rows(dict(tiny, architecture="decoder"), dict(input=torch.zeros(2, 13, 16), mask=m)).tolist(),
+            attended_rows(dict(tiny, architecture="encoder", attention=_window(1, 2)),
+                          dict(input=torch.zeros(2, 13, 16), mask=m)).tolist()]
+    want = [[[False] * 6 + [True] * 7, [True] * 13], [[True, True, False, False, False] + [True] * 8, [True] * 13]]
+    check("attended_rows: %d disagreements with the rule per (row, key); spot values (causal left padding, "
+          "window W 1 G 2 with left padding) %s" % (bad_rows, "right" if spot == want else "WRONG: %s" % spot),
+          float(bad_rows + (spot != want)), 0.5)
+
+    # The attention function with a key mask against the per-element loop
+    # (float64): every score kind, rope style, causal and not, a window with
+    # global tokens, cross-attention with a memory mask, grouped-query
+    # heads; padded keys left out (a row with none left is 0, as the loop
+    # says), banded rows masking their padded keys, and the dense additive
+    # mask (on the rows that have a key: elsewhere it averages every value
+    # row, and must differ from 0 there: the rows it leaves out are real).
+    self_mask = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1, 1], [1, 1, 0, 1, 1, 0, 1, 1, 0]], dtype=torch.bool)
+    mem_mask = torch.tensor([[1, 1, 1, 0, 0, 0], [0, 1, 1, 0, 1, 1]], dtype=torch.bool)
+    for n, (score, causal, cross, win) in enumerate(itertools.product(
+            ("scaled_dot", "dot", "bilinear", "additive"), (False, True), (False, True), (None, (1, 2)))):
+        if cross and (causal or win):
+            continue
+        d, h = ((12, 3), (16, 2))[n % 2]
+        desc = dict(architecture="encoder", d_model=d, num_heads=h, d_ff=8, num_layers=1, max_seq_len=16,
+                    attention_score=score)
+        if win:
+            desc["attention"] = _window(*win)
+        if n % 3 == 1:
+            desc.update(d_model=16, num_heads=4, num_kv_heads=2)
+        rope_style = None if cross else (None, "half", "interleaved")[n % 3]
+        cfg = Config(desc)
+        forms = {f: FormulaAttention(cfg, self_attention=not cross, mask_form=f).double() for f in MASK_FORMS}
+        with torch.no_grad():
+            for p in forms["keys"].parameters():
+                p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 0.5)
+        forms["additive"].load_state_dict(forms["keys"].state_dict())
+        if win and not cross:
+            forms["banded"] = FormulaAttention(cfg, form="banded").double()
+            forms["banded"].load_state_dict(forms["keys"].state_dict())
+        x = torch.randn(2, 9, cfg.d_model, generator=gen, dtype=torch.float64)
+        mem = torch.randn(2, 6, cfg.d_model, generator=gen, dtype=torch.float64) if cross else None
+        km = mem_mask if cross else self_mask
+        rope = None
+        if rope_style:
+            cos, sin = rope_cos_sin(16, cfg.head_dim, 777.0)
+            rope = (cos, sin, rope_style, 777.0)
+        want = _naive_attention(forms["keys"], x, mem, causal, rope, key_mask=km)
+        sk = 6 if cross else 9
+        rule = attention_allowed(range(9), range(sk), win[0] if win and not cross else None,
+                                 win[1] if win and not cross else 0, causal)
+        rows = (rule[None] & km[:, None, :]).any(-1)
+        label = "masked attention %s causal=%s cross=%s window=%s rope=%s%s" % (
+            score, causal, cross, win, rope_style, " kv_heads=2" if "num_kv_heads" in desc else "")
+        with torch.no_grad():
+            for f, a in forms.items():
+                got = a(x, mem=mem, causal=causal, rope=rope[:3] if rope else None, key_mask=km)
+                if f == "additive":
+                    check("%s (%s, rows with a key)" % (label, f), _max_diff(got[rows], want[rows]), 1e-10)
+                    if not rows.all():
+                        check_differs("%s: the additive form's rows without a key are not the loop's 0"
+                                      % label, _max_diff(got[~rows], want[~rows]))
+                else:
+                    check("%s (%s)" % (label, f), _max_diff(got, want), 1e-10)
+
+    # Whole models: the forms against each other on the rows with a key
+    # (fp32: 1e-5 relative; float64: 1e-12), batched and unbatched; the
+    # mask must matter; an all-ones mask is no mask.
+    items = []
+    for idx, (desc, pats) in enumerate(_mask_variants()):
+        cfg = Config(desc)
+        for batch in ((2, 0) if idx % 2 == 0 else (2,)):   # unbatched: every other model
+            seqs = ((13, 9) if batch else (11, 7)) if cfg.is_encdec else ((13,) if batch else (11,))
+            inputs = _random_inputs(cfg, gen, batch, seqs)
+            for name, p in pats.items():
+                inputs[name] = _mask_rows(p, batch, seqs[cfg.input_names.index(cfg.mask_of[name])])
+            items.append(("mask model %d %s %s batch=%d" % (idx, _short(desc), pats, batch), desc, inputs,
+                          idx % 2 == 1 and cfg.is_encdec and cfg.tokens))
+    for name, (desc, inputs) in mask_cases:
+        items.append(("mask case %s" % name, desc, to_torch_inputs(Config(desc), inputs), False))
+    for idx, (label, desc, inputs, shared) in enumerate(items):
+        cfg = Config(desc)
+        weights = make_weights(cfg, seed=1300 + idx, shared_embeddings=shared)
+        forms = _masked_forms(cfg, shared, weights)
+        rows = torch.from_numpy(attended_rows(cfg, inputs))
+        bare = {k: v for k, v in inputs.items() if k in cfg.input_names}
+        in64 = {k: (v.double() if (k in cfg.input_names and not cfg.tokens) else v) for k, v in inputs.items()}
+        with torch.no_grad():
+            outs = [(f, m(**(in64 if is64 else inputs)), is64) for f, m, is64 in forms]
+            ref = outs[0][1]
+            sc = ref[rows].abs().max().item()
+            for f, y, is64 in outs[1:]:
+                if is64:
+                    ref64 = outs[2][1]
+                    if f != "keys":
+                        check("%s: keys vs %s, float64" % (label, f), _max_diff(y[rows], ref64[rows]), 1e-12,
+                              scale=sc)
+                    continue
+                check("%s: keys vs %s" % (label, f), _max_diff(y[rows], ref[rows]), scale=sc)
+            masks = {k: v for k, v in inputs.items() if k in cfg.mask_names}
+            if not all(bool(v.bool().all()) for v in masks.values()):
+                check_differs("%s: the mask matters" % label, _max_diff(forms[0][1](**bare)[rows], ref[rows]))
+            if not rows.all():
+                check_differs("%s: the additive form's rows without a key differ (they are left out)" % label,
+                              _max_diff(outs[1][1][~rows], ref[~rows]))
+    # An all-ones mask is no mask, for every form.
+    for idx, (desc, pats) in enumerate(_mask_variants()[::2]):
+        cfg = Config(desc)
+        weights = make_weights(cfg, seed=1400 + idx)
+        seqs = (13, 9) if cfg.is_encdec else (13,)
+        inputs = _random_inputs(cfg, gen, 2, seqs)
+        with torch.no_grad():
+            for f, m, is64 in _masked_forms(cfg, False, weights):
+                if is64:
+                    continue
+                want = m(**inputs)
+                ones = dict(inputs, **{k: torch.ones(2, seqs[cfg.input_names.index(cfg.mask_of[k])],
+                                                     dtype=torch.int32) for k in cfg.mask_names})
+                check("mask model %d %s: an all-ones mask is no mask (%s)" % (idx, _short(desc), f),
+                      _max_diff(m(**ones), want), 1e-6, scale=want.abs().max().item())
+
+    # Padded positions change nothing: new tokens (or embeddings) there
+    # leave every real row of an encoder unchanged (exactly), and the rows
+    # with a key of a causal decoder with left padding and an
+    # encoder_decoder (padded src tokens: all of its rows); a real
+    # position changed moves the other real rows.
+    pert = [(dict(architecture="encoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+                  vocab_size=29), {"mask": "mixed"}),
+            (dict(architecture="encoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+                  norm="pre", positional="rope", attention_score="additive"), {"mask": "holes"}),
+            (dict(architecture="encoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+                  attention=_window(1, 2)), {"mask": "left"}),
+            (dict(architecture="decoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+                  vocab_size=29, positional="learned"), {"mask": "left"}),
+            (dict(architecture="encoder_decoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16,
+                  num_layers=2, vocab_size=29, norm="pre"), {"src_mask": "mixed", "tgt_mask": "left"})]
+    for idx, (desc, pats) in enumerate(pert):
+        cfg = Config(desc)
+        weights = make_weights(cfg, seed=1500 + idx)
+        seqs = (13, 9) if cfg.is_encdec else (13,)
+        inputs = _random_inputs(cfg, gen, 4, seqs)
+        for name, p in pats.items():
+            inputs[name] = _mask_rows(p, 4, seqs[cfg.input_names.index(cfg.mask_of[name])])
+        rows = torch.from_numpy(attended_rows(cfg, inputs))
+        for which in (["src", "tgt"] if cfg.is_encdec else ["input"]):
+            mname = {"input": "mask", "src": "src_mask", "tgt": "tgt_mask"}[which]
+            pad = ~inputs[mname]
+            # Compared: the real rows with a key (src: every decoder row with one).
+            keep = rows if which == "src" else rows & inputs[mname]
+            other = _random_inputs(cfg, gen, 4, seqs)[which]
+            moved = dict(inputs)
+            sel = pad if cfg.tokens else pad[..., None]
+            moved[which] = torch.where(sel, other, inputs[which])
+            real_moved = dict(inputs)
+            first_real = inputs[mname].float().argmax(-1)
+            flip = torch.zeros_like(pad)
+            flip[torch.arange(4), first_real] = True
+            sel = flip if cfg.tokens else flip[..., None]
+            real_moved[which] = torch.where(sel, other, inputs[which])
+            with torch.no_grad():
+                for f, m, is64 in _masked_forms(cfg, False, weights):
+                    if is64:
+                        continue
+                    y = m(**inputs)
+                    check("%s %s: padded %s tokens changed, real rows unchanged (%s)"
+                          % (_short(desc), pats, which, f), _max_diff(m(**moved)[keep], y[keep]), 1e-300)
+                    check_differs("%s %s: a real %s token changed moves real rows (%s)"
+                                  % (_short(desc), pats, which, f), _max_diff(m(**real_moved)[keep], y[keep]))
+
+    # Planted mistakes in (b) must show on the rows with a key.
+    for desc, pats in (
+            (dict(architecture="encoder_decoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+                  vocab_size=29), {"src_mask": "mixed", "tgt_mask": "holes"}),
+            (dict(architecture="decoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+                  vocab_size=29, positional="rope"), {"mask": "mixed"})):
+        cfg = Config(desc)
+        weights = make_weights(cfg, seed=1600)
+        seqs = (13, 9) if cfg.is_encdec else (13,)
+        inputs = _random_inputs(cfg, gen, 4, seqs)
+        for name, p in pats.items():
+            inputs[name] = _mask_rows(p, 4, seqs[cfg.input_names.index(cfg.mask_of[name])])
+        rows = torch.from_numpy(attended_rows(cfg, inputs))
+        with torch.no_grad():
+            want = load_weights(build_formula_model(cfg), weights)(**inputs)
+            for mistake in MASK_MISTAKES:
+                if mistake == "no_cross_mask" and not cfg.is_encdec:
+                    continue
+                m = load_weights(build_formula_model(cfg, mask_mistake=mistake), weights)
+                check_differs("(b) with mask mistake %s, %s" % (mistake, cfg.architecture),
+                              _max_diff(m(**inputs)[rows], want[rows]))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--self-test", action="store_true", help="run the self-test")
@@ -3039,14 +3723,17 @@ def main(argv=None):
     if not args.self_test:
         p.print_help()
         return 0
-    extra = []
+    extra, masked = [], []
     if args.with_cases:
         try:
             import cases
             extra = [c.model for c in cases.CASES]
+            # The mask_* cases with their masks, as run_e2e.py makes them.
+            masked = [(c.name, (c.model, cases.case_inputs(c, Config(c.model), cases.case_seed(c.name))))
+                      for c in cases.CASES if c.masks and c.expect_error is None]
         except ImportError:
             pass
-    return 0 if self_test(args.verbose, extra) else 1
+    return 0 if self_test(args.verbose, extra, masked) else 1
 
 
 if __name__ == "__main__":

@@ -25,6 +25,17 @@ For each case of cases.py:
      reference's shape and dtype (float32), satisfy contract section 6,
      max|out - ref| <= 1e-4 * (1 + max|ref|), and be bit-identical.
 
+A case with padding masks (contract section 8: `--input mask=FILE`, or
+src_mask / tgt_mask) compares the rows whose query has a key to attend
+(reference.attended_rows): a row whose allowed keys are all padding (left
+padding in a causal model) has unspecified values, left out of the
+tolerance, the finiteness check and the comparison, but not of the
+bit-identity of --threads 1 and 2.  An error case (cases.py
+`expect_error`: a mask the contract refuses, or an option refused with
+one) does steps 1, 2 and 4, then runs the executable once with
+--threads 1 (and the case's run_args): it must exit with status 1 and
+name the input (expect_error) on stderr.
+
 One line per case (PASS/FAIL), the last line `N passed, M failed`; the exit
 status is 1 if any case failed.
 
@@ -43,7 +54,6 @@ import subprocess
 import sys
 import time
 import traceback
-import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
@@ -67,8 +77,7 @@ def tolerance(ref):
     return 1e-4 * (1.0 + float(np.max(np.abs(ref)))) if ref.size else 1e-4
 
 
-def case_seed(name):
-    return zlib.crc32(name.encode("utf-8")) & 0x7FFFFFFF
+case_seed = cases_mod.case_seed   # crc32 of the case name
 
 
 def _clip(line, n):
@@ -95,16 +104,8 @@ def _tail(text, lines=3, width=160):
 # ---------------------------------------------------------------------------
 
 def make_inputs(case, cfg, seed):
-    rng = np.random.default_rng(seed)
-    out = {}
-    for name in cfg.input_names:
-        spec = case.inputs[name]
-        shape = spec.shape(cfg.d_model)
-        if spec.dtype == "float32":
-            out[name] = rng.standard_normal(shape).astype(np.float32)
-        else:
-            out[name] = rng.integers(0, cfg.vocab_size, size=shape).astype(spec.dtype)
-    return out
+    """The ids or embeddings, then the padding masks (cases.case_inputs)."""
+    return cases_mod.case_inputs(case, cfg, seed)
 
 
 def prepare_reference(case, case_dir):
@@ -143,7 +144,7 @@ def prepare_reference(case, case_dir):
     info["weights"] = wpath
     info["weight_names"] = {k: tuple(v.shape) for k, v in back.items()}
 
-    # Inputs.
+    # Inputs (padding masks too: input_mask.npy, input_src_mask.npy, ...).
     inputs = make_inputs(case, cfg, seed)
     info["inputs"] = {}
     for name, a in inputs.items():
@@ -153,19 +154,47 @@ def prepare_reference(case, case_dir):
         if b.dtype != a.dtype or b.shape != a.shape or not np.array_equal(a, b):
             raise CaseFailure("npy read-back of %s differs" % name)
         info["inputs"][name] = p
+    if case.expect_error is not None:
+        # An input the executable must refuse: no reference.  The oracle
+        # must agree that the masks are refused naming the input (or, for
+        # an option refused with a mask, that they are good masks).
+        problems = R.mask_problems(cfg, inputs)
+        if "--generate" in case.run_args:
+            if problems:
+                raise CaseFailure("case table: %s with bad masks: %s" % (" ".join(case.run_args), problems))
+        elif not any(case.expect_error in msg for _, msg in problems):
+            raise CaseFailure("case table: the reference does not refuse the masks naming %r: %s"
+                              % (case.expect_error, problems or "accepted"))
+        info.update(ref=None, problems=problems)
+        return info
+
+    # The rows compared: all of them, or with padding masks those whose
+    # query has a key to attend (the others have unspecified values).
+    rows = R.attended_rows(cfg, inputs) if case.masks else None
+    info["rows"] = rows
+    if rows is not None:
+        np.save(os.path.join(case_dir, "rows.npy"), rows)
+        if not rows.any():
+            raise CaseFailure("case table: no output row has a key to attend")
 
     # Reference outputs, from the weights as read back from the file.
     fm = R.load_weights(R.build_formula_model(cfg, case.shared_embeddings), back)
     ref_b = R.run_model(fm, cfg, inputs)
-    tm = R.build_torch_model(cfg, case.shared_embeddings)
+    tm = R.build_torch_model(cfg, case.shared_embeddings, masked=bool(case.masks))
     ab = None
     if tm is not None:
         R.load_weights(tm, back)
         ref_a = R.run_model(tm, cfg, inputs)
         if tuple(ref_a.shape) != tuple(ref_b.shape):
             raise CaseFailure("reference (a) shape %s vs (b) %s" % (tuple(ref_a.shape), tuple(ref_b.shape)))
-        ab = (ref_a.double() - ref_b.double()).abs().max().item()
-        scale = max(1.0, ref_a.abs().max().item())
+        d_ab, ref_a_kept = (ref_a.double() - ref_b.double()).abs(), ref_a
+        if rows is not None:
+            # The forms give a row without a key different (unspecified)
+            # values: compare the defined rows.
+            keep = torch.from_numpy(rows)
+            d_ab, ref_a_kept = d_ab[keep], ref_a[keep]
+        ab = d_ab.max().item()
+        scale = max(1.0, ref_a_kept.abs().max().item())
         if ab / scale >= AB_BOUND:
             raise CaseFailure("reference (a) torch modules vs (b) formulas differ: max abs diff %.3g "
                               "(max|ref| %.3g)" % (ab, scale))
@@ -186,8 +215,9 @@ def prepare_reference(case, case_dir):
         raise CaseFailure("reference shape %s, expected %s" % (list(ref.shape), want_shape))
     if not np.all(np.isfinite(ref)):
         raise CaseFailure("reference has non-finite values")
-    tol = tolerance(ref)
-    cond = float(np.max(np.abs(ref.astype(np.float64) - ref64)))
+    kept, kept64 = (ref, ref64) if rows is None else (ref[rows], ref64[rows])
+    tol = tolerance(kept)
+    cond = float(np.max(np.abs(kept.astype(np.float64) - kept64)))
     if cond > CONDITIONING_FRACTION * tol:
         raise CaseFailure("ill-conditioned case: fp32 reference is %.3g from float64 (tolerance %.3g)"
                           % (cond, tol))
@@ -267,7 +297,9 @@ def check_ir(case, info, tfm_compile, case_dir, timeout):
 # Compile and run.
 # ---------------------------------------------------------------------------
 
-def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=None):
+def compile_exe(case, info, tfm_compile, case_dir, timeout, backend, simd=None):
+    """tfm-compile CASE.json -o CASE.exe; returns (exe, the environment to
+    run it in)."""
     exe = os.path.join(case_dir, case.name + ".exe")
     if os.path.exists(exe):
         os.remove(exe)
@@ -284,9 +316,9 @@ def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=N
         run_env["TFM_SIMD"] = simd
     _write(case_dir, "compile.cmd", " ".join(cmd) + "\n")
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeouts[0], cwd=case_dir)
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=case_dir)
     except subprocess.TimeoutExpired:
-        raise CaseFailure("tfm-compile timed out after %ds" % timeouts[0])
+        raise CaseFailure("tfm-compile timed out after %ds" % timeout)
     except OSError as e:
         raise CaseFailure("cannot run tfm-compile: %s" % e)
     _write(case_dir, "compile.stderr", p.stderr)
@@ -294,16 +326,61 @@ def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=N
         raise CaseFailure("tfm-compile exited %d: %s" % (p.returncode, _tail(p.stderr)))
     if not os.path.isfile(exe) or not os.access(exe, os.X_OK):
         raise CaseFailure("tfm-compile succeeded but wrote no executable %s" % exe)
+    return exe, run_env
+
+
+def _run_command(exe, info, out, threads, extra=()):
+    """The executable's command line: the weights, every input (padding
+    masks too) as --input NAME=FILE, the output, the threads."""
+    cmd = [exe, "--weights", info["weights"]]
+    for name, path in info["inputs"].items():
+        cmd += ["--input", "%s=%s" % (name, path)]
+    return cmd + ["--output", out, "--threads", str(threads)] + list(extra)
+
+
+def expect_refusal(case, info, exe, case_dir, timeout, run_env):
+    """An error case: the executable, run once with --threads 1 and the
+    case's run_args, must exit with status 1 (a user error, contract
+    section 4: not 0, not 2, not a signal) and name the refused input
+    (case.expect_error) on stderr.  Returns the stderr line naming it."""
+    out = os.path.join(case_dir, "out_t1.npy")
+    if os.path.exists(out):
+        os.remove(out)
+    cmd = _run_command(exe, info, out, 1, case.run_args)
+    _write(case_dir, "run_t1.cmd", " ".join(cmd) + "\n")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=case_dir, env=run_env)
+    except subprocess.TimeoutExpired:
+        raise CaseFailure("executable (--threads 1) timed out after %ds" % timeout)
+    except OSError as e:
+        raise CaseFailure("cannot run the executable: %s" % e)
+    _write(case_dir, "run_t1.stderr", p.stderr)
+    want = "expected exit 1 naming %r" % case.expect_error
+    if p.returncode < 0:
+        raise CaseFailure("executable (--threads 1) killed by signal %d, %s: %s"
+                          % (-p.returncode, want, _tail(p.stderr)))
+    if p.returncode != 1:
+        raise CaseFailure("executable exited %d, %s: %s" % (p.returncode, want, _tail(p.stderr)))
+    line = next((l.strip() for l in p.stderr.splitlines() if case.expect_error in l), None)
+    if line is None:
+        raise CaseFailure("executable exited 1, but its stderr does not name %r: %s"
+                          % (case.expect_error, _tail(p.stderr)))
+    return line
+
+
+def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=None):
+    """Steps 4 (the executable) and 5; returns max_err (an error case: the
+    stderr line naming the refused input)."""
+    exe, run_env = compile_exe(case, info, tfm_compile, case_dir, timeouts[0], backend, simd)
+    if case.expect_error is not None:
+        return expect_refusal(case, info, exe, case_dir, timeouts[1], run_env)
 
     outs = {}
     for threads in (1, 2):
         out = os.path.join(case_dir, "out_t%d.npy" % threads)
         if os.path.exists(out):
             os.remove(out)
-        cmd = [exe, "--weights", info["weights"]]
-        for name, path in info["inputs"].items():
-            cmd += ["--input", "%s=%s" % (name, path)]
-        cmd += ["--output", out, "--threads", str(threads)]
+        cmd = _run_command(exe, info, out, threads)
         _write(case_dir, "run_t%d.cmd" % threads, " ".join(cmd) + "\n")
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeouts[1], cwd=case_dir,
@@ -321,15 +398,21 @@ def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=N
         except Exception as e:  # noqa: BLE001 - any unreadable output is a failure
             raise CaseFailure("output of --threads %d unreadable: %s" % (threads, e))
 
-    ref, tol = info["ref"], info["tol"]
+    ref, tol, rows = info["ref"], info["tol"], info["rows"]
     o = outs[1]
     if o.dtype != np.float32:
         raise CaseFailure("output dtype %s, expected float32" % o.dtype)
     if o.shape != ref.shape:
         raise CaseFailure("output shape %s, expected %s" % (list(o.shape), list(ref.shape)))
-    if not np.all(np.isfinite(o)):
-        raise CaseFailure("output has %d non-finite values" % int(np.sum(~np.isfinite(o))))
-    err_arr = np.abs(o.astype(np.float64) - ref.astype(np.float64))
+    # With padding masks, the rows whose query has no key (unspecified
+    # values, contract section 8) are left out of these two checks.
+    defined = np.ones(o.shape[:-1], dtype=bool) if rows is None else rows
+    bad = ~np.isfinite(o) & defined[..., None]
+    if bad.any():
+        raise CaseFailure("output has %d non-finite values%s" % (int(np.sum(bad)), "" if rows is None else
+                                                                 " in the rows compared"))
+    with np.errstate(invalid="ignore"):   # inf - inf in a row left out
+        err_arr = np.where(defined[..., None], np.abs(o.astype(np.float64) - ref.astype(np.float64)), 0.0)
     err = float(np.max(err_arr)) if err_arr.size else 0.0
     if not err <= tol:
         idx = np.unravel_index(int(np.argmax(err_arr)), err_arr.shape)
@@ -362,22 +445,33 @@ def run_one(case_name, opts):
     t0 = time.time()
     try:
         info = prepare_reference(case, case_dir)
-        ab = "n/a" if info["ab"] is None else "%.3g" % info["ab"]
+        rows = info.get("rows")
+        if rows is not None and not rows.all():
+            skipped = ", rows without a key skipped: %d of %d" % (int(np.sum(~rows)), rows.size)
+        else:
+            skipped = ""
         if opts["reference_only"]:
             extra = ""
             if opts["tfm_compile"] and opts["check_ir"]:
                 n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"])
                 extra = ", ir_params=%d" % n
-            return True, "PASS %s (max_err=%.3g, tol=%.3g, torch_vs_formula=%s%s; reference only: "\
-                "max_err is fp32 vs float64)" % (case.name, info["cond"], info["tol"], ab, extra)
+            if case.expect_error is not None:
+                return True, "PASS %s (reference only: an error case, the reference refuses it: %s%s)" % (
+                    case.name, _clip(info["problems"][0][1] if info["problems"] else
+                                     " ".join(case.run_args) + " with a mask", 120), extra)
+            ab = "n/a" if info["ab"] is None else "%.3g" % info["ab"]
+            return True, "PASS %s (max_err=%.3g, tol=%.3g, torch_vs_formula=%s%s%s; reference only: "\
+                "max_err is fp32 vs float64)" % (case.name, info["cond"], info["tol"], ab, extra, skipped)
         extra = ""
         if opts["check_ir"]:
             n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"])
             extra = ", ir_params=%d" % n
-        err = compile_and_run(case, info, opts["tfm_compile"], case_dir,
+        res = compile_and_run(case, info, opts["tfm_compile"], case_dir,
                               (opts["compile_timeout"], opts["run_timeout"]), opts["backend"],
                               opts.get("simd"))
-        return True, "PASS %s (max_err=%.3g, tol=%.3g%s)" % (case.name, err, info["tol"], extra)
+        if case.expect_error is not None:
+            return True, "PASS %s (refused with exit 1: %s%s)" % (case.name, _clip(res, 140), extra)
+        return True, "PASS %s (max_err=%.3g, tol=%.3g%s%s)" % (case.name, res, info["tol"], extra, skipped)
     except CaseFailure as e:
         return False, "FAIL %s: %s" % (case.name, e)
     except Exception as e:  # noqa: BLE001 - report, never crash the harness

@@ -97,6 +97,9 @@ extern const ModelInfo kModel = {
     /*limitSimd=*/limitSimd,
     /*masks=*/nullptr,
     /*numMasks=*/0,
+    /*attentionMaps=*/nullptr,
+    /*numAttentionMaps=*/0,
+    /*attentionMapsUnsupported=*/nullptr,
 };
 
 } // namespace tfm::rt

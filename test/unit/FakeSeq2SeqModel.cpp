@@ -93,6 +93,9 @@ extern const ModelInfo kModel = {
     /*limitSimd=*/nullptr,
     /*masks=*/nullptr,
     /*numMasks=*/0,
+    /*attentionMaps=*/nullptr,
+    /*numAttentionMaps=*/0,
+    /*attentionMapsUnsupported=*/nullptr,
 };
 
 } // namespace tfm::rt

@@ -515,6 +515,59 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   auto rowKeys = [&](const RowKeysNames &names) {
     printRowKeys(os, span, "i", queryOffset, "sk", names);
   };
+  // On request (--dump-attention), each row's softmax weights written
+  // whole, 0 where a key is masked: a plain second pass over the scores,
+  // outside the flash loops. `keyRow(j)` is key j's features, `feature`
+  // apart; additive scores use scoreExpr.
+  auto emitWeightsOut = [&](const std::string &keyRow,
+                            const std::string &feature) {
+    if (!op.getWeightsSlot())
+      return;
+    os << "if (float *weights = tfm::rt::attentionWeightsFor("
+       << scalars[op.getWeightsSlot()] << ", batch, " << heads
+       << ", sq, sk)) {\n";
+    os.indent();
+    os << "// The attention weights (--dump-attention): each row's softmax "
+          "over its keys, 0 elsewhere.\n";
+    os << "pool.parallelFor(batch * " << heads << " * sq, [&](int64_t t) {\n";
+    os.indent();
+    os << "const int64_t b = t / (" << heads << " * sq), h = (t / sq) % "
+       << heads << ", i = t % sq;\n";
+    os << "const float *q = " << queryRow << ";\n";
+    os << "int64_t keys, first, prefix;\n";
+    rowKeys({"keys", "first", "prefix"});
+    emitPaddingRow();
+    os << "float *row = weights + t * sk;\n";
+    os << "auto seen = [&](int64_t j) {\n";
+    os << "  return (j < prefix || (j >= first && j < keys))"
+       << (paddingRow.empty() ? "" : " && (!padding || padding[j] != 0.0f)")
+       << ";\n";
+    os << "};\n";
+    os << "float maxScore = -INFINITY;\n";
+    os << "for (int64_t j = 0; j < sk; ++j) {\n";
+    os.indent();
+    os << "if (!seen(j))\n  continue;\n";
+    if (score == ScoreKind::Additive) {
+      os << "row[j] = " << scoreExpr << ";\n";
+    } else {
+      os << "const float *key = " << keyRow << ";\n";
+      os << "float dot = 0.0f;\n";
+      os << "for (int64_t c = 0; c < " << dk << "; ++c)\n";
+      os << "  dot += q[c] * key[c * " << feature << "];\n";
+      os << "row[j] = dot * " << floatLiteral(scale) << ";\n";
+    }
+    os << "maxScore = std::max(maxScore, row[j]);\n";
+    os.unindent();
+    os << "}\n";
+    os << "float sum = 0.0f;\n";
+    os << "for (int64_t j = 0; j < sk; ++j)\n";
+    os << "  sum += row[j] = seen(j) ? std::exp(row[j] - maxScore) : 0.0f;\n";
+    os << "k::Scale(sum > 0.0f ? 1.0f / sum : 0.0f, row, row, size_t(sk));\n";
+    os.unindent();
+    os << "});\n";
+    os.unindent();
+    os << "}\n";
+  };
   if (score == ScoreKind::Additive) {
     // One query row per task, one key at a time.
     os << "pool.parallelFor(batch * " << heads << " * sq, [&](int64_t t) {\n";
@@ -538,6 +591,7 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
     os << normalise("state", "o");
     os.unindent();
     os << "});\n";
+    emitWeightsOut("", "");
     os.unindent();
     os << "}\n";
     return tiling;
@@ -669,6 +723,7 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   os << "  " << normalise("states[r]", "os[r]");
   os.unindent();
   os << "});\n";
+  emitWeightsOut(keysT.at("j"), keysLd);
   os.unindent();
   os << "}\n";
   return tiling;

@@ -134,6 +134,7 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
       << "#include <cstring>\n\n"
       << "#include \"tfm/runtime/Arena.h\"\n"
+      << "#include \"tfm/runtime/AttentionWeights.h\"\n"
       << "#include \"tfm/runtime/CApi.h\"\n"
       << "#include \"tfm/runtime/Model.h\"\n"
       << "#include \"tfm/runtime/ThreadPool.h\"\n"
@@ -239,6 +240,7 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
   glue.flopsDefinition = *flops;
   glue.generation = !generationEntries.empty();
   glue.vectorBits = true;
+  glue.attentionMaps = true;
   emitModelGlue(glue, out);
   out << "#endif // HWY_ONCE\n";
 

@@ -715,7 +715,7 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
         causal ? MaskAttr::get(builder.getContext(), true, std::nullopt,
                                std::nullopt)
                : MaskAttr(),
-        queryOffset, /*keyPadding=*/Value());
+        queryOffset, /*keyPadding=*/Value(), /*weightsSlot=*/Value());
 }
 
 /// A padding mask of `keys`' positions: [batch, keys] f32, the batch that

@@ -71,6 +71,9 @@ struct ModelGlue {
   /// *isa)` (ModelInfo::limitSimd) are defined before the glue; needed
   /// when a pack's panel width depends on the target.
   bool vectorBits = false;
+  /// Whether the code writes the attention maps the module's
+  /// tfm.attention_maps names (tfm.attention's weights_to).
+  bool attentionMaps = false;
 };
 
 /// C++ defining `static double matmulFlops(const tfm::rt::InputView *in)`:

@@ -464,6 +464,12 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
     the mask's rules. A row left with no key has unspecified but finite
     values (the same for any number of threads).
 
+    `weights_to %slot` (an index): when the runtime asks for attention
+    weights (the executable's `--dump-attention`), the op also writes its
+    softmax weights `[batch, heads, queries, keys]` (0 where a key is
+    masked) to the runtime's map `slot` (the module's `tfm.attention_maps`
+    names them); otherwise it costs nothing.
+
     Keys and values may have fewer heads than queries (grouped-query
     attention), a number that divides the queries' heads: query head h
     reads key/value head h / (query heads / key heads).
@@ -485,7 +491,8 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
                        Variadic<Tfm_Tensor>:$score_params,
                        OptionalAttr<Tfm_MaskAttr>:$mask,
                        Optional<Index>:$query_offset,
-                       Optional<Tfm_Tensor>:$key_padding);
+                       Optional<Tfm_Tensor>:$key_padding,
+                       Optional<Index>:$weights_slot);
   let results = (outs Tfm_Tensor:$result);
   let builders = [
     OpBuilder<(ins "ScoreKind":$score, "Value":$query, "Value":$key,
@@ -496,7 +503,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
   let assemblyFormat = [{
     $score $query `,` $key `,` $value (`params` `(` $score_params^ `)`)?
     (custom<MaskRules>($mask)^)? (`offset` $query_offset^)?
-    (`key_padding` `(` $key_padding^ `)`)?
+    (`key_padding` `(` $key_padding^ `)`)? (`weights_to` $weights_slot^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -592,6 +599,9 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     cross-attention): padded keys get no weight (`tfm.attention`'s
     `key_padding`). Not with a cache or linformer.
 
+    `weights_to %slot`: the attention core's `weights_to` (its weights
+    written for the runtime's attention map `slot` when it asks).
+
     `linformer(%e, %f)` (Linformer, self-attention without a mask or a
     cache, scaled_dot scores): the keys and values of every head, after the
     in-projection (and rotary positions), projected along the sequence to
@@ -632,7 +642,8 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                        Optional<Index>:$position, UnitAttr:$cache_read_only,
                        Optional<Tfm_Tensor>:$proj_e,
                        Optional<Tfm_Tensor>:$proj_f,
-                       Optional<Tfm_Tensor>:$key_padding);
+                       Optional<Tfm_Tensor>:$key_padding,
+                       Optional<Index>:$weights_slot);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
     $score $query (`memory` $memory^)? `heads` $num_heads
@@ -642,7 +653,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     `out_proj` `(` $out_proj_weight (`,` $out_proj_bias^)? `)`
     (`params` `(` $score_params^ `)`)? (custom<MaskRules>($mask)^)?
     (`linformer` `(` $proj_e^ `,` $proj_f `)`)?
-    (`key_padding` `(` $key_padding^ `)`)?
+    (`key_padding` `(` $key_padding^ `)`)? (`weights_to` $weights_slot^)?
     attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -140,6 +140,14 @@ struct ModelInfo {
   /// whose attention mixes every position: linformer).
   const MaskInfo *masks;
   size_t numMasks;
+
+  /// The attention maps a forward pass writes when asked
+  /// (AttentionWeights.h): slot i is named attentionMaps[i] ("layer0.self",
+  /// "decoder.layer1.cross", ...). Null names with a non-null
+  /// `attentionMapsUnsupported`: this code writes none, for that reason.
+  const char *const *attentionMaps;
+  size_t numAttentionMaps;
+  const char *attentionMapsUnsupported;
 };
 
 /// Defined by the generated code of each compiled model.
