@@ -3,8 +3,10 @@
 // Any bytes as a .npy file: parseNpy (what readNpy runs on the mapped file),
 // then, when it reads, the checks of a forward pass's inputs
 // (prepareInputs) for models with token ids, float embeddings and two
-// inputs. Beyond not crashing or reading out of bounds: what parses holds
-// exactly shape x dtype bytes, and accepted inputs are in range.
+// inputs, and as a padding mask (prepareMasks) of ids of its own shape and
+// of a fixed one. Beyond not crashing or reading out of bounds: what parses
+// holds exactly shape x dtype bytes, accepted inputs are in range, and an
+// accepted mask is 1s and 0s with a 1 in every row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -84,6 +86,47 @@ void checkInputs(const ModelInfo &model, const TensorRef &tensor) {
              "the output shape follows the last input");
 }
 
+const MaskInfo kMask[] = {{"mask", 0}};
+
+/// Runs prepareMasks with `mask` as the padding mask of token ids of shape
+/// `shape` (rank 1 or 2), and checks what it accepts.
+void checkMask(const TensorRef &mask, const int64_t *shape, int rank) {
+  ModelInfo model = makeModel(kIds, 1, 50);
+  model.masks = kMask;
+  model.numMasks = 1;
+  static int32_t ids[3 * 8];
+  TensorRef input = {DType::I32, rank, shape, ids};
+  const char *source = "ids.npy";
+  InputView views[2];
+  OutputShape output;
+  char error[256];
+  if (!prepareInputs(model, &input, &source, nullptr, views, output, error,
+                     sizeof(error)))
+    return;
+  static float scratch[3 * 8];
+  float *maskScratch = scratch;
+  const char *maskSource = "fuzz.npy";
+  error[0] = '\0';
+  if (!prepareMasks(model, &input, &mask, &maskSource, &maskScratch, views,
+                    error, sizeof(error))) {
+    FUZZ_CHECK(std::strncmp(error, "fuzz.npy: ", 10) == 0,
+               "a rejected mask is named in the message");
+    return;
+  }
+  const InputView &m = views[1];
+  FUZZ_CHECK(m.batch == views[0].batch && m.seq == views[0].seq,
+             "an accepted mask has its input's batch and seq");
+  for (int64_t b = 0; b < m.batch; ++b) {
+    bool real = false;
+    for (int64_t s = 0; s < m.seq; ++s) {
+      float v = scratch[b * m.seq + s];
+      FUZZ_CHECK(v == 0.0f || v == 1.0f, "an accepted mask is 1s and 0s");
+      real |= v == 1.0f;
+    }
+    FUZZ_CHECK(real, "every row of an accepted mask has a real token");
+  }
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -110,5 +153,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   checkInputs(makeModel(kIds, 1, 50), tensor);
   checkInputs(makeModel(kFloats, 1, 0), tensor);
   checkInputs(makeModel(kSeq2Seq, 2, 1000), tensor);
+  // As a mask: of ids of its own shape (when that is one ids may have),
+  // and of [2, 3].
+  if (tensor.rank == 1 || tensor.rank == 2)
+    checkMask(tensor, tensor.shape, tensor.rank);
+  const int64_t fixed[2] = {2, 3};
+  checkMask(tensor, fixed, 2);
   return 0;
 }

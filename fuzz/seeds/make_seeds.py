@@ -169,6 +169,15 @@ def npy_seeds():
     put("npy", npy_bytes(arrays[3].astype("<f8")))
     put("npy", npy_bytes(arrays[0])[:-3])
     put("npy", b"\x93NUMPY\x01\x00")
+    # Padding masks (contract section 8): every dtype, a bad value, a row of
+    # padding only.
+    put("npy", npy_bytes(np.array([[1, 1, 0], [1, 0, 0]], "|b1")))
+    put("npy", npy_bytes(np.array([1, 1, 1, 0], "<i4")))
+    put("npy", npy_bytes(np.array([[1, 0], [1, 1]], "<i8")))
+    put("npy", npy_bytes(np.array([[1.0, 0.0, 1.0]], "<f4")))
+    put("npy", npy_bytes(np.array([[1, 2, 0]], "<i4")))
+    put("npy", npy_bytes(np.array([[0.5, 1.0]], "<f4")))
+    put("npy", npy_bytes(np.array([[1, 1], [0, 0]], "<i4")))
 
 
 def main():
