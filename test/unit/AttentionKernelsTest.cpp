@@ -46,20 +46,38 @@ struct QueryRows {
   float *out(size_t r) { return outStore[r].data() + kPad; }
 };
 
-/// Whether key j is one of the row's keys.
-bool seen(const RowKeys &row, size_t j) {
+/// A padding mask over the keys (contract section 8), as the generated
+/// code hands it to OnlineSoftmaxBlockRows: sk floats, 1 a real key, 0
+/// padding (`mask` empty: none). `asEmitted` runs the task the way
+/// AttentionEmitter emits it (no mask read when every key is real, blocks
+/// that are all padding skipped, neither scored nor passed to the kernel);
+/// without it every block goes through the kernel with its slice of the
+/// mask, so the kernel alone must keep padded keys out.
+struct KeyPadding {
+  std::vector<float> mask;
+  bool asEmitted = false;
+  const float *data() const { return mask.empty() ? nullptr : mask.data(); }
+};
+
+/// Whether key j is one of the row's keys (and, with a mask, a real one).
+bool seen(const RowKeys &row, size_t j, const float *keyMask = nullptr) {
+  if (keyMask && keyMask[j] == 0.0f)
+    return false;
   return int64_t(j) < row.prefix ||
          (row.first <= int64_t(j) && int64_t(j) < row.end);
 }
 
-/// softmax(scale q k^T) v over the row's keys, in double.
+/// softmax(scale q k^T) v over the row's keys (the real ones of them, with
+/// a mask), in double; all zeros for a row left with no key, as the
+/// generated code's normaliser (0 for a sum of 0) leaves it.
 std::vector<double> referenceAttention(const std::vector<float> &q,
                                        const KeysValues &kv, const RowKeys &row,
-                                       float scale) {
+                                       float scale,
+                                       const float *keyMask = nullptr) {
   std::vector<double> scores(kv.sk, -INFINITY);
   double maxScore = -INFINITY;
   for (size_t j = 0; j < kv.sk; ++j) {
-    if (!seen(row, j))
+    if (!seen(row, j, keyMask))
       continue;
     double s = 0;
     for (size_t f = 0; f < kv.dk; ++f)
@@ -69,11 +87,11 @@ std::vector<double> referenceAttention(const std::vector<float> &q,
   }
   double sum = 0;
   for (size_t j = 0; j < kv.sk; ++j)
-    if (seen(row, j))
+    if (seen(row, j, keyMask))
       sum += scores[j] = std::exp(scores[j] - maxScore);
   std::vector<double> out(kv.dv, 0.0);
   for (size_t j = 0; j < kv.sk; ++j)
-    if (seen(row, j))
+    if (seen(row, j, keyMask))
       for (size_t c = 0; c < kv.dv; ++c)
         out[c] += scores[j] / sum * kv.value(j, c);
   return out;
@@ -84,10 +102,17 @@ std::vector<double> referenceAttention(const std::vector<float> &q,
 /// rows and kKeyBlock keys: rows past the last repeat its query and output
 /// pointers and keys; row r sees the keys [0, prefix) and [first, end) of
 /// keys[r]. The global keys [0, prefix) first, in blocks of their own; then
-/// the band from the smallest first key to the largest end.
+/// the band from the smallest first key to the largest end. With a padding
+/// mask, see KeyPadding; each row's normaliser is then 1 / sum, or 0 for a
+/// row left with no key (sum 0). `sums` (rows floats, or null) gets each
+/// row's softmax state sum before the normalisation.
 template <size_t kRows, size_t kKeyBlock>
 void runBlockedAttention(QueryRows &qr, size_t rows, const KeysValues &kv,
-                         const std::vector<RowKeys> &rowKeys, float scale) {
+                         const std::vector<RowKeys> &rowKeys, float scale,
+                         const KeyPadding &padding, float *sums) {
+  const float *mask = padding.data();
+  if (mask && padding.asEmitted && k::AllEqual(mask, kv.sk, 1.0f))
+    mask = nullptr; // no padded key in this sequence
   const float *qs[kRows];
   float *os[kRows];
   int64_t keys[kRows], first[kRows], prefix[kRows];
@@ -107,6 +132,8 @@ void runBlockedAttention(QueryRows &qr, size_t rows, const KeysValues &kv,
                        const int64_t *rowEnd) {
     for (int64_t j0 = begin; j0 < end; j0 += kKeyBlock) {
       const int64_t n = std::min<int64_t>(kKeyBlock, end - j0);
+      if (mask && padding.asEmitted && k::AllEqual(mask + j0, size_t(n), 0.0f))
+        continue; // every key of the block is padding
       k::TransposedKeyScoresRows<kRows, kKeyBlock>(qs, kv.kt.data() + j0,
                                                    kv.ldk, n, kv.dk, scale, s);
       size_t blockFirst[kRows], blockKeys[kRows];
@@ -117,8 +144,8 @@ void runBlockedAttention(QueryRows &qr, size_t rows, const KeysValues &kv,
       }
       k::OnlineSoftmaxBlockRows<kRows, kKeyBlock>(
           states, s, n, rowFirst ? blockFirst : nullptr, blockKeys,
-          /*keyMask=*/nullptr, rows, kv.v.data() + j0 * kv.ldv, kv.ldv, os,
-          kv.dv);
+          mask ? mask + j0 : nullptr, rows, kv.v.data() + j0 * kv.ldv, kv.ldv,
+          os, kv.dv);
     }
   };
   int64_t prefixKeys = 0, bandBegin = first[0], bandEnd = 0;
@@ -129,8 +156,14 @@ void runBlockedAttention(QueryRows &qr, size_t rows, const KeysValues &kv,
   }
   keyBlocks(0, prefixKeys, nullptr, prefix);
   keyBlocks(bandBegin, bandEnd, first, keys);
-  for (size_t r = 0; r < rows; ++r)
-    k::Scale(1.0f / states[r].sum, os[r], os[r], kv.dv);
+  for (size_t r = 0; r < rows; ++r) {
+    if (sums)
+      sums[r] = states[r].sum;
+    const float inverse =
+        padding.data() ? (states[r].sum > 0.0f ? 1.0f / states[r].sum : 0.0f)
+                       : 1.0f / states[r].sum;
+    k::Scale(inverse, os[r], os[r], kv.dv);
+  }
 }
 
 /// A tile of the blocked attention and its instance of the kernels.
@@ -138,7 +171,7 @@ struct AttentionTile {
   size_t rows;
   size_t keyBlock;
   void (*run)(QueryRows &, size_t, const KeysValues &,
-              const std::vector<RowKeys> &, float);
+              const std::vector<RowKeys> &, float, const KeyPadding &, float *);
 };
 
 template <size_t kRows, size_t kKeyBlock> AttentionTile attentionTile() {
@@ -164,21 +197,29 @@ std::string tileName(const AttentionTile &tile) {
 /// reference, and the sentinels around its output. The tolerance is
 /// relative to the values' magnitude, widened by the float rounding of the
 /// scores (eps times the sum of |terms|), which large scores make matter.
+/// With a padding mask, a row left with no real key must have a state sum
+/// of exactly 0 and a finite (zero) output.
 void checkBlockedAttention(const AttentionTile &tile, QueryRows &qr,
                            size_t rows, const KeysValues &kv,
-                           const std::vector<RowKeys> &rowKeys, float scale) {
-  tile.run(qr, rows, kv, rowKeys, scale);
+                           const std::vector<RowKeys> &rowKeys, float scale,
+                           const KeyPadding &padding = {}) {
+  const float *mask = padding.data();
+  std::vector<float> sums(rows, kNaN);
+  tile.run(qr, rows, kv, rowKeys, scale, padding, sums.data());
   for (size_t r = 0; r < rows; ++r) {
     const RowKeys &row = rowKeys[r];
     SCOPED_TRACE("row " + std::to_string(r) + " of " + std::to_string(rows) +
                  ", keys [0, " + std::to_string(row.prefix) + ") and [" +
                  std::to_string(row.first) + ", " + std::to_string(row.end) +
                  ")");
-    const std::vector<double> ref = referenceAttention(qr.q[r], kv, row, scale);
+    const std::vector<double> ref =
+        referenceAttention(qr.q[r], kv, row, scale, mask);
+    bool anyKey = false;
     double maxValue = 0, maxScoreTerms = 0;
     for (size_t j = 0; j < kv.sk; ++j) {
-      if (!seen(row, j))
+      if (!seen(row, j, mask))
         continue;
+      anyKey = true;
       double terms = 0;
       for (size_t f = 0; f < kv.dk; ++f)
         terms += std::fabs(double(qr.q[r][f]) * kv.key(j, f));
@@ -198,7 +239,14 @@ void checkBlockedAttention(const AttentionTile &tile, QueryRows &qr,
       }
       const size_t c = i - QueryRows::kPad;
       EXPECT_NEAR(store[i], ref[c], tol) << "out[" << c << "]";
+      if (!anyKey)
+        EXPECT_TRUE(std::isfinite(store[i]))
+            << "out[" << c << "] of a row with no real key";
     }
+    if (anyKey)
+      EXPECT_GT(sums[r], 0.0f);
+    else
+      EXPECT_EQ(sums[r], 0.0f) << "the state sum of a row with no real key";
   }
 }
 
@@ -325,6 +373,138 @@ TEST_P(BlockedAttentionTest, WindowsAndGlobalTokens) {
         }
 }
 
+/// The padding masks of PaddedKeys, for sk keys in blocks of `block`.
+struct MaskCase {
+  std::string name;
+  std::vector<float> mask;
+};
+
+std::vector<MaskCase> paddingMasks(std::mt19937 &rng, size_t sk, size_t block) {
+  std::vector<MaskCase> cases;
+  auto add = [&](std::string name, auto real) {
+    MaskCase c{std::move(name), std::vector<float>(sk)};
+    for (size_t j = 0; j < sk; ++j)
+      c.mask[j] = real(j) ? 1.0f : 0.0f;
+    cases.push_back(std::move(c));
+  };
+  // Random holes, about a third of the keys.
+  std::bernoulli_distribution hole(1.0 / 3);
+  std::vector<bool> holes(sk);
+  for (size_t j = 0; j < sk; ++j)
+    holes[j] = hole(rng);
+  add("random holes", [&](size_t j) { return !holes[j]; });
+  // Right padding (a batch's shorter sequence), past a block's end or not.
+  add("right padded",
+      [&](size_t j) { return j < std::max<size_t>(1, sk * 2 / 3); });
+  // The whole second block padding (the first if there is only one): rows
+  // that reach past it take keys before and after it.
+  add("a padded block", [&](size_t j) {
+    return sk > block ? (j < block || j >= 2 * block) : j >= sk / 2 + 1;
+  });
+  // The whole first block padding (all but the last key if there is only
+  // one): causal rows that end inside it are left with no real key at all,
+  // the others have real keys in a later block only.
+  add("first block padded",
+      [&](size_t j) { return j >= std::min(block, sk - 1); });
+  // Every other key: padding in every vector of every block.
+  add("alternate", [&](size_t j) { return j % 2 == 0; });
+  // One real key, the last: every row that does not reach it has none.
+  add("last key only", [&](size_t j) { return j + 1 == sk; });
+  // No padding at all, given as a mask of ones.
+  add("all real", [](size_t) { return true; });
+  return cases;
+}
+
+/// Padded keys (the key padding mask of contract section 8) get no
+/// weight: the kernel's `keyMask` against the reference that drops them,
+/// for full and causal rows, each mask both the way the generated code runs
+/// it (all-padding blocks skipped) and with every block through the kernel.
+TEST_P(BlockedAttentionTest, PaddedKeys) {
+  const size_t dk = GetParam().dk, sk = GetParam().sk, dv = dk;
+  SCOPED_TRACE("target " + targetName());
+  std::mt19937 rng(4000 + dk * 53 + sk);
+  const KeysValues kv = randomKeysValues(rng, sk, dk, dv);
+  const float scale = 2.0f / std::sqrt(float(dk));
+  for (const AttentionTile &tile : attentionTiles()) {
+    const size_t qRows = tile.rows, block = tile.keyBlock;
+    for (const MaskCase &mc : paddingMasks(rng, sk, block)) {
+      // Padded keys that would win the softmax and values that would show
+      // any weight they got: large scores, values of 1e4.
+      KeysValues kvp = kv;
+      for (size_t j = 0; j < sk; ++j)
+        if (mc.mask[j] == 0.0f) {
+          for (size_t f = 0; f < dk; ++f)
+            kvp.key(j, f) *= 8.0f;
+          for (size_t c = 0; c < dv; ++c)
+            kvp.value(j, c) *= 1e4f;
+        }
+      for (bool asEmitted : {false, true}) {
+        const KeyPadding padding{mc.mask, asEmitted};
+        for (size_t rows : {size_t(1), (qRows + 1) / 2, qRows}) {
+          QueryRows qr(rows, dk, dv);
+          for (auto &q : qr.q)
+            fillUniform(rng, q.data(), dk);
+          for (size_t first :
+               {size_t(1), size_t(2), block, block + 1, 2 * block + 3, sk}) {
+            if (first > sk)
+              continue;
+            SCOPED_TRACE(
+                tileName(tile) + ": dk " + std::to_string(dk) + " sk " +
+                std::to_string(sk) + " rows " + std::to_string(rows) +
+                (first == sk ? " not causal"
+                             : " causal from " + std::to_string(first)) +
+                ", mask " + mc.name +
+                (asEmitted ? " (padded blocks skipped)" : ""));
+            for (auto &store : qr.outStore)
+              std::fill(store.begin(), store.end(), kSentinel);
+            checkBlockedAttention(tile, qr, rows, kvp,
+                                  keyLimits(rows, sk, first), scale, padding);
+          }
+        }
+      }
+    }
+  }
+}
+
+/// Padding with a sliding window and global tokens (masks apply to
+/// sliding_window attention too): the global keys' blocks take the mask as
+/// well as the band's.
+TEST_P(BlockedAttentionTest, PaddedKeysInWindows) {
+  const size_t dk = GetParam().dk, sk = GetParam().sk, dv = dk;
+  SCOPED_TRACE("target " + targetName());
+  std::mt19937 rng(5000 + dk * 53 + sk);
+  const KeysValues kv = randomKeysValues(rng, sk, dk, dv);
+  const float scale = 2.0f / std::sqrt(float(dk));
+  for (const AttentionTile &tile : attentionTiles())
+    for (const MaskCase &mc : paddingMasks(rng, sk, tile.keyBlock)) {
+      for (int64_t window : {0, 17})
+        for (bool causal : {false, true})
+          for (int64_t global : {0, 5}) {
+            const mlir::tfm::KeySpan span = windowSpan(window, causal, global);
+            for (size_t start :
+                 {size_t(0), size_t(4), sk > tile.rows ? sk - tile.rows : 0}) {
+              if (start >= sk)
+                continue;
+              const size_t rows = std::min(tile.rows, sk - start);
+              QueryRows qr(rows, dk, dv);
+              for (auto &q : qr.q)
+                fillUniform(rng, q.data(), dk);
+              std::vector<RowKeys> rowKeys(rows);
+              for (size_t r = 0; r < rows; ++r)
+                rowKeys[r] = span.rowKeys(int64_t(start + r), 0, int64_t(sk));
+              SCOPED_TRACE(tileName(tile) + ": dk " + std::to_string(dk) +
+                           " sk " + std::to_string(sk) + " window " +
+                           std::to_string(window) + (causal ? " causal" : "") +
+                           " global " + std::to_string(global) + " rows " +
+                           std::to_string(start) + ".." +
+                           std::to_string(start + rows) + ", mask " + mc.name);
+              checkBlockedAttention(tile, qr, rows, kv, rowKeys, scale,
+                                    KeyPadding{mc.mask, true});
+            }
+          }
+    }
+}
+
 std::vector<AttentionShape> attentionShapes() {
   std::vector<AttentionShape> shapes;
   for (size_t dk : {8, 24, 64, 80})
@@ -387,6 +567,54 @@ TEST_F(BlockedAttentionLargeScoresTest, RescalesRunningMax) {
                                   keyLimits(rows, sk, first), scale);
           }
         }
+    }
+  }
+}
+
+/// Padded keys with the largest scores of all (rising scores, the last
+/// keys padding; jumping ones with the keys above 10 padded): the running
+/// max must come from the real keys alone, or their weights underflow.
+TEST_F(BlockedAttentionLargeScoresTest, PaddedKeysHoldTheLargestScores) {
+  SCOPED_TRACE("target " + targetName());
+  const size_t sk = 200;
+  for (size_t dk : {8, 64}) {
+    const size_t dv = dk;
+    const float scale = 1.0f / std::sqrt(float(dk));
+    for (bool jumping : {false, true}) {
+      std::mt19937 rng(6000 + dk * 3 + jumping);
+      KeysValues kv(sk, dk, dv);
+      KeyPadding padding;
+      padding.mask.resize(sk);
+      std::uniform_real_distribution<float> noise(-1, 1), jump(-35, 35);
+      for (size_t j = 0; j < sk; ++j) {
+        const float t = jumping ? jump(rng) : -30.0f + 60.0f * j / (sk - 1);
+        kv.key(j, 0) = t / scale;
+        for (size_t f = 1; f < dk; ++f)
+          kv.key(j, f) = noise(rng);
+        fillUniform(rng, &kv.value(j, 0), dv);
+        padding.mask[j] = (jumping ? t <= 10.0f : j < 150) ? 1.0f : 0.0f;
+      }
+      for (const AttentionTile &tile : attentionTiles())
+        for (bool asEmitted : {false, true})
+          for (size_t rows : {size_t(1), tile.rows}) {
+            padding.asEmitted = asEmitted;
+            QueryRows qr(rows, dk, dv);
+            for (auto &q : qr.q) {
+              fillUniform(rng, q.data(), dk);
+              q[0] = std::uniform_real_distribution<float>(0.5f, 1.5f)(rng);
+            }
+            for (size_t first : {size_t(1), tile.keyBlock - 1, sk}) {
+              SCOPED_TRACE(tileName(tile) + ": dk " + std::to_string(dk) +
+                           (jumping ? " jumping" : " rising") + " rows " +
+                           std::to_string(rows) + " first limit " +
+                           std::to_string(first) +
+                           (asEmitted ? " (padded blocks skipped)" : ""));
+              for (auto &store : qr.outStore)
+                std::fill(store.begin(), store.end(), kSentinel);
+              checkBlockedAttention(tile, qr, rows, kv,
+                                    keyLimits(rows, sk, first), scale, padding);
+            }
+          }
     }
   }
 }

@@ -161,6 +161,15 @@ TEST(CApi, BadInputsReturnOneWithAMessage) {
   EXPECT_EQ(tfm_rt_forward(model.get(), nullptr, 0, &output), 1);
   EXPECT_STREQ(tfm_rt_last_error(model.get()),
                "fake: expected 1 input(s), got 0");
+  // A model without padding masks takes its inputs alone: no word of masks.
+  tfm_tensor two[2] = {tensor(TFM_I32, {4}, ids), tensor(TFM_I32, {4}, ids)};
+  EXPECT_EQ(tfm_rt_forward(model.get(), two, 2, &output), 1);
+  EXPECT_STREQ(tfm_rt_last_error(model.get()),
+               "fake: expected 1 input(s), got 2");
+  two[1].data = nullptr; // not even an absent one
+  EXPECT_EQ(tfm_rt_forward(model.get(), two, 2, &output), 1);
+  EXPECT_STREQ(tfm_rt_last_error(model.get()),
+               "fake: expected 1 input(s), got 2");
   tfm_tensor good = tensor(TFM_I32, {4}, ids);
   ids[2] = 0;
   EXPECT_EQ(tfm_rt_forward(model.get(), &good, 1, nullptr), 1);

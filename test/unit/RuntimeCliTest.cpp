@@ -227,6 +227,50 @@ TEST(RuntimeCli, BadFlags) {
                   "--generate N");
 }
 
+// Padding masks and attention maps (contract sections 8 and 9) on models
+// that have neither: the fakes (the compiled models' tests run the real
+// thing, CompiledEncoderTest.cpp and the others).
+TEST(RuntimeCli, ModelWithoutMasksSaysItTakesNone) {
+  std::string mask = npyFile("mask.npy", "<i4", {2}, i32Bytes({1, 0}));
+  std::string ids = npyFile("ids.npy", "<i4", {2}, i32Bytes({1, 2}));
+  expectUserError(fake("--input input=" + ids + " --input mask=" + mask),
+                  "--input mask=" + mask +
+                      ": unknown input 'mask' (this model's inputs: input); "
+                      "this model takes no padding mask");
+  expectUserError(seq2seq("--input src_mask=" + mask),
+                  "--input src_mask=" + mask +
+                      ": unknown input 'src_mask' (this model's inputs: src "
+                      "and tgt); this model takes no padding mask");
+  // Another unknown name is only unknown.
+  RunResult other = fake("--input masks=" + mask);
+  EXPECT_EQ(other.exitCode, 1);
+  EXPECT_EQ(other.err.find("padding mask"), std::string::npos) << other.err;
+}
+
+TEST(RuntimeCli, DumpAttentionNeedsAnExistingDirectory) {
+  std::string missing = tempPath("no-such-dir");
+  expectUserError(fake("--dump-attention " + missing),
+                  "--dump-attention " + missing +
+                      ": not a directory (it must exist)");
+  std::string file = npyFile("ids.npy", "<i4", {2}, i32Bytes({1, 2}));
+  expectUserError(fake("--dump-attention=" + file),
+                  "--dump-attention " + file +
+                      ": not a directory (it must exist)");
+  expectUserError(fake("--dump-attention"),
+                  "--dump-attention expects a value (see --help)");
+  // A model without attention maps writes none, and runs as usual.
+  std::string dir = tempPath("maps");
+  ASSERT_EQ(runCommand("mkdir " + dir).exitCode, 0);
+  RunResult run = fake("--dump-attention " + dir);
+  EXPECT_EQ(run.exitCode, 0) << run.err;
+  EXPECT_EQ(run.out, fake("").out);
+  EXPECT_EQ(runCommand("ls -A " + dir).out, "");
+  // With --generate, a model that cannot generate says so first (the
+  // compiled decoder's test sees the refusal of the two together).
+  expectUserError(fake("--generate 2 --dump-attention " + dir),
+                  "this model cannot --generate");
+}
+
 TEST(RuntimeCli, UnwritableOutput) {
   expectUserError(fake("--output /nonexistent/out.npy"),
                   "/nonexistent/out.npy: cannot write");
