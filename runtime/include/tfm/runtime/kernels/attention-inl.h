@@ -246,16 +246,10 @@ AccumulateValuesRowsUpTo(D d, size_t rows, const float *HWY_RESTRICT w,
   AccumulateValuesRows<kRows, kKeyBlock>(d, w, n, v, ldv, dv, out);
 }
 
-/// Adds a block of n (<= kKeyBlock) keys, value rows v + j * ldv, to `rows`
-/// (<= kRows) query rows: row r's scores are s[r * kKeyBlock + j]
-/// (aligned) and it takes the keys [first[r], keys[r]) of the block
-/// (first[r] <= keys[r] <= n; no `first`: from the block's first key), of
-/// them those whose `keyMask` entry (n floats, 1 a real key, 0 padding; no
-/// mask: every key) is not 0. Per row one rescale and the exponentials as
-/// vectors; then one pass over the value rows for all rows at once.
-/// Overwrites s with the weights (0 outside the row's keys).
-template <size_t kRows, size_t kKeyBlock>
-HWY_INLINE void OnlineSoftmaxBlockRows(
+/// OnlineSoftmaxBlockRows with (kPadded) or without a key mask: the mask's
+/// test is compiled in only where there is one.
+template <size_t kRows, size_t kKeyBlock, bool kPadded>
+HWY_INLINE void OnlineSoftmaxBlockRowsOf(
     OnlineSoftmax *states, float *HWY_RESTRICT s, size_t n, const size_t *first,
     const size_t *keys, const float *HWY_RESTRICT keyMask, size_t rows,
     const float *HWY_RESTRICT v, size_t ldv, float *const *out, size_t dv) {
@@ -270,11 +264,13 @@ HWY_INLINE void OnlineSoftmaxBlockRows(
       const auto below = hn::FirstN(d, nr > j ? nr - j : 0);
       const auto span =
           fr > j ? hn::AndNot(hn::FirstN(d, fr - j), below) : below;
-      if (!keyMask)
+      if constexpr (!kPadded) {
         return span;
-      const auto real =
-          hn::Ne(LoadFirst(d, keyMask + j, n > j ? n - j : 0), hn::Zero(d));
-      return hn::And(span, real);
+      } else {
+        const auto real =
+            hn::Ne(LoadFirst(d, keyMask + j, n > j ? n - j : 0), hn::Zero(d));
+        return hn::And(span, real);
+      }
     };
     if (nr > fr) {
       auto maxV = hn::Set(d, -INFINITY);
@@ -300,6 +296,27 @@ HWY_INLINE void OnlineSoftmaxBlockRows(
     state.sum += hn::GetLane(hn::SumOfLanes(d, sumV));
   }
   AccumulateValuesRowsUpTo<kRows, kKeyBlock>(d, rows, s, n, v, ldv, dv, out);
+}
+
+/// Adds a block of n (<= kKeyBlock) keys, value rows v + j * ldv, to `rows`
+/// (<= kRows) query rows: row r's scores are s[r * kKeyBlock + j]
+/// (aligned) and it takes the keys [first[r], keys[r]) of the block
+/// (first[r] <= keys[r] <= n; no `first`: from the block's first key), of
+/// them those whose `keyMask` entry (n floats, 1 a real key, 0 padding; no
+/// mask: every key) is not 0. Per row one rescale and the exponentials as
+/// vectors; then one pass over the value rows for all rows at once.
+/// Overwrites s with the weights (0 outside the row's keys).
+template <size_t kRows, size_t kKeyBlock>
+HWY_INLINE void OnlineSoftmaxBlockRows(
+    OnlineSoftmax *states, float *HWY_RESTRICT s, size_t n, const size_t *first,
+    const size_t *keys, const float *HWY_RESTRICT keyMask, size_t rows,
+    const float *HWY_RESTRICT v, size_t ldv, float *const *out, size_t dv) {
+  if (keyMask)
+    OnlineSoftmaxBlockRowsOf<kRows, kKeyBlock, true>(
+        states, s, n, first, keys, keyMask, rows, v, ldv, out, dv);
+  else
+    OnlineSoftmaxBlockRowsOf<kRows, kKeyBlock, false>(
+        states, s, n, first, keys, nullptr, rows, v, ldv, out, dv);
 }
 
 } // namespace HWY_NAMESPACE
