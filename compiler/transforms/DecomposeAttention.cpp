@@ -119,10 +119,9 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
       if (self)
         queryOffset = position;
     }
-    Value core = AttentionOp::create(rewriter, loc, op.getScore(), q, k, v,
-                                     op.getScoreParams(), op.getMaskAttr(),
-                                     queryOffset, op.getKeyPadding(),
-                            op.getWeightsSlot());
+    Value core = AttentionOp::create(
+        rewriter, loc, op.getScore(), q, k, v, op.getScoreParams(),
+        op.getMaskAttr(), queryOffset, op.getKeyPadding(), op.getWeightsSlot());
     Value merged = MergeHeadsOp::create(rewriter, loc, core);
     Value out = LinearOp::create(rewriter, loc, merged, op.getOutProjWeight(),
                                  op.getOutProjBias());
