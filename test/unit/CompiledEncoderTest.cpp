@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AllocationCounter.h"
+#include "CompiledApiTestUtil.h"
 #include "RuntimeTestUtil.h"
 #include "tfm/runtime/AttentionWeights.h"
 #include "tfm/runtime/Model.h"
@@ -38,15 +39,7 @@ namespace {
 // batch <= 3, seq <= 160; 4 heads; key blocks of 64.
 constexpr int64_t kWidth = 32, kMaxBatch = 3, kMaxSeq = 160, kHeads = 4;
 
-tfm_tensor tensor(int32_t dtype, std::vector<int64_t> shape, const void *data) {
-  tfm_tensor t = {};
-  t.dtype = dtype;
-  t.rank = int32_t(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i)
-    t.shape[i] = shape[i];
-  t.data = const_cast<void *>(data);
-  return t;
-}
+using tfm::test::tensor;
 
 struct ModelDeleter {
   void operator()(tfm_model *m) const { tiny_encoder_destroy(m); }
@@ -60,29 +53,11 @@ ModelPtr create() {
   return model;
 }
 
-/// A forward pass's status, message and a copy of its output.
-struct Result {
-  int status;
-  std::string error;
-  std::vector<float> out;
-  std::vector<int64_t> shape;
-};
+using Result = tfm::test::ForwardResult;
 
 Result forward(tfm_model *model, const std::vector<tfm_tensor> &inputs) {
-  tfm_tensor output = {};
-  Result r;
-  r.status = tiny_encoder_forward(model, inputs.data(), inputs.size(), &output);
-  r.error = tiny_encoder_last_error(model);
-  if (r.status == 0) {
-    size_t count = 1;
-    for (int d = 0; d < output.rank; ++d) {
-      r.shape.push_back(output.shape[d]);
-      count *= size_t(output.shape[d]);
-    }
-    const float *data = static_cast<const float *>(output.data);
-    r.out.assign(data, data + count);
-  }
-  return r;
+  return tfm::test::runForward(tiny_encoder_forward, tiny_encoder_last_error,
+                               model, inputs);
 }
 
 /// Embeddings N(0, 1), [batch, seq, 32].

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "AllocationCounter.h"
+#include "CompiledApiTestUtil.h"
 #include "RuntimeTestUtil.h"
 #include "tfm/runtime/Npy.h"
 #include "tiny_decoder.h"
@@ -107,35 +108,13 @@ TEST(CompiledModel, GenerationAllocatesNothing) {
 // Padding masks
 //===----------------------------------------------------------------------===//
 
-tfm_tensor tensor(int32_t dtype, std::vector<int64_t> shape, const void *data) {
-  tfm_tensor t = {};
-  t.dtype = dtype;
-  t.rank = int32_t(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i)
-    t.shape[i] = shape[i];
-  t.data = const_cast<void *>(data);
-  return t;
-}
+using tfm::test::tensor;
 
-struct Result {
-  int status;
-  std::string error;
-  std::vector<float> out;
-};
+using Result = tfm::test::ForwardResult;
 
 Result forward(tfm_model *model, const std::vector<tfm_tensor> &inputs) {
-  tfm_tensor output = {};
-  Result r;
-  r.status = tiny_decoder_forward(model, inputs.data(), inputs.size(), &output);
-  r.error = tiny_decoder_last_error(model);
-  if (r.status == 0) {
-    size_t count = 1;
-    for (int d = 0; d < output.rank; ++d)
-      count *= size_t(output.shape[d]);
-    const float *data = static_cast<const float *>(output.data);
-    r.out.assign(data, data + count);
-  }
-  return r;
+  return tfm::test::runForward(tiny_decoder_forward, tiny_decoder_last_error,
+                               model, inputs);
 }
 
 /// Logits of positions [from, from + count) of an unbatched result.

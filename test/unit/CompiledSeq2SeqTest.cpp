@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CompiledApiTestUtil.h"
 #include "RuntimeTestUtil.h"
 #include "tfm/runtime/AttentionWeights.h"
 #include "tfm/runtime/Model.h"
@@ -32,15 +33,7 @@ namespace {
 // tiny_seq2seq: vocab 64, seq <= 16, batch <= 2, logits of 64.
 constexpr int64_t kVocab = 64, kMaxSeq = 16;
 
-tfm_tensor tensor(int32_t dtype, std::vector<int64_t> shape, const void *data) {
-  tfm_tensor t = {};
-  t.dtype = dtype;
-  t.rank = int32_t(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i)
-    t.shape[i] = shape[i];
-  t.data = const_cast<void *>(data);
-  return t;
-}
+using tfm::test::tensor;
 
 struct ModelDeleter {
   void operator()(tfm_model *m) const { tiny_seq2seq_destroy(m); }
@@ -54,25 +47,11 @@ ModelPtr create() {
   return model;
 }
 
-struct Result {
-  int status;
-  std::string error;
-  std::vector<float> out;
-};
+using Result = tfm::test::ForwardResult;
 
 Result forward(tfm_model *model, const std::vector<tfm_tensor> &inputs) {
-  tfm_tensor output = {};
-  Result r;
-  r.status = tiny_seq2seq_forward(model, inputs.data(), inputs.size(), &output);
-  r.error = tiny_seq2seq_last_error(model);
-  if (r.status == 0) {
-    size_t count = 1;
-    for (int d = 0; d < output.rank; ++d)
-      count *= size_t(output.shape[d]);
-    const float *data = static_cast<const float *>(output.data);
-    r.out.assign(data, data + count);
-  }
-  return r;
+  return tfm::test::runForward(tiny_seq2seq_forward, tiny_seq2seq_last_error,
+                               model, inputs);
 }
 
 std::vector<int32_t> randomIds(size_t n, uint32_t seed) {
