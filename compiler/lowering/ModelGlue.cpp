@@ -218,7 +218,8 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
   if (auto names = module->getAttrOfType<ArrayAttr>("tfm.attention_maps"))
     for (Attribute name : names)
       maps.push_back("\"" + cast<StringAttr>(name).getValue().str() + "\"");
-  if (glue.attentionMaps && !maps.empty())
+  bool writesMaps = glue.attentionMapsUnsupported.empty();
+  if (writesMaps && !maps.empty())
     out << "static const char *const kAttentionMaps[] = {"
         << llvm::join(maps, ", ") << "};\n\n";
   out << "} // namespace tfm_generated\n\n"
@@ -246,13 +247,11 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
       << (masks.empty() ? "nullptr" : "tfm_generated::kMasks") << ", "
       << masks.size() << ",\n"
       << "    /*attentionMaps=*/"
-      << (glue.attentionMaps && !maps.empty() ? "tfm_generated::kAttentionMaps"
-                                              : "nullptr")
-      << ", " << (glue.attentionMaps ? maps.size() : 0) << ", "
-      << (glue.attentionMaps
-              ? "nullptr"
-              : "\"the LLVM backend (--backend=llvm) does not write "
-                "attention weights yet; compile with --backend=hwy\"")
+      << (writesMaps && !maps.empty() ? "tfm_generated::kAttentionMaps"
+                                      : "nullptr")
+      << ", " << (writesMaps ? maps.size() : 0) << ", "
+      << (writesMaps ? std::string("nullptr")
+                     : "\"" + glue.attentionMapsUnsupported + "\"")
       << "};\n\n"
       << "// The C API of contract section 5, under the model's name.\n"
       << "extern \"C\" {\n"

@@ -240,7 +240,6 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
   glue.flopsDefinition = *flops;
   glue.generation = !generationEntries.empty();
   glue.vectorBits = true;
-  glue.attentionMaps = true;
   emitModelGlue(glue, out);
   out << "#endif // HWY_ONCE\n";
 

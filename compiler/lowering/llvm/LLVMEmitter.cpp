@@ -345,6 +345,9 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
   glue.cName = cName.str();
   glue.entry = original;
   glue.generation = bool(prefill);
+  glue.attentionMapsUnsupported =
+      "the LLVM backend (--backend=llvm) does not write attention weights "
+      "yet; compile with --backend=hwy";
   // The matmul FLOPs of the decomposed IR, as the Highway backend counts
   // them.
   FailureOr<std::string> flops = emitMatmulFlops(entries);

@@ -71,9 +71,10 @@ struct ModelGlue {
   /// *isa)` (ModelInfo::limitSimd) are defined before the glue; needed
   /// when a pack's panel width depends on the target.
   bool vectorBits = false;
-  /// Whether the code writes the attention maps the module's
-  /// tfm.attention_maps names (tfm.attention's weights_to).
-  bool attentionMaps = false;
+  /// Why the code writes none of the attention maps the module's
+  /// tfm.attention_maps names (tfm.attention's weights_to), or empty when
+  /// it writes them (ModelInfo::attentionMapsUnsupported).
+  std::string attentionMapsUnsupported;
 };
 
 /// C++ defining `static double matmulFlops(const tfm::rt::InputView *in)`:
