@@ -95,7 +95,9 @@ private:
                   Value position = Value(), bool readOnlyCache = false);
   /// Whether self-attention is `full` (the kind whose weights a dump
   /// writes; cross-attention always is).
-  bool fullSelfAttention() const { return !c.window && !c.linformerK; }
+  bool fullSelfAttention() const {
+    return !c.window && !c.linformerK && !c.performerFeatures;
+  }
   /// The map slot named `name` (a constant index), appended to the
   /// module's tfm.attention_maps.
   Value weightsSlot(OpBuilder &b, std::string name);
@@ -191,6 +193,8 @@ std::vector<WeightSpec> ModelBuilder::attentionWeights(StringRef prefix,
     specs.push_back({p + "proj_e", {*c.linformerK, c.maxSeqLen}});
     specs.push_back({p + "proj_f", {*c.linformerK, c.maxSeqLen}});
   }
+  if (self && c.performerFeatures)
+    specs.push_back({p + "features", {h, *c.performerFeatures, dk}});
   return specs;
 }
 
@@ -266,11 +270,17 @@ Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
     projF = w[w.size() - 1];
     scoreParams = scoreParams.drop_back(2);
   }
+  // Performer's feature weights likewise.
+  Value features;
+  if (self && c.performerFeatures) {
+    features = w.back();
+    scoreParams = scoreParams.drop_back(1);
+  }
   return MultiHeadAttentionOp::create(
       b, loc, activations(), c.score, x, memory, c.numHeads, kvHeads, w[0],
       inBias, w[perProjection], outBias, scoreParams,
       selfAttentionMask(b, causal && self, self), rope, ropeBase, cache,
-      position, readOnlyCache, projE, projF, keyPadding, weightsSlot);
+      position, readOnlyCache, projE, projF, features, keyPadding, weightsSlot);
 }
 
 KVCacheType ModelBuilder::cacheType() {
@@ -654,8 +664,16 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
                                           : SmallVector<StringRef>{"input"};
   SmallVector<Type> inputTypes(inputNames.size(), inputType);
   // Each input's padding mask follows the inputs (contract section 8),
-  // unless an attention kind mixes every position (linformer).
-  bool masked = !c.linformerK;
+  // unless the attention kind has no keys to hide (linformer mixes every
+  // position into each key; performer sums over its features).
+  bool masked = !c.linformerK && !c.performerFeatures;
+  if (!masked)
+    module->setAttr(
+        "tfm.padding_masks_refused",
+        builder.getStringAttr(c.linformerK ? "linformer attention mixes every "
+                                             "position into each key"
+                                           : "performer attention sums every "
+                                             "key into its features"));
   if (masked)
     inputTypes.append(inputNames.size(), paddingMask());
 

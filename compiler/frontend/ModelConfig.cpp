@@ -75,7 +75,7 @@ const AttentionKindKeys kAttentionKinds[] = {
      {"block", "window_blocks", "global_blocks", "random_blocks"},
      false},
     {"linformer", {"k"}, true},
-    {"performer", {"features"}, false},
+    {"performer", {"features"}, true},
 };
 
 struct Position {
@@ -428,6 +428,16 @@ void ConfigReader::readAttention(ModelConfig &c) {
       c.linformerK.reset();
     }
   }
+  if (StringRef(kind->kind) == "performer") {
+    c.performerFeatures = count("features", true);
+    if (c.performerFeatures && *c.performerFeatures < 1) {
+      error(keyPos("features", true),
+            formatv("'features' must be at least 1 (the random features "
+                    "performer maps each query and key to), got {0}",
+                    *c.performerFeatures));
+      c.performerFeatures.reset();
+    }
+  }
 }
 
 std::optional<int64_t> ConfigReader::readInt(StringRef key, bool required,
@@ -679,6 +689,11 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
                     "got '{0}'",
                     stringifyScoreKind(c.score)));
   }
+  if (c.performerFeatures && c.score != ScoreKind::ScaledDot)
+    error("attention_score",
+          formatv("attention kind 'performer' takes scaled_dot scores, got "
+                  "'{0}'",
+                  stringifyScoreKind(c.score)));
   c.lmHead = lmHead.value_or(vocab.has_value());
   if (c.lmHead && !vocab)
     error("lm_head", "'lm_head' needs 'vocab_size' (the logits' width)");

@@ -54,6 +54,8 @@ double layerElements(const ModelConfig &c, bool cross) {
   double n = attentionElements(c) * (cross ? 2 : 1);
   if (c.linformerK) // a self-attention's proj_e and proj_f
     n += 2 * double(*c.linformerK) * double(c.maxSeqLen);
+  if (c.performerFeatures) // a self-attention's features [h, M, dk]
+    n += double(*c.performerFeatures) * double(c.dModel);
   n += firstRows * d + d * ff; // linear1, linear2
   if (c.bias)
     n += firstRows + d;

@@ -219,6 +219,8 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
     for (Attribute name : names)
       maps.push_back("\"" + cast<StringAttr>(name).getValue().str() + "\"");
   bool writesMaps = glue.attentionMapsUnsupported.empty();
+  auto masksRefused =
+      module->getAttrOfType<StringAttr>("tfm.padding_masks_refused");
   if (writesMaps && !maps.empty())
     out << "static const char *const kAttentionMaps[] = {"
         << llvm::join(maps, ", ") << "};\n\n";
@@ -252,6 +254,9 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
       << ", " << (writesMaps ? maps.size() : 0) << ", "
       << (writesMaps ? std::string("nullptr")
                      : "\"" + glue.attentionMapsUnsupported + "\"")
+      << ",\n    /*masksRefused=*/"
+      << (masksRefused ? "\"" + masksRefused.getValue().str() + "\""
+                       : std::string("nullptr"))
       << "};\n\n"
       << "// The C API of contract section 5, under the model's name.\n"
       << "extern \"C\" {\n"

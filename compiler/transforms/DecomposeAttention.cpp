@@ -119,9 +119,20 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
       if (self)
         queryOffset = position;
     }
-    Value core = AttentionOp::create(
-        rewriter, loc, op.getScore(), q, k, v, op.getScoreParams(),
-        op.getMaskAttr(), queryOffset, op.getKeyPadding(), op.getWeightsSlot());
+    Value core;
+    if (Value features = op.getFeatures()) {
+      // Performer: both sides' feature rows, then attention through their
+      // products; every cached key is mapped again at each step.
+      Value fq = FeatureMapOp::create(rewriter, loc, q, features);
+      Value fk = FeatureMapOp::create(rewriter, loc, k, features);
+      core = LinearAttentionOp::create(rewriter, loc, fq, fk, v, op.isCausal(),
+                                       queryOffset);
+    } else {
+      core = AttentionOp::create(rewriter, loc, op.getScore(), q, k, v,
+                                 op.getScoreParams(), op.getMaskAttr(),
+                                 queryOffset, op.getKeyPadding(),
+                                 op.getWeightsSlot());
+    }
     Value merged = MergeHeadsOp::create(rewriter, loc, core);
     Value out = LinearOp::create(rewriter, loc, merged, op.getOutProjWeight(),
                                  op.getOutProjBias());
@@ -163,6 +174,17 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
             "sequence to "
          << cast<RankedTensorType>(op.getProjE().getType()).getDimSize(0)
          << " rows (linformer, tfm.sequence_projection)";
+    if (Value features = op.getFeatures()) {
+      os << ", the queries and keys of every head mapped to "
+         << cast<RankedTensorType>(features.getType()).getDimSize(1)
+         << " positive random features (performer, tfm.feature_map), one "
+            "tfm.linear_attention ("
+         << (op.isCausal() ? "running sums of the keys' features and their "
+                             "products with V, carried from row to row"
+                           : "the keys' features times V summed once")
+         << "; no score matrix) and the out_proj GEMM";
+      return text;
+    }
     os << ", one tfm.attention (scores";
     if (op.getScore() == ScoreKind::ScaledDot)
       os << ", scale";

@@ -148,10 +148,12 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
         error = "--input " + std::string(spec) + ": unknown input '" +
                 std::string(name) +
                 "' (this model's inputs: " + inputNames(model) + ")";
-        if (model.numMasks == 0 && name.size() >= 4 &&
+        // A mask's name (mask, src_mask, tgt_mask) on a model without
+        // masks: say why it has none.
+        if (model.masksRefused && name.size() >= 4 &&
             name.substr(name.size() - 4) == "mask")
-          error += "; this model takes no padding mask: linformer "
-                   "attention mixes every position";
+          error += std::string("; this model takes no padding mask: ") +
+                   model.masksRefused;
         return false;
       }
       if (options.inputFiles[index]) {

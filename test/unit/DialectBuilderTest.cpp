@@ -71,7 +71,8 @@ protected:
         /*score_params=*/ValueRange(), /*mask=*/MaskAttr(),
         /*rope=*/RopeStyleAttr(), /*rope_base=*/FloatAttr(), /*cache=*/Value(),
         /*position=*/Value(), /*cache_read_only=*/false,
-        /*proj_e=*/Value(), /*proj_f=*/Value(), /*key_padding=*/Value(),
+        /*proj_e=*/Value(), /*proj_f=*/Value(), /*features=*/Value(),
+        /*key_padding=*/Value(),
         /*weights_slot=*/Value());
     Value h = AddOp::create(body, loc, x, attn);
     h = LayerNormOp::create(body, loc, /*rms=*/UnitAttr(), h,

@@ -100,6 +100,7 @@ extern const ModelInfo kModel = {
     /*attentionMaps=*/nullptr,
     /*numAttentionMaps=*/0,
     /*attentionMapsUnsupported=*/nullptr,
+    /*masksRefused=*/"its attention mixes every position",
 };
 
 } // namespace tfm::rt

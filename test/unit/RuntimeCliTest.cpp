@@ -236,11 +236,13 @@ TEST(RuntimeCli, ModelWithoutMasksSaysItTakesNone) {
   expectUserError(fake("--input input=" + ids + " --input mask=" + mask),
                   "--input mask=" + mask +
                       ": unknown input 'mask' (this model's inputs: input); "
-                      "this model takes no padding mask");
+                      "this model takes no padding mask: its attention "
+                      "mixes every position");
   expectUserError(seq2seq("--input src_mask=" + mask),
                   "--input src_mask=" + mask +
                       ": unknown input 'src_mask' (this model's inputs: src "
-                      "and tgt); this model takes no padding mask");
+                      "and tgt); this model takes no padding mask: its "
+                      "attention mixes every position");
   // Another unknown name is only unknown.
   RunResult other = fake("--input masks=" + mask);
   EXPECT_EQ(other.exitCode, 1);

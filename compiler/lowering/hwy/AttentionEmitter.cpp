@@ -94,9 +94,11 @@ LogicalResult FunctionEmitter::emitSplitHeads(SplitHeadsOp op) {
 LogicalResult FunctionEmitter::emitMergeHeads(MergeHeadsOp op) {
   // tfm.attention stores its heads merged already.
   auto it = buffers.find(op.getInput());
-  if (it == buffers.end() || !op.getInput().getDefiningOp<AttentionOp>())
+  Operation *core = op.getInput().getDefiningOp();
+  if (it == buffers.end() ||
+      !isa_and_present<AttentionOp, LinearAttentionOp>(core))
     return op.emitError("the Highway backend merges the heads of a "
-                        "tfm.attention result only");
+                        "tfm.attention or tfm.linear_attention result only");
   buffers[op.getResult()] = it->second;
   return success();
 }

@@ -374,6 +374,8 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       .Case([&](SplitHeadsOp o) { return emitSplitHeads(o); })
       .Case([&](MergeHeadsOp o) { return emitMergeHeads(o); })
       .Case([&](RotaryOp o) { return emitRotary(o); })
+      .Case([&](FeatureMapOp o) { return emitFeatureMap(o); })
+      .Case([&](LinearAttentionOp o) { return emitLinearAttention(o); })
       .Case([&](SequenceProjectionOp o) { return emitSequenceProjection(o); })
       .Case([&](CacheAppendOp o) { return emitCacheAppend(o); })
       .Case([&](CacheReadOp o) { return emitCacheRead(o); })

@@ -114,6 +114,8 @@ private:
   mlir::LogicalResult emitCacheAppend(mlir::tfm::CacheAppendOp op);
   mlir::LogicalResult emitCacheRead(mlir::tfm::CacheReadOp op);
   mlir::LogicalResult emitAttention(mlir::tfm::AttentionOp op);
+  mlir::LogicalResult emitFeatureMap(mlir::tfm::FeatureMapOp op);
+  mlir::LogicalResult emitLinearAttention(mlir::tfm::LinearAttentionOp op);
   mlir::LogicalResult emitLayerNorm(mlir::tfm::LayerNormOp op);
   mlir::LogicalResult emitTakeLast(mlir::tfm::TakeLastOp op);
   mlir::LogicalResult emitAdd(mlir::tfm::AddOp op);

@@ -145,6 +145,7 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "#include \"hwy/highway.h\"\n"
       << "#include \"tfm/runtime/kernels/activation-inl.h\"\n"
       << "#include \"tfm/runtime/kernels/attention-inl.h\"\n"
+      << "#include \"tfm/runtime/kernels/features-inl.h\"\n"
       << "#include \"tfm/runtime/kernels/gemm-inl.h\"\n"
       << "#include \"tfm/runtime/kernels/norm-inl.h\"\n"
       << "#include \"tfm/runtime/kernels/transpose-inl.h\"\n"

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LinalgBuilder.h"
+#include "PerformerBuilder.h"
 #include "tfm/Transforms/GemmTiling.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -172,6 +173,23 @@ struct LowerSequenceProjection : TfmLowering<SequenceProjectionOp> {
   FailureOr<Value> lower(SequenceProjectionOp op,
                          TensorBuilder &tb) const override {
     return tb.sequenceProjection(op.getInput(), op.getProjection());
+  }
+};
+
+struct LowerFeatureMap : TfmLowering<FeatureMapOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(FeatureMapOp op, TensorBuilder &tb) const override {
+    return PerformerBuilder(tb).featureMap(op.getInput(), op.getFeatures());
+  }
+};
+
+struct LowerLinearAttention : TfmLowering<LinearAttentionOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(LinearAttentionOp op,
+                         TensorBuilder &tb) const override {
+    return PerformerBuilder(tb).linearAttention(
+        op.getQueryFeatures(), op.getKeyFeatures(), op.getValue(),
+        op.getCausal(), op.getQueryOffset());
   }
 };
 
@@ -420,6 +438,7 @@ void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<LowerAdd, LowerLinear, LowerLayerNorm, LowerAddLayerNorm,
                LowerGlu, LowerSoftmax, LowerSliceRows, LowerSplitHeads,
                LowerMergeHeads, LowerRotary, LowerSequenceProjection,
-               LowerAttention, LowerCacheAppend, LowerCacheRead, LowerEmbedding,
+               LowerFeatureMap, LowerLinearAttention, LowerAttention,
+               LowerCacheAppend, LowerCacheRead, LowerEmbedding,
                LowerPositionEncoding, LowerTakeLast>(patterns.getContext());
 }

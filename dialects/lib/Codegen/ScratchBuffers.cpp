@@ -85,8 +85,28 @@ struct RotaryScratch
 
 } // namespace
 
+/// Each (sequence, head)'s sums over the keys' features: the products with
+/// the value rows and the features alone.
+struct LinearAttentionScratch
+    : ScratchBuffersOpInterface::ExternalModel<LinearAttentionScratch,
+                                               LinearAttentionOp> {
+  SmallVector<ScratchBuffer>
+  getScratchBuffers(Operation *op, const FrameBounds &bounds) const {
+    auto attention = cast<LinearAttentionOp>(op);
+    auto query = attention.getQueryFeatures().getType();
+    auto value = attention.getValue().getType();
+    if (query.getRank() != 4)
+      return {}; // the backend refuses it with its own error
+    uint64_t maxBatch = bounds.dim(query, 0), heads = bounds.dim(query, 1),
+             features = bounds.dim(query, 3), dv = bounds.dim(value, 3);
+    return {{FrameBuffer::FeatureSums,
+             product({maxBatch, heads, features, dv + 1})}};
+  }
+};
+
 void TfmCodegenDialect::attachScratchBufferModels() {
   MLIRContext &context = *getContext();
+  LinearAttentionOp::attachInterface<LinearAttentionScratch>(context);
   AttentionOp::attachInterface<AttentionScratch>(context);
   RotaryOp::attachInterface<RotaryScratch>(context);
 }

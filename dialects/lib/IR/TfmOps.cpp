@@ -542,6 +542,95 @@ LogicalResult SequenceProjectionOp::inferReturnTypes(
 }
 
 LogicalResult
+FeatureMapOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                               Adaptor adaptor,
+                               SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag(loc, getOperationName());
+  RankedTensorType input = tensorType(adaptor.getInput());
+  RankedTensorType features = tensorType(adaptor.getFeatures());
+  if (failed(expectRankAtLeast(diag, "input", input, 3, "[..., heads, n, dk]")))
+    return failure();
+  if (!features || features.getRank() != 3 || !features.hasStaticShape() ||
+      features.getNumElements() == 0)
+    return diag.fail("features must be a static [heads, M, dk] with no "
+                     "dimension 0, got ",
+                     Type(features));
+  int64_t rank = input.getRank(), heads = features.getDimSize(0),
+          count = features.getDimSize(1), dk = features.getDimSize(2),
+          inputHeads = input.getDimSize(rank - 3);
+  if (!dimsMatch(input.getDimSize(rank - 1), dk))
+    return diag.fail("the input's rows have ",
+                     formatDim(input.getDimSize(rank - 1)),
+                     " features, W_h's rows ", dk);
+  if (!isDynamic(inputHeads) && (inputHeads == 0 || heads % inputHeads != 0))
+    return diag.fail("the input's ", inputHeads,
+                     " heads must divide the features' ", heads);
+  SmallVector<int64_t> shape(input.getShape());
+  shape[rank - 3] = heads;
+  shape[rank - 1] = count;
+  inferredReturnTypes.push_back(
+      RankedTensorType::get(shape, input.getElementType()));
+  return success();
+}
+
+LogicalResult LinearAttentionOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+    SmallVectorImpl<Type> &inferredReturnTypes) {
+  Diag diag(loc, getOperationName());
+  RankedTensorType query = tensorType(adaptor.getQueryFeatures());
+  RankedTensorType key = tensorType(adaptor.getKeyFeatures());
+  RankedTensorType value = tensorType(adaptor.getValue());
+  if (failed(expectRankAtLeast(diag, "query_features", query, 3,
+                               "[..., heads, n, M]")))
+    return failure();
+  int64_t rank = query.getRank();
+  if (!key || !value || key.getRank() != rank || value.getRank() != rank)
+    return diag.fail("query_features, key_features and value must have the "
+                     "same rank, got ",
+                     Type(query), ", ", Type(key), ", ", Type(value));
+  SmallVector<int64_t> shape;
+  for (int64_t i = 0; i < rank - 2; ++i) {
+    int64_t q = query.getDimSize(i), k = key.getDimSize(i),
+            v = value.getDimSize(i);
+    if (!dimsMatch(q, k))
+      return diag.fail("leading dimension ", i, " differs: query_features ",
+                       formatDim(q), ", key_features ", formatDim(k));
+    int64_t qk = refineDim(q, k);
+    // The heads: the values' may divide the features' (grouped-query).
+    bool heads = i == rank - 3;
+    bool grouped =
+        heads && !isDynamic(qk) && !isDynamic(v) && v > 0 && qk % v == 0;
+    if (!grouped && !dimsMatch(qk, v))
+      return diag.fail("leading dimension ", i, " differs: features ",
+                       formatDim(qk), ", value ", formatDim(v),
+                       heads ? " (value heads must equal or divide the "
+                               "features' heads)"
+                             : "");
+    shape.push_back(grouped ? qk : refineDim(qk, v));
+  }
+  int64_t m = query.getDimSize(rank - 1), mk = key.getDimSize(rank - 1);
+  if (!dimsMatch(m, mk))
+    return diag.fail("query rows have ", formatDim(m), " features, key rows ",
+                     formatDim(mk));
+  if (!dimsMatch(key.getDimSize(rank - 2), value.getDimSize(rank - 2)))
+    return diag.fail("key length ", formatDim(key.getDimSize(rank - 2)),
+                     " does not match value length ",
+                     formatDim(value.getDimSize(rank - 2)));
+  shape.push_back(query.getDimSize(rank - 2));
+  shape.push_back(value.getDimSize(rank - 1));
+  inferredReturnTypes.push_back(
+      RankedTensorType::get(shape, query.getElementType()));
+  return success();
+}
+
+LogicalResult LinearAttentionOp::verify() {
+  if (getQueryOffset() && !getCausal())
+    return emitOpError("`offset` places the queries for `causal`; without "
+                       "it every row sees every key");
+  return success();
+}
+
+LogicalResult
 SplitHeadsOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                                Adaptor adaptor,
                                SmallVectorImpl<Type> &inferredReturnTypes) {
@@ -891,6 +980,25 @@ LogicalResult MultiHeadAttentionOp::verify() {
       return emitOpError("the query's ") << n << " rows exceed linformer's "
                                          << type.getDimSize(1) << " positions";
   }
+  if (Value features = getFeatures()) {
+    MaskAttr mask = getMaskAttr();
+    if (!isSelfAttention() || getProjE() || getKeyPadding() ||
+        getWeightsSlot() || (mask && (mask.getWindow() || !mask.getCausal())))
+      return emitOpError("performer's features map the queries and keys of "
+                         "self-attention with no mask but causal, no "
+                         "linformer, no key padding and no weights_to");
+    if (getScore() != ScoreKind::ScaledDot)
+      return emitOpError("performer takes scaled_dot scores, got ")
+             << stringifyScoreKind(getScore());
+    RankedTensorType type = tensorType(features);
+    if (!type || type.getRank() != 3 || !type.hasStaticShape() ||
+        type.getDimSize(1) < 1)
+      return emitOpError("performer's features must be a static [")
+             << heads << ", M, " << dk << "], got " << Type(type);
+    if (failed(expectShape(diag, "performer's features", type,
+                           {heads, type.getDimSize(1), dk})))
+      return failure();
+  }
   if (Value keyPadding = getKeyPadding()) {
     if (getCache() || getProjE())
       return emitOpError("key_padding masks the keys of an attention without "
@@ -1183,6 +1291,39 @@ FlopCount SequenceProjectionOp::getMatmulFlops() {
     sizes.push_back({getInput(), i});
   sizes.push_back({getProjection(), 0});
   return FlopCount().add(2.0, sizes);
+}
+
+FlopCount FeatureMapOp::getMatmulFlops() {
+  // x W_h^T: 2 x M x dk per row of every result head.
+  RankedTensorType input = getInput().getType();
+  RankedTensorType features = getFeatures().getType();
+  int64_t rank = input.getRank();
+  SmallVector<SizeAtom> sizes;
+  for (int64_t i = 0; i + 3 < rank; ++i)
+    sizes.push_back({getInput(), i});
+  sizes.push_back({getFeatures(), 0});
+  sizes.push_back({getInput(), rank - 2});
+  return FlopCount().add(2.0 * double(features.getDimSize(1)) *
+                             double(features.getDimSize(2)),
+                         sizes);
+}
+
+FlopCount LinearAttentionOp::getMatmulFlops() {
+  // Each key row adds M x (dv + 1) products to the summary and the sums;
+  // each query row takes as many from them, causal or not.
+  RankedTensorType query = getQueryFeatures().getType();
+  int64_t rank = query.getRank();
+  double dv = double(getValue().getType().getDimSize(rank - 1));
+  FlopCount flops;
+  for (Value rows : {getKeyFeatures(), getQueryFeatures()}) {
+    SmallVector<SizeAtom> sizes;
+    for (int64_t i = 0; i + 2 < rank; ++i)
+      sizes.push_back({getQueryFeatures(), i});
+    sizes.push_back({rows, rank - 2});
+    sizes.push_back({getQueryFeatures(), rank - 1});
+    flops.add(2.0 * (dv + 1.0), sizes);
+  }
+  return flops;
 }
 
 FlopCount AttentionOp::getMatmulFlops() {

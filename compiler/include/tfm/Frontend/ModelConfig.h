@@ -63,6 +63,11 @@ struct ModelConfig {
   /// `attention` kind linformer: every self-attention's keys and values
   /// projected along the sequence to this many rows (proj_e, proj_f).
   std::optional<int64_t> linformerK;
+  /// `attention` kind performer (FAVOR+): every self-attention's queries
+  /// and keys mapped to this many positive random features (the weight
+  /// `features`, [num_heads, M, dk]), softmax attention approximated by
+  /// their products.
+  std::optional<int64_t> performerFeatures;
   bool lmHead = false;
   bool tieEmbeddings = true;
 

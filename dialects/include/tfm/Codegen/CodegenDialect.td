@@ -79,7 +79,11 @@ def TfmCodegen_FrameBuffer : I32EnumAttr<"FrameBuffer",
     I32EnumAttrCase<"AdditiveQueries", 4, "additive_queries">,
     // Rotary: the cos and sin of every position's angles, [S, dk / 2].
     I32EnumAttrCase<"RotaryCos", 5, "rotary_cos">,
-    I32EnumAttrCase<"RotarySin", 6, "rotary_sin">]> {
+    I32EnumAttrCase<"RotarySin", 6, "rotary_sin">,
+    // Linear attention (performer): each (sequence, head)'s sums over the
+    // keys' features, [B, H, M, dv + 1] (M rows of products with V, then
+    // the features summed).
+    I32EnumAttrCase<"FeatureSums", 7, "feature_sums">]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::tfm::codegen";
 }

@@ -609,6 +609,15 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     `[K, S]`, their first n columns taken for n rows, n <= S); the queries
     attend those K rows.
 
+    `performer(%w)` (Performer's FAVOR+, self-attention, scaled_dot
+    scores, no mask but `causal`, no key padding): softmax attention
+    replaced by its positive-random-feature estimate. `%w` is
+    `[num_heads, M, dk]`, W_h for head h; the queries and keys (after the
+    in-projection and rotary positions) are mapped by `tfm.feature_map`
+    and attended by `tfm.linear_attention` (causal: key j counts for row
+    i when j <= i). With a cache, every cached key is mapped again at
+    each step.
+
     A key/value cache (incremental decoding) comes in two forms:
     - `cache(%c at %pos)` appends: the new keys and values (of `query`'s rows
       for causal self-attention, of `memory`'s rows for cross-attention) are
@@ -642,6 +651,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                        Optional<Index>:$position, UnitAttr:$cache_read_only,
                        Optional<Tfm_Tensor>:$proj_e,
                        Optional<Tfm_Tensor>:$proj_f,
+                       Optional<Tfm_Tensor>:$features,
                        Optional<Tfm_Tensor>:$key_padding,
                        Optional<Index>:$weights_slot);
   let results = (outs Tfm_Tensor:$result);
@@ -653,6 +663,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     `out_proj` `(` $out_proj_weight (`,` $out_proj_bias^)? `)`
     (`params` `(` $score_params^ `)`)? (custom<MaskRules>($mask)^)?
     (`linformer` `(` $proj_e^ `,` $proj_f `)`)?
+    (`performer` `(` $features^ `)`)?
     (`key_padding` `(` $key_padding^ `)`)? (`weights_to` $weights_slot^)?
     attr-dict `:` functional-type(operands, results)
   }];
@@ -691,6 +702,69 @@ def Tfm_SequenceProjectionOp : Tfm_Op<"sequence_projection",
   let assemblyFormat = [{
     $input `by` $projection attr-dict `:` type($input) `,` type($projection)
   }];
+}
+
+def Tfm_FeatureMapOp : Tfm_Op<"feature_map",
+    [Tfm_SizedResultsOpInterface, DeclareOpInterfaceMethods<Tfm_MatmulFlopsOpInterface>,
+     Pure, InferTypeOpAdaptor]> {
+  let summary = "positive random features of per-head rows (Performer, FAVOR+)";
+  let description = [{
+    For `input` `[..., Hx, n, dk]` (per-head queries or keys) and `features`
+    W `[H, M, dk]` (Hx dividing H): result `[..., H, n, M]`, where row i of
+    head h is
+
+        phi(x) = exp(x W_h^T - |x|^2 / 2) / sqrt(M),  x = input[h', i] / dk^(1/4)
+
+    with h' = h / (H / Hx) (grouped-query keys are read by every query
+    head of their group, each with its own W_h). The dk^(1/4) puts the
+    1 / sqrt(dk) of scaled_dot scores half on the queries and half on the
+    keys, so that phi(q) . phi(k) estimates exp(q . k / sqrt(dk)). No
+    stabiliser is subtracted (the contract's definition).
+
+    ```mlir
+    %fq = tfm.feature_map %q by %w : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input, Tfm_Tensor:$features);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $input `by` $features attr-dict `:` type($input) `,` type($features)
+  }];
+}
+
+def Tfm_LinearAttentionOp : Tfm_Op<"linear_attention",
+    [Tfm_SizedResultsOpInterface, DeclareOpInterfaceMethods<Tfm_MatmulFlopsOpInterface>,
+     Pure, InferTypeOpAdaptor]> {
+  let summary = "attention through feature products: D^-1 phi(Q) (phi(K)^T V)";
+  let description = [{
+    For feature rows `query_features` `[..., H, n, M]`, `key_features`
+    `[..., H, s, M]` (as `tfm.feature_map` makes them) and `value`
+    `[..., Hv, s, dv]` (Hv dividing H; query head h reads value head
+    h / (H / Hv)): result `[..., H, n, dv]`, row i
+
+        out_i = sum_j (fq_i . fk_j) v_j / sum_j (fq_i . fk_j)
+
+    over every key j, or with `causal` over j <= offset + i (`offset` 0
+    unless given: the first query row's position among the keys, as in a
+    decode step over a cache; the keys are then the `offset` earlier
+    positions and one per query row, s = offset + n). Computed without the n x s matrix: the M x dv summary
+    fk^T v and the M sums fk^T 1, once (not causal) or carried from row to
+    row as running sums (causal).
+
+    ```mlir
+    %o = tfm.linear_attention %fq, %fk, %v causal
+        : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$query_features, Tfm_Tensor:$key_features,
+                       Tfm_Tensor:$value, UnitAttr:$causal,
+                       Optional<Index>:$query_offset);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $query_features `,` $key_features `,` $value (`causal` $causal^)?
+    (`offset` $query_offset^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 def Tfm_SoftmaxOp : Tfm_Op<"softmax", [Tfm_SizedResultsOpInterface,

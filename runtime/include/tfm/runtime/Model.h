@@ -137,7 +137,8 @@ struct ModelInfo {
   const char *(*limitSimd)(const char *isa);
 
   /// The padding masks `forward` takes after the inputs (none for models
-  /// whose attention mixes every position: linformer).
+  /// whose attention has no keys a mask could hide: linformer, performer;
+  /// `masksRefused` then says why).
   const MaskInfo *masks;
   size_t numMasks;
 
@@ -148,6 +149,8 @@ struct ModelInfo {
   const char *const *attentionMaps;
   size_t numAttentionMaps;
   const char *attentionMapsUnsupported;
+  /// Why the model takes no padding mask (the frontend's reason), or null.
+  const char *masksRefused;
 };
 
 /// Defined by the generated code of each compiled model.

@@ -1,0 +1,176 @@
+//===- PerformerEmitter.cpp - FAVOR+ features, linear attention -> C++ ----===//
+//
+// The performer part of FunctionEmitter: tfm.feature_map (each head row's
+// positive random features, one task per block of rows) and
+// tfm.linear_attention (each sequence and head's sums over the keys'
+// features, made once and read by every query row, or carried from row to
+// row when causal), which writes its heads merged for tfm.merge_heads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FunctionEmitter.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::tfm;
+using namespace mlir::tfm::codegen;
+
+namespace tfm::hwy {
+
+LogicalResult FunctionEmitter::emitFeatureMap(FeatureMapOp op) {
+  auto it = heads.find(op.getInput());
+  if (it == heads.end())
+    return op.emitError("the Highway backend maps the features of per-head "
+                        "rows (tfm.split_heads, tfm.rotary, tfm.cache_read)");
+  Heads in = it->second;
+  RankedTensorType w = op.getFeatures().getType();
+  int64_t count = w.getDimSize(0), features = w.getDimSize(1), dk = in.dk;
+  if (count % in.heads != 0)
+    return op.emitError("the input's heads must divide the features' heads");
+  // Grouped-query keys: head h's features read key head h / group.
+  int64_t group = count / in.heads;
+  if (group != 1)
+    in.view.head = "h / " + num(group);
+  // Rows a task maps: a block of them reads its head's W_h (M x dk) from
+  // L1 or L2 once a row.
+  constexpr int64_t kRowBlock = 16;
+  Buffer out = allocate(op.getResult(), {in.batch, staticDim(count), in.seq,
+                                         staticDim(features)});
+  Heads mapped{{out.ptr, in.seq.expr + " * " + num(count * features),
+                in.seq.expr + " * " + num(features), features},
+               in.batch,
+               in.seq,
+               count,
+               features};
+  std::string wPtr = buffers[op.getFeatures()].ptr;
+  // phi(x) = exp(x W^T - |x|^2 / 2) / sqrt(M) of x = row / dk^(1/4): the
+  // 1 / sqrt(M) is the shift's log M / 2.
+  double scale = std::pow(double(dk), -0.25);
+  double logRoot = 0.5 * std::log(double(features));
+  os << "{ // feature map (performer): " << features
+     << " positive random features of each head row / dk^(1/4)\n";
+  os.indent();
+  os << "const int64_t n = " << in.seq.expr << ", blocks = (n + "
+     << kRowBlock - 1 << ") / " << kRowBlock << ";\n";
+  os << "pool.parallelFor(" << in.batch.expr << " * " << count
+     << " * blocks, [&](int64_t t) {\n";
+  os.indent();
+  os << "const int64_t b = t / (" << count << " * blocks), h = (t / blocks) % "
+     << count << ", i0 = (t % blocks) * " << kRowBlock << ";\n";
+  os << "const int64_t rows = std::min<int64_t>(" << kRowBlock
+     << ", n - i0);\n";
+  os << "const float *w = " << wPtr << " + h * " << features * dk << ";\n";
+  os << "HWY_ALIGN float x[" << dk << "];\n";
+  os << "for (int64_t i = i0; i < i0 + rows; ++i) {\n";
+  os.indent();
+  os << "const float *row = " << in.view.at("i") << ";\n";
+  if (in.view.featureStride == 1) {
+    os << "k::Scale(" << floatLiteral(float(scale)) << ", row, x, " << dk
+       << ");\n";
+  } else {
+    // Keys a cache holds transposed: one feature every featureStride.
+    os << "for (int64_t f = 0; f < " << dk << "; ++f)\n";
+    os << "  x[f] = " << floatLiteral(float(scale)) << " * row[f * "
+       << in.view.featureStride << "];\n";
+  }
+  os << "k::PositiveFeatures(x, w, " << features << ", " << dk
+     << ", 0.5f * k::Dot(x, x, " << dk << ") + " << floatLiteral(float(logRoot))
+     << ", " << mapped.view.at("i") << ");\n";
+  os.unindent();
+  os << "}\n";
+  os.unindent();
+  os << "});\n";
+  os.unindent();
+  os << "}\n";
+  heads[op.getResult()] = mapped;
+  remark(op, "performer: " + std::to_string(features) +
+                 " features of each head row (its dot products with W_h "
+                 "four rows at a time, then exp), in tasks of " +
+                 std::to_string(kRowBlock) + " rows" +
+                 (in.view.featureStride == 1
+                      ? std::string()
+                      : ", the keys read transposed where the cache holds "
+                        "them"));
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitLinearAttention(LinearAttentionOp op) {
+  FailureOr<Heads> queryRows =
+      headRows(op, op.getQueryFeatures(), "attends with");
+  FailureOr<Heads> keyRows = headRows(op, op.getKeyFeatures(), "attends with");
+  FailureOr<Heads> valueRows = headRows(op, op.getValue(), "attends with");
+  if (failed(queryRows) || failed(keyRows) || failed(valueRows))
+    return failure();
+  if (!llvm::all_of(op->getUsers(),
+                    [](Operation *user) { return isa<MergeHeadsOp>(user); }))
+    return op.emitError("the Highway backend stores tfm.linear_attention's "
+                        "heads merged: only tfm.merge_heads may read its "
+                        "result");
+  const Heads &q = *queryRows, &k = *keyRows;
+  Heads v = *valueRows;
+  int64_t count = q.heads, features = q.dk, dv = v.dk;
+  if (count % v.heads != 0)
+    return op.emitError("the values' heads must divide the features' heads");
+  if (int64_t group = count / v.heads; group != 1)
+    v.view.head = "h / " + num(group);
+  int64_t d = count * dv, perTask = features * (dv + 1);
+  Buffer out = allocate(op.getResult(), {q.batch, q.seq, staticDim(d)});
+  HeadView o{out.ptr, q.seq.expr + " * " + num(d), num(dv), d};
+  bool causal = op.getCausal();
+  os << "{ // linear attention (performer"
+     << (causal ? ", causal: the sums carried from row to row" : "")
+     << "): each head's sums over the keys' " << features
+     << " features, then each query row's products with them\n";
+  os.indent();
+  os << "const int64_t sq = " << q.seq.expr << ", sk = " << k.seq.expr << ";\n";
+  std::string sums = scratch(FrameBuffer::FeatureSums,
+                             q.batch.expr + " * " + num(count * perTask),
+                             q.batch.max * count * perTask);
+  os << "pool.parallelFor(" << q.batch.expr << " * " << count
+     << ", [&](int64_t t) {\n";
+  os.indent();
+  os << "const int64_t b = t / " << count << ", h = t % " << count << ";\n";
+  os << "float *sums = " << sums << " + t * " << perTask
+     << ", *featureSums = sums + " << features * dv << ";\n";
+  os << "k::Zero(sums, " << perTask << ");\n";
+  auto addKey = [&](StringRef j) {
+    return "k::AddKeyFeatures(" + k.view.at(j) + ", " + v.view.at(j) + ", " +
+           num(features) + ", " + num(dv) + ", sums, featureSums);\n";
+  };
+  std::string apply = "k::ApplyKeyFeatures(" + q.view.at("i") +
+                      ", sums, featureSums, " + num(features) + ", " + num(dv) +
+                      ", " + o.at("i") + ");\n";
+  if (!causal) {
+    os << "for (int64_t j = 0; j < sk; ++j)\n  " << addKey("j");
+    os << "for (int64_t i = 0; i < sq; ++i)\n  " << apply;
+  } else {
+    std::string offset =
+        op.getQueryOffset() ? scalars[op.getQueryOffset()] : std::string("0");
+    // Row i's sums are those of keys [0, offset + i], each key added once.
+    os << "int64_t added = 0;\n";
+    os << "for (int64_t i = 0; i < sq; ++i) {\n";
+    os.indent();
+    os << "for (const int64_t end = std::min<int64_t>(sk, " << offset
+       << " + i + 1); added < end; ++added)\n  " << addKey("added");
+    os << apply;
+    os.unindent();
+    os << "}\n";
+  }
+  os.unindent();
+  os << "});\n";
+  os.unindent();
+  os << "}\n";
+  remark(op, std::string("performer: linear attention, ") +
+                 (causal ? "each head's sums over the keys' features "
+                           "carried from row to row (a row adds its own key)"
+                         : "each head's sums over every key's features made "
+                           "once, then read by every query row") +
+                 "; no score matrix, " + std::to_string(features) + " x " +
+                 std::to_string(dv + 1) +
+                 " sums a head; the heads written merged, as "
+                 "tfm.merge_heads reads them");
+  return success();
+}
+
+} // namespace tfm::hwy
