@@ -23,6 +23,17 @@ along the sequence, with each self-attention's proj_e / proj_f
 and (P F_n) V) instead of projecting K and V first; neither nn.Transformer
 nor (c) expresses them.
 
+The `perf_*` cases (`attention` of kind performer, FAVOR+: per head h,
+phi(x) = exp(x W_h^T - |x|^2 / 2) / sqrt(M) of q / dk^(1/4) and
+k / dk^(1/4), with each self-attention's `features` [num_heads, M, dk];
+out = D^-1 phi(Q) (phi(K)^T V), causal or not) are checked against (b)'s
+linear form (the summaries phi(K)^T V and phi(K)^T 1, or their running
+sums when causal) instead of the [q, k] matrix phi(Q) phi(K)^T; neither
+nn.Transformer nor (c) expresses them.  `perf_err_mask*` are error cases
+(a mask on a performer model, refused at run time); COMPILE_ERRORS lists
+the descriptions tfm-compile must refuse (performer's key and score), each
+with the compiler's message, which the reference refuses too.
+
 The `mask_*` cases (contract section 8) give the executable a padding
 mask as well (`--input mask=FILE`; encoder_decoder: `src_mask`,
 `tgt_mask`, either alone or both), made from the case's seed (Mask.make):
@@ -247,6 +258,13 @@ def linformer(k, **kw):
     {kind: linformer, k: k}`; the model needs `causal` false (a decoder's
     and an encoder_decoder's default is true)."""
     return dict(kw, attention=dict(kind="linformer", k=k))
+
+
+def performer(m, **kw):
+    """Contract section 7's Performer (FAVOR+) on every self-attention:
+    `attention: {kind: performer, features: m}` (scaled_dot scores only;
+    causal or not)."""
+    return dict(kw, attention=dict(kind="performer", features=m))
 
 
 CASES = [
@@ -513,6 +531,68 @@ CASES = [
                                                      positional="rope", norm="pre"),
         note="not causal, seq 100 of 128, k 32, rope, batch 2"),
 
+    # ---- contract section 7: Performer (FAVOR+) -----------------------------------
+    # Every self-attention of every stack (an encoder_decoder's encoder never
+    # causal, its decoder causal by default); cross-attention stays full.
+    # phi(x) = exp(x W_h^T - |x|^2 / 2) / sqrt(M) per query head h (W_h =
+    # features[h], [M, dk]) of q / dk^(1/4) and k / dk^(1/4), after the
+    # in-projection, its bias and rope; grouped-query: kv head h // group,
+    # mapped with the query head's W_h.  out = D^-1 phi(Q) (phi(K)^T V),
+    # sums over j <= i when causal.  Each layer has its own W.
+    enc("perf_enc_m16", floats(12), performer(16),
+        note="encoder, not causal, M 16 > dk 8, seq 12, 2 layers, post norm"),
+    enc("perf_enc_m1_unbatched", floats(7, batch=None), performer(1, norm="pre"),
+        note="M 1: A_ij = phi(q_i) phi(k_j) is the same for every query up to a factor, so every row is "
+             "one weighting of V; no batch dimension"),
+    enc("perf_enc_ids_m8", ids(13, batch=2, dtype="int32"), performer(8, vocab_size=50),
+        note="M 8 = dk, int32 ids, tied LM head, batch 2"),
+    enc("perf_enc_causal_learned", ids(13), performer(6, vocab_size=50, causal=True, positional="learned",
+                                                      tie_embeddings=False),
+        note="an explicitly causal encoder (the running sums), learned positions, untied head"),
+    enc("perf_enc_seq_max", floats(16, batch=2), performer(12, activation="gelu"),
+        note="seq 16 = max_seq_len, batch 2"),
+    enc("perf_enc_seq_flag", floats(13), performer(8, max_seq_len=8), max_seq_len=16,
+        note="--max-seq-len 16 above max_seq_len 8: performer's weights do not depend on the length"),
+    enc("perf_enc_rope_interleaved", floats(12, batch=None), performer(
+        5, positional="rope", rope_style="interleaved", rope_base=500.0, num_layers=3),
+        note="interleaved rope rotates q and k before phi; 3 layers (each its own W), no batch dimension"),
+    enc("perf_enc_dk4", floats(13, batch=2), performer(8, d_model=16, num_heads=4, d_ff=32),
+        note="dk 4 (dk^(1/4) = sqrt 2), M 8, batch 2"),
+    enc("perf_enc_mqa_dk12", floats(12, batch=2), performer(10, d_model=48, num_heads=4, num_kv_heads=1,
+                                                             d_ff=50),
+        note="one kv head for 4 query heads: phi(K) of the one K with each query head's W_h; dk 12, biases"),
+    enc("perf_enc_d96_bf16", ids(13, batch=None), performer(24, d_model=96, num_heads=3, d_ff=50,
+                                                             vocab_size=70, positional="learned"),
+        weight_dtype="BF16", note="BF16 weights (features too), dk 32, learned positions"),
+    dec("perf_dec_rope_half", ids(13, batch=None), performer(8, vocab_size=64, positional="rope", norm="pre"),
+        note="causal decoder (the running sums), rope half, ids without a batch dimension, tied head"),
+    dec("perf_dec_not_causal", ids(13, batch=2), performer(8, vocab_size=64, causal=False, positional="learned"),
+        note="a decoder with causal false: the summaries over every key; learned positions, batch 2"),
+    dec("perf_dec_m64", ids(13, batch=2), performer(64, vocab_size=64, norm="pre", tie_embeddings=False),
+        note="M 64 (8 dk), causal, untied head"),
+    dec("perf_dec_dk16", floats(13), performer(16, num_heads=2, final_norm=True, activation="gelu_tanh"),
+        note="dk 16 (dk^(1/4) = 2), M 16, float inputs, post norm with a final norm"),
+    dec("perf_dec_seq1", ids(1, batch=None), performer(4, vocab_size=64, positional="rope", norm="pre"),
+        note="seq 1: one key, out = v_0"),
+    dec("perf_dec_llama_gqa", ids(13, batch=2), performer(
+        6, **dict(LLAMA, vocab_size=64, num_kv_heads=2, d_ff=44)),
+        note="llama-like, causal: 2 kv heads of 4 (query head h reads kv head h // 2, mapped with W_h), "
+             "rope, rms norms, gated silu, no biases"),
+    encdec("perf_encdec", src_tgt(13, 9, batch=2), performer(8, vocab_size=64),
+           note="both self-attentions performer (the encoder's not causal, the decoder's causal), "
+                "cross-attention full"),
+    encdec("perf_encdec_rope_float", src_tgt(12, 7, batch=None, dtype="float32"), performer(
+        3, positional="rope", norm="pre", num_encoder_layers=2, num_decoder_layers=1),
+        note="float src/tgt without a batch dimension, rope on both self-attentions, M 3 < dk"),
+    encdec("perf_encdec_not_causal_shared", src_tgt(7, 13), performer(
+        16, vocab_size=64, causal=False, positional="learned", activation="gelu"),
+        shared_embeddings=True, note="decoder not causal, one shared embedding table, learned positions"),
+    enc("perf_enc_long", floats(100), performer(32, max_seq_len=128),
+        note="seq 100 of max_seq_len 128, M 32"),
+    dec("perf_dec_long", ids(100, batch=2), performer(32, vocab_size=64, max_seq_len=128, positional="rope",
+                                                      norm="pre"),
+        note="causal, seq 100, M 32, rope, batch 2: the running sums over 100 positions"),
+
     # ---- contract section 8: padding masks --------------------------------------
     # A padded key is never attended (self-attention; src_mask in
     # cross-attention too), with the causal and window rules on top; padded
@@ -581,8 +661,77 @@ CASES = [
     enc("mask_err_linformer", floats(7, batch=2), linformer(4, **_TINY_FLOAT),
         masks={"mask": Mask("right")}, expect_error="mask",
         note="a linformer model refuses a mask input"),
+    enc("perf_err_mask", floats(7, batch=2), performer(4, **_TINY_FLOAT),
+        masks={"mask": Mask("right")}, expect_error="mask",
+        note="a performer model refuses a mask input"),
+    dec("perf_err_mask_causal", ids(7), performer(4, **_TINY), masks={"mask": Mask("left", "int32")},
+        expect_error="mask", note="a causal performer decoder refuses a mask input"),
+    encdec("perf_err_src_mask", src_tgt(7, 5, batch=2), performer(4, **_TINY),
+           masks={"src_mask": Mask("right")}, expect_error="src_mask",
+           note="a performer encoder_decoder refuses src_mask (its cross-attention is full, but the "
+                "encoder's self-attention is performer)"),
     dec("mask_err_generate", ids(5), _TINY, masks={"mask": Mask("right")}, run_args=("--generate", "3"),
         expect_error="mask", note="--generate with a mask (refused for now)"),
+]
+
+
+@dataclass(frozen=True)
+class CompileError:
+    """A model description tfm-compile must refuse (contract section 7:
+    "a bad value, a kind's key on another kind ... are errors at their line
+    and column"): `tfm-compile NAME.json --emit=mlir` (and `-o EXE`) exits
+    1, writes nothing, and prints one stderr line `NAME.json:LINE:COL:
+    error: MESSAGE`.  `message` is the compiler's text after "error: "
+    (frontend/ModelConfig.cpp's wording, as for linformer); `reference` is
+    what reference.Config's ConfigError must contain (the oracle refuses
+    the description too).  run_e2e.py does not run these yet: they are
+    the table for a harness step or a lit test."""
+    name: str
+    model: Dict
+    message: str
+    reference: str
+    note: str = ""
+
+
+def _perf_error(name, attention=None, **kw):
+    m = _model(name, "encoder", **dict(_TINY_FLOAT, **kw))
+    m["attention"] = attention
+    return m
+
+
+COMPILE_ERRORS = [
+    CompileError("perf_err_features_missing", _perf_error("perf_err_features_missing", {"kind": "performer"}),
+                 "attention kind 'performer' needs 'features'", "needs \"features\"",
+                 note="at the attention object's opening brace"),
+    CompileError("perf_err_features_zero", _perf_error("perf_err_features_zero",
+                                                       {"kind": "performer", "features": 0}),
+                 "'features' must be at least 1 (the random features performer maps each query and key to), "
+                 "got 0", "'features'", note="at the value"),
+    CompileError("perf_err_features_fraction", _perf_error("perf_err_features_fraction",
+                                                           {"kind": "performer", "features": 2.5}),
+                 "'features' must be an integer from 0 to 16777216, got 2.5", "'features'",
+                 note="not an integer (the count keys' message, as linformer's 'k'), at the value"),
+    CompileError("perf_err_features_string", _perf_error("perf_err_features_string",
+                                                         {"kind": "performer", "features": "8"}),
+                 "'features' must be an integer from 0 to 16777216, got \"8\"", "'features'",
+                 note="a string, at the value"),
+    CompileError("perf_err_features_huge", _perf_error("perf_err_features_huge",
+                                                       {"kind": "performer", "features": 16777217}),
+                 "'features' must be an integer from 0 to 16777216, got 16777217", "'features'",
+                 note="above 2^24, at the value"),
+    CompileError("perf_err_linformer_key", _perf_error("perf_err_linformer_key",
+                                                       {"kind": "performer", "features": 8, "k": 4}),
+                 "'k' is a key of attention kind 'linformer', not of 'performer'", "linformer",
+                 note="at the key 'k'"),
+    CompileError("perf_err_score_dot", _perf_error("perf_err_score_dot", {"kind": "performer", "features": 8},
+                                                   attention_score="dot"),
+                 "attention kind 'performer' takes scaled_dot scores, got 'dot'", "scaled_dot",
+                 note="at attention_score's value"),
+    CompileError("perf_err_score_additive", _perf_error("perf_err_score_additive",
+                                                        {"kind": "performer", "features": 8},
+                                                        architecture="decoder", attention_score="additive"),
+                 "attention kind 'performer' takes scaled_dot scores, got 'additive'", "scaled_dot",
+                 note="a causal decoder: the score is the only problem"),
 ]
 
 
@@ -631,6 +780,18 @@ def validate():
             problems.append("%s: --max-seq-len above max_seq_len with linformer (E and F have "
                             "max_seq_len columns)" % c.name)
         problems += _validate_masks(c, cfg)
+    for e in COMPILE_ERRORS:
+        if e.name in seen:
+            problems.append("%s: duplicate name" % e.name)
+        seen.add(e.name)
+        if e.model.get("name") != e.name:
+            problems.append("%s: model name %r" % (e.name, e.model.get("name")))
+        try:
+            reference.Config(e.model)
+            problems.append("%s: the reference accepts a description tfm-compile must refuse" % e.name)
+        except reference.ConfigError as err:
+            if e.reference not in str(err):
+                problems.append("%s: the reference refuses it, but not naming %r: %s" % (e.name, e.reference, err))
     return problems
 
 
@@ -672,8 +833,8 @@ def _validate_masks(c, cfg):
             problems.append("%s: the reference does not refuse its masks naming %r (%s)"
                             % (c.name, c.expect_error, found or "accepted"))
     elif c.masks:
-        if cfg.linformer:
-            problems.append("%s: linformer refuses a mask input: an error case" % c.name)
+        if cfg.linformer or cfg.performer:
+            problems.append("%s: %s refuses a mask input: an error case" % (c.name, cfg.attention_kind))
         if c.run_args:
             problems.append("%s: run_args are for error cases" % c.name)
     return problems
@@ -695,8 +856,10 @@ def coverage():
                 if mk.pattern in MASK_ERROR_PATTERNS:
                     add("mask error=" + mk.pattern, n)
                 add("mask error names " + name, n)
-            if cfg.linformer:
-                add("mask error=linformer", n)
+            if cfg.linformer or cfg.performer:
+                add("mask error=" + cfg.attention_kind, n)
+            if cfg.performer:
+                add("performer mask error names " + ",".join(sorted(c.masks)), n)
             if "--generate" in c.run_args:
                 add("mask error=--generate", n)
             continue
@@ -822,6 +985,41 @@ def coverage():
                 add("linformer layers>=2", n)
             add("linformer weights " + c.weight_dtype, n)
             add("linformer norm=" + cfg.norm, n)
+        elif cfg.performer:
+            seqs = [i.seq for i in c.inputs.values()]
+            m, dk = cfg.performer_m, cfg.head_dim
+            add("performer(%s%s)" % (cfg.architecture, ",causal" if cfg.causal else ""), n)
+            add("performer M%sdk" % ("<" if m < dk else "=" if m == dk else ">"), n)
+            if m in (1, 64):
+                add("performer M=%d" % m, n)
+            for sq in seqs:
+                if sq == 1:
+                    add("performer seq=1", n)
+                if sq == cfg.max_seq_len:
+                    add("performer seq=max_seq_len", n)
+                if sq > cfg.max_seq_len:
+                    add("performer seq>max_seq_len", n)
+                if sq > 64:
+                    add("performer seq>64", n)
+            if cfg.positional == "rope":
+                add("performer+rope_style=" + cfg.rope_style, n)
+            add("performer positional=" + cfg.positional, n)
+            add("performer batch" + ("=none" if b is None else "=1" if b == 1 else ">1"), n)
+            add("performer inputs=" + ("ids" if cfg.tokens else "float32"), n)
+            if cfg.lm_head:
+                add("performer lm_head " + ("tied" if cfg.tie_embeddings else "untied"), n)
+            if cfg.num_kv_heads != cfg.num_heads:
+                add("performer " + ("num_kv_heads=1" if cfg.num_kv_heads == 1 else "gqa"), n)
+            if cfg.uses_section11():
+                add("performer section 11", n)
+            layers = [cfg.num_layers] if cfg.num_layers else [cfg.num_encoder_layers, cfg.num_decoder_layers]
+            if sum(layers) >= 2:
+                add("performer layers>=2", n)
+            add("performer weights " + c.weight_dtype, n)
+            add("performer norm=" + cfg.norm, n)
+            add("performer dk=%d" % dk, n)
+            if c.shared_embeddings:
+                add("performer encdec shared embeddings", n)
         elif "attention" in c.model:
             add("attention kind=full explicit", n)
         if cfg.uses_section11():
@@ -836,6 +1034,8 @@ def coverage():
             if (cfg.rms and cfg.activation == "silu" and cfg.ffn_gated and cfg.positional == "rope"
                     and cfg.num_kv_heads < cfg.num_heads and not cfg.bias and cfg.norm == "pre"):
                 add("llama-like" + (" encdec" if cfg.is_encdec else ""), n)
+    for e in COMPILE_ERRORS:
+        add("compile error " + e.name, e.name)
     return feats
 
 
@@ -912,6 +1112,20 @@ REQUIRED = (
        "linformer lm_head untied", "linformer gqa", "linformer num_kv_heads=1", "linformer section 11",
        "linformer layers>=2", "linformer weights F32", "linformer weights BF16", "linformer norm=post",
        "linformer norm=pre"]
+    # section 7: Performer
+    + ["performer(encoder)", "performer(encoder,causal)", "performer(decoder,causal)", "performer(decoder)",
+       "performer(encoder_decoder,causal)", "performer(encoder_decoder)", "performer M<dk", "performer M=dk",
+       "performer M>dk", "performer M=1", "performer M=64", "performer seq=1", "performer seq=max_seq_len",
+       "performer seq>max_seq_len", "performer seq>64", "performer+rope_style=half",
+       "performer+rope_style=interleaved", "performer positional=sinusoidal", "performer positional=learned",
+       "performer batch=none", "performer batch=1", "performer batch>1", "performer inputs=ids",
+       "performer inputs=float32", "performer lm_head tied", "performer lm_head untied", "performer gqa",
+       "performer num_kv_heads=1", "performer section 11", "performer layers>=2", "performer weights F32",
+       "performer weights BF16", "performer norm=post", "performer norm=pre", "performer dk=4",
+       "performer dk=8", "performer dk=16", "performer encdec shared embeddings",
+       "mask error=performer", "performer mask error names mask", "performer mask error names src_mask"]
+    + ["compile error " + e for e in ("perf_err_features_missing", "perf_err_features_zero",
+                                      "perf_err_features_fraction", "perf_err_linformer_key", "perf_err_score_dot")]
     # section 8: padding masks
     + ["mask(encoder)", "mask(decoder,causal)", "mask(encoder_decoder,causal)", "mask encdec src_mask",
        "mask encdec tgt_mask", "mask encdec src_mask+tgt_mask"]
@@ -941,5 +1155,8 @@ if __name__ == "__main__":
     if "-v" in sys.argv:
         for f, names in sorted(coverage().items()):
             print("%-40s %d  %s" % (f, len(names), ", ".join(names[:4]) + (" ..." if len(names) > 4 else "")))
-    print("%d cases, %d problems, %d features not covered" % (len(CASES), len(probs), len(missing)))
+        for e in COMPILE_ERRORS:
+            print("compile error %-28s error: %s" % (e.name, e.message))
+    print("%d cases, %d compile errors, %d problems, %d features not covered"
+          % (len(CASES), len(COMPILE_ERRORS), len(probs), len(missing)))
     sys.exit(1 if probs or missing else 0)

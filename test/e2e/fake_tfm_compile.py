@@ -10,7 +10,7 @@ from the file (`embed.weight` alone), checks input dtypes and the compiled
 limits, and computes with reference.py's formula model (b).  Padding masks
 (contract section 8: `--input mask=M.npy`, or src_mask / tgt_mask) are
 checked as the contract says (reference.mask_problems: dtype, shape, values
-0 and 1, a real token in every row, none on a linformer model), each
+0 and 1, a real token in every row, none on a linformer or performer model), each
 refusal an exit 1 naming the input, and the output computed with them;
 `--generate N` with a mask is refused the same way (exit 1), and without one
 exits 2 (generation is fake_generate_compile.py's).
@@ -42,6 +42,10 @@ TFM_FAKE_MODE (read when compiling) selects a behaviour:
                 the sequence (tolerance)
   no_linformer  reads (and checks) a linformer model's proj_e / proj_f but computes full
                 attention without them: must FAIL on every lin_* case (tolerance)
+  no_performer  reads (and checks) a performer model's features but computes ordinary
+                softmax attention (softmax(q k^T / sqrt(dk)), causal as the model says)
+                without them: must FAIL on every perf_* case (tolerance; the perf_err_*
+                mask cases still pass: the mask is refused before any attention)
   no_mask       ignores padding masks (reads and checks nothing of them, computes as without
                 them): must FAIL on every mask_* case with padding (tolerance; mask_all_ones
                 passes, and the mask_err_* cases fail by exiting 0 or 2, not 1)
@@ -59,7 +63,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe",
-         "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window", "no_linformer", "no_mask")
+         "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window", "no_linformer",
+         "no_performer", "no_mask")
 EMITS = ("exe", "mlir")
 
 
@@ -219,6 +224,9 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
     if mode == "no_linformer" and cfg.linformer:
         cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
         weights = {k: v for k, v in weights.items() if not k.endswith(("self_attn.proj_e", "self_attn.proj_f"))}
+    if mode == "no_performer" and cfg.performer:
+        cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
+        weights = {k: v for k, v in weights.items() if not k.endswith("self_attn.features")}
     model = reference.load_weights(reference.build_formula_model(cfg, shared), weights)
     out = reference.run_model(model, cfg, inputs).numpy().astype(np.float32)
     flat = out.reshape(-1)

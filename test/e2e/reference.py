@@ -41,8 +41,20 @@ layer's self_attn.proj_e / proj_f [k, max_seq_len], after the in-projection,
 its bias and rope; softmax(q K'^T / sqrt(dk)) V'; never causal, scaled_dot
 only) is (b) alone, in two forms: projecting K and V first (the default) or
 by associativity, (q K^T) E_n^T and (P F_n) V (linformer_factored;
-FormulaModel(attention_form="factored"), its second form).  block_sparse
-and performer are refused (ConfigError) until tfm-compile implements them.
+FormulaModel(attention_form="factored"), its second form).  Performer
+(FAVOR+: per head h, phi(x) = exp(x W_h^T - |x|^2 / 2) / sqrt(M) of
+q / dk^(1/4) and k / dk^(1/4), W_h the layer's self_attn.features[h]
+[M, dk]; out = D^-1 phi(Q) (phi(K)^T V), sums over j <= i when causal;
+scaled_dot only, no mask) is (b) alone too: the quadratic form, the [q, k]
+matrix phi(Q) phi(K)^T row-normalised (performer_dense, the default), or the
+linear one, through phi(K)^T V and phi(K)^T 1 or their running sums when
+causal (performer_linear; FormulaModel(attention_form="linear"), its second
+form).  block_sparse (BigBird: blocks of B tokens, window, global and random
+key blocks from the layer's block_pattern) is computed as a dense mask
+(block_sparse_allowed) or block by block (block_sparse_attention;
+attention_form="blocks"), padding masks included, but Config refuses it
+(ConfigError) unless given allow_block_sparse=True (the self-test) until
+tfm-compile implements it.
 
 Section 8's padding masks (optional inputs `mask`, or `src_mask` /
 `tgt_mask`: int32, int64, bool or float32, shaped as the input's ids, 1 for
@@ -83,10 +95,16 @@ written from the contract's tables, and sliding windows (the dense and
 banded forms against each other and the per-element loop, decode steps at
 absolute positions, W >= seq and G >= seq as full attention, planted
 mistakes; see _window_self_test), Linformer (the two forms against each
-other and the per-element loop, planted mistakes; see _linformer_self_test)
-and padding masks (the inputs' checks, the defined rows, the forms against
+other and the per-element loop, planted mistakes; see _linformer_self_test),
+padding masks (the inputs' checks, the defined rows, the forms against
 each other and the per-element loop, padded positions changing nothing,
-planted mistakes; see _mask_self_test).
+planted mistakes; see _mask_self_test), Performer (phi against the softmax
+kernel it estimates, many features against softmax attention, the two forms
+against each other and the per-element loop, causality, planted mistakes;
+see _performer_self_test) and block-sparse attention (the rule's two forms
+against each other and the contract's words, the attention against the
+per-element loop with and without padding masks, the kinds it reduces to,
+planted mistakes; see _block_sparse_self_test).
 """
 
 import argparse
@@ -129,14 +147,18 @@ _CHOICES = {
 
 
 # Contract section 7's attention kinds: the keys each takes (besides "kind").
-# The reference computes "full", "sliding_window" and "linformer"; the others
-# are refused (a ConfigError) until tfm-compile implements them.
-ATTENTION_KINDS = {"full": (), "sliding_window": ("window", "global_tokens"), "linformer": ("k",)}
-ATTENTION_KINDS_LATER = ("block_sparse", "performer")
-# The keys of the kinds not computed yet, so that a key on the wrong kind
-# names its own kind in the message.
-_LATER_KIND_KEYS = {"block_sparse": ("block", "window_blocks", "global_blocks", "random_blocks"),
-                    "performer": ("features",)}
+# The reference computes "full", "sliding_window", "linformer" and
+# "performer"; "block_sparse" it parses and computes too, but a Config
+# refuses it (a ConfigError, "not supported yet") unless made with
+# allow_block_sparse=True (the self-test only), until tfm-compile implements
+# it, so that no harness runs a case the compiler cannot take.
+ATTENTION_KINDS = {"full": (), "sliding_window": ("window", "global_tokens"), "linformer": ("k",),
+                   "performer": ("features",),
+                   "block_sparse": ("block", "window_blocks", "global_blocks", "random_blocks")}
+ATTENTION_KINDS_LATER = ("block_sparse",)
+# The largest count a kind's key takes (features, block, ...): tfm-compile's
+# bound on every dimension, 2^24.
+MAX_COUNT = 1 << 24
 
 
 class ConfigError(ValueError):
@@ -144,51 +166,71 @@ class ConfigError(ValueError):
 
 
 def _parse_attention(a):
-    """The model-level `attention` object -> (kind, window, global_tokens, k):
-    window is None unless the kind is sliding_window, k (Linformer's
-    projected length) None unless it is linformer."""
+    """The model-level `attention` object -> a dict of the Config
+    attributes it sets: attention_kind, window and global_tokens
+    (sliding_window; window None otherwise), linformer_k (Linformer's
+    projected length), performer_m (performer's feature count), and
+    block, window_blocks, global_blocks, random_blocks (block_sparse);
+    each None (global_tokens 0) unless the kind is its own."""
     if not isinstance(a, dict):
         raise ConfigError("'attention' must be an object {\"kind\": ...}, got %r" % (a,))
     if "kind" not in a:
         raise ConfigError("'attention' needs a \"kind\" (one of %s)" % ", ".join(ATTENTION_KINDS))
     kind = a["kind"]
-    if kind in ATTENTION_KINDS_LATER:
-        raise ConfigError("attention kind %r is not supported by the reference yet (supported: %s)"
-                          % (kind, ", ".join(ATTENTION_KINDS)))
     if not isinstance(kind, str) or kind not in ATTENTION_KINDS:
-        raise ConfigError("attention kind must be one of %s, got %r"
-                          % (tuple(ATTENTION_KINDS) + ATTENTION_KINDS_LATER, kind))
+        raise ConfigError("attention kind must be one of %s, got %r" % (tuple(ATTENTION_KINDS), kind))
     unknown = sorted(set(a) - {"kind"} - set(ATTENTION_KINDS[kind]))
     if unknown:
-        owners = dict(_LATER_KIND_KEYS, **ATTENTION_KINDS)
-        other = ["%r (a key of kind %r)" % (key, o) for key in unknown for o, keys in owners.items()
+        other = ["%r (a key of kind %r)" % (key, o) for key in unknown for o, keys in ATTENTION_KINDS.items()
                  if key in keys]
         raise ConfigError("unknown keys in 'attention' of kind %r: %s%s"
                           % (kind, unknown, "; " + ", ".join(other) if other else ""))
+
+    def count(k, v, lo):
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= MAX_COUNT:
+            raise ConfigError("attention %r must be an integer from %d to %d, got %r" % (k, lo, MAX_COUNT, v))
+        return v
 
     def non_neg_int(k, v):
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
             raise ConfigError("attention %r must be an integer >= 0, got %r" % (k, v))
         return v
-    if kind == "full":
-        return kind, None, 0, None
+    out = dict(attention_kind=kind, window=None, global_tokens=0, linformer_k=None, performer_m=None,
+               block=None, window_blocks=None, global_blocks=None, random_blocks=None)
     if kind == "linformer":
         if "k" not in a:
             raise ConfigError("attention kind 'linformer' needs \"k\" (an integer >= 1)")
         k = a["k"]
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ConfigError("attention 'k' must be an integer >= 1, got %r" % (k,))
-        return kind, None, 0, k
-    if "window" not in a:
-        raise ConfigError("attention kind 'sliding_window' needs \"window\" (an integer >= 0)")
-    return (kind, non_neg_int("window", a["window"]), non_neg_int("global_tokens", a.get("global_tokens", 0)),
-            None)
+        out["linformer_k"] = k
+    elif kind == "performer":
+        if "features" not in a:
+            raise ConfigError("attention kind 'performer' needs \"features\" (an integer from 1 to %d)"
+                              % MAX_COUNT)
+        out["performer_m"] = count("features", a["features"], 1)
+    elif kind == "block_sparse":
+        if "block" not in a:
+            raise ConfigError("attention kind 'block_sparse' needs \"block\" (an integer from 1 to %d)"
+                              % MAX_COUNT)
+        out.update(block=count("block", a["block"], 1),
+                   window_blocks=count("window_blocks", a.get("window_blocks", 1), 0),
+                   global_blocks=count("global_blocks", a.get("global_blocks", 1), 0),
+                   random_blocks=count("random_blocks", a.get("random_blocks", 0), 0))
+    elif kind == "sliding_window":
+        if "window" not in a:
+            raise ConfigError("attention kind 'sliding_window' needs \"window\" (an integer >= 0)")
+        out.update(window=non_neg_int("window", a["window"]),
+                   global_tokens=non_neg_int("global_tokens", a.get("global_tokens", 0)))
+    return out
 
 
 class Config:
-    """A model description with the contract's defaults applied."""
+    """A model description with the contract's defaults applied.
+    allow_block_sparse: take section 7's block_sparse kind (the self-test
+    only; refused otherwise, until tfm-compile implements it)."""
 
-    def __init__(self, desc):
+    def __init__(self, desc, allow_block_sparse=False):
         if not isinstance(desc, dict):
             raise ConfigError("a model description is a JSON object")
         unknown = sorted(set(desc) - set(KNOWN_KEYS))
@@ -279,8 +321,11 @@ class Config:
         self.bias = boolean("bias", True)
         # Section 7: the kind of every self-attention (of every stack; the
         # encoder's of an encoder_decoder too).  Cross-attention is full.
-        self.attention_kind, self.window, self.global_tokens, self.linformer_k = _parse_attention(
-            desc.get("attention", {"kind": "full"}))
+        self.__dict__.update(_parse_attention(desc.get("attention", {"kind": "full"})))
+        if self.attention_kind in ATTENTION_KINDS_LATER and not allow_block_sparse:
+            raise ConfigError("attention kind %r is not supported by the reference yet (supported: %s)"
+                              % (self.attention_kind,
+                                 ", ".join(k for k in ATTENTION_KINDS if k not in ATTENTION_KINDS_LATER)))
         if self.linformer:
             # Linformer: never causal (the description's `causal`, which is
             # true by default for decoder and encoder_decoder), scaled_dot
@@ -292,6 +337,11 @@ class Config:
             if self.attention_score != "scaled_dot":
                 raise ConfigError("attention kind 'linformer' takes attention_score 'scaled_dot' only, got %r"
                                   % self.attention_score)
+        if self.performer and self.attention_score != "scaled_dot":
+            # Performer: FAVOR+ approximates softmax(q k^T / sqrt(dk)) alone
+            # (its dk^(1/4) scaling is scaled_dot's); causal is allowed.
+            raise ConfigError("attention kind 'performer' takes attention_score 'scaled_dot' only, got %r"
+                              % self.attention_score)
 
     # Derived facts -------------------------------------------------------
     @property
@@ -348,6 +398,25 @@ class Config:
         its bias and rope; softmax(q K'^T / sqrt(dk)) V'; never causal."""
         return self.attention_kind == "linformer"
 
+    @property
+    def performer(self):
+        """Whether self-attention is section 7's Performer (FAVOR+): per head
+        h, phi(x) = exp(x W_h^T - |x|^2 / 2) / sqrt(M) of q / dk^(1/4) and
+        k / dk^(1/4) (W_h: the layer's features[h], [M, dk]), after the
+        in-projection, its bias and rope; out = D^-1 phi(Q) (phi(K)^T V),
+        D = diag(phi(Q) phi(K)^T 1); causal: the sums over j <= i."""
+        return self.attention_kind == "performer"
+
+    @property
+    def block_sparse(self):
+        """Whether self-attention is section 7's block_sparse (BigBird):
+        blocks of `block` tokens; query block qb attends key block kb when
+        |qb - kb| <= window_blocks, or qb < global_blocks, or kb <
+        global_blocks, or kb is in row qb of the layer's block_pattern
+        (ids outside [0, run-time block count) ignored); causal per token
+        on top.  Parsed only with Config(..., allow_block_sparse=True)."""
+        return self.attention_kind == "block_sparse"
+
     def uses_section11(self):
         """Whether a section 11 key changes the maths (a default value given
         explicitly does not): nn.Transformer cannot express such a model."""
@@ -357,7 +426,8 @@ class Config:
     def torch_supported(self):
         """Whether implementation (a), PyTorch's own modules, can express it."""
         return (self.attention_score == "scaled_dot" and self.positional != "rope"
-                and not self.uses_section11() and not self.linformer)
+                and not self.uses_section11() and not self.linformer and not self.performer
+                and not self.block_sparse)
 
     def second_form(self):
         """The independent implementation the harnesses compare (b) with:
@@ -368,9 +438,18 @@ class Config:
         for, i.e. with rope or another score kind), "factored" ((b) with its
         Linformer attention computed as (q K^T) E_n^T and (P F_n) V instead
         of projecting K and V first: every linformer model, which neither
-        nn.Transformer nor (c) expresses), or None ((b) alone)."""
+        nn.Transformer nor (c) expresses), "linear" ((b) with its Performer
+        attention computed through the summaries phi(K)^T V and phi(K)^T 1,
+        or their running sums when causal, instead of the [q, k] matrix
+        phi(Q) phi(K)^T: every performer model), "blocks" ((b) with its
+        block_sparse attention gathering each query block's key blocks
+        instead of the dense mask), or None ((b) alone)."""
         if self.linformer:
             return "factored"
+        if self.performer:
+            return "linear"
+        if self.block_sparse:
+            return "blocks"
         if self.torch_supported():
             return "torch"
         if self.uses_section11():
@@ -393,7 +472,11 @@ def expected_weights(cfg, shared_embeddings=False):
     dk rows (Q, K, V), linear1 2 d_ff rows when gated (gate, then up), no
     linear biases with `bias: false`, no norm biases with rms_norm; with
     section 7's linformer, every self-attention (`self_attn.`, of every
-    stack) has proj_e and proj_f [k, max_seq_len] (cross-attention none)."""
+    stack) has proj_e and proj_f [k, max_seq_len] (cross-attention none);
+    with performer, features [num_heads, M, dk] (the W_h, per query head
+    with grouped-query attention too); with block_sparse and random_blocks
+    R >= 1, block_pattern [ceil(max_seq_len / block), R] (integer key-block
+    ids; none without random blocks: there is nothing to read)."""
     cfg = as_config(cfg)
     d, f, h, dk, a = cfg.d_model, cfg.d_ff, cfg.num_heads, cfg.head_dim, cfg.additive_dim
     qkv = (h + 2 * cfg.num_kv_heads) * dk   # 3 d without grouped-query attention
@@ -421,6 +504,10 @@ def expected_weights(cfg, shared_embeddings=False):
         if self_attention and cfg.linformer:
             out[prefix + "proj_e"] = (cfg.linformer_k, cfg.max_seq_len)
             out[prefix + "proj_f"] = (cfg.linformer_k, cfg.max_seq_len)
+        if self_attention and cfg.performer:
+            out[prefix + "features"] = (h, cfg.performer_m, dk)
+        if self_attention and cfg.block_sparse and cfg.random_blocks:
+            out[prefix + "block_pattern"] = (-(-cfg.max_seq_len // cfg.block), cfg.random_blocks)
 
     def layer(prefix, cross):
         attn(prefix + "self_attn.")
@@ -627,7 +714,7 @@ def mask_problems(cfg, inputs):
     (name -> array or tensor: the model's inputs plus any of
     cfg.mask_names): a list of (input name, message naming it), empty when
     every mask is good.  Refused: an input name the model does not take,
-    any mask on a linformer model, a dtype other than int32, int64, bool
+    any mask on a linformer or performer model, a dtype other than int32, int64, bool
     and float32, a shape other than its input's ids (an unbatched input's
     mask has no batch dimension either), a value other than 0 and 1, and a
     row with no real token."""
@@ -640,8 +727,9 @@ def mask_problems(cfg, inputs):
             out.append((name, "unknown input '%s' (this model takes %s)"
                         % (name, ", ".join(cfg.input_names + cfg.mask_names))))
             continue
-        if cfg.linformer:
-            out.append((name, "input '%s': a model with linformer attention refuses a mask input" % name))
+        if cfg.linformer or cfg.performer:
+            out.append((name, "input '%s': a model with %s attention refuses a mask input"
+                        % (name, cfg.attention_kind)))
             continue
         m = _as_numpy(inputs[name])
         if m.dtype.name not in MASK_DTYPES:
@@ -693,17 +781,21 @@ def padding_masks(cfg, inputs):
     return data, real
 
 
-def attended_rows(cfg, inputs):
+def attended_rows(cfg, inputs, block_patterns=None):
     """Which rows of the output have defined values (contract section 8):
     numpy bool, the output's shape less its last axis ([batch, seq] or
     [seq]).  A row is undefined when its query has no key to attend in the
     output's stack (the decoder stack of an encoder_decoder): every key
-    the causal and window rules allow it (section 7) is padding.  The rule
-    and the mask are the same in every layer of a stack, so such a row is
-    the same one in each; it is a padded row, a padded key wherever it is
-    read, so it reaches no other row.  Cross-attention's keys are the
-    memory's real tokens, at least one per row (a row without one is an
-    error)."""
+    the causal, window and block rules allow it (section 7) is padding.
+    The rule and the mask are the same in every layer of a stack, so such
+    a row is the same one in each; it is a padded row, a padded key
+    wherever it is read, so it reaches no other row.  Block-sparse random
+    blocks are each layer's own (block_patterns: the block_pattern of each
+    self-attention of the output's stack, needed when random_blocks > 0):
+    a row is defined when it has a key in every layer (a real row always
+    has one, itself: its own block is in its window).  Cross-attention's
+    keys are the memory's real tokens, at least one per row (a row
+    without one is an error)."""
     cfg = as_config(cfg)
     data, real = padding_masks(cfg, inputs)
     name = "tgt" if cfg.is_encdec else "input"
@@ -712,9 +804,18 @@ def attended_rows(cfg, inputs):
     batched = len(shape) == 2
     b, s = shape if batched else (1,) + shape
     keys = real[name].reshape(b, s) if name in real else torch.ones(b, s, dtype=torch.bool)
-    allowed = attention_allowed(range(s), range(s), cfg.window if cfg.sliding_window else None,
-                                cfg.global_tokens, cfg.causal)
-    rows = (allowed[None] & keys[:, None, :]).any(-1)
+    if cfg.block_sparse:
+        if cfg.random_blocks and block_patterns is None:
+            raise ValueError("attended_rows: a block_sparse model with random blocks needs its block_patterns")
+        rules = [block_sparse_allowed(range(s), range(s), cfg.block, cfg.window_blocks, cfg.global_blocks,
+                                      torch.as_tensor(p) if p is not None else None, cfg.causal)
+                 for p in (block_patterns if cfg.random_blocks else [None])]
+    else:
+        rules = [attention_allowed(range(s), range(s), cfg.window if cfg.sliding_window else None,
+                                   cfg.global_tokens, cfg.causal)]
+    rows = torch.ones(b, s, dtype=torch.bool)
+    for allowed in rules:
+        rows = rows & (allowed[None] & keys[:, None, :]).any(-1)
     if cfg.is_encdec and "src" in real:
         rows = rows & real["src"].reshape(b, -1).any(-1, keepdim=True)
     rows = rows.numpy()
@@ -730,13 +831,16 @@ def softmax_allowed(s, allowed):
     return softmax_last(s) * some
 
 
-def padded_keys_attention(q, k, v, score_fn, key_real, window=None, global_tokens=0, causal=False):
+def padded_keys_attention(q, k, v, score_fn, key_real, window=None, global_tokens=0, causal=False,
+                          rule=None):
     """The efficient form of a padding mask: per batch row, only its real
     keys are gathered (padded keys are simply not there), the causal and
     window rules apply on their absolute positions, and the softmax runs
     over what is left; a query row with no key left gets zeros.  q
     [B,H,Sq,dk], k and v [B,H,Sk,dk] (grouped-query heads expanded),
-    key_real bool [B, Sk]."""
+    key_real bool [B, Sk].  rule (bool [Sq, Sk] over every key, e.g.
+    block_sparse's): the rule instead of the causal and window ones, read
+    at the real keys' columns."""
     sq = q.shape[2]
     out = []
     for bb in range(q.shape[0]):
@@ -745,7 +849,10 @@ def padded_keys_attention(q, k, v, score_fn, key_real, window=None, global_token
             out.append(torch.zeros_like(q[bb:bb + 1, :, :, :1]).expand(-1, -1, -1, v.shape[-1]))
             continue
         s = score_fn(q[bb:bb + 1], k[bb:bb + 1, :, idx])
-        allowed = attention_allowed(torch.arange(sq), idx, window, global_tokens, causal)
+        if rule is not None:
+            allowed = rule[:, idx]
+        else:
+            allowed = attention_allowed(torch.arange(sq), idx, window, global_tokens, causal)
         out.append(torch.matmul(softmax_allowed(s, allowed), v[bb:bb + 1, :, idx]))
     return torch.cat(out, dim=0)
 
@@ -869,6 +976,189 @@ def linformer_factored(q, k, v, e_n, f_n, head_dim, mistake=None):
 
 
 # ---------------------------------------------------------------------------
+# Performer (FAVOR+, contract section 7), two ways.
+# ---------------------------------------------------------------------------
+#
+# phi(x) = exp(x W_h^T - |x|^2 / 2) / sqrt(M) per head h (W_h = features[h],
+# [M, dk]), of x = q / dk^(1/4) and k / dk^(1/4), so that
+# E_W[phi(q') . phi(k')] = exp(q' . k') = exp(q . k / sqrt(dk)), scaled_dot's
+# softmax kernel.  out_i = sum_j A_ij v_j / sum_j A_ij with A = phi(Q) phi(K)^T
+# (j <= i when causal).  No stabiliser (no max subtracted).  The 1/sqrt(M)
+# cancels in D^-1 (it is in the formula all the same: a state the compiler
+# keeps, phi(K)^T V, is of its size).
+
+# Deliberate mistakes the self-test plants (FormulaAttention.performer_mistake):
+# q and k not divided by dk^(1/4), divided by sqrt(dk) instead, no -|x|^2/2,
+# |x|^2/2 of the unscaled x, W_0 for every head, causal sums over j <= i + 1
+# (one key late), the causal rule left out, and with grouped-query heads:
+# query head h reading kv head h % kv (instead of h // group), phi(K)
+# computed per kv head g with W_g (instead of W_h for each query head).
+PERFORMER_MISTAKES = ("no_scale", "sqrt_dk_scale", "no_norm", "norm_unscaled", "one_w", "causal_next",
+                      "not_causal", "gqa_modulo", "gqa_kv_w")
+
+
+def performer_features(x, w, mistake=None):
+    """phi of x [B,H,S,dk] with w [H,M,dk] (head h of x uses W_h = w[h]):
+    exp((x / dk^(1/4)) W_h^T - |x / dk^(1/4)|^2 / 2) / sqrt(M), [B,H,S,M].
+    `mistake` (self-test only): one of PERFORMER_MISTAKES that concern phi."""
+    dk, m = x.shape[-1], w.shape[1]
+    scale = {"no_scale": 1.0, "sqrt_dk_scale": math.sqrt(dk)}.get(mistake, dk ** 0.25)
+    xs = x / scale
+    if mistake == "one_w":
+        w = w[:1].expand_as(w)
+    proj = torch.matmul(xs, w.transpose(-1, -2).unsqueeze(0))           # [B,H,S,M]
+    if mistake == "no_norm":
+        return torch.exp(proj) / math.sqrt(m)
+    sq = x * x if mistake == "norm_unscaled" else xs * xs
+    return torch.exp(proj - sq.sum(dim=-1, keepdim=True) / 2.0) / math.sqrt(m)
+
+
+def performer_dense(qf, kf, v, causal, mistake=None):
+    """The quadratic form: A = phi(Q) phi(K)^T ([B,H,Sq,Sk]; causal: zero
+    where j > i), rows divided by their sums, times V.  qf [B,H,Sq,M], kf
+    [B,H,Sk,M], v [B,H,Sk,dv]."""
+    a = torch.matmul(qf, kf.transpose(-1, -2))
+    if causal and mistake != "not_causal":
+        i = torch.arange(qf.shape[2])[:, None]
+        j = torch.arange(kf.shape[2])[None, :]
+        a = a.masked_fill(j > i + (1 if mistake == "causal_next" else 0), 0.0)
+    return torch.matmul(a / a.sum(dim=-1, keepdim=True), v)
+
+
+def performer_linear(qf, kf, v, causal, mistake=None):
+    """The linear form, never an [Sq, Sk] matrix: not causal, through the
+    summaries S = phi(K)^T V [M, dv] and z = phi(K)^T 1 [M], out_i =
+    phi(q_i) S / phi(q_i) z; causal, as the running sums a decode step
+    keeps (a scan over j: S += phi(k_j)^T v_j, z += phi(k_j), then
+    out_j = phi(q_j) S / phi(q_j) z).  Shapes as performer_dense; causal
+    needs Sq == Sk (self-attention: query i is key i)."""
+    if not causal or mistake == "not_causal":
+        state = torch.matmul(kf.transpose(-1, -2), v)               # [B,H,M,dv]
+        z = kf.sum(dim=-2)                                           # [B,H,M]
+        return torch.matmul(qf, state) / torch.matmul(qf, z.unsqueeze(-1))
+    n = kf.shape[2]
+    assert qf.shape[2] == n, "causal performer: self-attention, Sq == Sk"
+    state = torch.zeros(qf.shape[:2] + (qf.shape[-1], v.shape[-1]), dtype=qf.dtype)
+    z = torch.zeros(qf.shape[:2] + (qf.shape[-1],), dtype=qf.dtype)
+    lead = 1 if mistake == "causal_next" else 0     # the sums one key ahead
+    rows = []
+    for t in range(-lead, n):
+        j = t + lead
+        if j < n:
+            kj = kf[:, :, j]                                         # [B,H,M]
+            state = state + kj.unsqueeze(-1) * v[:, :, j].unsqueeze(-2)
+            z = z + kj
+        if t >= 0:
+            qt = qf[:, :, t]
+            num = torch.matmul(qt.unsqueeze(-2), state).squeeze(-2)  # [B,H,dv]
+            rows.append(num / (qt * z).sum(dim=-1, keepdim=True))
+    return torch.stack(rows, dim=2)
+
+
+# ---------------------------------------------------------------------------
+# Block-sparse attention (BigBird, contract section 7), two ways.
+# ---------------------------------------------------------------------------
+
+def n_blocks(n, block):
+    """Blocks of `block` tokens covering n positions (the last may be partial)."""
+    return -(-n // block)
+
+
+def block_sparse_allowed(q_pos, k_pos, block, window_blocks, global_blocks, pattern=None, causal=False,
+                         n_keys=None):
+    """The dense form of the rule: bool [len(q_pos), len(k_pos)], True where
+    the query at absolute position i attends the key at j: with qb = i //
+    block, kb = j // block, |qb - kb| <= window_blocks, or qb <
+    global_blocks, or kb < global_blocks, or kb in row qb of `pattern`
+    (int [rows, R], None for no random blocks; ids outside [0, nb) are
+    ignored, nb = ceil(n_keys / block) the run-time block count, n_keys
+    default len(k_pos)); causal also j <= i, per token."""
+    i = torch.as_tensor(q_pos, dtype=torch.long).reshape(-1, 1)
+    j = torch.as_tensor(k_pos, dtype=torch.long).reshape(1, -1)
+    nb = n_blocks(j.shape[1] if n_keys is None else n_keys, block)
+    qb, kb = i // block, j // block
+    ok = ((qb - kb).abs() <= window_blocks) | (qb < global_blocks) | (kb < global_blocks)
+    if pattern is not None and pattern.shape[-1]:
+        if qb.numel() and int(qb.max()) >= pattern.shape[0]:
+            raise ValueError("block_sparse: query block %d, but block_pattern has %d rows"
+                             % (int(qb.max()), pattern.shape[0]))
+        rows = pattern.long()[qb[:, 0]]                              # [Sq, R]
+        valid = (rows >= 0) & (rows < nb)
+        ok = ok | ((rows[:, :, None] == kb[:, None, :]) & valid[:, :, None]).any(1)
+    if causal:
+        ok = ok & (j <= i)
+    return ok
+
+
+# Deliberate mistakes of the block form (self-test only): a key block
+# reached by two rules gathered twice, global query blocks not global,
+# global key blocks left out, the window one block narrower, pattern ids
+# read with Python's negative indexing (-1: the last block) instead of
+# ignored, row kb of the pattern read for query block qb (transposed), the
+# causal rule per block (kb <= qb) instead of per token.
+BLOCK_SPARSE_MISTAKES = ("blocks_twice", "no_global_rows", "no_global_keys", "window_minus_1",
+                         "negative_ids_wrap", "pattern_transposed", "causal_per_block")
+
+
+def block_sparse_key_blocks(qb, nb, window_blocks, global_blocks, pattern=None, mistake=None):
+    """The block form, from the definition: the key blocks query block qb
+    attends among nb (the run-time count), ascending, each once (a block
+    reached by two rules counts once).  A global query block reads every
+    block; any other the global blocks, its window qb - window_blocks ..
+    qb + window_blocks, and the ids of its row of `pattern` (int [rows,
+    R] or None) that are in [0, nb)."""
+    if qb < global_blocks and mistake != "no_global_rows":
+        return list(range(nb))
+    w = window_blocks - 1 if mistake == "window_minus_1" else window_blocks
+    out = [] if mistake == "no_global_keys" else list(range(min(global_blocks, nb)))
+    out += range(max(0, qb - w), min(nb - 1, qb + w) + 1)
+    if pattern is not None and pattern.shape[-1]:
+        if mistake == "pattern_transposed":
+            out += [kb for kb in range(min(nb, pattern.shape[0])) if qb in pattern[kb].tolist()]
+        else:
+            for r in pattern[qb].tolist():
+                if 0 <= r < nb:
+                    out.append(int(r))
+                elif mistake == "negative_ids_wrap" and -nb <= r < 0:
+                    out.append(int(r) % nb)
+    return out if mistake == "blocks_twice" else sorted(set(out))
+
+
+def block_sparse_attention(q, k, v, score_fn, block, window_blocks, global_blocks, pattern=None, causal=False,
+                           key_real=None, mistake=None):
+    """Block-sparse attention block by block: the rows of query block qb
+    gather the keys of block_sparse_key_blocks() only (a partial last
+    block has its n - (nb - 1) block keys), the causal rule masks j > i
+    per token among them, and the softmax runs over what is left.  Shapes
+    as dense_attention (self-attention: Sq == Sk == n).  key_real (bool
+    [B, Sk], a padding mask): the padded keys among those gathered are
+    masked out too; a row with none left gets zeros."""
+    n = k.shape[2]
+    nb = n_blocks(n, block)
+    if pattern is not None and pattern.shape[-1] and nb > pattern.shape[0]:
+        raise ValueError("block_sparse: %d positions make %d blocks, but block_pattern has %d rows"
+                         % (n, nb, pattern.shape[0]))
+    out = []
+    for qb in range(n_blocks(q.shape[2], block)):
+        lo, hi = qb * block, min((qb + 1) * block, q.shape[2])
+        blocks = block_sparse_key_blocks(qb, nb, window_blocks, global_blocks, pattern, mistake)
+        idx = torch.tensor([j for kb in blocks for j in range(kb * block, min((kb + 1) * block, n))],
+                           dtype=torch.long)
+        s = score_fn(q[:, :, lo:hi], k[:, :, idx])                  # [B,H,hi-lo,len(idx)]
+        allowed = torch.ones(hi - lo, idx.numel(), dtype=torch.bool)
+        if causal:
+            if mistake == "causal_per_block":
+                allowed = (idx // block <= qb)[None, :].expand(hi - lo, -1)
+            else:
+                allowed = idx[None, :] <= torch.arange(lo, hi)[:, None]
+        allowed = allowed[None, None]
+        if key_real is not None:
+            allowed = allowed & key_real[:, idx][:, None, None, :]
+        out.append(torch.matmul(softmax_allowed(s, allowed), v[:, :, idx]))
+    return torch.cat(out, dim=2)
+
+
+# ---------------------------------------------------------------------------
 # (b) The from-the-formulas implementation.
 # ---------------------------------------------------------------------------
 
@@ -957,10 +1247,15 @@ class FormulaAttention(nn.Module):
         # Section 7: the model's kind for self-attention; cross-attention
         # is always full.  form: "dense" (a window's mask on the score
         # matrix; Linformer's K and V projected first, linformer_attention),
-        # "banded" (a window's rows gather their keys, banded_attention) or
-        # "factored" (Linformer by associativity, linformer_factored); a
-        # form that is not the kind's is dense.
-        if form not in ("dense", "banded", "factored"):
+        # "banded" (a window's rows gather their keys, banded_attention),
+        # "factored" (Linformer by associativity, linformer_factored),
+        # "linear" (Performer through phi(K)^T V and phi(K)^T 1 or their
+        # running sums, performer_linear; dense: the [q, k] matrix
+        # phi(Q) phi(K)^T, performer_dense) or "blocks" (block_sparse's
+        # query blocks gather their key blocks, block_sparse_attention;
+        # dense: block_sparse_allowed's mask on the scores); a form that
+        # is not the kind's is dense.
+        if form not in ("dense", "banded", "factored", "linear", "blocks"):
             raise ValueError(form)
         self.form = form
         # Section 8: how a padding mask is computed (MASK_FORMS): "keys"
@@ -974,6 +1269,20 @@ class FormulaAttention(nn.Module):
         self.global_tokens = cfg.global_tokens if windowed else 0
         # Linformer: E and F [k, max_seq_len] of this self-attention.
         self.linformer_k = cfg.linformer_k if (self_attention and cfg.linformer) else None
+        # Performer: the W_h, features [num_heads, M, dk], of this
+        # self-attention; performer_mistake (self-test only) plants one of
+        # PERFORMER_MISTAKES.
+        self.performer_m = cfg.performer_m if (self_attention and cfg.performer) else None
+        self.performer_mistake = None
+        # Block-sparse: the block rule of this self-attention and its
+        # block_pattern [ceil(max_seq_len / block), R] (an integer buffer:
+        # in the state_dict, never trained, kept by .double()), None with
+        # R = 0; block_mistake (self-test only) one of BLOCK_SPARSE_MISTAKES
+        # in the block form.
+        sparse = self_attention and cfg.block_sparse
+        self.block = cfg.block if sparse else None
+        self.window_blocks, self.global_blocks = (cfg.window_blocks, cfg.global_blocks) if sparse else (None, None)
+        self.block_mistake = None
         rows = (cfg.num_heads + 2 * cfg.num_kv_heads) * cfg.head_dim
         self.in_proj_weight = nn.Parameter(torch.empty(rows, d))
         if cfg.bias:
@@ -988,6 +1297,13 @@ class FormulaAttention(nn.Module):
         if self.linformer_k is not None:
             self.proj_e = nn.Parameter(torch.empty(cfg.linformer_k, cfg.max_seq_len))
             self.proj_f = nn.Parameter(torch.empty(cfg.linformer_k, cfg.max_seq_len))
+        if self.performer_m is not None:
+            self.features = nn.Parameter(torch.empty(cfg.num_heads, cfg.performer_m, cfg.head_dim))
+        if sparse and cfg.random_blocks:
+            self.register_buffer("block_pattern", torch.zeros(n_blocks(cfg.max_seq_len, cfg.block),
+                                                              cfg.random_blocks, dtype=torch.long))
+        else:
+            self.block_pattern = None
 
     def forward(self, x, mem=None, causal=False, rope=None, key_mask=None):
         """x [B,Sq,D]; mem [B,Sk,D] (cross-attention) or None (self);
@@ -1036,35 +1352,81 @@ class FormulaAttention(nn.Module):
                     v = torch.repeat_interleave(v, h // hkv, dim=1)
                 o = linformer_factored(q, k, v, e_n, f_n, dk)
             return self.out_proj(o.transpose(1, 2).reshape(b, sq, d))
+        if self.performer_m is not None:
+            if mem is not None:
+                raise ValueError("cross-attention is always full")
+            if key_mask is not None:
+                raise MaskError("a model with performer attention refuses a mask input")
+            return self.out_proj(self._performer(q, k, v, causal).transpose(1, 2).reshape(b, sq, d))
         if hkv != h:
             # Query head i reads key/value head i // (h / hkv): gather those.
             kv_of = torch.tensor([i // (h // hkv) for i in range(h)])
             k, v = k[:, kv_of], v[:, kv_of]
-        if self.window is not None and mem is not None:
+        if (self.window is not None or self.block is not None) and mem is not None:
             raise ValueError("cross-attention is always full")
+        blocks = self.block is not None and self.form == "blocks"
         if key_mask is not None:
             rule = None
-            if causal or self.window is not None:
-                rule = attention_allowed(torch.arange(sq), torch.arange(sk), self.window,
-                                         self.global_tokens, causal)
+            if causal or self.window is not None or self.block is not None:
+                rule = self._rule(sq, sk, causal)
             if self.mask_form == "additive":
                 o = additive_mask_attention(q, k, v, self.scores, rule, key_mask)
             elif self.window is not None and self.form == "banded":
                 o = banded_attention(q, k, v, self.scores, self.window, self.global_tokens, causal,
                                      key_real=key_mask)
+            elif blocks:
+                o = block_sparse_attention(q, k, v, self.scores, self.block, self.window_blocks,
+                                           self.global_blocks, self.block_pattern, causal, key_real=key_mask,
+                                           mistake=self.block_mistake)
             else:
-                o = padded_keys_attention(q, k, v, self.scores, key_mask, self.window, self.global_tokens,
-                                          causal)
+                o = padded_keys_attention(q, k, v, self.scores, key_mask, rule=rule)
         elif self.window is not None and self.form == "banded":
             o = banded_attention(q, k, v, self.scores, self.window, self.global_tokens, causal)
+        elif blocks:
+            o = block_sparse_attention(q, k, v, self.scores, self.block, self.window_blocks, self.global_blocks,
+                                       self.block_pattern, causal, mistake=self.block_mistake)
         else:
             allowed = None
-            if causal or self.window is not None:
-                allowed = attention_allowed(torch.arange(sq), torch.arange(sk), self.window,
-                                            self.global_tokens, causal)
+            if causal or self.window is not None or self.block is not None:
+                allowed = self._rule(sq, sk, causal)
             o = dense_attention(q, k, v, self.scores, allowed)
         o = o.transpose(1, 2).reshape(b, sq, d)
         return self.out_proj(o)
+
+    def _rule(self, sq, sk, causal):
+        """The dense rule of this attention, bool [sq, sk]: the window's or
+        the blocks' (with this layer's block_pattern), causal on top."""
+        if self.block is not None:
+            if self.block_pattern is not None and n_blocks(sk, self.block) > self.block_pattern.shape[0]:
+                raise ValueError("block_sparse: %d positions make %d blocks, but block_pattern has %d rows"
+                                 % (sk, n_blocks(sk, self.block), self.block_pattern.shape[0]))
+            return block_sparse_allowed(torch.arange(sq), torch.arange(sk), self.block, self.window_blocks,
+                                        self.global_blocks, self.block_pattern, causal)
+        return attention_allowed(torch.arange(sq), torch.arange(sk), self.window, self.global_tokens, causal)
+
+    def _performer(self, q, k, v, causal):
+        """FAVOR+ on q [B,H,S,dk] and the kv heads' k, v [B,KV,S,dk]: K and
+        V expanded to the query heads first (query head h reads kv head
+        h // group), so that phi(K) for query head h is computed with W_h;
+        then the dense or the linear form (self.form)."""
+        h, hkv = self.num_heads, self.num_kv_heads
+        mistake = self.performer_mistake
+        w = self.features
+        if mistake == "gqa_kv_w" and hkv != h:
+            # phi(K) per kv head g with W_g, then expanded: wrong.
+            kf = performer_features(k, w[:hkv])
+            kv_of = torch.tensor([i // (h // hkv) for i in range(h)])
+            kf, v = kf[:, kv_of], v[:, kv_of]
+        else:
+            if hkv != h:
+                kv_of = torch.tensor([(i % hkv) if mistake == "gqa_modulo" else i // (h // hkv)
+                                      for i in range(h)])
+                k, v = k[:, kv_of], v[:, kv_of]
+            kf = performer_features(k, w, mistake)
+        qf = performer_features(q, w, mistake)
+        if self.form == "linear":
+            return performer_linear(qf, kf, v, causal, mistake)
+        return performer_dense(qf, kf, v, causal, mistake)
 
     def scores(self, q, k):
         """The score kind: [B,H,Sq,dk] x [B,H,Sk,dk] -> [B,H,Sq,Sk]."""
@@ -1156,7 +1518,11 @@ class FormulaModel(nn.Module):
     window is computed, "dense" (the rule's [q, k] mask on the scores, -inf
     where not allowed) or "banded" (each query row gathers only its keys);
     and Linformer, "dense" (K' = E_n K, V' = F_n V, then attention) or
-    "factored" ((q K^T) E_n^T and (P F_n) V).  Padding masks (section 8:
+    "factored" ((q K^T) E_n^T and (P F_n) V); Performer, "dense" (the
+    [q, k] matrix phi(Q) phi(K)^T, rows normalised) or "linear" (the
+    summaries phi(K)^T V, phi(K)^T 1, or their running sums); block_sparse,
+    "dense" (the rule's mask) or "blocks" (each query block gathers its key
+    blocks).  Padding masks (section 8:
     `mask`, or `src_mask` / `tgt_mask`, optional inputs): mask_form "keys"
     (padded keys left out: padded_keys_attention, or masked in the rows of
     the banded form) or "additive" (additive_padding_mask on the scores);
@@ -1428,8 +1794,8 @@ class TorchSingleStack(nn.TransformerEncoder, _TorchEmbedMixin):
 
     def __init__(self, cfg):
         cfg = as_config(cfg)
-        if cfg.linformer:
-            raise ConfigError("nn.Transformer does not express linformer attention")
+        if cfg.linformer or cfg.performer or cfg.block_sparse:
+            raise ConfigError("nn.Transformer does not express %s attention" % cfg.attention_kind)
         norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.final_norm else None
         super().__init__(_encoder_layer(cfg), cfg.num_layers, norm=norm, enable_nested_tensor=False)
         self.cfg = cfg
@@ -1450,8 +1816,8 @@ class TorchEncoderDecoder(nn.Transformer, _TorchEmbedMixin):
 
     def __init__(self, cfg, shared_embeddings=False):
         cfg = as_config(cfg)
-        if cfg.linformer:
-            raise ConfigError("nn.Transformer does not express linformer attention")
+        if cfg.linformer or cfg.performer or cfg.block_sparse:
+            raise ConfigError("nn.Transformer does not express %s attention" % cfg.attention_kind)
         enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.final_norm else None
         dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.final_norm else None
         encoder = nn.TransformerEncoder(_encoder_layer(cfg), cfg.num_encoder_layers, norm=enc_norm,
@@ -1754,9 +2120,9 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
         cfg = as_config(cfg)
         if mistake is not None and mistake not in HF_MISTAKES:
             raise ValueError(mistake)
-        if cfg.linformer:
-            raise ConfigError("(c) does not express linformer attention (its second form is (b) "
-                              "factored)")
+        if cfg.linformer or cfg.performer or cfg.block_sparse:
+            raise ConfigError("(c) does not express %s attention (its second form is (b) %s)"
+                              % (cfg.attention_kind, cfg.second_form()))
         self.cfg = cfg
         self.shared_embeddings = shared_embeddings
         self.mistake = mistake
@@ -1936,8 +2302,11 @@ def build_torch_model(cfg, shared_embeddings=False, masked=False):
     uses section 11's keys; for another sliding-window model, (b) with the
     window's banded form (each query row gathers its keys) instead of the
     dense mask; for a linformer model, (b) in the factored form ((q K^T)
-    E_n^T, (P F_n) V) instead of projecting K and V; None otherwise ((b)
-    alone).  `masked` (inputs with padding masks, section 8): (a) and (c)
+    E_n^T, (P F_n) V) instead of projecting K and V; for a performer
+    model, (b) in the linear form (phi(K)^T V and phi(K)^T 1, the running
+    sums when causal) instead of the [q, k] matrix; for a block_sparse one
+    (the self-test's), (b) gathering each query block's key blocks; None
+    otherwise ((b) alone).  `masked` (inputs with padding masks, section 8): (a) and (c)
     take the masks as PyTorch's key_padding_mask / Hugging Face's additive
     mask, the banded form masks the padded keys in its rows, and a model
     that none of those is for gets (b) with the dense additive mask
@@ -1948,7 +2317,7 @@ def build_torch_model(cfg, shared_embeddings=False, masked=False):
         return build_formula_model(cfg, shared_embeddings, mask_form="additive")
     if form == "hf":
         return build_hf_model(cfg, shared_embeddings)
-    if form in ("banded", "factored"):
+    if form in ("banded", "factored", "linear", "blocks"):
         return build_formula_model(cfg, shared_embeddings, attention_form=form)
     if form is None:
         return None
@@ -1971,6 +2340,12 @@ def make_weights(cfg, seed, shared_embeddings=False, perturb=True):
     [k, max_seq_len]: like a Linear of fan_in max_seq_len,
     U(+-1/sqrt(max_seq_len)), so a projected row E_n K is about 0.5 |K| at
     n near max_seq_len (the self-test checks that E and F each matter).
+    Performer's features [h, M, dk]: N(0, 1), the Gaussian draws of FAVOR+
+    (its unbiased estimate of the softmax kernel needs W_h ~ N(0, I)); the
+    cases' q / dk^(1/4) are of norm about 1, so exp stays far from
+    overflow.  block_sparse's block_pattern [rows, R] (int32): key-block
+    ids uniform in -1 .. rows, so some are outside [0, block count) and
+    ignored (-1 always; rows and more at run time for a shorter input).
     """
     cfg = as_config(cfg)
     g = torch.Generator().manual_seed(int(seed))
@@ -1997,6 +2372,11 @@ def make_weights(cfg, seed, shared_embeddings=False, perturb=True):
             t = normal(shape)
         elif leaf in ("proj_e", "proj_f"):
             t = uniform(shape, 1.0 / math.sqrt(shape[1]))
+        elif leaf == "features":
+            t = normal(shape, 1.0)
+        elif leaf == "block_pattern":
+            out[name] = torch.randint(-1, shape[0] + 1, shape, generator=g, dtype=torch.int32)
+            continue
         elif ".score." in name:
             if leaf == "v":
                 t = uniform(shape, 2.0 / math.sqrt(shape[-1]))
@@ -2020,7 +2400,8 @@ def load_weights(model, weights):
     sd = {}
     for k, v in weights.items():
         t = torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else torch.as_tensor(v)
-        sd[k] = t.to(dtype)
+        # Integer tensors (block_pattern) stay integers.
+        sd[k] = t.to(dtype) if t.is_floating_point() else t.long()
     missing, unexpected = model.load_state_dict(sd, strict=False)
     if missing or unexpected:
         raise KeyError("weights do not match the model: missing %s, unexpected %s"
@@ -2153,9 +2534,14 @@ def _naive_attention(attn, x, mem, causal, rope, key_mask=None):
     """Per-element loops over batch, head, i, j in float64: a third
     formulation of FormulaAttention for the self-test (a sliding window as
     the contract words it, per (i, j); Linformer's rows K'_r = sum_j
-    E[r, j] k_j and V'_r = sum_j F[r, j] v_j for j < n, after rope; a
-    padding mask key_mask [B, Sk] (True = real): key j of batch row b is
-    not attended where it is False, and a row with no key left is 0)."""
+    E[r, j] k_j and V'_r = sum_j F[r, j] v_j for j < n, after rope;
+    Performer per query i: phi vectors exp(W_h x' - x'.x' / 2) / sqrt(M)
+    of each x' = q_i / dk^(1/4) and k_j / dk^(1/4) (W_h the query head's,
+    k_j its kv head's), a_j = phi(q_i) . phi(k_j) for j <= i when causal,
+    out = sum_j a_j v_j / sum_j a_j; block_sparse per (i, j) from the
+    block numbers i // B and j // B and the pattern's row; a padding mask
+    key_mask [B, Sk] (True = real): key j of batch row b is not attended
+    where it is False, and a row with no key left is 0)."""
     kv = x if mem is None else mem
     b, sq, d = x.shape
     sk = kv.shape[1]
@@ -2198,6 +2584,21 @@ def _naive_attention(attn, x, mem, causal, rope, key_mask=None):
                 E, Fp = attn.proj_e.double(), attn.proj_f.double()
                 ks = [sum(E[r, j] * ks[j] for j in range(sk)) for r in range(E.shape[0])]
                 vs = [sum(Fp[r, j] * vs[j] for j in range(sk)) for r in range(Fp.shape[0])]
+            if getattr(attn, "performer_m", None) is not None:
+                assert mem is None and key_mask is None, "performer: self-attention, no mask"
+                Wf = attn.features[hh].double()
+                M = Wf.shape[0]
+
+                def phi(vec):
+                    xs = vec / dk ** 0.25
+                    return torch.exp(Wf @ xs - float(xs @ xs) / 2.0) / math.sqrt(M)
+                pq, pk = [phi(q) for q in qs], [phi(k) for k in ks]
+                for i in range(sq):
+                    a = [float(pq[i] @ pk[j]) for j in range(sk) if not (causal and j > i)]
+                    out[bb, i, rows] = sum(a[j] * vs[j] for j in range(len(a))) / sum(a)
+                continue
+            pattern = getattr(attn, "block_pattern", None)
+            blk = getattr(attn, "block", None)
             nk = len(ks)
             for i in range(sq):
                 scores = []
@@ -2220,6 +2621,12 @@ def _naive_attention(attn, x, mem, causal, rope, key_mask=None):
                     win, glob = attn.window, attn.global_tokens
                     if win is not None and not (abs(i - j) <= win or i < glob or j < glob):
                         s = -math.inf
+                    if blk is not None:
+                        qb, kb, nb = i // blk, j // blk, -(-sk // blk)
+                        rand = [] if pattern is None else [int(r) for r in pattern[qb] if 0 <= int(r) < nb]
+                        if not (abs(qb - kb) <= attn.window_blocks or qb < attn.global_blocks
+                                or kb < attn.global_blocks or kb in rand):
+                            s = -math.inf
                     if key_mask is not None and not bool(key_mask[bb, j]):
                         s = -math.inf
                     scores.append(s)
@@ -2546,12 +2953,16 @@ def self_test(verbose=False, extra_descs=(), mask_cases=()):
 
     # 3. The attention function against per-element loops (all score kinds).
     def check_attention(label, desc, cross, causal, rope_style, seq=5):
-        cfg = Config(dict(architecture="encoder", d_ff=8, num_layers=1, max_seq_len=16, **desc))
+        cfg = Config(dict(architecture="encoder", d_ff=8, num_layers=1, max_seq_len=16, **desc),
+                     allow_block_sparse=True)
         d, h = cfg.d_model, cfg.num_heads
         attn = FormulaAttention(cfg).double()
         with torch.no_grad():
             for p in attn.parameters():
                 p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 0.5)
+            if getattr(attn, "block_pattern", None) is not None:
+                rows = attn.block_pattern.shape[0]
+                attn.block_pattern.copy_(torch.randint(-1, rows + 1, attn.block_pattern.shape, generator=gen))
         xq = torch.randn(2, seq, d, generator=gen, dtype=torch.float64)
         mem = torch.randn(2, 3, d, generator=gen, dtype=torch.float64) if cross else None
         rope = None
@@ -2564,10 +2975,11 @@ def self_test(verbose=False, extra_descs=(), mask_cases=()):
             banded = FormulaAttention(cfg, form="banded").double()
             banded.load_state_dict(attn.state_dict())
             forms = [(" dense", attn), (" banded", banded)]
-        if cfg.linformer:        # the factored form too, on the same parameters
-            factored = FormulaAttention(cfg, form="factored").double()
-            factored.load_state_dict(attn.state_dict())
-            forms = [(" dense", attn), (" factored", factored)]
+        for kind, second in (("linformer", "factored"), ("performer", "linear"), ("block_sparse", "blocks")):
+            if cfg.attention_kind == kind:   # the second form too, on the same parameters
+                other = FormulaAttention(cfg, form=second).double()
+                other.load_state_dict(attn.state_dict())
+                forms = [(" dense", attn), (" " + second, other)]
         for form, a in forms:
             with torch.no_grad():
                 got = a(xq, mem=mem, causal=causal, rope=rope[:3] if rope else None)
@@ -2664,9 +3076,9 @@ def self_test(verbose=False, extra_descs=(), mask_cases=()):
     # 6. Whole models: (b) vs (a) (vs (c) for section 11's keys), names
     #    against the contract's tables.
     # (Linformer cases are section 9's: their sequences stay within
-    # max_seq_len, the columns of E and F.)
+    # max_seq_len, the columns of E and F; performer cases section 11's.)
     descs = (list(_desc_variants()) + _section11_variants()
-             + [d for d in extra_descs if not Config(d).linformer])
+             + [d for d in extra_descs if not (Config(d).linformer or Config(d).performer)])
     for idx, desc in enumerate(descs):
         shared_opts = (False, True) if (desc["architecture"] == "encoder_decoder" and "vocab_size" in desc) else (False,)
         for shared in shared_opts:
@@ -2770,6 +3182,20 @@ def self_test(verbose=False, extra_descs=(), mask_cases=()):
     #     changing nothing, an all-ones mask as no mask, planted mistakes.
     _mask_self_test(check, check_differs, gen, mask_cases)
 
+    # 11. Performer (section 7): the key's good and bad values, the weight
+    #     listing, the mask refused, phi against the softmax kernel it
+    #     estimates and many features against softmax attention, the dense
+    #     and linear forms against the per-element loop and each other,
+    #     whole models, causality, planted mistakes.
+    _performer_self_test(check, check_differs, gen, extra_descs, check_attention)
+
+    # 12. Block-sparse attention (section 7; no case yet): the key, the
+    #     listing, the rule's two forms against each other and the contract's
+    #     words, the attention against the per-element loop (with padding
+    #     masks too), whole models in every form, the kinds it reduces to,
+    #     planted mistakes.
+    _block_sparse_self_test(check, check_differs, gen, check_attention)
+
     print("reference self-test: %d checks, worst normalised diff %.3g (bound 1e-5), %d failed"
           % (n_checks, worst, len(failures)))
     return not failures
@@ -2782,8 +3208,9 @@ def _short(desc):
     out = ["%s=%s" % (k, desc[k]) for k in keys if k in desc]
     a = desc.get("attention")
     if isinstance(a, dict):
-        out.append("attention=%s" % ":".join(str(a[k]) for k in ("kind", "window", "global_tokens", "k")
-                                             if k in a))
+        keys = ("kind", "window", "global_tokens", "k", "features", "block", "window_blocks", "global_blocks",
+                "random_blocks")
+        out.append("attention=%s" % ":".join(str(a[k]) for k in keys if k in a))
     return ",".join(out)
 
 
@@ -2847,7 +3274,7 @@ def _window_self_test(check, check_differs, gen, extra_descs):
                 _window(-1), _window(2, -1), _window(True), _window(2.0), _window(2, 1.5), _window("2"),
                 dict(_window(2), block=4), {"kind": "full", "window": 2}, {"kind": "full", "extra": 1},
                 {"kind": "block_sparse", "block": 4}, {"kind": "linformer", "window": 4},
-                {"kind": "performer", "features": 8}):
+                {"kind": "performer"}):
         try:
             Config(dict(base, attention=att))
             refused.append(False)
@@ -3367,6 +3794,616 @@ def _linformer_self_test(check, check_differs, gen, extra_descs, check_attention
 
 
 # ---------------------------------------------------------------------------
+# Self-test of Performer (FAVOR+, contract section 7).
+# ---------------------------------------------------------------------------
+
+def _performer(m):
+    return dict(kind="performer", features=m)
+
+
+def _performer_variants():
+    """Performer models for the self-test: every architecture, causal and
+    not (the encoder's too; an encoder_decoder's encoder never), M 1,
+    below, equal to and above dk, 64, rope half and interleaved, learned
+    and no positions, both norms, ids with a tied and an untied LM head and
+    float inputs, 1 to 3 layers (each its own W), grouped-query heads and
+    the other section 11 keys, dk 4, 10 and 16."""
+    base = dict(d_model=32, num_heads=4, d_ff=48, max_seq_len=16)
+    llama = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu",
+                 ffn_gated=True, bias=False, num_kv_heads=2)
+    return [
+        dict(base, architecture="encoder", num_layers=2, attention=_performer(16)),
+        dict(base, architecture="encoder", num_layers=2, causal=True, norm="pre", positional="learned",
+             vocab_size=29, tie_embeddings=False, attention=_performer(4)),
+        dict(base, architecture="encoder", num_layers=2, attention=_performer(1)),
+        dict(base, architecture="encoder", num_layers=2, norm="pre", positional="rope", vocab_size=29,
+             attention=_performer(64)),
+        dict(base, architecture="encoder", num_layers=1, positional="rope", rope_style="interleaved",
+             activation="gelu", attention=_performer(8)),
+        dict(base, architecture="decoder", num_layers=2, norm="pre", positional="rope", vocab_size=29,
+             attention=_performer(8)),
+        dict(base, architecture="decoder", num_layers=2, causal=False, positional="learned", vocab_size=29,
+             attention=_performer(5)),
+        dict(base, architecture="decoder", num_layers=3, activation="gelu_tanh", attention=_performer(20)),
+        dict(base, architecture="decoder", num_layers=2, vocab_size=29, attention=_performer(6), **llama),
+        dict(base, architecture="decoder", num_layers=1, vocab_size=29, attention=_performer(1)),
+        dict(base, architecture="encoder_decoder", num_layers=2, vocab_size=29, attention=_performer(8)),
+        dict(base, architecture="encoder_decoder", num_encoder_layers=1, num_decoder_layers=2, norm="pre",
+             positional="rope", attention=_performer(3)),
+        dict(base, architecture="encoder_decoder", num_layers=1, causal=False, attention=_performer(8),
+             **dict(llama, positional="sinusoidal", num_kv_heads=1)),
+        dict(base, architecture="encoder", num_layers=2, d_model=30, num_heads=3, d_ff=50,
+             attention=_performer(7)),
+        dict(base, architecture="decoder", num_layers=2, d_model=64, positional="none", vocab_size=29,
+             lm_head=False, attention=_performer(64)),
+        dict(base, architecture="encoder", num_layers=2, d_model=16, positional="rope",
+             attention=_performer(12)),
+    ]
+
+
+def _performer_self_test(check, check_differs, gen, extra_descs, check_attention):
+    """Section 11 of the self-test: Performer attention."""
+    def passes(what, ok):
+        check(what, 0.0 if ok else 1.0, 0.5)
+
+    # The key: good values parse (causal too); a missing or bad features,
+    # another kind's key or a score other than scaled_dot is a ConfigError
+    # naming the problem.
+    base = dict(architecture="encoder", d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=8)
+    parsed = []
+    for desc, want in ((dict(base, attention=_performer(4)), 4), (dict(base, attention=_performer(1)), 1),
+                       (dict(base, attention=_performer(MAX_COUNT)), MAX_COUNT),
+                       (dict(base, architecture="decoder", attention=_performer(3)), 3),
+                       (dict(base, architecture="decoder", causal=False, attention=_performer(3)), 3),
+                       (dict(base, architecture="encoder_decoder", attention=_performer(2)), 2),
+                       (dict(base, causal=True, attention_score="scaled_dot", attention=_performer(2)), 2)):
+        cfg = Config(desc)
+        parsed.append(cfg.performer and cfg.performer_m == want and cfg.linformer_k is None
+                      and cfg.window is None and cfg.second_form() == "linear"
+                      and cfg.causal == desc.get("causal", desc["architecture"] != "encoder"))
+    refused = []
+    for over, needle in (({"attention": {"kind": "performer"}}, "needs"),
+                         ({"attention": _performer(0)}, "'features'"), ({"attention": _performer(-1)}, "'features'"),
+                         ({"attention": _performer(MAX_COUNT + 1)}, "'features'"),
+                         ({"attention": _performer(True)}, "'features'"),
+                         ({"attention": _performer(8.0)}, "'features'"),
+                         ({"attention": _performer(2.5)}, "'features'"),
+                         ({"attention": _performer("8")}, "'features'"),
+                         ({"attention": _performer(None)}, "'features'"),
+                         ({"attention": _performer([8])}, "'features'"),
+                         ({"attention": dict(_performer(8), k=4)}, "linformer"),
+                         ({"attention": dict(_performer(8), window=2)}, "sliding_window"),
+                         ({"attention": dict(_performer(8), block=4)}, "block_sparse"),
+                         ({"attention": dict(_performer(8), feature=8)}, "feature"),
+                         ({"attention": {"kind": "linformer", "k": 4, "features": 8}}, "performer"),
+                         ({"attention": {"kind": "full", "features": 8}}, "performer"),
+                         ({"attention_score": "dot", "attention": _performer(4)}, "scaled_dot"),
+                         ({"attention_score": "bilinear", "attention": _performer(4)}, "scaled_dot"),
+                         ({"attention_score": "additive", "attention": _performer(4)}, "scaled_dot"),
+                         ({"architecture": "decoder", "attention_score": "dot", "attention": _performer(4)},
+                          "performer")):
+        try:
+            Config(dict(base, **over))
+            refused.append(False)
+        except ConfigError as e:
+            refused.append(needle in str(e))
+    check("performer key: %d of %d good values parse, %d of %d bad ones refused naming the problem"
+          % (sum(parsed), len(parsed), sum(refused), len(refused)),
+          float(len(parsed) - sum(parsed) + len(refused) - sum(refused)), 0.5)
+
+    # The listing: features [num_heads, M, dk] in every self-attention of
+    # every stack (per query head with grouped-query attention), none in
+    # cross-attention, the rest as without the kind.
+    desc = dict(architecture="encoder_decoder", d_model=16, num_heads=4, num_kv_heads=2, d_ff=8,
+                num_encoder_layers=2, num_decoder_layers=1, max_seq_len=12, vocab_size=11)
+    got = expected_weights(Config(dict(desc, attention=_performer(5))))
+    want = dict(expected_weights(Config(desc)), **{p + "self_attn.features": (4, 5, 4) for p in
+                                                 ("encoder.layers.0.", "encoder.layers.1.", "decoder.layers.0.")})
+    single = expected_weights(Config(dict(base, num_layers=2, attention=_performer(3))))
+    single_want = dict(expected_weights(Config(dict(base, num_layers=2))),
+                       **{"layers.%d.self_attn.features" % i: (2, 3, 8) for i in range(2)})
+    off = len(set(got.items()) ^ set(want.items())) + len(set(single.items()) ^ set(single_want.items()))
+    check("performer weights: features [num_heads, M, dk] per self-attention (%d names off)" % off, float(off), 0.5)
+
+    # A mask input is refused, by mask_problems and by the model, naming it.
+    cfg = Config(dict(base, attention=_performer(4)))
+    inputs = dict(input=np.zeros((2, 5, 16), np.float32), mask=np.ones((2, 5), np.int64))
+    found = mask_problems(cfg, inputs)
+    try:
+        run_model(build_formula_model(cfg), cfg, inputs)
+        model_refuses = False
+    except MaskError as e:
+        model_refuses = "'mask'" in str(e) and "performer" in str(e)
+    passes("performer: a mask input is refused naming it (%s)" % (found[0][1] if found else "accepted"),
+           bool(found) and "'mask'" in found[0][1] and "performer" in found[0][1] and model_refuses)
+
+    # phi against the softmax kernel it estimates: with M = 100000 Gaussian
+    # features, phi(q / dk^(1/4)) . phi(k / dk^(1/4)) is within 3% of
+    # exp(q . k / sqrt(dk)) (measured: 1.4%); each planted mistake in phi
+    # is 20% or more off (measured: 36% to 330%).
+    # (Monte Carlo estimates: their own generator, so that other checks'
+    # draws do not move them.)
+    mc = torch.Generator().manual_seed(17)
+    dk = 8
+    q = torch.randn(1, 1, 6, dk, generator=mc, dtype=torch.float64) * 0.5
+    k = torch.randn(1, 1, 7, dk, generator=mc, dtype=torch.float64) * 0.5
+    w = torch.randn(1, 100000, dk, generator=mc, dtype=torch.float64)
+    kernel = torch.exp(q[0, 0] @ k[0, 0].T / math.sqrt(dk))
+    for mistake in (None, "no_scale", "sqrt_dk_scale", "no_norm", "norm_unscaled"):
+        est = performer_features(q, w, mistake)[0, 0] @ performer_features(k, w, mistake)[0, 0].T
+        rel = ((est - kernel).abs() / kernel).max().item()
+        if mistake is None:
+            passes("performer: phi . phi within 3%% of exp(q.k / sqrt(dk)), M 100000 (%.3g)" % rel, rel < 0.03)
+        else:
+            passes("performer: phi with %s is 20%% or more off the softmax kernel (%.3g)" % (mistake, rel),
+                   rel > 0.2)
+
+    # The attention with M = 20000 against full softmax attention (float64,
+    # small q and k so that the estimate's variance is small): within 1.5%
+    # of max(1, max|out|) (measured: 0.3% to 0.6%), causal or not, both
+    # forms; the phi mistakes 3% or more off (measured: 4.5% to 23%).
+    desc = dict(architecture="encoder", d_model=32, num_heads=4, d_ff=8, num_layers=1, max_seq_len=16)
+    full = FormulaAttention(Config(desc)).double()
+    with torch.no_grad():
+        for p in full.parameters():
+            p.copy_(torch.randn(p.shape, generator=mc, dtype=torch.float64) * 0.3)
+        full.in_proj_weight[:64] *= 1.0 / 6.0     # Q and K rows: std 0.05
+    x = torch.randn(2, 9, 32, generator=mc, dtype=torch.float64)
+    sd = dict(full.state_dict(), features=torch.randn(4, 20000, 8, generator=mc, dtype=torch.float64))
+    approx = {f: FormulaAttention(Config(dict(desc, attention=_performer(20000))), form=f).double()
+              for f in ("dense", "linear")}
+    for causal in (False, True):
+        with torch.no_grad():
+            want = full(x, causal=causal)
+            sc = max(1.0, want.abs().max().item())
+            for f, a in approx.items():
+                a.load_state_dict(sd)
+                for mistake in ((None, "no_scale", "sqrt_dk_scale", "no_norm", "norm_unscaled")
+                                if f == "linear" else (None,)):
+                    a.performer_mistake = mistake
+                    err = _max_diff(a(x, causal=causal), want) / sc
+                    if mistake is None:
+                        passes("performer M 20000 approximates softmax attention, causal=%s %s (%.3g)"
+                               % (causal, f, err), err < 0.015)
+                    else:
+                        passes("performer M 20000 with %s is off softmax attention, causal=%s (%.3g)"
+                               % (mistake, causal, err), err > 0.03)
+                a.performer_mistake = None
+
+    # The attention function, both forms, against the per-element float64
+    # loop: M 1, below, equal to and above dk, 64; seq 1, 5, 9, 16 (of
+    # max_seq_len 16); causal or not; rope styles; grouped-query heads;
+    # no biases.
+    for n, (m, seq, causal) in enumerate(itertools.product((1, 3, 8, 20, 64), (1, 5, 9, 16), (False, True))):
+        d, h = ((16, 2), (12, 3))[n % 2]
+        desc = dict(d_model=d, num_heads=h, attention_score="scaled_dot", attention=_performer(m))
+        extra = ""
+        if n % 4 == 1:
+            desc.update(d_model=16, num_heads=4, num_kv_heads=2)
+            extra = " kv_heads=2"
+        elif n % 4 == 3:
+            desc.update(d_model=12, num_heads=3, num_kv_heads=1, bias=False)
+            extra = " kv_heads=1 bias=False"
+        check_attention("performer M=%d seq=%d%s" % (m, seq, extra), desc, False, causal,
+                        (None, "half", "interleaved")[n % 3], seq=seq)
+
+    # Whole models: (b) dense against (b) linear in float32 (1e-5) and in
+    # float64 (1e-10), batched and not, n below max_seq_len and equal to
+    # it, and n = 1; the kind matters (vs full attention), W matters (W
+    # halved), each layer its own W (two swapped); causal: a change of the
+    # last token leaves every earlier row as it was, and not causal it
+    # moves the first row.
+    descs = _performer_variants() + [d for d in extra_descs if Config(d).performer]
+    for idx, desc in enumerate(descs):
+        cfg = Config(desc)
+        shared = cfg.is_encdec and cfg.tokens and idx % 2 == 1
+        label = "performer model %d %s%s" % (idx, _short(desc), " shared" if shared else "")
+        exp = expected_weights(cfg, shared)
+        names_ok = all({k: tuple(v.shape) for k, v in build_formula_model(cfg, shared, f).state_dict().items()}
+                       == exp for f in ("dense", "linear"))
+        check("%s: (b) names == the contract's listing, both forms" % label, 0.0 if names_ok else 1.0, 0.5)
+        weights = make_weights(cfg, seed=1700 + idx, shared_embeddings=shared)
+        dense = load_weights(build_formula_model(cfg, shared), weights)
+        linear = load_weights(build_torch_model(cfg, shared), weights)
+        dense64 = load_weights(build_formula_model(cfg, shared).double(), weights)
+        linear64 = load_weights(build_formula_model(cfg, shared, "linear").double(), weights)
+        full_w = {k: v for k, v in weights.items() if not k.endswith("self_attn.features")}
+        full = load_weights(build_formula_model(dict(desc, attention={"kind": "full"}), shared), full_w)
+        N = cfg.max_seq_len
+        for batch, seqs in ((2, (min(11, N), min(9, N))), (0, (N, N - 3)), (1, (1, 1))):
+            seqs = seqs if cfg.is_encdec else seqs[:1]
+            inputs = _random_inputs(cfg, gen, batch, seqs)
+            tag = "%s batch=%d seq=%s" % (label, batch, "/".join(map(str, seqs)))
+            with torch.no_grad():
+                yd, yl = dense(**inputs), linear(**inputs)
+                sc = yd.abs().max().item()
+                want_shape = ((batch,) if batch else ()) + (seqs[-1], cfg.out_dim)
+                check("%s: output shape %s" % (tag, tuple(yd.shape)),
+                      0.0 if tuple(yd.shape) == want_shape == tuple(yl.shape) else 1.0, 0.5)
+                check("%s dense vs linear" % tag, _max_diff(yd, yl), scale=sc)
+                in64 = {k: (v if cfg.tokens else v.double()) for k, v in inputs.items()}
+                y64 = dense64(**in64)
+                check("%s dense vs linear, float64" % tag, _max_diff(y64, linear64(**in64)), 1e-10,
+                      scale=y64.abs().max().item())
+                if batch != 2:
+                    continue
+                check_differs("%s: performer matters (vs full attention)" % tag, _max_diff(full(**inputs), yd))
+                w2 = {k: (v * 0.5 if k.endswith("self_attn.features") else v) for k, v in weights.items()}
+                check_differs("%s: W matters (halved)" % tag,
+                              _max_diff(load_weights(build_formula_model(cfg, shared), w2)(**inputs), yd))
+                names = [k for k in weights if k.endswith("self_attn.features")]
+                if len(names) >= 2:
+                    w2 = dict(weights, **{names[0]: weights[names[1]], names[1]: weights[names[0]]})
+                    check_differs("%s: each layer its own W (two swapped)" % tag,
+                                  _max_diff(load_weights(build_formula_model(cfg, shared), w2)(**inputs), yd))
+                # The last token changed (tgt's in an encoder_decoder).
+                which = cfg.input_names[-1]
+                other = _random_inputs(cfg, gen, batch, seqs)[which]
+                moved = dict(inputs)
+                moved[which] = inputs[which].clone()
+                moved[which][:, -1] = other[:, -1]
+                for f, m in (("dense", dense), ("linear", linear)):
+                    ym = m(**moved)
+                    if cfg.causal:
+                        check("%s: causal, the last token changed leaves the earlier rows (%s)" % (tag, f),
+                              _max_diff(ym[:, :-1], yd[:, :-1]), 1e-6, scale=sc)
+                    elif seqs[-1] > 1:
+                        check_differs("%s: not causal, the last token changed moves row 0 (%s)" % (tag, f),
+                                      _max_diff(ym[:, :1], yd[:, :1]))
+
+    # Planted mistakes must show, in both forms: q and k not divided by
+    # dk^(1/4) or by sqrt(dk), no -|x|^2/2 or that of the unscaled x, W_0
+    # for every head; causal: the sums one key late, no causal rule;
+    # grouped-query: kv head h % kv, phi(K) with the kv head's W.
+    llama = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu",
+                 ffn_gated=True, bias=False, num_kv_heads=2)
+    for desc in (dict(architecture="encoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+                      attention=_performer(16)),
+                 dict(architecture="decoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+                      vocab_size=29, attention=_performer(8), **llama),
+                 dict(architecture="encoder_decoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16,
+                      num_layers=1, vocab_size=29, positional="learned", attention=_performer(6))):
+        cfg = Config(desc)
+        w = make_weights(cfg, seed=1800)
+        for batch in (2, 0):
+            inputs = _random_inputs(cfg, gen, batch, (12, 9) if cfg.is_encdec else (12,))
+            with torch.no_grad():
+                want = load_weights(build_formula_model(cfg), w)(**inputs)
+                for form in ("dense", "linear"):
+                    for mistake in PERFORMER_MISTAKES:
+                        if mistake in ("causal_next", "not_causal") and not cfg.causal:
+                            continue
+                        if mistake.startswith("gqa") and cfg.num_kv_heads == cfg.num_heads:
+                            continue
+                        m = load_weights(build_formula_model(cfg, attention_form=form), w)
+                        for attn in _self_attentions(m):
+                            attn.performer_mistake = mistake
+                        check_differs("performer with %s (%s), %s batch=%d" % (mistake, form, _short(desc), batch),
+                                      _max_diff(m(**inputs), want))
+
+
+# ---------------------------------------------------------------------------
+# Self-test of block-sparse attention (BigBird, contract section 7).  No
+# e2e case yet: Config takes the kind with allow_block_sparse=True only.
+# ---------------------------------------------------------------------------
+
+def _block(b, wb=None, gb=None, r=None):
+    a = dict(kind="block_sparse", block=b)
+    for k, v in (("window_blocks", wb), ("global_blocks", gb), ("random_blocks", r)):
+        if v is not None:
+            a[k] = v
+    return a
+
+
+def _bs_config(desc):
+    return Config(desc, allow_block_sparse=True)
+
+
+def _block_sparse_variants():
+    """Block-sparse models for the self-test, each with its padding masks
+    ({} for none): every architecture, causal and not, blocks of 1, 2, 3,
+    4 and 16 (one block: full attention) with a partial last block,
+    window_blocks 0 to 2, global_blocks 0 to 2, random blocks 0 to 3, every
+    score kind, rope, grouped-query heads and the other section 11 keys."""
+    base = dict(d_model=32, num_heads=4, d_ff=48, max_seq_len=16)
+    llama = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu",
+                 ffn_gated=True, bias=False, num_kv_heads=2)
+    return [
+        (dict(base, architecture="encoder", num_layers=2, attention=_block(2)), {}),
+        (dict(base, architecture="encoder", num_layers=2, attention=_block(3, 0, 0, 2)), {"mask": "holes"}),
+        (dict(base, architecture="encoder", num_layers=2, norm="pre", positional="rope", vocab_size=29,
+              attention_score="bilinear", attention=_block(4, 1, 1, 1)), {"mask": "mixed"}),
+        (dict(base, architecture="decoder", num_layers=2, vocab_size=29, attention=_block(2, 1, 1, 2)),
+         {"mask": "left"}),
+        (dict(base, architecture="decoder", num_layers=2, positional="rope", rope_style="interleaved",
+              attention_score="additive", attention=_block(3, 0, 1, 3)), {}),
+        (dict(base, architecture="decoder", num_layers=2, vocab_size=29, attention=_block(2, 0, 0, 1), **llama),
+         {"mask": "left"}),
+        (dict(base, architecture="encoder", num_layers=1, attention_score="dot", attention=_block(1, 2, 2, 2)),
+         {"mask": "right"}),
+        (dict(base, architecture="encoder", num_layers=2, attention=_block(16, 0, 0)), {}),
+        (dict(base, architecture="encoder_decoder", num_layers=1, vocab_size=29, attention=_block(2, 1, 0, 2)),
+         {"src_mask": "mixed", "tgt_mask": "holes"}),
+        (dict(base, architecture="encoder_decoder", num_encoder_layers=2, num_decoder_layers=1, norm="pre",
+              positional="learned", attention=_block(3, 2, 1)), {}),
+        (dict(base, architecture="encoder", num_layers=2, d_model=30, num_heads=3, d_ff=50,
+              attention=_block(4, 0, 1, 2)), {"mask": "left"}),
+    ]
+
+
+def _block_patterns(cfg, weights):
+    """The block_pattern of each self-attention of the output's stack (the
+    decoder's of an encoder_decoder), for attended_rows."""
+    prefix = "decoder.layers." if cfg.is_encdec else "layers."
+    n = cfg.num_decoder_layers if cfg.is_encdec else cfg.num_layers
+    if not cfg.random_blocks:
+        return None
+    return [weights["%s%d.self_attn.block_pattern" % (prefix, i)] for i in range(n)]
+
+
+def _block_sparse_self_test(check, check_differs, gen, check_attention):
+    """Section 12 of the self-test: block-sparse attention."""
+    def passes(what, ok):
+        check(what, 0.0 if ok else 1.0, 0.5)
+
+    # The key: good values parse with their defaults (window_blocks 1,
+    # global_blocks 1, random_blocks 0); bad ones are a ConfigError naming
+    # the problem; without allow_block_sparse the kind is refused.
+    base = dict(architecture="encoder", d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=8)
+    parsed = []
+    for att, want in ((_block(4), (4, 1, 1, 0)), (_block(3, 0, 0, 2), (3, 0, 0, 2)), (_block(1), (1, 1, 1, 0)),
+                      (_block(MAX_COUNT, MAX_COUNT, 0, 5), (MAX_COUNT, MAX_COUNT, 0, 5)),
+                      (_block(2, None, 3), (2, 1, 3, 0))):
+        for arch in ("encoder", "decoder"):
+            cfg = _bs_config(dict(base, architecture=arch, attention=att))
+            parsed.append(cfg.block_sparse and (cfg.block, cfg.window_blocks, cfg.global_blocks,
+                                                cfg.random_blocks) == want and cfg.window is None
+                          and cfg.second_form() == "blocks" and cfg.causal == (arch == "decoder"))
+    parsed.append(_bs_config(dict(base, attention_score="additive", attention=_block(2))).block == 2)
+    refused = []
+    for att, needle in (({"kind": "block_sparse"}, "needs"), (_block(0), "'block'"), (_block(-1), "'block'"),
+                        (_block(2.0), "'block'"), (_block(True), "'block'"), (_block("4"), "'block'"),
+                        (_block(None), "'block'"), (_block(MAX_COUNT + 1), "'block'"),
+                        (_block(2, -1), "'window_blocks'"), (_block(2, 1.5), "'window_blocks'"),
+                        (_block(2, 1, "1"), "'global_blocks'"), (_block(2, 1, -1), "'global_blocks'"),
+                        (_block(2, 1, 1, -1), "'random_blocks'"), (_block(2, 1, 1, False), "'random_blocks'"),
+                        (dict(_block(2), window=2), "sliding_window"), (dict(_block(2), features=4), "performer"),
+                        (dict(_block(2), k=4), "linformer"), (dict(_block(2), blocks=2), "blocks"),
+                        ({"kind": "sliding_window", "window": 1, "block": 2}, "block_sparse"),
+                        ({"kind": "full", "random_blocks": 2}, "block_sparse")):
+        try:
+            _bs_config(dict(base, attention=att))
+            refused.append(False)
+        except ConfigError as e:
+            refused.append(needle in str(e))
+    try:
+        Config(dict(base, attention=_block(4)))
+        refused.append(False)
+    except ConfigError as e:
+        refused.append("not supported" in str(e) and "block_sparse" in str(e))
+    check("block_sparse key: %d of %d good values parse, %d of %d bad ones refused naming the problem"
+          % (sum(parsed), len(parsed), sum(refused), len(refused)),
+          float(len(parsed) - sum(parsed) + len(refused) - sum(refused)), 0.5)
+
+    # The listing: block_pattern [ceil(max_seq_len / block), R] in every
+    # self-attention of every stack with R >= 1, none in cross-attention,
+    # none with R = 0.
+    desc = dict(architecture="encoder_decoder", d_model=16, num_heads=2, d_ff=8, num_encoder_layers=2,
+                num_decoder_layers=1, max_seq_len=12, vocab_size=11)
+    got = expected_weights(_bs_config(dict(desc, attention=_block(5, 1, 1, 2))))
+    want = dict(expected_weights(Config(desc)), **{p + "self_attn.block_pattern": (3, 2) for p in
+                                                 ("encoder.layers.0.", "encoder.layers.1.", "decoder.layers.0.")})
+    none = expected_weights(_bs_config(dict(desc, attention=_block(5))))
+    off = (len(set(got.items()) ^ set(want.items()))
+           + len(set(none.items()) ^ set(expected_weights(Config(desc)).items())))
+    check("block_sparse weights: block_pattern [ceil(max_seq_len / block), R] per self-attention, none "
+          "with R = 0 (%d names off)" % off, float(off), 0.5)
+
+    # The rule's two forms agree key for key: the dense matrix
+    # (block_sparse_allowed) and the key positions of the block lists
+    # (block_sparse_key_blocks), causal per token, for ids inside and
+    # outside [0, block count); a partial last block; blocks longer than
+    # the sequence.
+    bad = []
+    for n, b, wb, gb, r, causal in itertools.product((1, 5, 13, 40), (1, 3, 4, 16, 50), (0, 1, 2), (0, 1, 2),
+                                                     (0, 2), (False, True)):
+        rows = n_blocks(48, b)
+        pattern = torch.randint(-2, rows + 2, (rows, r), generator=gen) if r else None
+        allowed = block_sparse_allowed(range(n), range(n), b, wb, gb, pattern, causal)
+        nb = n_blocks(n, b)
+        for i in range(n):
+            keys = [j for kb in block_sparse_key_blocks(i // b, nb, wb, gb, pattern)
+                    for j in range(kb * b, min((kb + 1) * b, n)) if not (causal and j > i)]
+            if keys != allowed[i].nonzero().flatten().tolist():
+                bad.append((n, b, wb, gb, r, causal, i))
+            if not allowed[i, i]:
+                bad.append((n, b, wb, gb, r, causal, i, "no self"))
+    check("block_sparse rule: block lists == dense mask rows, each token attends itself (%d mismatches, "
+          "first %s)" % (len(bad), bad[:1]), float(len(bad)), 0.5)
+    # Spot values, as the contract words them: 7 tokens, blocks of 2 (the
+    # last one token), window_blocks 0, global_blocks 1, block_pattern
+    # rows [3], [-1] (ignored), [0] (block 0, already global), [1].
+    pattern = torch.tensor([[3], [-1], [0], [1]])
+    want = torch.tensor([[1] * 7, [1] * 7, [1, 1, 1, 1, 0, 0, 0], [1, 1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 1, 1, 0],
+                         [1, 1, 0, 0, 1, 1, 0], [1, 1, 1, 1, 0, 0, 1]], dtype=torch.bool)
+    got = block_sparse_allowed(range(7), range(7), 2, 0, 1, pattern)
+    check("block_sparse rule spot values B=2 window_blocks=0 global_blocks=1 R=1",
+          float((got != want).sum()), 0.5)
+    check("block_sparse rule spot values, causal",
+          float((block_sparse_allowed(range(7), range(7), 2, 0, 1, pattern, True) != want.tril()).sum()), 0.5)
+    # An id equal to the run-time block count (3 blocks of 2 for 6 tokens,
+    # 4 rows of max_seq_len 8) is ignored, not read as the next block.
+    got = block_sparse_allowed(range(6), range(6), 2, 0, 0, torch.tensor([[3], [3], [0], [0]]))
+    want = torch.block_diag(*[torch.ones(2, 2, dtype=torch.bool)] * 3)
+    want[4:, :2] = True     # block 2 reads block 0; blocks 0 and 1 read id 3, ignored
+    check("block_sparse rule: an id >= the run-time block count is ignored", float((got != want).sum()), 0.5)
+
+    # The attention function, both forms, against the per-element float64
+    # loop: every score kind, rope style, causal or not, blocks of 2, 3, 4
+    # and 16 (one block), window 0 and 1, global 0 and 1, random 0 to 3,
+    # grouped-query heads.
+    for n, ((b, wb, gb, r), causal, score) in enumerate(
+            (blocks, causal, score) for m, (blocks, causal) in enumerate(itertools.product(
+                ((2, 0, 0, 2), (3, 1, 1, 0), (4, 0, 1, 2), (16, 0, 0, 0), (2, 1, 0, 3)), (False, True)))
+            for score in ("scaled_dot", ("dot", "bilinear", "additive")[m % 3])):
+        d, h = ((12, 3), (16, 2))[n % 2]
+        desc = dict(d_model=d, num_heads=h, attention_score=score, attention=_block(b, wb, gb, r))
+        if n % 5 == 2:
+            desc.update(d_model=16, num_heads=4, num_kv_heads=2)
+        check_attention("block_sparse B=%d wb=%d gb=%d R=%d%s" % (b, wb, gb, r, " kv_heads=2" if "num_kv_heads"
+                                                                  in desc else ""),
+                        desc, False, causal, (None, "half", "interleaved")[n % 3], seq=(9, 13)[n % 2])
+
+    # With a padding mask, every mask form against the loop (on the rows
+    # with a key; the additive form gives the others the mean of every
+    # value row instead of the loop's 0, and must differ there).
+    self_mask = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1], [1, 1, 0, 1, 1, 0, 1, 1, 0, 0, 1]],
+                             dtype=torch.bool)
+    for n, (score, causal, (b, wb, gb, r)) in enumerate(itertools.product(
+            ("scaled_dot", "additive"), (False, True), ((2, 0, 0, 2), (3, 0, 1, 1), (2, 1, 0, 0)))):
+        cfg = _bs_config(dict(architecture="encoder", d_model=16, num_heads=2, d_ff=8, num_layers=1,
+                              max_seq_len=16, attention_score=score, attention=_block(b, wb, gb, r)))
+        forms = {f: FormulaAttention(cfg, mask_form=f).double() for f in MASK_FORMS}
+        forms["blocks"] = FormulaAttention(cfg, form="blocks").double()
+        with torch.no_grad():
+            for p in forms["keys"].parameters():
+                p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 0.5)
+            if r:
+                forms["keys"].block_pattern.copy_(torch.randint(-1, n_blocks(16, b) + 1, (n_blocks(16, b), r),
+                                                                generator=gen))
+        for f in ("additive", "blocks"):
+            forms[f].load_state_dict(forms["keys"].state_dict())
+        x = torch.randn(2, 11, 16, generator=gen, dtype=torch.float64)
+        want = _naive_attention(forms["keys"], x, None, causal, None, key_mask=self_mask)
+        rule = block_sparse_allowed(range(11), range(11), b, wb, gb, forms["keys"].block_pattern, causal)
+        rows = (rule[None] & self_mask[:, None, :]).any(-1)
+        label = "masked block_sparse attention %s causal=%s B=%d wb=%d gb=%d R=%d" % (score, causal, b, wb, gb, r)
+        with torch.no_grad():
+            for f, a in forms.items():
+                got = a(x, causal=causal, key_mask=self_mask)
+                if f == "additive":
+                    check("%s (%s, rows with a key)" % (label, f), _max_diff(got[rows], want[rows]), 1e-10)
+                    if not rows.all():
+                        check_differs("%s: the additive form's rows without a key are not the loop's 0" % label,
+                                      _max_diff(got[~rows], want[~rows]))
+                else:
+                    check("%s (%s)" % (label, f), _max_diff(got, want), 1e-10)
+
+    # Whole models: (b) dense against (b) blocks in float32 (1e-5) and
+    # float64 (1e-12), batched and not, a sequence of max_seq_len; with
+    # padding masks also the additive form, on the rows with a key
+    # (attended_rows with the layers' block patterns); the kind matters
+    # (vs full attention) unless one block or the window covers the
+    # sequence; the random blocks matter (every id -1: ignored).
+    for idx, (desc, pats) in enumerate(_block_sparse_variants()):
+        cfg = _bs_config(desc)
+        shared = cfg.is_encdec and cfg.tokens and idx % 2 == 1
+        label = "block_sparse model %d %s%s%s" % (idx, _short(desc), " shared" if shared else "",
+                                                  " %s" % pats if pats else "")
+        exp = expected_weights(cfg, shared)
+        names_ok = all({k: tuple(v.shape) for k, v in build_formula_model(cfg, shared, f).state_dict().items()}
+                       == exp for f in ("dense", "blocks"))
+        check("%s: (b) names == the contract's listing, both forms" % label, 0.0 if names_ok else 1.0, 0.5)
+        weights = make_weights(cfg, seed=1900 + idx, shared_embeddings=shared)
+        forms = [("dense", build_formula_model(cfg, shared), False),
+                 ("blocks", build_torch_model(cfg, shared), False),
+                 ("additive", build_formula_model(cfg, shared, mask_form="additive"), False),
+                 ("dense", build_formula_model(cfg, shared).double(), True),
+                 ("blocks", build_formula_model(cfg, shared, "blocks").double(), True)]
+        for _, m, _ in forms:
+            load_weights(m, weights)
+        full_w = {k: v for k, v in weights.items() if not k.endswith("block_pattern")}
+        full = load_weights(build_formula_model(dict(desc, attention={"kind": "full"}), shared), full_w)
+        no_random = None
+        if cfg.random_blocks:
+            w2 = {k: (torch.full_like(v, -1) if k.endswith("block_pattern") else v) for k, v in weights.items()}
+            no_random = load_weights(build_formula_model(cfg, shared), w2)
+        N = cfg.max_seq_len
+        for batch, seqs in ((2, (13, 11)), (0, (N, N - 5))):
+            seqs = seqs if cfg.is_encdec else seqs[:1]
+            inputs = _random_inputs(cfg, gen, batch, seqs)
+            for name, p in pats.items():
+                inputs[name] = _mask_rows(p, batch, seqs[cfg.input_names.index(cfg.mask_of[name])])
+            rows = torch.from_numpy(attended_rows(cfg, inputs, _block_patterns(cfg, weights)))
+            tag = "%s batch=%d seq=%s" % (label, batch, "/".join(map(str, seqs)))
+            in64 = {k: (v.double() if (k in cfg.input_names and not cfg.tokens) else v) for k, v in inputs.items()}
+            with torch.no_grad():
+                outs = [(f, m(**(in64 if is64 else inputs)), is64) for f, m, is64 in forms]
+                ref, ref64 = outs[0][1], outs[3][1]
+                sc = ref[rows].abs().max().item()
+                for f, y, is64 in outs[1:]:
+                    if is64:
+                        if f != "dense":
+                            check("%s: dense vs %s, float64" % (tag, f), _max_diff(y[rows], ref64[rows]), 1e-12,
+                                  scale=sc)
+                    elif f != "additive" or pats:
+                        check("%s: dense vs %s" % (tag, f), _max_diff(y[rows], ref[rows]), scale=sc)
+                if batch != 2:
+                    continue
+                nb = n_blocks(max(seqs), cfg.block)
+                covers = nb == 1 or cfg.window_blocks >= nb - 1 or cfg.global_blocks >= nb
+                if not covers:
+                    bare = {k: v for k, v in inputs.items() if k in cfg.input_names}
+                    check_differs("%s: block_sparse matters (vs full attention)" % tag,
+                                  _max_diff(full(**bare)[rows], forms[0][1](**bare)[rows]))
+                if no_random is not None and not covers:
+                    check_differs("%s: the random blocks matter (every id -1 instead)" % tag,
+                                  _max_diff(no_random(**inputs)[rows], ref[rows]))
+
+    # What it reduces to: blocks of 1 token without random blocks are the
+    # sliding window W = window_blocks, G = global_blocks; a window or
+    # global blocks that cover every block, and one block, are full
+    # attention.  Encoder, causal decoder, encoder_decoder; both forms.
+    for arch in ("encoder", "decoder", "encoder_decoder"):
+        base = dict(architecture=arch, d_model=32, num_heads=4, d_ff=48, max_seq_len=16, vocab_size=29,
+                    norm="pre", num_layers=2, positional="rope")
+        seqs = (13, 9) if arch == "encoder_decoder" else (13,)
+        cfg_full = Config(base)
+        w = make_weights(cfg_full, seed=1950)
+        inputs = _random_inputs(cfg_full, gen, 2, seqs)
+        with torch.no_grad():
+            want_full = load_weights(build_formula_model(cfg_full), w)(**inputs)
+            for what, att, other in (("B=1 wb=2 gb=1 R=0 is window W=2 G=1", _block(1, 2, 1), _window(2, 1)),
+                                     ("B=1 wb=0 gb=0 R=0 is window W=0", _block(1, 0, 0), _window(0)),
+                                     ("B=3 wb=5 is full attention", _block(3, 5, 0), None),
+                                     ("B=2 gb=7 is full attention", _block(2, 0, 7), None),
+                                     ("B=16 is full attention", _block(16, 0, 0), None)):
+                want = want_full if other is None else load_weights(
+                    build_formula_model(dict(base, attention=other)), w)(**inputs)
+                cfg = _bs_config(dict(base, attention=att))
+                for form in ("dense", "blocks"):
+                    got = load_weights(build_formula_model(cfg, attention_form=form), w)(**inputs)
+                    check("block_sparse %s, %s (%s)" % (what, arch, form), _max_diff(got, want), 1e-6,
+                          scale=want.abs().max().item())
+
+    # Planted mistakes in the block form must show (each on at least one
+    # of the models: a causal decoder, an encoder, both with a global block,
+    # a window of 1, 2 random blocks, ids -1 and past the block count).
+    worst = {m: 0.0 for m in BLOCK_SPARSE_MISTAKES}
+    for desc in (dict(architecture="decoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+                      vocab_size=29, positional="rope", attention=_block(2, 1, 1, 2)),
+                 dict(architecture="encoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16, num_layers=2,
+                      attention=_block(2, 1, 1, 2))):
+        cfg = _bs_config(desc)
+        w = make_weights(cfg, seed=1990)
+        for k in [k for k in w if k.endswith("block_pattern")]:
+            p = torch.randint(0, 8, (8, 2), generator=gen, dtype=torch.int32)
+            p[2, 0], p[4, 1], p[5, 0] = -1, 8, -2
+            w[k] = p
+        for batch in (2, 0):
+            inputs = _random_inputs(cfg, gen, batch, (13,))
+            with torch.no_grad():
+                want = load_weights(build_formula_model(cfg), w)(**inputs)
+                for mistake in BLOCK_SPARSE_MISTAKES:
+                    m = load_weights(build_formula_model(cfg, attention_form="blocks"), w)
+                    for attn in _self_attentions(m):
+                        attn.block_mistake = mistake
+                    worst[mistake] = max(worst[mistake], _max_diff(m(**inputs), want))
+    for mistake, diff in worst.items():
+        check_differs("block_sparse blocks form with %s" % mistake, diff)
+
+
+# ---------------------------------------------------------------------------
 # Self-test of padding masks (contract section 8).
 # ---------------------------------------------------------------------------
 
@@ -3459,6 +4496,8 @@ def _mask_self_test(check, check_differs, gen, mask_cases):
                      max_seq_len=16, vocab_size=11))
     lin = Config(dict(architecture="encoder", d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=16,
                       attention=_linformer(4)))
+    perf = Config(dict(architecture="decoder", d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=16,
+                       attention=dict(kind="performer", features=4)))
     ids, ones = np.zeros((2, 5), np.int64), np.ones((2, 5), np.int64)
     x16 = np.zeros((2, 5, 16), np.float32)
     good = [(enc, dict(input=ids, mask=ones.astype(dt))) for dt in MASK_DTYPES]
@@ -3484,6 +4523,7 @@ def _mask_self_test(check, check_differs, gen, mask_cases):
            (enc, dict(input=ids, masks=ones), "masks", "unknown"),
            (enc, dict(input=ids, src_mask=ones), "src_mask", "unknown"),
            (lin, dict(input=x16, mask=ones), "mask", "linformer"),
+           (perf, dict(input=x16, mask=ones), "mask", "performer"),
            (ed, dict(src=ids, tgt=ids[:, :3], src_mask=ones[:, :3]), "src_mask", "shape"),
            (ed, dict(src=ids, tgt=ids[:, :3], tgt_mask=ones), "tgt_mask", "shape"),
            (ed, dict(src=ids, tgt=ids[:, :3], tgt_mask=ones[:, :3] * 2), "tgt_mask", "value"),

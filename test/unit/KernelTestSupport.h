@@ -23,6 +23,7 @@
 #include "hwy/highway.h"
 #include "tfm/runtime/kernels/activation-inl.h"
 #include "tfm/runtime/kernels/attention-inl.h"
+#include "tfm/runtime/kernels/features-inl.h"
 #include "tfm/runtime/kernels/gemm-inl.h"
 #include "tfm/runtime/kernels/norm-inl.h"
 #include "tfm/runtime/kernels/transpose-inl.h"
