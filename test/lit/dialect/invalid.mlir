@@ -1320,7 +1320,7 @@ func.func @layer_norm_memref(%x: memref<4x32xf32>, %g: tensor<32xf32>) -> memref
 
 func.func @mha_segment_sizes(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op operand count (5) does not match with the total size (6) specified in attribute 'operandSegmentSizes'}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -1389,7 +1389,7 @@ func.func @cache_type_mismatch() {
 
 func.func @mha_cache_without_position(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op a cache needs a position and a position a cache}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %c) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %c) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -1397,7 +1397,7 @@ func.func @mha_cache_without_position(%x: tensor<?x?x32xf32>, %wi: tensor<96x32x
 
 func.func @mha_read_only_without_cache(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op cache_read_only is set but there is no cache}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -1927,7 +1927,7 @@ func.func @linformer_f_shape(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi
 
 func.func @linformer_e_alone(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %e: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op linformer's projections come together: E and F}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %e) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %e) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -1945,6 +1945,320 @@ func.func @linformer_rows(%x: tensor<1x20x32xf32>, %wi: tensor<96x32xf32>, %bi: 
   // expected-error @+1 {{'tfm.multi_head_attention' op the query's 20 rows exceed linformer's 16 positions}}
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) linformer(%e, %e) : (tensor<1x20x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<1x20x32xf32>
   return %0 : tensor<1x20x32xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.feature_map, tfm.linear_attention (performer)
+//===----------------------------------------------------------------------===//
+
+// tfm.feature_map's custom form names no result type: it is inferred as
+// the op is parsed, and a failure is the one error (no "failed to infer
+// returned types", which the generic form adds below).
+// The input is per-head rows [..., heads, n, dk].
+func.func @feature_map_rank(%x: tensor<?x8xf32>, %w: tensor<4x16x8xf32>) {
+  // expected-error @+1 {{'tfm.feature_map' op input must be [..., heads, n, dk] (rank >= 3), got 'tensor<?x8xf32>'}}
+  %0 = tfm.feature_map %x by %w : tensor<?x8xf32>, tensor<4x16x8xf32>
+  return
+}
+
+// -----
+
+// W is a static [heads, M, dk]: not of rank 2, not dynamic, no M of 0.
+func.func @feature_map_features_rank(%x: tensor<?x4x?x8xf32>, %w: tensor<16x8xf32>) {
+  // expected-error @+1 {{'tfm.feature_map' op features must be a static [heads, M, dk] with no dimension 0, got 'tensor<16x8xf32>'}}
+  %0 = tfm.feature_map %x by %w : tensor<?x4x?x8xf32>, tensor<16x8xf32>
+  return
+}
+
+// -----
+
+func.func @feature_map_features_dynamic(%x: tensor<?x4x?x8xf32>, %w: tensor<4x?x8xf32>) {
+  // expected-error @+1 {{'tfm.feature_map' op features must be a static [heads, M, dk] with no dimension 0, got 'tensor<4x?x8xf32>'}}
+  %0 = tfm.feature_map %x by %w : tensor<?x4x?x8xf32>, tensor<4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @feature_map_no_features(%x: tensor<?x4x?x8xf32>, %w: tensor<4x0x8xf32>) {
+  // expected-error @+1 {{'tfm.feature_map' op features must be a static [heads, M, dk] with no dimension 0, got 'tensor<4x0x8xf32>'}}
+  %0 = tfm.feature_map %x by %w : tensor<?x4x?x8xf32>, tensor<4x0x8xf32>
+  return
+}
+
+// -----
+
+// W_h's rows have the input rows' dk features.
+func.func @feature_map_dk(%x: tensor<?x4x?x8xf32>, %w: tensor<4x16x4xf32>) {
+  // expected-error @+1 {{'tfm.feature_map' op the input's rows have 8 features, W_h's rows 4}}
+  %0 = tfm.feature_map %x by %w : tensor<?x4x?x8xf32>, tensor<4x16x4xf32>
+  return
+}
+
+// -----
+
+// The input's heads divide W's (grouped-query keys): 3 does not divide 4,
+// nor does 0, and more heads than W's never divide.
+func.func @feature_map_heads(%x: tensor<?x3x?x8xf32>, %w: tensor<4x16x8xf32>) {
+  // expected-error @+1 {{'tfm.feature_map' op the input's 3 heads must divide the features' 4}}
+  %0 = tfm.feature_map %x by %w : tensor<?x3x?x8xf32>, tensor<4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @feature_map_zero_heads(%x: tensor<?x0x?x8xf32>, %w: tensor<4x16x8xf32>) {
+  // expected-error @+1 {{'tfm.feature_map' op the input's 0 heads must divide the features' 4}}
+  %0 = tfm.feature_map %x by %w : tensor<?x0x?x8xf32>, tensor<4x16x8xf32>
+  return
+}
+
+// -----
+
+func.func @feature_map_more_heads(%x: tensor<?x8x?x8xf32>, %w: tensor<4x16x8xf32>) {
+  // expected-error @+1 {{'tfm.feature_map' op the input's 8 heads must divide the features' 4}}
+  %0 = tfm.feature_map %x by %w : tensor<?x8x?x8xf32>, tensor<4x16x8xf32>
+  return
+}
+
+// -----
+
+// In the generic form the result type is given: it must be the inferred
+// one ([..., H, n, M], not the input's).
+func.func @feature_map_result(%x: tensor<?x4x?x8xf32>, %w: tensor<4x16x8xf32>) {
+  // expected-error @+2 {{'tfm.feature_map' op inferred type(s) 'tensor<?x4x?x16xf32>' are incompatible with return type(s) of operation 'tensor<?x4x?x8xf32>'}}
+  // expected-error @+1 {{'tfm.feature_map' op failed to infer returned types}}
+  %0 = "tfm.feature_map"(%x, %w) : (tensor<?x4x?x8xf32>, tensor<4x16x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @feature_map_generic_dk(%x: tensor<?x4x?x8xf32>, %w: tensor<4x16x4xf32>) {
+  // expected-error @+2 {{'tfm.feature_map' op the input's rows have 8 features, W_h's rows 4}}
+  // expected-error @+1 {{'tfm.feature_map' op failed to infer returned types}}
+  %0 = "tfm.feature_map"(%x, %w) : (tensor<?x4x?x8xf32>, tensor<4x16x4xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+// Linear attention: feature rows [..., heads, n, M].
+func.func @linear_attention_rank(%q: tensor<?x16xf32>, %v: tensor<?x8xf32>) {
+  // expected-error @+2 {{'tfm.linear_attention' op query_features must be [..., heads, n, M] (rank >= 3), got 'tensor<?x16xf32>'}}
+  // expected-error @+1 {{'tfm.linear_attention' op failed to infer returned types}}
+  %0 = tfm.linear_attention %q, %q, %v : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_attention_ranks(%q: tensor<?x4x?x16xf32>, %k: tensor<4x?x16xf32>, %v: tensor<?x4x?x8xf32>) {
+  // expected-error @+2 {{'tfm.linear_attention' op query_features, key_features and value must have the same rank, got 'tensor<?x4x?x16xf32>', 'tensor<4x?x16xf32>', 'tensor<?x4x?x8xf32>'}}
+  // expected-error @+1 {{'tfm.linear_attention' op failed to infer returned types}}
+  %0 = tfm.linear_attention %q, %k, %v : (tensor<?x4x?x16xf32>, tensor<4x?x16xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+// The leading dimensions (batch, heads) of both feature operands agree...
+func.func @linear_attention_key_batch(%q: tensor<2x4x?x16xf32>, %k: tensor<3x4x?x16xf32>, %v: tensor<?x4x?x8xf32>) {
+  // expected-error @+2 {{'tfm.linear_attention' op leading dimension 0 differs: query_features 2, key_features 3}}
+  // expected-error @+1 {{'tfm.linear_attention' op failed to infer returned types}}
+  %0 = tfm.linear_attention %q, %k, %v : (tensor<2x4x?x16xf32>, tensor<3x4x?x16xf32>, tensor<?x4x?x8xf32>) -> tensor<2x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_attention_key_heads(%q: tensor<?x4x?x16xf32>, %k: tensor<?x2x?x16xf32>, %v: tensor<?x2x?x8xf32>) {
+  // expected-error @+2 {{'tfm.linear_attention' op leading dimension 1 differs: query_features 4, key_features 2}}
+  // expected-error @+1 {{'tfm.linear_attention' op failed to infer returned types}}
+  %0 = tfm.linear_attention %q, %k, %v : (tensor<?x4x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+// ... and the value's: its batch is theirs, its heads equal or divide
+// theirs.
+func.func @linear_attention_value_batch(%q: tensor<2x4x?x16xf32>, %v: tensor<3x4x?x8xf32>) {
+  // expected-error @+2 {{'tfm.linear_attention' op leading dimension 0 differs: features 2, value 3}}
+  // expected-error @+1 {{'tfm.linear_attention' op failed to infer returned types}}
+  %0 = tfm.linear_attention %q, %q, %v : (tensor<2x4x?x16xf32>, tensor<2x4x?x16xf32>, tensor<3x4x?x8xf32>) -> tensor<2x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_attention_value_heads(%q: tensor<?x4x?x16xf32>, %v: tensor<?x3x?x8xf32>) {
+  // expected-error @+2 {{'tfm.linear_attention' op leading dimension 1 differs: features 4, value 3 (value heads must equal or divide the features' heads)}}
+  // expected-error @+1 {{'tfm.linear_attention' op failed to infer returned types}}
+  %0 = tfm.linear_attention %q, %q, %v : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x3x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_attention_more_value_heads(%q: tensor<?x2x?x16xf32>, %v: tensor<?x4x?x8xf32>) {
+  // expected-error @+2 {{'tfm.linear_attention' op leading dimension 1 differs: features 2, value 4 (value heads must equal or divide the features' heads)}}
+  // expected-error @+1 {{'tfm.linear_attention' op failed to infer returned types}}
+  %0 = tfm.linear_attention %q, %q, %v : (tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<?x4x?x8xf32>) -> tensor<?x2x?x8xf32>
+  return
+}
+
+// -----
+
+// Query and key rows have the same M features.
+func.func @linear_attention_features(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x?x12xf32>, %v: tensor<?x4x?x8xf32>) {
+  // expected-error @+2 {{'tfm.linear_attention' op query rows have 16 features, key rows 12}}
+  // expected-error @+1 {{'tfm.linear_attention' op failed to infer returned types}}
+  %0 = tfm.linear_attention %q, %k, %v : (tensor<?x4x?x16xf32>, tensor<?x4x?x12xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+// A value row for each key row.
+func.func @linear_attention_length(%q: tensor<?x4x?x16xf32>, %k: tensor<?x4x5x16xf32>, %v: tensor<?x4x6x8xf32>) {
+  // expected-error @+2 {{'tfm.linear_attention' op key length 5 does not match value length 6}}
+  // expected-error @+1 {{'tfm.linear_attention' op failed to infer returned types}}
+  %0 = tfm.linear_attention %q, %k, %v : (tensor<?x4x?x16xf32>, tensor<?x4x5x16xf32>, tensor<?x4x6x8xf32>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+// The result is [..., H, n, dv]: the queries' rows, the value's width.
+func.func @linear_attention_result(%q: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x8xf32>) {
+  // expected-error @+2 {{'tfm.linear_attention' op inferred type(s) 'tensor<?x4x?x8xf32>' are incompatible with return type(s) of operation 'tensor<?x4x?x16xf32>'}}
+  // expected-error @+1 {{'tfm.linear_attention' op failed to infer returned types}}
+  %0 = tfm.linear_attention %q, %q, %v : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x16xf32>
+  return
+}
+
+// -----
+
+// An offset places causal queries among the keys; without causal it means
+// nothing.
+func.func @linear_attention_offset_not_causal(%q: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x8xf32>, %pos: index) {
+  // expected-error @+1 {{'tfm.linear_attention' op `offset` places the queries for `causal`; without it every row sees every key}}
+  %0 = tfm.linear_attention %q, %q, %v offset %pos : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+// performer(%w) on tfm.multi_head_attention: self-attention (no memory, no
+// read-only cache), no mask but causal (no window, causal or not), no
+// linformer projections, no key padding, no attention map.
+func.func @performer_cross(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's features map the queries and keys of self-attention with no mask but causal, no linformer, no key padding and no weights_to}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x memory %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) performer(%w) : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @performer_read_only_cache(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %len: index) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's features map the queries and keys of self-attention with no mask but causal, no linformer, no key padding and no weights_to}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c upto %len) in_proj(%wi, %bi) out_proj(%wo, %bo) performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @performer_causal_window(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's features map the queries and keys of self-attention with no mask but causal, no linformer, no key padding and no weights_to}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal window 3 performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @performer_window(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's features map the queries and keys of self-attention with no mask but causal, no linformer, no key padding and no weights_to}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) window 0 global 2 performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @performer_linformer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %e: tensor<4x16xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's features map the queries and keys of self-attention with no mask but causal, no linformer, no key padding and no weights_to}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) linformer(%e, %e) performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @performer_key_padding(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %m: tensor<?x?xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's features map the queries and keys of self-attention with no mask but causal, no linformer, no key padding and no weights_to}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) performer(%w) key_padding(%m) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<?x?xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @performer_weights_to(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %slot: index) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's features map the queries and keys of self-attention with no mask but causal, no linformer, no key padding and no weights_to}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) weights_to %slot : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, index) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+// Its features estimate softmax(q . k / sqrt(dk)): scaled_dot scores only.
+func.func @performer_score(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer takes scaled_dot scores, got dot}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+// W is a static [num_heads, M, dk], M at least 1...
+func.func @performer_features_rank(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<16x8xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's features must be a static [4, M, 8], got 'tensor<16x8xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<16x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @performer_features_dynamic(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x?x8xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's features must be a static [4, M, 8], got 'tensor<4x?x8xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x?x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @performer_no_features(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x0x8xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's features must be a static [4, M, 8], got 'tensor<4x0x8xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x0x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+// ... with a W_h for each query head (not each key/value head) and rows of
+// dk features.
+func.func @performer_features_heads(%x: tensor<?x?x32xf32>, %wi: tensor<64x32xf32>, %wo: tensor<32x32xf32>, %w: tensor<2x16x8xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's features must be [4, 16, 8], got 'tensor<2x16x8xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 in_proj(%wi) out_proj(%wo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<2x16x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @performer_features_dk(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x4xf32>) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's features must be [4, 16, 8], got 'tensor<4x16x4xf32>'}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x4xf32>) -> tensor<?x?x32xf32>
+  return
 }
 
 // -----

@@ -284,11 +284,91 @@ func.func @mha_window(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tenso
 // CHECK-NEXT: %1 = tfm.multi_head_attention <scaled_dot> %arg2 heads 4 in_proj(%arg3, %arg4) out_proj(%arg5, %arg6) linformer(%arg1, %arg1) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "linformer"
 // GENERIC: "tfm.sequence_projection"(%arg0, %arg1) : (tensor<?x4x?x8xf32>, tensor<6x16xf32>) -> tensor<?x4x6x8xf32>
-// GENERIC: operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0>
+// GENERIC: operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0>
 func.func @linformer(%k: tensor<?x4x?x8xf32>, %e: tensor<6x16xf32>, %x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> (tensor<?x4x6x8xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.sequence_projection %k by %e : tensor<?x4x?x8xf32>, tensor<6x16xf32>
   %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) linformer(%e, %e) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<?x?x32xf32>
   return %0, %1 : tensor<?x4x6x8xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
+// Performer's feature map (FAVOR+): per-head rows [..., Hx, n, dk] by W
+// [H, M, dk] give [..., H, n, M]; the input's heads may divide W's
+// (grouped-query keys: 2 key heads read by W's 4 heads), static dimensions
+// carry over, and a rank-3 input (no batch) of one head is read by all 4.
+// CHECK-LABEL: func.func @feature_map(
+// CHECK-NEXT: %0 = tfm.feature_map %arg0 by %arg2 : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %1 = tfm.feature_map %arg1 by %arg2 : tensor<?x2x?x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %2 = tfm.feature_map %arg3 by %arg2 : tensor<2x4x5x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %3 = tfm.feature_map %arg4 by %arg2 : tensor<1x?x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: return %0, %1, %2, %3 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<2x4x5x16xf32>, tensor<4x?x16xf32>
+// GENERIC-LABEL: sym_name = "feature_map"
+// GENERIC: "tfm.feature_map"(%arg0, %arg2) : (tensor<?x4x?x8xf32>, tensor<4x16x8xf32>) -> tensor<?x4x?x16xf32>
+// GENERIC: "tfm.feature_map"(%arg1, %arg2) : (tensor<?x2x?x8xf32>, tensor<4x16x8xf32>) -> tensor<?x4x?x16xf32>
+// GENERIC: "tfm.feature_map"(%arg3, %arg2) : (tensor<2x4x5x8xf32>, tensor<4x16x8xf32>) -> tensor<2x4x5x16xf32>
+// GENERIC: "tfm.feature_map"(%arg4, %arg2) : (tensor<1x?x8xf32>, tensor<4x16x8xf32>) -> tensor<4x?x16xf32>
+func.func @feature_map(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %w: tensor<4x16x8xf32>, %s: tensor<2x4x5x8xf32>, %r: tensor<1x?x8xf32>) -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<2x4x5x16xf32>, tensor<4x?x16xf32>) {
+  %0 = tfm.feature_map %q by %w : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
+  %1 = tfm.feature_map %k by %w : tensor<?x2x?x8xf32>, tensor<4x16x8xf32>
+  %2 = tfm.feature_map %s by %w : tensor<2x4x5x8xf32>, tensor<4x16x8xf32>
+  %3 = tfm.feature_map %r by %w : tensor<1x?x8xf32>, tensor<4x16x8xf32>
+  return %0, %1, %2, %3 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<2x4x5x16xf32>, tensor<4x?x16xf32>
+}
+
+// -----
+
+// Linear attention over feature rows: every key; causal; causal with the
+// queries at an offset among more keys (a decode step over a cache); over 2
+// value heads read by the 4 feature heads (grouped-query), with a value
+// head size (16) other than the features' (M = 6); rank 3. `causal` prints
+// before `offset`; the generic form has no operandSegmentSizes (the offset
+// is the one optional operand, last) and spells causal as a unit property.
+// CHECK-LABEL: func.func @linear_attention(
+// CHECK-NEXT: %0 = tfm.linear_attention %arg0, %arg0, %arg1 : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %1 = tfm.linear_attention %arg0, %arg0, %arg1 causal : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %2 = tfm.linear_attention %arg2, %arg0, %arg1 causal offset %arg3 : (tensor<1x4x1x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
+// CHECK-NEXT: %3 = tfm.linear_attention %arg0, %arg0, %arg4 causal : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+// CHECK-NEXT: %4 = tfm.linear_attention %arg5, %arg5, %arg6 : (tensor<4x5x6xf32>, tensor<4x5x6xf32>, tensor<2x5x8xf32>) -> tensor<4x5x8xf32>
+// CHECK-NEXT: return %0, %1, %2, %3, %4 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<1x4x1x8xf32>, tensor<?x4x?x16xf32>, tensor<4x5x8xf32>
+// GENERIC-LABEL: sym_name = "linear_attention"
+// GENERIC: "tfm.linear_attention"(%arg0, %arg0, %arg1) : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.linear_attention"(%arg0, %arg0, %arg1) <{causal}> : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.linear_attention"(%arg2, %arg0, %arg1, %arg3) <{causal}> : (tensor<1x4x1x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
+// GENERIC: "tfm.linear_attention"(%arg0, %arg0, %arg4) <{causal}> : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+func.func @linear_attention(%f: tensor<?x4x?x6xf32>, %v: tensor<?x4x?x8xf32>, %fq: tensor<1x4x1x6xf32>, %pos: index, %v2: tensor<?x2x?x16xf32>, %r: tensor<4x5x6xf32>, %rv: tensor<2x5x8xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<1x4x1x8xf32>, tensor<?x4x?x16xf32>, tensor<4x5x8xf32>) {
+  %0 = tfm.linear_attention %f, %f, %v : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %1 = tfm.linear_attention %f, %f, %v causal : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %2 = tfm.linear_attention %fq, %f, %v causal offset %pos : (tensor<1x4x1x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
+  %3 = tfm.linear_attention %f, %f, %v2 causal : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+  %4 = tfm.linear_attention %r, %r, %rv : (tensor<4x5x6xf32>, tensor<4x5x6xf32>, tensor<2x5x8xf32>) -> tensor<4x5x8xf32>
+  return %0, %1, %2, %3, %4 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<1x4x1x8xf32>, tensor<?x4x?x16xf32>, tensor<4x5x8xf32>
+}
+
+// -----
+
+// Performer self-attention: W ([heads, M, dk]) as `performer(%w)`, after
+// the mask rules; not causal, causal with rotary positions, over a cache it
+// appends to (a decode step), and with grouped-query keys and no biases.
+// The generic form puts W in its own operand segment, between linformer's
+// proj_f and key_padding.
+// CHECK-LABEL: func.func @mha_performer(
+// CHECK-NEXT: %0 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) performer(%arg5) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) causal performer(%arg5) {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %2 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 cache(%arg6 at %arg7) in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) causal performer(%arg5) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %3 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 kv_heads 2 in_proj(%arg8) out_proj(%arg3) causal performer(%arg5) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %0, %1, %2, %3 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+// GENERIC-LABEL: sym_name = "mha_performer"
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg6, %arg7, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg8, %arg3, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}>
+func.func @mha_performer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %pos: index, %wi2: tensor<64x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  %2 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  %3 = "tfm.multi_head_attention"(%x, %wi2, %wo, %w) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return %0, %1, %2, %3 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 }
 
 // -----
@@ -360,9 +440,9 @@ func.func @attention_offset(%q: tensor<1x4x1x8xf32>, %kv: tensor<1x4x?x8xf32>, %
 // CHECK-NEXT: %2 = tfm.multi_head_attention <dot> %arg0 heads 2 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) causal {rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "mha_self"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0>, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}>
 func.func @mha_self(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
@@ -399,7 +479,7 @@ func.func @mha_bilinear(%x: tensor<2x5x32xf32>, %m: tensor<2x7x32xf32>, %wi: ten
 // CHECK-NEXT: %0 = tfm.multi_head_attention <additive> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) params(%arg5, %arg6, %arg7) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: return %0 : tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "mha_additive"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 3, 0, 0, 0, 0, 0, 0>, score = #tfm.score<additive>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 3, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<additive>}>
 func.func @mha_additive(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
   %0 = tfm.multi_head_attention <additive> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%wk, %wq, %va) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
@@ -552,8 +632,8 @@ func.func @add(%x: tensor<?x?x32xf32>, %y: tensor<?x?x32xf32>, %s: tensor<2x3xf3
 // GENERIC: "tfm.kv_cache"() <{sym_name = "layers.0.self_attn.cache", type = !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>}> : () -> ()
 // GENERIC-LABEL: sym_name = "mha_cached"
 // GENERIC: "tfm.cache"() <{name = @layers.0.self_attn.cache}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg3, %arg4, %arg5, %arg6, %0, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"({{.*}}) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0>, score = #tfm.score<dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg3, %arg4, %arg5, %arg6, %0, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"({{.*}}) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}>
 // GENERIC: "tfm.take_last"(%5)
 tfm.kv_cache @"layers.0.self_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
 tfm.kv_cache @"layers.0.multihead_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
@@ -667,7 +747,7 @@ func.func @gated_ffn(%x: tensor<?x?x32xf32>, %w13: tensor<128x32xf32>, %w2: tens
 // CHECK-NEXT: %1 = tfm.multi_head_attention <dot> %arg0 heads 4 kv_heads 1 in_proj(%arg3, %arg4) out_proj(%arg2, %arg5) : (tensor<?x?x32xf32>, tensor<48x32xf32>, tensor<48xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: %2 = tfm.attention <scaled_dot> %arg6, %arg7, %arg7 causal : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
 // GENERIC-LABEL: sym_name = "grouped_query"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
 func.func @grouped_query(%x: tensor<?x?x32xf32>, %wi: tensor<64x32xf32>, %wo: tensor<32x32xf32>, %wi1: tensor<48x32xf32>, %bi1: tensor<48xf32>, %bo: tensor<32xf32>, %q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x4x?x8xf32>) {
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 in_proj(%wi) out_proj(%wo) causal : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
   %1 = tfm.multi_head_attention <dot> %x heads 4 kv_heads 1 in_proj(%wi1, %bi1) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<48x32xf32>, tensor<48xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
@@ -695,8 +775,8 @@ tfm.param @"layers.0.linear1.weight" {sources = ["h.0.mlp.c_fc.weight"], transpo
 // CHECK-NEXT: %2 = tfm.multi_head_attention <dot> %arg2 memory %arg2 heads 4 in_proj(%arg3) out_proj(%arg4) key_padding(%arg1) : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<32x32xf32>, tensor<?x?xf32>) -> tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "key_padding"
 // GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 0>
-// GENERIC: operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0>
-// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0>
+// GENERIC: operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>
+// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>
 func.func @key_padding(%q: tensor<?x4x?x8xf32>, %m: tensor<?x?xf32>, %x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %wo: tensor<32x32xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.attention <scaled_dot> %q, %q, %q causal key_padding(%m) : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x?xf32>) -> tensor<?x4x?x8xf32>
   %1 = tfm.multi_head_attention <dot> %x heads 4 in_proj(%wi) out_proj(%wo) causal key_padding(%m) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<32x32xf32>, tensor<?x?xf32>) -> tensor<?x?x32xf32>
@@ -717,8 +797,8 @@ func.func @key_padding(%q: tensor<?x4x?x8xf32>, %m: tensor<?x?xf32>, %x: tensor<
 // GENERIC-LABEL: sym_name = "weights_to"
 // GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg1) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1>, score = #tfm.score<scaled_dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
 // GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg2, %arg1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 1>, score = #tfm.score<scaled_dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x?xf32>, index) -> tensor<?x4x?x8xf32>
-// GENERIC: "tfm.multi_head_attention"(%arg3, %arg4, %arg5, %arg2, %arg1) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1>, score = #tfm.score<dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg3, %arg3, %arg4, %arg5, %arg6) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1>, score = #tfm.score<dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg3, %arg4, %arg5, %arg2, %arg1) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1>, score = #tfm.score<dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg3, %arg3, %arg4, %arg5, %arg6) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1>, score = #tfm.score<dot>}>
 func.func @weights_to(%q: tensor<?x4x?x8xf32>, %slot: index, %m: tensor<?x?xf32>, %x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %wo: tensor<32x32xf32>, %cross: index) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.attention <scaled_dot> %q, %q, %q causal weights_to %slot : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
   %1 = tfm.attention <scaled_dot> %q, %q, %q key_padding(%m) weights_to %slot : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x?xf32>, index) -> tensor<?x4x?x8xf32>

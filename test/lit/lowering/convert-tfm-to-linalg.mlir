@@ -356,3 +356,147 @@ func.func @sequence_projection(%k: tensor<1x2x?x8xf32>, %e: tensor<6x16xf32>) ->
   %0 = tfm.sequence_projection %k by %e : tensor<1x2x?x8xf32>, tensor<6x16xf32>
   return %0 : tensor<1x2x6x8xf32>
 }
+
+// -----
+
+// Performer's feature map, exp(x W_h^T - |x|^2 / 2) / sqrt(M) of x = input
+// / dk^(1/4) (dk = 8, M = 6): one contraction of each head's rows with its
+// W_h over dk (W indexed by the head, d1), one reduction of each row's
+// squares, then exp(dot / dk^(1/4) - (squares / (2 sqrt(dk)) + log(M) / 2))
+// elementwise.
+// CHECK-DAG: #[[ROW:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
+// CHECK-DAG: #[[WH:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d1, d3, d4)>
+// CHECK-DAG: #[[OUT:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+// CHECK-LABEL: func.func @feature_map(
+// CHECK-DAG: %[[SCALE:.+]] = arith.constant 0.594603539 : f32
+// CHECK-DAG: %[[LOGROOT:.+]] = arith.constant 0.895879745 : f32
+// CHECK-DAG: %[[HALF:.+]] = arith.constant 0.176776692 : f32
+// CHECK: %[[DOTS:.+]] = linalg.generic {indexing_maps = [#[[ROW]], #[[WH]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<1x2x?x8xf32>, tensor<2x6x8xf32>) outs(%{{.+}} : tensor<1x2x?x6xf32>)
+// CHECK-NEXT: ^bb0(%[[A:.+]]: f32, %[[B:.+]]: f32, %[[C:.+]]: f32):
+// CHECK-NEXT: %[[P:.+]] = arith.mulf %[[A]], %[[B]] : f32
+// CHECK-NEXT: arith.addf %[[C]], %[[P]] : f32
+// CHECK: %[[SQ:.+]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%arg0 : tensor<1x2x?x8xf32>) outs(%{{.+}} : tensor<1x2x?xf32>)
+// CHECK-NEXT: ^bb0(%[[E:.+]]: f32, %[[ACC:.+]]: f32):
+// CHECK-NEXT: %[[E2:.+]] = arith.mulf %[[E]], %[[E]] : f32
+// CHECK-NEXT: arith.addf %[[ACC]], %[[E2]] : f32
+// CHECK: linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%[[DOTS]], %[[SQ]] : tensor<1x2x?x6xf32>, tensor<1x2x?xf32>) outs(%{{.+}} : tensor<1x2x?x6xf32>)
+// CHECK-NEXT: ^bb0(%[[DOT:.+]]: f32, %[[SQUARES:.+]]: f32, %{{.+}}: f32):
+// CHECK-NEXT: %[[S1:.+]] = arith.mulf %[[SQUARES]], %[[HALF]] : f32
+// CHECK-NEXT: %[[SHIFT:.+]] = arith.addf %[[S1]], %[[LOGROOT]] : f32
+// CHECK-NEXT: %[[SCALED:.+]] = arith.mulf %[[DOT]], %[[SCALE]] : f32
+// CHECK-NEXT: %[[ARG:.+]] = arith.subf %[[SCALED]], %[[SHIFT]] : f32
+// CHECK-NEXT: %[[PHI:.+]] = math.exp %[[ARG]] : f32
+// CHECK-NEXT: linalg.yield %[[PHI]] : f32
+// CHECK-NOT: tfm.
+func.func @feature_map(%x: tensor<1x2x?x8xf32>, %w: tensor<2x6x8xf32>) -> tensor<1x2x?x6xf32> {
+  %0 = tfm.feature_map %x by %w : tensor<1x2x?x8xf32>, tensor<2x6x8xf32>
+  return %0 : tensor<1x2x?x6xf32>
+}
+
+// -----
+
+// Grouped-query keys (2 heads) mapped by W's 4 heads: each key head
+// repeated for its group first, then the same contraction over 4 heads.
+// CHECK-LABEL: func.func @feature_map_grouped(
+// CHECK: %[[REP:.+]] = linalg.generic {{.*}} ins(%arg0 : tensor<1x2x?x8xf32>) outs(%{{.+}} : tensor<1x2x2x?x8xf32>)
+// CHECK: %[[KEYS:.+]] = tensor.collapse_shape %[[REP]] {{\[}}[0], [1, 2], [3], [4]] : tensor<1x2x2x?x8xf32> into tensor<1x4x?x8xf32>
+// CHECK: linalg.generic {{.*}} ins(%[[KEYS]], %arg1 : tensor<1x4x?x8xf32>, tensor<4x6x8xf32>) outs(%{{.+}} : tensor<1x4x?x6xf32>)
+// CHECK: math.exp
+func.func @feature_map_grouped(%k: tensor<1x2x?x8xf32>, %w: tensor<4x6x8xf32>) -> tensor<1x4x?x6xf32> {
+  %0 = tfm.feature_map %k by %w : tensor<1x2x?x8xf32>, tensor<4x6x8xf32>
+  return %0 : tensor<1x4x?x6xf32>
+}
+
+// -----
+
+// Linear attention, not causal: the keys' summary fk^T v ([M, dv] a head,
+// a contraction over the keys, fk read transposed) and the keys' features
+// summed ([M]) once; each query row's numerator fq (fk^T v) and
+// denominator fq . sum(fk), then their quotient. No loop, no [n, s]
+// matrix.
+// CHECK-DAG: #[[FKT:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d2)>
+// CHECK-DAG: #[[V:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>
+// CHECK-LABEL: func.func @linear_attention(
+// CHECK-NOT: scf.for
+// CHECK: %[[SUMS:.+]] = linalg.generic {indexing_maps = [#[[FKT]], #[[V]], #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%arg1, %arg2 : tensor<1x2x?x6xf32>, tensor<1x2x?x8xf32>) outs(%{{.+}} : tensor<1x2x6x8xf32>)
+// CHECK: %[[FSUMS:.+]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction", "parallel"]} ins(%arg1 : tensor<1x2x?x6xf32>) outs(%{{.+}} : tensor<1x2x6xf32>)
+// CHECK: %[[NUM:.+]] = linalg.generic {{.*}} ins(%arg0, %[[SUMS]] : tensor<1x2x?x6xf32>, tensor<1x2x6x8xf32>) outs(%{{.+}} : tensor<1x2x?x8xf32>)
+// CHECK: %[[DEN:.+]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%arg0, %[[FSUMS]] : tensor<1x2x?x6xf32>, tensor<1x2x6xf32>) outs(%{{.+}} : tensor<1x2x?xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[NUM]], %[[DEN]] : tensor<1x2x?x8xf32>, tensor<1x2x?xf32>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.divf
+// CHECK-NOT: scf.for
+// CHECK-NOT: tfm.
+func.func @linear_attention(%fq: tensor<1x2x?x6xf32>, %fk: tensor<1x2x?x6xf32>, %v: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
+  %0 = tfm.linear_attention %fq, %fk, %v : (tensor<1x2x?x6xf32>, tensor<1x2x?x6xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  return %0 : tensor<1x2x?x8xf32>
+}
+
+// -----
+
+// Causal: an scf.for over blocks of 64 query rows carries the sums of the
+// keys before the block (fk^T v and sum(fk), zero at first) and the result.
+// Each block scores only its diagonal block (its rows' features with its
+// own keys', [64, 64] at most), zeroes it above the diagonal (key j > row
+// i), adds it and its values to what the sums give, writes its rows, then
+// adds its keys to the sums it yields.
+// CHECK-LABEL: func.func @linear_attention_causal(
+// CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[SQ:.+]] = tensor.dim %arg0, %{{.+}} : tensor<1x2x?x6xf32>
+// CHECK: %[[F0:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.+}} : tensor<1x2x6xf32>)
+// CHECK: %[[S0:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.+}} : tensor<1x2x6x8xf32>)
+// CHECK: %[[OUT:.+]]:3 = scf.for %[[I0:.+]] = %[[C0]] to %[[SQ]] step %[[C64]] iter_args(%[[SUMS:.+]] = %[[S0]], %[[FSUMS:.+]] = %[[F0]], %[[RES:.+]] = %{{.+}}) -> (tensor<1x2x6x8xf32>, tensor<1x2x6xf32>, tensor<1x2x?x8xf32>) {
+// CHECK: %[[ROWS:.+]] = arith.minsi %{{.+}}, %[[C64]] : index
+// CHECK: %[[QB:.+]] = tensor.extract_slice %arg0[0, 0, %[[I0]], 0] [1, 2, %[[ROWS]], 6] [1, 1, 1, 1]
+// CHECK: %[[KB:.+]] = tensor.extract_slice %arg1[0, 0, %[[I0]], 0] [1, 2, %[[ROWS]], 6] [1, 1, 1, 1]
+// CHECK: %[[VB:.+]] = tensor.extract_slice %arg2[0, 0, %[[I0]], 0] [1, 2, %[[ROWS]], 8] [1, 1, 1, 1]
+// CHECK: %[[DIAG:.+]] = linalg.generic {{.*}} ins(%[[QB]], %[[KB]] : tensor<1x2x?x6xf32>, tensor<1x2x?x6xf32>) outs(%{{.+}} : tensor<1x2x?x?xf32>)
+// CHECK: %[[LOWER:.+]] = linalg.generic {{.*}} ins(%[[DIAG]] : tensor<1x2x?x?xf32>)
+// CHECK: %[[I:.+]] = linalg.index 2 : index
+// CHECK-NEXT: %[[J:.+]] = linalg.index 3 : index
+// CHECK-NEXT: %[[ABOVE:.+]] = arith.cmpi ugt, %[[J]], %[[I]] : index
+// CHECK-NEXT: arith.select %[[ABOVE]], %[[ZERO]], %{{.+}} : f32
+// CHECK: %[[NUM:.+]] = linalg.generic {{.*}} ins(%[[QB]], %[[SUMS]] : tensor<1x2x?x6xf32>, tensor<1x2x6x8xf32>)
+// CHECK: %[[DEN:.+]] = linalg.generic {{.*}} ins(%[[QB]], %[[FSUMS]] : tensor<1x2x?x6xf32>, tensor<1x2x6xf32>)
+// CHECK: %[[NUM2:.+]] = linalg.generic {{.*}} ins(%[[LOWER]], %[[VB]] : tensor<1x2x?x?xf32>, tensor<1x2x?x8xf32>) outs(%[[NUM]] : tensor<1x2x?x8xf32>)
+// CHECK: %[[DEN2:.+]] = linalg.generic {{.*}} ins(%[[LOWER]] : tensor<1x2x?x?xf32>) outs(%[[DEN]] : tensor<1x2x?xf32>)
+// CHECK: %[[BLOCK:.+]] = linalg.generic {{.*}} ins(%[[NUM2]], %[[DEN2]] : tensor<1x2x?x8xf32>, tensor<1x2x?xf32>)
+// CHECK: arith.divf
+// CHECK: %[[WRITTEN:.+]] = tensor.insert_slice %[[BLOCK]] into %[[RES]][0, 0, %[[I0]], 0]
+// CHECK: %[[NEXT:.+]] = linalg.generic {{.*}} ins(%[[KB]], %[[VB]] : tensor<1x2x?x6xf32>, tensor<1x2x?x8xf32>) outs(%[[SUMS]] : tensor<1x2x6x8xf32>)
+// CHECK: %[[NEXTF:.+]] = linalg.generic {{.*}} ins(%[[KB]] : tensor<1x2x?x6xf32>) outs(%[[FSUMS]] : tensor<1x2x6xf32>)
+// CHECK: scf.yield %[[NEXT]], %[[NEXTF]], %[[WRITTEN]] : tensor<1x2x6x8xf32>, tensor<1x2x6xf32>, tensor<1x2x?x8xf32>
+// CHECK: return %[[OUT]]#2 : tensor<1x2x?x8xf32>
+// CHECK-NOT: tfm.
+func.func @linear_attention_causal(%fq: tensor<1x2x?x6xf32>, %fk: tensor<1x2x?x6xf32>, %v: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
+  %0 = tfm.linear_attention %fq, %fk, %v causal : (tensor<1x2x?x6xf32>, tensor<1x2x?x6xf32>, tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  return %0 : tensor<1x2x?x8xf32>
+}
+
+// -----
+
+// Causal at an offset (a decode step over a cache of 2 value heads read by
+// 4 feature heads): the values repeated for their group; the sums start
+// from the %arg3 keys before the queries (the first %arg3 rows of fk and of
+// the values, contracted and summed), and each block's own keys start at
+// %arg3 + i0.
+// CHECK-LABEL: func.func @linear_attention_offset(
+// CHECK: %[[REP:.+]] = linalg.generic {{.*}} ins(%arg2 : tensor<1x2x?x8xf32>) outs(%{{.+}} : tensor<1x2x2x?x8xf32>)
+// CHECK: %[[V:.+]] = tensor.collapse_shape %[[REP]] {{\[}}[0], [1, 2], [3], [4]] : tensor<1x2x2x?x8xf32> into tensor<1x4x?x8xf32>
+// CHECK: %[[KBEFORE:.+]] = tensor.extract_slice %arg1[0, 0, 0, 0] [1, 4, %arg3, 6] [1, 1, 1, 1]
+// CHECK: %[[VBEFORE:.+]] = tensor.extract_slice %[[V]][0, 0, 0, 0] [1, 4, %arg3, 8] [1, 1, 1, 1]
+// CHECK: %[[S0:.+]] = linalg.generic {{.*}} ins(%[[KBEFORE]], %[[VBEFORE]] : tensor<1x4x?x6xf32>, tensor<1x4x?x8xf32>) outs(%{{.+}} : tensor<1x4x6x8xf32>)
+// CHECK: %[[F0:.+]] = linalg.generic {{.*}} ins(%[[KBEFORE]] : tensor<1x4x?x6xf32>) outs(%{{.+}} : tensor<1x4x6xf32>)
+// CHECK: scf.for %[[I0:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%{{.+}} = %[[S0]], %{{.+}} = %[[F0]], %{{.+}} = %{{.+}}) -> (tensor<1x4x6x8xf32>, tensor<1x4x6xf32>, tensor<1x4x1x8xf32>) {
+// CHECK: %[[FIRST:.+]] = arith.addi %arg3, %[[I0]] : index
+// CHECK: tensor.extract_slice %arg0[0, 0, %[[I0]], 0]
+// CHECK: tensor.extract_slice %arg1[0, 0, %[[FIRST]], 0]
+// CHECK: tensor.extract_slice %[[V]][0, 0, %[[FIRST]], 0]
+// CHECK: scf.yield
+// CHECK-NOT: tfm.
+func.func @linear_attention_offset(%fq: tensor<1x4x1x6xf32>, %fk: tensor<1x4x?x6xf32>, %v: tensor<1x2x?x8xf32>, %pos: index) -> tensor<1x4x1x8xf32> {
+  %0 = tfm.linear_attention %fq, %fk, %v causal offset %pos : (tensor<1x4x1x6xf32>, tensor<1x4x?x6xf32>, tensor<1x2x?x8xf32>, index) -> tensor<1x4x1x8xf32>
+  return %0 : tensor<1x4x1x8xf32>
+}

@@ -10,7 +10,8 @@
 // a read-only cache) becomes tfm.linear projections (tfm.slice_rows picks
 // in_proj's Q rows or its K/V rows where one GEMM cannot make all three),
 // tfm.split_heads views of the parts of each GEMM, tfm.rotary, explicit
-// cache accesses, one tfm.attention, tfm.merge_heads and the out_proj
+// cache accesses, one tfm.attention (performer: two tfm.feature_map and one
+// tfm.linear_attention instead), tfm.merge_heads and the out_proj
 // tfm.linear. Each rewrite says what it became in a remark.
 
 // No tfm.multi_head_attention is left in any function, by the pass alone or
@@ -340,4 +341,68 @@ func.func @linformer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor
   // expected-remark @+1 {{in @linformer: decomposed into one Q/K/V GEMM over the stacked in_proj weight, rotary positions of Q and K, the keys and values of every head projected along the sequence to 6 rows (linformer, tfm.sequence_projection), one tfm.attention (scores, scale, softmax, product with V; the score matrix never stored) and the out_proj GEMM}}
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) linformer(%e, %f) {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Performer: the queries and keys of every head, after the in-projection,
+// mapped by W to its 16 positive random features (two tfm.feature_map by
+// the same W), then one tfm.linear_attention of those with the values, in
+// place of tfm.attention; not causal: every key.
+// CHECK-LABEL: func.func @performer(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<?x?x32xf32>, %[[WI:[a-z0-9]+]]: tensor<96x32xf32>, %[[BI:[a-z0-9]+]]: tensor<96xf32>, %[[WO:[a-z0-9]+]]: tensor<32x32xf32>, %[[BO:[a-z0-9]+]]: tensor<32xf32>, %[[W:[a-z0-9]+]]: tensor<4x16x8xf32>)
+// CHECK-NEXT: %[[QKV:.+]] = tfm.linear %[[X]], %[[WI]], %[[BI]] : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<?x?x96xf32>
+// CHECK-NEXT: %[[Q:.+]] = tfm.split_heads %[[QKV]] part 0 of 3 into 4 heads :
+// CHECK-NEXT: %[[K:.+]] = tfm.split_heads %[[QKV]] part 1 of 3 into 4 heads :
+// CHECK-NEXT: %[[V:.+]] = tfm.split_heads %[[QKV]] part 2 of 3 into 4 heads :
+// CHECK-NEXT: %[[FQ:.+]] = tfm.feature_map %[[Q]] by %[[W]] : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %[[FK:.+]] = tfm.feature_map %[[K]] by %[[W]] : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %[[O:.+]] = tfm.linear_attention %[[FQ]], %[[FK]], %[[V]] : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %[[M:.+]] = tfm.merge_heads %[[O]] : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+// CHECK-NEXT: %[[Y:.+]] = tfm.linear %[[M]], %[[WO]], %[[BO]] :
+// CHECK-NEXT: return %[[Y]]
+// PIPELINE-LABEL: func.func @performer(
+// PIPELINE: tfm.feature_map
+// PIPELINE: tfm.feature_map
+// PIPELINE: tfm.linear_attention
+// PIPELINE-NOT: tfm.attention
+// PIPELINE: return
+func.func @performer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>) -> tensor<?x?x32xf32> {
+  // expected-remark @+1 {{in @performer: decomposed into one Q/K/V GEMM over the stacked in_proj weight, the queries and keys of every head mapped to 16 positive random features (performer, tfm.feature_map), one tfm.linear_attention (the keys' features times V summed once; no score matrix) and the out_proj GEMM}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Causal performer: the features map the rotated queries and keys, and
+// the linear attention is causal (running sums); over a cache (a decode
+// step), the features map every key the cache holds after the append, and
+// the queries sit at offset %pos among them. Grouped-query keys (2 heads)
+// are mapped by all 4 of W's heads; the values stay 2 heads.
+// CHECK-LABEL: func.func @performer_causal(
+// CHECK: %[[RQ:.+]] = tfm.rotary <half> %{{.+}} : tensor<?x4x?x8xf32>
+// CHECK-NEXT: %[[RK:.+]] = tfm.rotary <half> %{{.+}} : tensor<?x4x?x8xf32>
+// CHECK-NEXT: %[[FQ:.+]] = tfm.feature_map %[[RQ]] by %arg5 : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %[[FK:.+]] = tfm.feature_map %[[RK]] by %arg5 : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %[[O:.+]] = tfm.linear_attention %[[FQ]], %[[FK]], %{{.+}} causal : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: tfm.merge_heads %[[O]] :
+// CHECK: %[[LEN:.+]] = tfm.cache_append %arg6, %{{.+}}, %{{.+}} at %arg7 :
+// CHECK: %[[KEYS:[a-z0-9_]+]], %[[VALUES:[a-z0-9_]+]] = tfm.cache_read %arg6[%{{.+}}, %[[LEN]]] :
+// CHECK-NEXT: %[[FQ2:.+]] = tfm.feature_map %{{.+}} by %arg5 : tensor<?x4x1x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %[[FK2:.+]] = tfm.feature_map %[[KEYS]] by %arg5 : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: tfm.linear_attention %[[FQ2]], %[[FK2]], %[[VALUES]] causal offset %arg7 : (tensor<?x4x1x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x1x8xf32>
+// CHECK: %[[GK:.+]] = tfm.split_heads %{{.+}} part 0 of 2 into 2 heads : tensor<?x?x32xf32> -> tensor<?x2x?x8xf32>
+// CHECK-NEXT: %[[GV:.+]] = tfm.split_heads %{{.+}} part 1 of 2 into 2 heads : tensor<?x?x32xf32> -> tensor<?x2x?x8xf32>
+// CHECK-NEXT: %[[GFQ:.+]] = tfm.feature_map %{{.+}} by %arg5 : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %[[GFK:.+]] = tfm.feature_map %[[GK]] by %arg5 : tensor<?x2x?x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: tfm.linear_attention %[[GFQ]], %[[GFK]], %[[GV]] causal : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
+func.func @performer_causal(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %pos: index, %step: tensor<?x1x32xf32>, %wi2: tensor<64x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x1x32xf32>, tensor<?x?x32xf32>) {
+  // expected-remark @+1 {{in @performer_causal: decomposed into one Q/K/V GEMM over the stacked in_proj weight, rotary positions of Q and K, the queries and keys of every head mapped to 16 positive random features (performer, tfm.feature_map), one tfm.linear_attention (running sums of the keys' features and their products with V, carried from row to row; no score matrix) and the out_proj GEMM}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  // expected-remark @+1 {{in @performer_causal: decomposed into one Q/K/V GEMM over the stacked in_proj weight, the new keys and values appended to the cache and every position so far read from it, the queries and keys of every head mapped to 16 positive random features (performer, tfm.feature_map), one tfm.linear_attention (running sums of the keys' features and their products with V, carried from row to row; no score matrix) and the out_proj GEMM}}
+  %1 = tfm.multi_head_attention <scaled_dot> %step heads 4 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) : (tensor<?x1x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index, tensor<4x16x8xf32>) -> tensor<?x1x32xf32>
+  // expected-remark @+1 {{in @performer_causal: decomposed into a Q GEMM over in_proj's query rows and one K/V GEMM over its key and value rows (grouped-query: 2 key/value heads for 4 query heads, each read by 2), the queries and keys of every head mapped to 16 positive random features (performer, tfm.feature_map), one tfm.linear_attention (running sums of the keys' features and their products with V, carried from row to row; no score matrix) and the out_proj GEMM}}
+  %2 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 in_proj(%wi2) out_proj(%wo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x1x32xf32>, tensor<?x?x32xf32>
 }

@@ -380,6 +380,43 @@ module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
 
 // -----
 
+// Performer (batch 2, seq 8, 4 heads, M = 6): each tfm.feature_map's
+// result, [2, 4, 8, 6] (384 floats); the causal tfm.linear_attention's
+// result (its heads merged, 512) and its feature_sums scratch, each
+// (sequence, head)'s M x (dv + 1) sums: 2 x 4 x 6 x 9 = 432. The Q/K/V rows
+// stay alive until the linear attention, which reads the values through
+// their view; the out_proj GEMM then reuses their place.
+// CHECK-LABEL: func.func @performer(
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 3248 : i64}
+// CHECK-NEXT: %[[QKV:.+]] = tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 1536>]}
+// CHECK-NEXT: tfm.split_heads %[[QKV]] part 0 of 3
+// CHECK-NEXT: tfm.split_heads %[[QKV]] part 1 of 3
+// CHECK-NEXT: tfm.split_heads %[[QKV]] part 2 of 3
+// CHECK-NEXT: tfm.feature_map {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1536, floats = 384>]} :
+// CHECK-NEXT: tfm.feature_map {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 1920, floats = 384>]} :
+// CHECK-NEXT: tfm.linear_attention {{.*}} causal {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 2304, floats = 512>, #tfm_codegen.slot<feature_sums, offset = 2816, floats = 432>]} :
+// CHECK-NEXT: tfm.merge_heads
+// CHECK-NEXT: tfm.linear {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 512>]}
+// CHECK-NEXT: tfm.add {{.*}} : tensor
+module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 8 : i64} {
+  // expected-remark @+1 {{in @performer: frame of 12992 bytes for 6 buffers (15040 bytes if none shared space)}}
+  func.func @performer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %w: tensor<4x6x8xf32>) -> tensor<?x?x32xf32> {
+    %qkv = tfm.linear %x, %wi, %bi : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<?x?x96xf32>
+    %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x?x96xf32> -> tensor<?x4x?x8xf32>
+    %fq = tfm.feature_map %q by %w : tensor<?x4x?x8xf32>, tensor<4x6x8xf32>
+    %fk = tfm.feature_map %k by %w : tensor<?x4x?x8xf32>, tensor<4x6x8xf32>
+    %o = tfm.linear_attention %fq, %fk, %v causal : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    %m = tfm.merge_heads %o : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+    %y = tfm.linear %m, %wo : (tensor<?x?x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
+    %r = tfm.add %y, %x : tensor<?x?x32xf32>
+    return %r : tensor<?x?x32xf32>
+  }
+}
+
+// -----
+
 // Error: a buffer larger than any frame (2^42 floats).
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
   func.func @huge(%x: tensor<65536x65536x1024xf32>) -> tensor<65536x65536x1024xf32> {
