@@ -123,9 +123,10 @@ private:
               StringRef finalNorm, Value position = Value(),
               Value memoryLength = Value(), Value mask = Value(),
               Value memoryMask = Value());
-  KVCacheType cacheType();
+  /// The cache of a self-attention (`self`) or of a cross-attention.
+  KVCacheType cacheType(bool self);
   /// A handle to the cache of `name`, declared once at module level.
-  Value cache(OpBuilder &b, StringRef name);
+  Value cache(OpBuilder &b, StringRef name, bool self);
   /// The LM head over `x`: the tied table `tiedTable` or `lm_head.weight`.
   Value lmHead(OpBuilder &b, Value x, StringRef tiedTable);
   /// `@prefill(ids)` and `@decode(ids, position)`: a decoder's entry points
@@ -283,13 +284,19 @@ Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
       position, readOnlyCache, projE, projF, features, keyPadding, weightsSlot);
 }
 
-KVCacheType ModelBuilder::cacheType() {
+KVCacheType ModelBuilder::cacheType(bool self) {
+  // Performer's self-attention keeps the running sums of every query head
+  // instead of the positions.
+  if (self && c.performerFeatures)
+    return KVCacheType::get(builder.getContext(), limits.maxBatch, c.numHeads,
+                            limits.maxSeqLen, c.headDim(),
+                            *c.performerFeatures);
   return KVCacheType::get(builder.getContext(), limits.maxBatch, c.numKVHeads,
-                          limits.maxSeqLen, c.headDim());
+                          limits.maxSeqLen, c.headDim(), 0);
 }
 
-Value ModelBuilder::cache(OpBuilder &b, StringRef name) {
-  KVCacheType type = cacheType();
+Value ModelBuilder::cache(OpBuilder &b, StringRef name, bool self) {
+  KVCacheType type = cacheType(self);
   if (declared.insert(name).second) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(module.getBody(), module.getBody()->end());
@@ -327,9 +334,9 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   size_t firstCacheArg = argTypes.size();
   if (kind.cached) {
     argTypes.push_back(builder.getIndexType());
-    argTypes.push_back(cacheType());
+    argTypes.push_back(cacheType(true));
     if (kind.crossAttention)
-      argTypes.push_back(cacheType());
+      argTypes.push_back(cacheType(false));
     if (kind.memoryFromCache)
       argTypes.push_back(builder.getIndexType());
   }
@@ -488,9 +495,9 @@ Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
       args.push_back(memory);
     if (kind.cached) {
       args.push_back(position);
-      args.push_back(cache(b, layerPrefix + "self_attn.cache"));
+      args.push_back(cache(b, layerPrefix + "self_attn.cache", true));
       if (kind.crossAttention)
-        args.push_back(cache(b, layerPrefix + "multihead_attn.cache"));
+        args.push_back(cache(b, layerPrefix + "multihead_attn.cache", false));
       if (kind.memoryFromCache)
         args.push_back(memoryLength);
     }

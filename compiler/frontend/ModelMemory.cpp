@@ -93,10 +93,16 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
   m.activationBytes = tokens * width * kFloat;
   // As ModelBuilder: generation needs token ids and an LM head.
   if (c.vocabSize && c.lmHead && c.numDecoderLayers > 0) {
-    double attentions = encDec ? 2 : 1;
     double kvWidth = double(c.numKVHeads) * double(c.headDim());
-    m.cacheBytes =
-        double(c.numDecoderLayers) * attentions * 2 * tokens * kvWidth * kFloat;
+    double positions = 2 * tokens * kvWidth;
+    // Performer's self-attention keeps feature sums, not positions.
+    double self = c.performerFeatures
+                      ? double(limits.maxBatch) * double(c.numHeads) *
+                            double(*c.performerFeatures) *
+                            double(c.headDim() + 1)
+                      : positions;
+    m.cacheBytes = double(c.numDecoderLayers) *
+                   (self + (encDec ? positions : 0.0)) * kFloat;
   }
   return m;
 }

@@ -104,7 +104,12 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
       v = SequenceProjectionOp::create(rewriter, loc, v, op.getProjF());
     }
     Value queryOffset;
-    if (cache) {
+    Value features = op.getFeatures();
+    if (cache && features) {
+      // Performer's cache holds running sums, not positions: the step's
+      // own keys are added to them (tfm.linear_attention's `sums`).
+      queryOffset = position;
+    } else if (cache) {
       // The new keys and values go in at `position`; attention reads every
       // position the cache holds then (a read-only cache: the first
       // `position`, appended by an earlier call).
@@ -120,13 +125,13 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
         queryOffset = position;
     }
     Value core;
-    if (Value features = op.getFeatures()) {
+    if (features) {
       // Performer: both sides' feature rows, then attention through their
-      // products; every cached key is mapped again at each step.
+      // products, over the cache's sums in a decode step.
       Value fq = FeatureMapOp::create(rewriter, loc, q, features);
       Value fk = FeatureMapOp::create(rewriter, loc, k, features);
       core = LinearAttentionOp::create(rewriter, loc, fq, fk, v, op.isCausal(),
-                                       queryOffset);
+                                       queryOffset, cache);
     } else {
       core = AttentionOp::create(rewriter, loc, op.getScore(), q, k, v,
                                  op.getScoreParams(), op.getMaskAttr(),
@@ -164,7 +169,10 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
          << " query heads, each read by " << heads / kvHeads << ")";
     if (op.getRope())
       os << ", rotary positions of Q and K";
-    if (op.getCache())
+    if (op.getCache() && op.getFeatures())
+      os << ", the step's keys and values added to the running sums the "
+            "cache holds";
+    else if (op.getCache())
       os << (op.getCacheReadOnly()
                  ? ", the keys and values read from the cache"
                  : ", the new keys and values appended to the cache and "

@@ -35,6 +35,10 @@ TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
   no_window    ignores the model's `attention` (a sliding window): full
                attention over the whole cache (must FAIL on gen_win_* cases:
                step logits)
+  no_performer reads (and checks) a performer model's self_attn.features but
+               computes ordinary softmax attention (softmax(q k^T / sqrt(dk)),
+               causal, with a KV cache) instead of performer's running sums
+               (must FAIL on gen_perf_* cases: step logits)
 """
 
 import argparse
@@ -47,7 +51,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODES = ("exact", "unsupported", "noisy", "flip", "threads", "sample_nondet", "fixed_seed",
          "greedy_sample", "topk",
-         "no_line", "int64", "no_limit", "crash", "no_src_limit", "src_short", "no_window")
+         "no_line", "int64", "no_limit", "crash", "no_src_limit", "src_short", "no_window",
+         "no_performer")
 
 
 def compile_main(argv):
@@ -133,6 +138,17 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
         if mode == "src_short":
             src = src[:, :-1] if src.shape[1] > 1 else (src + 1) % cfg.vocab_size
     weights = st.load_file(args.weights)
+    if mode == "no_performer" and cfg.performer:
+        # The features must be there, of the contract's shape; then unused.
+        want = (cfg.num_heads, cfg.performer_m, cfg.head_dim)
+        names = [k for k in reference.expected_weights(cfg, cfg.is_encdec and "embed.weight" in weights)
+                 if k.endswith("self_attn.features")]
+        bad = [k for k in names if k not in weights or tuple(weights[k].shape) != want]
+        if bad:
+            print("model: error: %s: missing or not of shape %s" % (bad[0], list(want)), file=sys.stderr)
+            return 1
+        cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
+        weights = {k: v for k, v in weights.items() if not k.endswith("self_attn.features")}
     shared = cfg.is_encdec and "embed.weight" in weights
     fm = reference.load_weights(reference.build_formula_model(cfg, shared), weights)
     if mode in ("no_limit", "no_src_limit") and cfg.positional == "learned":

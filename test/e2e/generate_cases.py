@@ -28,6 +28,15 @@ heads of 4, sampled and too_long runs; 20 new tokens each, so the window
 slides over absolute positions well past the prompt.  run_generate's
 KVCacheDecoder has to mask its cache by the same rule.
 
+Section 7 (`attention` of kind performer, FAVOR+): causal decoders with
+rope half (M 8, batch 2, sampled), learned positions (M 1, unbatched,
+too_long), llama-like with 2 kv heads of 4 (M 32, untied) and a prompt of 1
+token whose 23 new tokens reach max_seq_len 24 (M 4, interleaved rope,
+too_long); two encoder_decoders, whose encoder self-attention is performer
+too (not causal) and cross-attention full: rope, batch 2, too_long, and
+M 32 with 2 kv heads, no biases, an unbatched tgt start of 1.
+run_generate's KVCacheDecoder keeps the running sums (no keys) per head.
+
 Section 11 (norm_type, silu, ffn_gated, num_kv_heads, bias): llama-like
 decoders (pre rms norms, gated silu, rope, no biases) with 2 kv heads of 4
 (batch 2, sampled too), one kv head (multi-query, unbatched, interleaved
@@ -132,6 +141,11 @@ def window(w, g=None):
     if g is not None:
         a["global_tokens"] = g
     return a
+
+
+def performer(m):
+    """Contract section 7's performer (FAVOR+) with M random features."""
+    return dict(kind="performer", features=m)
 
 
 def gen(name, prompt, model=None, **kw):
@@ -247,6 +261,40 @@ CASES = [
     gen("gen_win_w4_g2_long", prompt(8, batch=2), dict(LLAMA, num_kv_heads=2, attention=window(4, 2)),
         seed=1,
         note="W 4, G 2, llama-like with 2 kv heads of 4; two prompts of 8, longer than W + G"),
+    # ---- section 7: performer (FAVOR+) ------------------------------------------
+    # A causal performer layer keeps only its running sums S = sum_j
+    # phi(k_j)^T v_j [M, dv] and z = sum_j phi(k_j) [M] per head (no keys);
+    # run_generate's KVCacheDecoder carries them from step to step, each new
+    # token adding its key before its query reads them.  phi has no
+    # stabiliser (contract), so a high weight_gain overflows fp32's exp (the
+    # encoder_decoders' fp32 logits were NaN at gain 8, and at gain 5 with
+    # M 32): the gains are 2 to 5, the seeds picked for varied greedy paths
+    # (5 to 14 distinct ids a row), top-2 gaps of 14-72 tol and fp32 noise of
+    # 0.01-0.05 tol.
+    gen("gen_perf_rope_half_batch2", prompt(7, batch=2), dict(positional="rope", norm="pre",
+                                                              attention=performer(8)),
+        extras=("sample",), seed=29, weight_gain=5.0,
+        note="M 8 = dk, rope half, pre norm; two prompts; greedy and sampled"),
+    gen("gen_perf_learned_m1_unbatched", prompt(5, batch=None, dtype="int32"), dict(
+        positional="learned", attention=performer(1)), extras=("too_long",), seed=5,
+        note="M 1 (every row one weighting of the values so far), learned positions, post norm; "
+             "an unbatched prompt"),
+    gen("gen_perf_llama_gqa_m32", prompt(6, batch=2), dict(
+        LLAMA, num_kv_heads=2, tie_embeddings=False, attention=performer(32)), seed=18,
+        note="M 32 (4 dk), llama-like: rms norms, gated silu, rope, no biases, 2 kv heads of 4 "
+             "(phi(K) with each query head's W_h), untied head; batch 2"),
+    gen("gen_perf_seq1_to_max", prompt(1), dict(max_seq_len=24, positional="rope",
+                                                 rope_style="interleaved", attention=performer(4)),
+        new_tokens=23, extras=("too_long",), seed=27, weight_gain=5.0,
+        note="a prompt of 1 token, 23 new tokens: 1 + 23 = max_seq_len 24; M 4, interleaved rope"),
+    gen_ed("gen_perf_ed", prompt(9, batch=2), prompt(3, batch=2), dict(
+        positional="rope", norm="pre", attention=performer(8)), extras=("too_long",), seed=43,
+        weight_gain=4.0, note="encoder_decoder: the encoder's performer not causal, the decoder's causal (running "
+             "sums), cross-attention full softmax; batch 2"),
+    gen_ed("gen_perf_ed_gqa_unbatched", prompt(6, batch=None, dtype="int32"), prompt(1, batch=None),
+           dict(positional="learned", num_kv_heads=2, bias=False, attention=performer(32)), seed=3,
+           weight_gain=2.0, note="encoder_decoder, M 32, 2 kv heads of 4, no biases, learned positions; tgt start of 1, "
+                "no batch dimension"),
 ]
 
 
@@ -385,6 +433,20 @@ def coverage():
                 add(a + "window gqa", n)
             for e in c.extras:
                 add(a + "window extra " + e, n)
+        if cfg.performer:
+            add(a + "performer", n)
+            add(a + "performer M=%d" % cfg.performer_m, n)
+            add(a + "performer prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
+            add(a + "performer prompt seq=%s" % ("1" if c.prompt.seq == 1 else ">1"), n)
+            add(a + "performer positional=" + pos, n)
+            if c.prompt.seq + c.new_tokens == c.effective_max_seq_len():
+                add(a + "performer prompt + N == max seq len", n)
+            if cfg.num_kv_heads != cfg.num_heads:
+                add(a + "performer gqa", n)
+            if cfg.uses_section11():
+                add(a + "performer section 11", n)
+            for e in c.extras:
+                add(a + "performer extra " + e, n)
         if cfg.uses_section11():
             add(a + "section 11 prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
             if c.prompt.seq == 1:
@@ -424,6 +486,13 @@ REQUIRED = (
        "window prompt batch=1", "window prompt batch=2", "window prompt batch=none",
        "window slides past the prompt", "window rope", "window gqa", "window score=scaled_dot",
        "window score=bilinear", "window extra sample", "window extra too_long"]
+    # section 7: performer (FAVOR+)
+    + ["performer M=1", "performer M=32", "performer prompt batch=none", "performer prompt batch=1",
+       "performer prompt batch=2", "performer prompt seq=1", "performer prompt seq=>1",
+       "performer positional=rope_half", "performer positional=learned", "performer gqa",
+       "performer section 11", "performer prompt + N == max seq len", "performer extra sample",
+       "performer extra too_long", "encdec performer", "encdec performer gqa", "encdec performer M=32",
+       "encdec performer prompt seq=1", "encdec performer extra too_long"]
 )
 
 

@@ -26,7 +26,8 @@ For each case of generate_cases.py:
      the whole sequence (causal); an independent KV-cache implementation in
      torch (KVCacheDecoder below; encoder_decoder: the encoder run once, the
      cross-attention keys/values projected from the memory once, a
-     self-attention cache per decoder layer) gives the same logits, and the
+     self-attention cache per decoder layer; a performer layer keeps its
+     running sums phi(K)^T V and phi(K)^T 1 instead) gives the same logits, and the
      same ids as the fp32 loop; where PyTorch's own modules (reference.py
      (a): nn.TransformerEncoder, nn.Transformer) express the model they
      agree with (b).  Then fp32 against float64, scaled by the case's
@@ -78,9 +79,13 @@ with its message, like any other failure.
 
 --reference-only does steps 1-2 only, and also fails a case whose reference
 greedy path has a step where the top two logits are within 2*tol (pick
-another seed for it).  --self-test checks the helpers, and the torch KV cache
+another seed for it).  A case whose fp32 reference logits are not finite
+fails (a performer model's phi has no stabiliser: too strong a weight_gain
+overflows fp32).  --self-test checks the helpers, and the torch KV cache
 (decoder and encoder_decoder, prefill in one chunk, in pieces and token by
-token, several src lengths) against full forwards.
+token, several src lengths; full, sliding-window and performer attention)
+against full forwards, and that the KV-cache check catches each planted
+performer decode mistake (PERFORMER_DECODE_MISTAKES); -v prints every check.
 
 Run with Debian's /usr/bin/python3 (it has python3-torch 1.13):
 
@@ -235,6 +240,16 @@ def logits_on_prefix(fm, prompt2d, ids, src=None):
     return np.stack([last_rows(fm, seq[:, : L + t], src) for t in range(ids.shape[1])], axis=0)
 
 
+# Mistakes the self-test plants in KVCacheDecoder's performer decode (each
+# must be caught by prepare_reference's KV-cache check): the running sums
+# not carried from one step() to the next (each chunk starts from zero), a
+# token's key and value added after its query has read the sums (from
+# position 1 on: at position 0 that is 0/0), phi(K) per kv head g with W_g
+# instead of W_h per query head (grouped-query only), q and k not divided by
+# dk^(1/4).
+PERFORMER_DECODE_MISTAKES = ("no_carry", "key_after_query", "kv_w", "no_scale")
+
+
 class KVCacheDecoder:
     """Incremental decoding written independently of FormulaModel.forward,
     from the same parameters (a causal decoder or encoder_decoder
@@ -248,12 +263,28 @@ class KVCacheDecoder:
     over src once (not causal, rope over src positions) and projects each
     decoder layer's cross-attention keys and values from the memory once;
     step() then attends to those (never causal, never rotated).  Target
-    positions start at 0."""
+    positions start at 0.
 
-    def __init__(self, fm, src=None):
+    Performer (contract section 7, FAVOR+): a decoder layer keeps no keys,
+    only a fixed-size state per query head h: the running sums
+    S = sum_j phi_h(k_j)^T v_j [M, dv] and z = sum_j phi_h(k_j) [M] over the
+    positions so far, carried from step to step.  Each new token adds its
+    own key and value to them, then its query reads them:
+    out = phi_h(q) S / (phi_h(q) . z), phi_h(x) = exp(x' W_h^T - |x'|^2 / 2)
+    / sqrt(M), x' = x / dk^(1/4) (after rope; W_h = self_attn.features[h]).
+    Grouped-query: query head h reads kv head h // (H / KV), mapped with its
+    own W_h.  The encoder's self-attention (encoder_decoder) is performer
+    too, not causal (the sums over every src position); cross-attention
+    stays full softmax.  `performer_mistake` (self-test only) plants one of
+    PERFORMER_DECODE_MISTAKES."""
+
+    def __init__(self, fm, src=None, performer_mistake=None):
         import reference as R
         self.R = R
         self.fm = fm
+        if performer_mistake not in (None,) + PERFORMER_DECODE_MISTAKES:
+            raise ValueError(performer_mistake)
+        self.performer_mistake = performer_mistake
         self.cfg = cfg = fm.cfg
         if not cfg.tokens or not cfg.causal or cfg.architecture not in ("decoder", "encoder_decoder"):
             raise ValueError("KVCacheDecoder is for causal decoders and encoder_decoders with token inputs")
@@ -351,6 +382,8 @@ class KVCacheDecoder:
             cos, sin, style = rope
             q = R.apply_rope(q, cos, sin, style)
             k = R.apply_rope(k, cos, sin, style)
+        if self.cfg.performer:             # every self-attention; cross-attention is full
+            return self._performer(attn, q, k, v, li)
         window = self.cfg.sliding_window   # every self-attention; cross-attention is full
         if li is None:
             return self._attend(attn, q, k, v, window=window)
@@ -359,6 +392,67 @@ class KVCacheDecoder:
             v = torch.cat([self.cache[li][1], v], dim=2)
         self.cache[li] = (k, v)
         return self._attend(attn, q, k, v, causal_from=self.pos, window=window)
+
+    def _phi(self, x, w):
+        """FAVOR+'s features of x [B, H, S, dk] (head h mapped with w[h],
+        w [H, M, dk]): exp(x' w[h]^T - |x'|^2 / 2) / sqrt(M), x' = x /
+        dk^(1/4); [B, H, S, M]."""
+        torch = _torch()
+        dk, m = x.shape[-1], w.shape[1]
+        xs = x * dk ** -0.25
+        if self.performer_mistake == "no_scale":
+            xs = x
+        proj = torch.einsum("bhsd,hmd->bhsm", xs, w)
+        return torch.exp(proj - 0.5 * (xs * xs).sum(dim=-1, keepdim=True)) / math.sqrt(m)
+
+    def _performer(self, attn, q, k, v, li):
+        """Performer self-attention of the new positions' q [B, H, S, dk]
+        and k, v [B, KV, S, dk]; li: the decoder layer whose running sums
+        (S [B, H, M, dv], z [B, H, M]) the new tokens extend, one by one
+        (causal), or None: the encoder, not causal, over these keys only."""
+        torch = _torch()
+        b, h, s, dk = q.shape
+        kv, mistake = k.shape[1], self.performer_mistake
+        w = attn.features
+        group = h // kv
+        # Grouped-query: K, V expanded to the query heads (h reads h // group),
+        # and phi(K) of query head h computed with its own W_h.
+        idx = torch.tensor([i // group for i in range(h)])
+        if mistake == "kv_w" and kv != h:
+            kf = self._phi(k, w[:kv])[:, idx]          # per kv head with W_g: wrong
+        else:
+            kf = self._phi(k[:, idx], w)
+        v = v[:, idx]
+        qf = self._phi(q, w)
+        if li is None:
+            state = torch.einsum("bhsm,bhsd->bhmd", kf, v)
+            z = kf.sum(dim=2)
+            num = torch.einsum("bhsm,bhmd->bhsd", qf, state)
+            den = torch.einsum("bhsm,bhm->bhs", qf, z)
+            o = num / den.unsqueeze(-1)
+        else:
+            m = w.shape[1]
+            if self.cache[li] is None or mistake == "no_carry":
+                state = torch.zeros(b, h, m, v.shape[-1], dtype=q.dtype)
+                z = torch.zeros(b, h, m, dtype=q.dtype)
+            else:
+                state, z = self.cache[li]
+            rows = []
+            for t in range(s):
+                # A token's own key is in the sums its query reads (j <= i).
+                late = mistake == "key_after_query" and self.pos + t > 0
+                if late:
+                    num = torch.einsum("bhm,bhmd->bhd", qf[:, :, t], state)
+                    den = torch.einsum("bhm,bhm->bh", qf[:, :, t], z)
+                state = state + kf[:, :, t, :, None] * v[:, :, t, None, :]
+                z = z + kf[:, :, t]
+                if not late:
+                    num = torch.einsum("bhm,bhmd->bhd", qf[:, :, t], state)
+                    den = torch.einsum("bhm,bhm->bh", qf[:, :, t], z)
+                rows.append(num / den.unsqueeze(-1))
+            self.cache[li] = (state, z)
+            o = torch.stack(rows, dim=2)
+        return attn.out_proj(o.transpose(1, 2).reshape(b, s, h * dk))
 
     def _encode(self, src):
         """The encoder over src, once; returns each decoder layer's
@@ -532,6 +626,11 @@ def prepare_reference(case, case_dir, strict_margin):
     fm = R.load_weights(R.build_formula_model(cfg, shared), back)
     info["fm"] = fm
     ref_ids, ref_rows = greedy_full(fm, prompt2d, n, src2d)
+    if not np.all(np.isfinite(ref_rows)):
+        t = int(np.argwhere(~np.isfinite(ref_rows))[0][0])
+        raise CaseFailure("fp32 reference logits have %d non-finite values (the first at step %d): the "
+                          "case overflows fp32 (a performer's phi has no stabiliser); lower its weight_gain"
+                          % (int(np.sum(~np.isfinite(ref_rows))), t))
     tol = tolerance(ref_rows)
     info.update(ref_ids=ref_ids, ref_rows=ref_rows, tol=tol)
     np.save(os.path.join(case_dir, "ref_ids.npy"), ref_ids.astype(np.int32))
@@ -559,20 +658,11 @@ def prepare_reference(case, case_dir, strict_margin):
     # (ii) Causality: one forward over the whole sequence, row L-1+t == step t.
     whole64 = rows_of(fm64)
     d_whole = float(np.max(np.abs(whole64 - ref64)))
-    if d_whole / scale >= AB_BOUND_F64:
+    if not d_whole / scale < AB_BOUND_F64:   # (NaN fails too)
         raise CaseFailure("reference: rows of one full forward differ from per-prefix last rows "
                           "by %.3g in float64 (not causal?)" % d_whole)
     # (iii) The independent KV-cache implementation.
-    kv_ids, kv_rows = KVCacheDecoder(fm64, src2d).greedy(prompt2d, n)
-    on_kv = ref64 if np.array_equal(kv_ids, ref_ids) else logits_on_prefix(fm64, prompt2d, kv_ids, src2d)
-    d_kv = float(np.max(np.abs(kv_rows - on_kv)))
-    if d_kv / scale >= AB_BOUND_F64:
-        raise CaseFailure("reference: torch KV-cache logits differ from full recompute by %.3g in float64"
-                          % d_kv)
-    if not np.array_equal(kv_ids, ref_ids):
-        t, bb = _first_mismatch(kv_ids, ref_ids)
-        raise CaseFailure("reference: torch KV-cache greedy ids (float64) differ from the fp32 greedy "
-                          "loop at step %d row %d (%d vs %d)" % (t, bb, kv_ids[bb, t], ref_ids[bb, t]))
+    d_kv = check_kv_cache(fm64, prompt2d, n, src2d, ref_ids, ref64, scale)
     # What fp32 rounding does to this case (its conditioning): the float64
     # model run under reference.Fp32Rounding, an emulation of fp32's rounding
     # errors with a fixed seed, so the same on every machine (the fp32 logits
@@ -589,7 +679,7 @@ def prepare_reference(case, case_dir, strict_margin):
     if tm is not None:
         tm64 = R.load_weights(R.build_torch_model(cfg, shared).double(), back)
         d_ab = float(np.max(np.abs(rows_of(tm64) - ref64)))
-        if d_ab / scale >= AB_BOUND_F64:
+        if not d_ab / scale < AB_BOUND_F64:
             raise CaseFailure("reference (a) torch modules vs (b) formulas differ by %.3g in float64 "
                               "(bound %.3g)" % (d_ab, AB_BOUND_F64 * scale))
         R.load_weights(tm, back)
@@ -632,6 +722,26 @@ def prepare_reference(case, case_dir, strict_margin):
                           "(<= %g*tol = %.3g); choose another seed for this case"
                           % (where[0], where[1], gap, AMBIGUITY, AMBIGUITY * tol))
     return info
+
+
+def check_kv_cache(fm64, prompt2d, n, src2d, ref_ids, ref64, scale, performer_mistake=None):
+    """prepare_reference's step (iii): KVCacheDecoder (float64 fm64; prefill
+    of the prompt in one chunk, then n - 1 decode steps) against the full
+    forwards: its logits within AB_BOUND_F64 (relative to scale) of the full
+    forward's last row on its own prefix (ref64: on the reference's greedy
+    path ref_ids), and its greedy ids those of the fp32 loop.  Returns the
+    difference; raises CaseFailure.  performer_mistake: the self-test's."""
+    kv_ids, kv_rows = KVCacheDecoder(fm64, src2d, performer_mistake).greedy(prompt2d, n)
+    on_kv = ref64 if np.array_equal(kv_ids, ref_ids) else logits_on_prefix(fm64, prompt2d, kv_ids, src2d)
+    d_kv = float(np.max(np.abs(kv_rows - on_kv)))
+    if not d_kv / scale < AB_BOUND_F64:      # NaN (0/0 in a performer row) fails too
+        raise CaseFailure("reference: torch KV-cache logits differ from full recompute by %.3g in float64"
+                          % d_kv)
+    if not np.array_equal(kv_ids, ref_ids):
+        t, bb = _first_mismatch(kv_ids, ref_ids)
+        raise CaseFailure("reference: torch KV-cache greedy ids (float64) differ from the fp32 greedy "
+                          "loop at step %d row %d (%d vs %d)" % (t, bb, kv_ids[bb, t], ref_ids[bb, t]))
+    return d_kv
 
 
 def _first_mismatch(a, b):
@@ -993,14 +1103,18 @@ def select(filters):
     return [n for n in names if any(match(n, f) for f in filters)]
 
 
-def self_test():
-    """Checks of the harness's own helpers (no compiler needed)."""
-    fails = []
+def self_test(verbose=False):
+    """Checks of the harness's own helpers (no compiler needed); verbose:
+    print every check, not only the failures."""
+    fails, count = [], [0]
 
     def check(what, ok):
+        count[0] += 1
         if not ok:
             fails.append(what)
             print("FAIL self-test: " + what)
+        elif verbose:
+            print("ok   self-test: " + what)
     check("argmax ties -> lowest id", argmax_lowest(np.array([[1.0, 3.0, 3.0, 2.0]]))[0] == 1)
     g, at = min_gap(np.array([[[0.0, 5.0, 4.5]], [[1.0, 0.0, 0.9]]]))
     check("min_gap", abs(g - 0.1) < 1e-12 and at == (1, 0))
@@ -1052,22 +1166,34 @@ def self_test():
                       num_kv_heads=1, bias=False),
                  dict(positional="rope", attention=dict(kind="sliding_window", window=2, global_tokens=1)),
                  dict(positional="learned", attention_score="additive", norm="pre",
-                      attention=dict(kind="sliding_window", window=3))):
+                      attention=dict(kind="sliding_window", window=3)),
+                 # Section 7's performer: the running sums instead of a cache.
+                 dict(positional="rope", norm="pre", attention=dict(kind="performer", features=8)),
+                 dict(positional="learned", attention=dict(kind="performer", features=1)),
+                 dict(positional="rope", rope_style="interleaved", norm="pre", norm_type="rms_norm",
+                      activation="silu", ffn_gated=True, num_kv_heads=1, bias=False,
+                      attention=dict(kind="performer", features=5))):
         desc = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=24, num_layers=2,
                     max_seq_len=12, vocab_size=23, **desc)
         cfg = R.Config(desc)
         fm = R.load_weights(R.build_formula_model(cfg), R.make_weights(cfg, 3))
         seq = np.random.default_rng(0).integers(0, 23, size=(2, 11))
         full = full_rows(fm, seq)
+        label = desc["positional"] + (" performer M=%d" % cfg.performer_m if cfg.performer else "")
         for chunks in ((11,), (4, 1, 6), (1,) * 11):
             kv = KVCacheDecoder(fm)
-            outs, at = [], 0
+            outs, at, shapes = [], 0, set()
             for c in chunks:
                 outs.append(kv.step(seq[:, at:at + c]).numpy())
                 at += c
+                shapes.add(tuple(tuple(t.shape) for t in kv.cache[0]))
             d = float(np.max(np.abs(np.concatenate(outs, axis=1) - full)))
-            check("kv cache %s chunks %s vs full forward: %.3g" % (desc["positional"], chunks, d),
+            check("kv cache %s chunks %s vs full forward: %.3g" % (label, chunks, d),
                   d < 1e-5 * max(1.0, float(np.max(np.abs(full)))))
+            if cfg.performer:   # a fixed-size state: S [B, H, M, dk] and z [B, H, M], at any position
+                want = {((2, 2, cfg.performer_m, 8), (2, 2, cfg.performer_m))}
+                check("kv cache %s chunks %s: performer state %s, expected %s at every step"
+                      % (label, chunks, sorted(shapes), sorted(want)), shapes == want)
     # encoder_decoder: the encoder once, cross K/V once, the target in chunks;
     # src lengths other than the target's; and src matters (not vacuous).
     for desc, shared in ((dict(positional="rope", rope_style="interleaved", norm="pre",
@@ -1081,7 +1207,13 @@ def self_test():
                          (dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu",
                                ffn_gated=True, num_kv_heads=1, bias=False), False),
                          (dict(positional="rope", attention_score="bilinear",
-                               attention=dict(kind="sliding_window", window=2, global_tokens=1)), True)):
+                               attention=dict(kind="sliding_window", window=2, global_tokens=1)), True),
+                         # performer in both self-attentions (the encoder's not
+                         # causal), cross-attention full
+                         (dict(positional="rope", norm="pre", num_encoder_layers=2, num_decoder_layers=1,
+                               attention=dict(kind="performer", features=6)), False),
+                         (dict(positional="learned", num_kv_heads=1, bias=False,
+                               attention=dict(kind="performer", features=3)), True)):
         desc = dict(dict(num_layers=2) if "num_encoder_layers" not in desc else {},
                     architecture="encoder_decoder", d_model=16, num_heads=2, d_ff=24,
                     max_seq_len=12, vocab_size=23, **desc)
@@ -1089,7 +1221,8 @@ def self_test():
         fm = R.load_weights(R.build_formula_model(cfg, shared), R.make_weights(cfg, 3, shared))
         rng = np.random.default_rng(1)
         tgt = rng.integers(0, 23, size=(2, 11))
-        label = "encdec kv cache %s%s" % (desc["positional"], " shared" if shared else "")
+        label = "encdec kv cache %s%s%s" % (desc["positional"], " shared" if shared else "",
+                                            " performer M=%d" % cfg.performer_m if cfg.performer else "")
         for src_len in (7, 12, 1):
             src = rng.integers(0, 23, size=(2, src_len))
             full = full_rows(fm, tgt, src)
@@ -1117,6 +1250,7 @@ def self_test():
         check("encdec KVCacheDecoder without src is refused", False)
     except ValueError:
         pass
+    _performer_decode_self_test(check)
     # The reference's checks against float64 pass on a correct reference and
     # fail on wrong ones.
     desc = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=24, num_layers=2,
@@ -1164,8 +1298,58 @@ def self_test():
     kv_ids, kv_rows = KVCacheDecoder(fm64).greedy(seq[:, :4], 7)
     d_kv = float(np.max(np.abs(kv_rows - logits_on_prefix(fm64, seq[:, :4], kv_ids)))) / scale
     check("float64 KV cache vs full forwards: %.3g < %g" % (d_kv, AB_BOUND_F64), d_kv < AB_BOUND_F64)
-    print("run_generate self-test: %d failed" % len(fails))
+    print("run_generate self-test: %d checks, %d failed" % (count[0], len(fails)))
     return not fails
+
+
+def _performer_decode_self_test(check):
+    """prepare_reference's KV-cache check (check_kv_cache) on performer
+    models, in float64 as there: it passes with the correct running sums,
+    and each of PERFORMER_DECODE_MISTAKES planted in KVCacheDecoder fails
+    it, by far (its logits more than 1e-3 relative from the full forwards';
+    kv_w on grouped-query models only): a grouped-query causal decoder with
+    rope (a prompt of 4 and of 1, batch 2) and an encoder_decoder (its
+    encoder performer too, not causal)."""
+    import reference as R
+    perf = dict(kind="performer", features=8)
+    models = (
+        ("decoder gqa", dict(architecture="decoder", num_layers=2, num_kv_heads=2, positional="rope",
+                             norm="pre", attention=perf), 4),
+        ("decoder gqa prompt 1", dict(architecture="decoder", num_layers=2, num_kv_heads=2, positional="rope",
+                                      norm="pre", attention=perf), 1),
+        ("encdec", dict(architecture="encoder_decoder", num_layers=2, positional="learned", num_kv_heads=2,
+                        attention=perf), 3),
+    )
+    for label, desc, plen in models:
+        desc = dict(d_model=16, num_heads=4, d_ff=24, max_seq_len=12, vocab_size=23, **desc)
+        cfg = R.Config(desc)
+        w = R.make_weights(cfg, 5)
+        w = {k: (v * 3.0 if k.endswith(("in_proj_weight", "out_proj.weight", "linear1.weight",
+                                         "linear2.weight")) else v) for k, v in w.items()}
+        fm64 = R.load_weights(R.build_formula_model(cfg).double(), w)
+        rng = np.random.default_rng(2)
+        src = rng.integers(0, 23, size=(2, 7)) if cfg.is_encdec else None
+        prompt2d = rng.integers(0, 23, size=(2, plen))
+        n = 7
+        ref_ids, _ = greedy_full(fm64, prompt2d, n, src)
+        ref64 = logits_on_prefix(fm64, prompt2d, ref_ids, src)
+        scale = max(1.0, float(np.max(np.abs(ref64))))
+        try:
+            d = check_kv_cache(fm64, prompt2d, n, src, ref_ids, ref64, scale)
+            check("performer %s: KV-cache check passes (%.3g)" % (label, d), True)
+        except CaseFailure as e:
+            check("performer %s: KV-cache check passes: %s" % (label, e), False)
+        for mistake in PERFORMER_DECODE_MISTAKES:
+            try:
+                check_kv_cache(fm64, prompt2d, n, src, ref_ids, ref64, scale, mistake)
+                caught = "not caught"
+            except CaseFailure as e:
+                caught = str(e)
+            ids_m, rows_m = KVCacheDecoder(fm64, src, mistake).greedy(prompt2d, n)
+            d = float(np.max(np.abs(rows_m - logits_on_prefix(fm64, prompt2d, ids_m, src)))) / scale
+            check("performer %s: planted %s caught by the KV-cache check (%s), logits off by %.3g "
+                  "relative > 1e-3" % (label, mistake, _clip(caught, 90), d),
+                  caught.startswith("reference: torch KV-cache") and not d <= 1e-3)
 
 
 def main(argv=None):
@@ -1189,7 +1373,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     if args.self_test:
-        return 0 if self_test() else 1
+        return 0 if self_test(args.verbose) else 1
 
     if args.list:
         for c in cases_mod.CASES:

@@ -124,15 +124,26 @@ LogicalResult FunctionEmitter::emitLinearAttention(LinearAttentionOp op) {
      << " features, then each query row's products with them\n";
   os.indent();
   os << "const int64_t sq = " << q.seq.expr << ", sk = " << k.seq.expr << ";\n";
-  std::string sums = scratch(FrameBuffer::FeatureSums,
-                             q.batch.expr + " * " + num(count * perTask),
-                             q.batch.max * count * perTask);
+  // A decode step's sums live in the cache from call to call; otherwise
+  // each task's are scratch.
+  TypedValue<KVCacheType> carried = op.getSums();
+  std::string sums = carried
+                         ? buffers[carried].ptr
+                         : scratch(FrameBuffer::FeatureSums,
+                                   q.batch.expr + " * " + num(count * perTask),
+                                   q.batch.max * count * perTask);
+  std::string offset =
+      op.getQueryOffset() ? scalars[op.getQueryOffset()] : std::string("0");
   os << "pool.parallelFor(" << q.batch.expr << " * " << count
      << ", [&](int64_t t) {\n";
   os.indent();
   os << "const int64_t b = t / " << count << ", h = t % " << count << ";\n";
   os << "float *sums = " << sums << " + t * " << perTask
      << ", *featureSums = sums + " << features * dv << ";\n";
+  // The cache's sums are of the positions before offset: none at 0 (what
+  // it holds then is an earlier sequence's).
+  if (carried)
+    os << "if (" << offset << " == 0)\n  ";
   os << "k::Zero(sums, " << perTask << ");\n";
   auto addKey = [&](StringRef j) {
     return "k::AddKeyFeatures(" + k.view.at(j) + ", " + v.view.at(j) + ", " +
@@ -145,13 +156,14 @@ LogicalResult FunctionEmitter::emitLinearAttention(LinearAttentionOp op) {
     os << "for (int64_t j = 0; j < sk; ++j)\n  " << addKey("j");
     os << "for (int64_t i = 0; i < sq; ++i)\n  " << apply;
   } else {
-    std::string offset =
-        op.getQueryOffset() ? scalars[op.getQueryOffset()] : std::string("0");
-    // Row i's sums are those of keys [0, offset + i], each key added once.
+    // Row i's sums are those of keys [0, offset + i], each key added once
+    // (carried sums hold the keys before offset already, and this call's
+    // keys are its rows' own).
+    std::string keyOffset = carried ? std::string("0") : offset;
     os << "int64_t added = 0;\n";
     os << "for (int64_t i = 0; i < sq; ++i) {\n";
     os.indent();
-    os << "for (const int64_t end = std::min<int64_t>(sk, " << offset
+    os << "for (const int64_t end = std::min<int64_t>(sk, " << keyOffset
        << " + i + 1); added < end; ++added)\n  " << addKey("added");
     os << apply;
     os.unindent();
@@ -167,9 +179,12 @@ LogicalResult FunctionEmitter::emitLinearAttention(LinearAttentionOp op) {
                          : "each head's sums over every key's features made "
                            "once, then read by every query row") +
                  "; no score matrix, " + std::to_string(features) + " x " +
-                 std::to_string(dv + 1) +
-                 " sums a head; the heads written merged, as "
-                 "tfm.merge_heads reads them");
+                 std::to_string(dv + 1) + " sums a head" +
+                 (carried ? " kept in the cache from step to step (a step "
+                            "costs the same at any position)"
+                          : "") +
+                 "; the heads written merged, as tfm.merge_heads reads "
+                 "them");
   return success();
 }
 

@@ -176,23 +176,6 @@ struct LowerSequenceProjection : TfmLowering<SequenceProjectionOp> {
   }
 };
 
-struct LowerFeatureMap : TfmLowering<FeatureMapOp> {
-  using TfmLowering::TfmLowering;
-  FailureOr<Value> lower(FeatureMapOp op, TensorBuilder &tb) const override {
-    return PerformerBuilder(tb).featureMap(op.getInput(), op.getFeatures());
-  }
-};
-
-struct LowerLinearAttention : TfmLowering<LinearAttentionOp> {
-  using TfmLowering::TfmLowering;
-  FailureOr<Value> lower(LinearAttentionOp op,
-                         TensorBuilder &tb) const override {
-    return PerformerBuilder(tb).linearAttention(
-        op.getQueryFeatures(), op.getKeyFeatures(), op.getValue(),
-        op.getCausal(), op.getQueryOffset());
-  }
-};
-
 struct LowerAttention : TfmLowering<AttentionOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(AttentionOp op, TensorBuilder &tb) const override {
@@ -242,7 +225,7 @@ MemRefType cacheBuffer(KVCacheType type) {
 
 /// The buffer of cache handle `cache` (a function argument, which
 /// convertCacheArguments makes that buffer once every op is lowered).
-Value cacheBufferOf(PatternRewriter &rewriter, Location loc,
+Value cacheBufferOf(OpBuilder &rewriter, Location loc,
                     TypedValue<KVCacheType> cache) {
   return UnrealizedConversionCastOp::create(rewriter, loc,
                                             cacheBuffer(cache.getType()), cache)
@@ -280,6 +263,40 @@ struct LowerCacheRead : OpRewritePattern<CacheReadOp> {
                                 op.getLength());
     rewriter.replaceOp(op, {keys, values});
     return success();
+  }
+};
+
+struct LowerFeatureMap : TfmLowering<FeatureMapOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(FeatureMapOp op, TensorBuilder &tb) const override {
+    RankedTensorType input = op.getInput().getType();
+    if (input.isDynamicDim(input.getRank() - 3))
+      return op.emitError("the LLVM backend maps the features of a static "
+                          "number of heads");
+    return PerformerBuilder(tb).featureMap(op.getInput(), op.getFeatures());
+  }
+};
+
+struct LowerLinearAttention : TfmLowering<LinearAttentionOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(LinearAttentionOp op,
+                         TensorBuilder &tb) const override {
+    RankedTensorType value = op.getValue().getType();
+    if (value.getRank() < 3 || value.isDynamicDim(value.getRank() - 3) ||
+        op.getType().isDynamicDim(value.getRank() - 3))
+      return op.emitError("the LLVM backend attends over a static number of "
+                          "heads");
+    PerformerBuilder pb(tb);
+    if (TypedValue<KVCacheType> sums = op.getSums()) {
+      KVCacheType type = sums.getType();
+      Value buffer = cacheBufferOf(tb.b, op.getLoc(), sums);
+      return pb.linearAttentionWithSums(op.getQueryFeatures(),
+                                        op.getKeyFeatures(), op.getValue(),
+                                        op.getQueryOffset(), buffer, type);
+    }
+    return pb.linearAttention(op.getQueryFeatures(), op.getKeyFeatures(),
+                              op.getValue(), op.getCausal(),
+                              op.getQueryOffset());
   }
 };
 

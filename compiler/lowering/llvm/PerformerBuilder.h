@@ -91,11 +91,62 @@ public:
       sumSizes.push_back(vSizes[rank - 1]);
       sums = tb.filled(sumSizes, 0.0);
     }
+    return causalBlocks(fq, fk, v, sums, featureSums, offset).getResult(2);
+  }
+
+  /// Causal tfm.linear_attention with `sums`: this call's keys (one per
+  /// query row) added to the sums `cache` (a flat buffer in the layout of
+  /// `type`) holds of the `offset` positions before (none at offset 0),
+  /// which it then holds with them.
+  Value linearAttentionWithSums(Value fq, Value fk, Value v, Value offset,
+                                Value cache, KVCacheType type) {
+    auto qType = cast<RankedTensorType>(fq.getType());
+    if (int64_t group = qType.getDimSize(1) /
+                        cast<RankedTensorType>(v.getType()).getDimSize(1);
+        group != 1)
+      v = tb.repeatHeads(v, group);
+    OpFoldResult batch = tb.sizes(fq)[0];
+    Value sumsView = sumsOf(cache, type, batch, /*featureSums=*/false);
+    Value featureSumsView = sumsOf(cache, type, batch, /*featureSums=*/true);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value first =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, offset, zero);
+    // At offset 0 the cache holds an earlier sequence's sums: start from 0.
+    auto start = [&](Value view) {
+      auto viewType = cast<MemRefType>(view.getType());
+      auto read = bufferization::ToTensorOp::create(
+          b, loc, RankedTensorType::get(viewType.getShape(), tb.f32()), view);
+      read.setRestrict(true);
+      Value zeros = tb.filled(tb.sizes(read), 0.0);
+      return arith::SelectOp::create(b, loc, first, zeros, read).getResult();
+    };
+    Value sums = start(sumsView);
+    Value featureSums = collapseLast(start(featureSumsView));
+    scf::ForOp loop = causalBlocks(fq, fk, v, sums, featureSums, zero);
+    auto write = [&](Value t, Value view) {
+      bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, t,
+                                                        view)
+          .setWritable(true);
+    };
+    write(loop.getResult(0), sumsView);
+    write(expandLast(loop.getResult(1)), featureSumsView);
+    return loop.getResult(2);
+  }
+
+private:
+  /// The causal rows of `fq` in blocks over the sums of the keys before
+  /// them (`sums`, `featureSums`), row i's own key `keyOffset + i` of `fk`
+  /// and `v`; results: the sums with every row's key added, and the rows.
+  scf::ForOp causalBlocks(Value fq, Value fk, Value v, Value sums,
+                          Value featureSums, Value keyOffset) {
+    unsigned rank = cast<RankedTensorType>(fq.getType()).getRank();
+    SmallVector<OpFoldResult> qSizes = tb.sizes(fq), vSizes = tb.sizes(v);
     SmallVector<OpFoldResult> outSizes(qSizes.begin(), qSizes.end() - 1);
     outSizes.push_back(vSizes[rank - 1]);
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value sq = getValueOrCreateConstantIndexOp(b, loc, qSizes[rank - 2]);
     Value step = arith::ConstantIndexOp::create(b, loc, kRowBlock);
-    auto loop = scf::ForOp::create(
+    return scf::ForOp::create(
         b, loc, zero, sq, step,
         ValueRange{sums, featureSums, tb.empty(outSizes)},
         [&](OpBuilder &nb, Location, Value i0, ValueRange carried) {
@@ -103,7 +154,7 @@ public:
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
           Value rows = arith::MinSIOp::create(
               b, loc, step, arith::SubIOp::create(b, loc, sq, i0));
-          Value firstKey = arith::AddIOp::create(b, loc, offset, i0);
+          Value firstKey = arith::AddIOp::create(b, loc, keyOffset, i0);
           Value fqBlock = tb.sliceDim(fq, rank - 2, i0, rows);
           Value fkBlock = tb.sliceDim(fk, rank - 2, firstKey, rows);
           Value vBlock = tb.sliceDim(v, rank - 2, firstKey, rows);
@@ -121,10 +172,53 @@ public:
           scf::YieldOp::create(b, loc,
                                ValueRange{nextSums, nextFeatureSums, written});
         });
-    return loop.getResult(2);
   }
 
-private:
+  /// The first `batch` sequences' sums of `cache` as a view: the rows
+  /// [batch, heads, M, dv], or the feature sums [batch, heads, M, 1].
+  Value sumsOf(Value cache, KVCacheType type, OpFoldResult batch,
+               bool featureSums) {
+    int64_t heads = type.getHeads(), features = type.getFeatures(),
+            dv = type.getHeadDim();
+    SmallVector<int64_t> strides = {heads * type.getSumsFloats(),
+                                    type.getSumsFloats(), dv + 1, 1};
+    SmallVector<int64_t> shape = {type.getMaxBatch(), heads, features, dv + 1};
+    SmallVector<OpFoldResult> shapeFolded, stridesFolded;
+    for (int64_t d : shape)
+      shapeFolded.push_back(b.getIndexAttr(d));
+    for (int64_t d : strides)
+      stridesFolded.push_back(b.getIndexAttr(d));
+    Value all = memref::ReinterpretCastOp::create(
+        b, loc,
+        MemRefType::get(shape, tb.f32(),
+                        StridedLayoutAttr::get(b.getContext(), 0, strides)),
+        cache, b.getIndexAttr(0), shapeFolded, stridesFolded);
+    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),
+                                         b.getIndexAttr(0),
+                                         b.getIndexAttr(featureSums ? dv : 0)};
+    SmallVector<OpFoldResult> sizes = {batch, b.getIndexAttr(heads),
+                                       b.getIndexAttr(features),
+                                       b.getIndexAttr(featureSums ? 1 : dv)};
+    SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
+    return memref::SubViewOp::create(b, loc, all, offsets, sizes, ones);
+  }
+
+  /// [B, H, M, 1] -> [B, H, M] and back.
+  Value collapseLast(Value t) {
+    return tensor::CollapseShapeOp::create(
+        b, loc, t, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
+  }
+  Value expandLast(Value t) {
+    auto type = cast<RankedTensorType>(t.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape.push_back(1);
+    SmallVector<OpFoldResult> sizes = tb.sizes(t);
+    sizes.push_back(b.getIndexAttr(1));
+    return tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), t,
+        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}, sizes);
+  }
+
   /// Query rows a causal block takes: its diagonal block of products
   /// ([L..., 64, 64]) is all it stores besides the sums.
   static constexpr int64_t kRowBlock = 64;

@@ -95,8 +95,9 @@ struct LinearAttentionScratch
     auto attention = cast<LinearAttentionOp>(op);
     auto query = attention.getQueryFeatures().getType();
     auto value = attention.getValue().getType();
-    if (query.getRank() != 4)
-      return {}; // the backend refuses it with its own error
+    // Sums a cache carries need none.
+    if (query.getRank() != 4 || attention.getSums())
+      return {}; // (a rank the backend refuses with its own error)
     uint64_t maxBatch = bounds.dim(query, 0), heads = bounds.dim(query, 1),
              features = bounds.dim(query, 3), dv = bounds.dim(value, 3);
     return {{FrameBuffer::FeatureSums,

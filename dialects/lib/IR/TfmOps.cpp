@@ -223,11 +223,16 @@ LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 
 LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
                                   int64_t maxBatch, int64_t heads,
-                                  int64_t maxSeq, int64_t headDim) {
+                                  int64_t maxSeq, int64_t headDim,
+                                  int64_t features) {
   if (maxBatch <= 0 || heads <= 0 || maxSeq <= 0 || headDim <= 0)
     return emitError() << "kv_cache sizes must be positive, got maxBatch = "
                        << maxBatch << ", heads = " << heads
                        << ", maxSeq = " << maxSeq << ", headDim = " << headDim;
+  if (features < 0)
+    return emitError() << "kv_cache features must be positive (or left out "
+                          "for a cache of positions), got "
+                       << features;
   return success();
 }
 
@@ -627,7 +632,44 @@ LogicalResult LinearAttentionOp::verify() {
   if (getQueryOffset() && !getCausal())
     return emitOpError("`offset` places the queries for `causal`; without "
                        "it every row sees every key");
+  // Causal rows without an offset are the keys' positions themselves (and
+  // so are a decode step's with sums: its own keys).
+  int64_t n = getQueryFeatures().getType().getDimSize(
+              getQueryFeatures().getType().getRank() - 2),
+          s = getKeyFeatures().getType().getDimSize(
+              getKeyFeatures().getType().getRank() - 2);
+  if (getCausal() && (!getQueryOffset() || getSums()) && !isDynamic(n) &&
+      !isDynamic(s) && n != s)
+    return emitOpError("causal rows attend the keys of their own positions: ")
+           << n << " query rows over " << s << " keys";
+  TypedValue<KVCacheType> sums = getSums();
+  if (!sums)
+    return success();
+  if (!getQueryOffset())
+    return emitOpError("`sums` carry a causal attention from call to call: "
+                       "they need `causal` and `offset`");
+  KVCacheType type = sums.getType();
+  RankedTensorType result = getType();
+  int64_t rank = result.getRank();
+  int64_t features = getQueryFeatures().getType().getDimSize(rank - 1);
+  if (rank != 4 || !type.holdsFeatureSums() ||
+      !dimsMatch(features, type.getFeatures()) ||
+      !dimsMatch(result.getDimSize(1), type.getHeads()) ||
+      !dimsMatch(result.getDimSize(3), type.getHeadDim()))
+    return emitOpError("`sums` ")
+           << type << " do not hold the sums of " << Type(result)
+           << "'s heads over " << formatDim(features) << " features";
   return success();
+}
+
+void LinearAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  // Pure unless it carries sums: then it reads and updates them.
+  if (!getSumsMutable().empty()) {
+    effects.emplace_back(MemoryEffects::Read::get(), &getSumsMutable()[0]);
+    effects.emplace_back(MemoryEffects::Write::get(), &getSumsMutable()[0]);
+  }
 }
 
 LogicalResult
@@ -869,9 +911,19 @@ LogicalResult expectCacheRows(Diag &diag, StringRef what, RankedTensorType type,
 
 } // namespace
 
+/// The rule of tfm.cache_append and tfm.cache_read: a cache of positions.
+LogicalResult expectPositions(Operation *op, KVCacheType cache) {
+  if (!cache.holdsFeatureSums())
+    return success();
+  return op->emitOpError("reads and writes positions; ")
+         << cache << " holds feature sums (tfm.linear_attention's `sums`)";
+}
+
 LogicalResult CacheAppendOp::verify() {
   Diag diag(*this);
   KVCacheType cache = getCache().getType();
+  if (failed(expectPositions(*this, cache)))
+    return failure();
   // Values have the keys' type (AllTypesMatch).
   return expectCacheRows(diag, "keys", getKeys().getType(), cache);
 }
@@ -892,6 +944,10 @@ CacheReadOp::inferReturnTypes(MLIRContext *context, std::optional<Location>,
                                     Float32Type::get(context));
   inferredReturnTypes.assign({rows, rows});
   return success();
+}
+
+LogicalResult CacheReadOp::verify() {
+  return expectPositions(*this, getCache().getType());
 }
 
 void CacheReadOp::getEffects(
@@ -1033,9 +1089,19 @@ LogicalResult MultiHeadAttentionOp::verify() {
                          "attention");
     }
     auto type = cast<KVCacheType>(cache.getType());
-    if (type.getHeads() != kvHeads || type.getHeadDim() != dk)
+    if (Value features = getFeatures()) {
+      // Performer's cache keeps the running sums of every query head.
+      int64_t count = tensorType(features).getDimSize(1);
+      if (!type.holdsFeatureSums() || type.getFeatures() != count ||
+          type.getHeads() != heads || type.getHeadDim() != dk)
+        return emitOpError("performer's cache ")
+               << type << " does not hold the sums of " << heads << " heads of "
+               << count << " features and " << dk << " values";
+    } else if (type.holdsFeatureSums() || type.getHeads() != kvHeads ||
+               type.getHeadDim() != dk) {
       return emitOpError("cache ")
              << type << " does not hold " << kvHeads << " heads of " << dk;
+    }
   }
   return success();
 }

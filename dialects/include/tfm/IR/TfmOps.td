@@ -33,17 +33,36 @@ def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache"> {
     dot products with a query are `headDim` vector FMAs along positions),
     then the values as rows (`[maxBatch, heads, maxSeq, headDim]`).
 
+    With `features = M` (performer's causal linear attention) the cache
+    keeps what its attention needs of the keys and values instead of the
+    positions: their sums over the positions seen so far (up to `maxSeq`),
+    a fixed size at any position. For each sequence and (query) head, `M`
+    rows of `headDim` floats (sum_j phi(k_j)[m] v_j), then the `M` sums of
+    the features (sum_j phi(k_j)): `M x (headDim + 1)` floats.
+    `tfm.linear_attention`'s `sums` reads and updates it;
+    `tfm.cache_append` and `tfm.cache_read` take only caches of positions.
+
     ```mlir
     !tfm.kv_cache<maxBatch = 1, heads = 12, maxSeq = 1024, headDim = 64>
+    !tfm.kv_cache<maxBatch = 1, heads = 12, maxSeq = 1024, headDim = 64, features = 256>
     ```
   }];
   let parameters = (ins "int64_t":$maxBatch, "int64_t":$heads,
-                        "int64_t":$maxSeq, "int64_t":$headDim);
+                        "int64_t":$maxSeq, "int64_t":$headDim,
+                        DefaultValuedParameter<"int64_t", "0">:$features);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// Floats of the whole buffer, keys and values.
+    /// Whether it holds feature sums (performer) rather than positions.
+    bool holdsFeatureSums() const { return getFeatures() > 0; }
+    /// Floats of one sequence and head's feature sums.
+    int64_t getSumsFloats() const {
+      return getFeatures() * (getHeadDim() + 1);
+    }
+    /// Floats of the whole buffer, keys and values (or their sums).
     int64_t getFloats() const {
+      if (holdsFeatureSums())
+        return getMaxBatch() * getHeads() * getSumsFloats();
       return 2 * getMaxBatch() * getHeads() * getMaxSeq() * getHeadDim();
     }
     /// Where the values start, in floats from the buffer's start (the keys
@@ -565,6 +584,7 @@ def Tfm_CacheReadOp : Tfm_Op<"cache_read",
   let assemblyFormat = [{
     $cache `[` $batch `,` $length `]` attr-dict `:` type($cache)
   }];
+  let hasVerifier = 1;
 }
 
 def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
@@ -615,8 +635,9 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     `[num_heads, M, dk]`, W_h for head h; the queries and keys (after the
     in-projection and rotary positions) are mapped by `tfm.feature_map`
     and attended by `tfm.linear_attention` (causal: key j counts for row
-    i when j <= i). With a cache, every cached key is mapped again at
-    each step.
+    i when j <= i). Its cache (causal self-attention, `cache(%c at
+    %pos)`) holds the running sums (`features` = M, heads = num_heads),
+    not the positions: a decode step adds its own keys to them.
 
     A key/value cache (incremental decoding) comes in two forms:
     - `cache(%c at %pos)` appends: the new keys and values (of `query`'s rows
@@ -734,7 +755,8 @@ def Tfm_FeatureMapOp : Tfm_Op<"feature_map",
 
 def Tfm_LinearAttentionOp : Tfm_Op<"linear_attention",
     [Tfm_SizedResultsOpInterface, DeclareOpInterfaceMethods<Tfm_MatmulFlopsOpInterface>,
-     Pure, InferTypeOpAdaptor]> {
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>, InferTypeOpAdaptor,
+     AttrSizedOperandSegments]> {
   let summary = "attention through feature products: D^-1 phi(Q) (phi(K)^T V)";
   let description = [{
     For feature rows `query_features` `[..., H, n, M]`, `key_features`
@@ -751,6 +773,13 @@ def Tfm_LinearAttentionOp : Tfm_Op<"linear_attention",
     fk^T v and the M sums fk^T 1, once (not causal) or carried from row to
     row as running sums (causal).
 
+    `sums(%c)` (causal, with `offset`; a `!tfm.kv_cache` with `features`
+    M, heads H and headDim dv): a decode step's state. The keys are then
+    this call's n positions only (s = n, at positions offset, ...), the
+    sums start from those the cache holds of the `offset` positions before
+    (none at offset 0), and the cache holds them with this call's keys
+    added afterwards: a step costs the same at any position.
+
     ```mlir
     %o = tfm.linear_attention %fq, %fk, %v causal
         : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
@@ -758,11 +787,13 @@ def Tfm_LinearAttentionOp : Tfm_Op<"linear_attention",
   }];
   let arguments = (ins Tfm_Tensor:$query_features, Tfm_Tensor:$key_features,
                        Tfm_Tensor:$value, UnitAttr:$causal,
-                       Optional<Index>:$query_offset);
+                       Optional<Index>:$query_offset,
+                       Optional<Tfm_KVCacheType>:$sums);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
     $query_features `,` $key_features `,` $value (`causal` $causal^)?
-    (`offset` $query_offset^)? attr-dict `:` functional-type(operands, results)
+    (`offset` $query_offset^)? (`sums` `(` $sums^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
