@@ -138,8 +138,19 @@ LogicalResult FunctionEmitter::emitLinearAttention(LinearAttentionOp op) {
      << ", [&](int64_t t) {\n";
   os.indent();
   os << "const int64_t b = t / " << count << ", h = t % " << count << ";\n";
-  os << "float *sums = " << sums << " + t * " << perTask
-     << ", *featureSums = sums + " << features * dv << ";\n";
+  if (carried) {
+    // Where the cache's type puts this sequence and head's sums.
+    KVCacheType type = carried.getType();
+    std::array<int64_t, 4> rows = type.getSumsStrides();
+    std::array<int64_t, 3> totals = type.getFeatureSumsStrides();
+    os << "float *sums = " << sums << " + b * " << rows[0] << " + h * "
+       << rows[1] << ", *featureSums = " << sums << " + "
+       << type.getFeatureSumsOffset() << " + b * " << totals[0] << " + h * "
+       << totals[1] << ";\n";
+  } else {
+    os << "float *sums = " << sums << " + t * " << perTask
+       << ", *featureSums = sums + " << features * dv << ";\n";
+  }
   // The cache's sums are of the positions before offset: none at 0 (what
   // it holds then is an earlier sequence's).
   if (carried)

@@ -121,7 +121,7 @@ public:
       return arith::SelectOp::create(b, loc, first, zeros, read).getResult();
     };
     Value sums = start(sumsView);
-    Value featureSums = collapseLast(start(featureSumsView));
+    Value featureSums = start(featureSumsView);
     scf::ForOp loop = causalBlocks(fq, fk, v, sums, featureSums, zero);
     auto write = [&](Value t, Value view) {
       bufferization::MaterializeInDestinationOp::create(b, loc, TypeRange{}, t,
@@ -129,7 +129,7 @@ public:
           .setWritable(true);
     };
     write(loop.getResult(0), sumsView);
-    write(expandLast(loop.getResult(1)), featureSumsView);
+    write(loop.getResult(1), featureSumsView);
     return loop.getResult(2);
   }
 
@@ -174,49 +174,39 @@ private:
         });
   }
 
-  /// The first `batch` sequences' sums of `cache` as a view: the rows
-  /// [batch, heads, M, dv], or the feature sums [batch, heads, M, 1].
+  /// The first `batch` sequences' sums of `cache` as a view, in the
+  /// layout of `type`: the rows [batch, heads, M, dv], or the feature sums
+  /// [batch, heads, M].
   Value sumsOf(Value cache, KVCacheType type, OpFoldResult batch,
                bool featureSums) {
-    int64_t heads = type.getHeads(), features = type.getFeatures(),
-            dv = type.getHeadDim();
-    SmallVector<int64_t> strides = {heads * type.getSumsFloats(),
-                                    type.getSumsFloats(), dv + 1, 1};
-    SmallVector<int64_t> shape = {type.getMaxBatch(), heads, features, dv + 1};
-    SmallVector<OpFoldResult> shapeFolded, stridesFolded;
-    for (int64_t d : shape)
-      shapeFolded.push_back(b.getIndexAttr(d));
-    for (int64_t d : strides)
-      stridesFolded.push_back(b.getIndexAttr(d));
+    SmallVector<int64_t> shape = {type.getMaxBatch(), type.getHeads(),
+                                  type.getFeatures()};
+    SmallVector<int64_t> strides;
+    int64_t offset = 0;
+    if (featureSums) {
+      llvm::append_range(strides, type.getFeatureSumsStrides());
+      offset = type.getFeatureSumsOffset();
+    } else {
+      shape.push_back(type.getHeadDim());
+      llvm::append_range(strides, type.getSumsStrides());
+    }
+    auto folded = [&](ArrayRef<int64_t> v) {
+      SmallVector<OpFoldResult> r;
+      for (int64_t d : v)
+        r.push_back(b.getIndexAttr(d));
+      return r;
+    };
     Value all = memref::ReinterpretCastOp::create(
         b, loc,
-        MemRefType::get(shape, tb.f32(),
-                        StridedLayoutAttr::get(b.getContext(), 0, strides)),
-        cache, b.getIndexAttr(0), shapeFolded, stridesFolded);
-    SmallVector<OpFoldResult> offsets = {b.getIndexAttr(0), b.getIndexAttr(0),
-                                         b.getIndexAttr(0),
-                                         b.getIndexAttr(featureSums ? dv : 0)};
-    SmallVector<OpFoldResult> sizes = {batch, b.getIndexAttr(heads),
-                                       b.getIndexAttr(features),
-                                       b.getIndexAttr(featureSums ? 1 : dv)};
-    SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
-    return memref::SubViewOp::create(b, loc, all, offsets, sizes, ones);
-  }
-
-  /// [B, H, M, 1] -> [B, H, M] and back.
-  Value collapseLast(Value t) {
-    return tensor::CollapseShapeOp::create(
-        b, loc, t, SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}});
-  }
-  Value expandLast(Value t) {
-    auto type = cast<RankedTensorType>(t.getType());
-    SmallVector<int64_t> shape(type.getShape());
-    shape.push_back(1);
-    SmallVector<OpFoldResult> sizes = tb.sizes(t);
-    sizes.push_back(b.getIndexAttr(1));
-    return tensor::ExpandShapeOp::create(
-        b, loc, RankedTensorType::get(shape, type.getElementType()), t,
-        SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}, sizes);
+        MemRefType::get(
+            shape, tb.f32(),
+            StridedLayoutAttr::get(b.getContext(), offset, strides)),
+        cache, b.getIndexAttr(offset), folded(shape), folded(strides));
+    SmallVector<OpFoldResult> sizes = folded(shape);
+    sizes[0] = batch;
+    SmallVector<OpFoldResult> zeros(shape.size(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> ones(shape.size(), b.getIndexAttr(1));
+    return memref::SubViewOp::create(b, loc, all, zeros, sizes, ones);
   }
 
   /// Query rows a causal block takes: its diagonal block of products

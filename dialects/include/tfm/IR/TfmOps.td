@@ -59,6 +59,20 @@ def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache"> {
     int64_t getSumsFloats() const {
       return getFeatures() * (getHeadDim() + 1);
     }
+    /// Strides, in floats, of sum element (sequence, head, feature, value
+    /// column), from the buffer's start.
+    std::array<int64_t, 4> getSumsStrides() const {
+      return {getHeads() * getSumsFloats(), getSumsFloats(), getHeadDim(), 1};
+    }
+    /// Where the first feature sum (sum_j phi(k_j)[0] of sequence 0, head
+    /// 0) is, in floats from the buffer's start, and the strides of
+    /// feature-sum element (sequence, head, feature).
+    int64_t getFeatureSumsOffset() const {
+      return getFeatures() * getHeadDim();
+    }
+    std::array<int64_t, 3> getFeatureSumsStrides() const {
+      return {getHeads() * getSumsFloats(), getSumsFloats(), 1};
+    }
     /// Floats of the whole buffer, keys and values (or their sums).
     int64_t getFloats() const {
       if (holdsFeatureSums())
