@@ -657,8 +657,13 @@ LogicalResult LinearAttentionOp::verify() {
       !dimsMatch(result.getDimSize(1), type.getHeads()) ||
       !dimsMatch(result.getDimSize(3), type.getHeadDim()))
     return emitOpError("`sums` ")
-           << type << " do not hold the sums of " << Type(result)
-           << "'s heads over " << formatDim(features) << " features";
+           << type << " do not hold the sums of the heads of " << Type(result)
+           << " over " << formatDim(features) << " features";
+  if (!isDynamic(result.getDimSize(0)) &&
+      result.getDimSize(0) > type.getMaxBatch())
+    return emitOpError("the step has ")
+           << result.getDimSize(0) << " sequences; the cache holds "
+           << type.getMaxBatch();
   return success();
 }
 

@@ -1369,6 +1369,13 @@ tfm.kv_cache @c : !tfm.kv_cache<maxBatch = 1, heads = 0, maxSeq = 16, headDim = 
 
 // -----
 
+// `features` (a cache of performer's feature sums) is positive, or 0 (the
+// default: a cache of positions).
+// expected-error @+1 {{kv_cache features must be positive (or left out for a cache of positions), got -1}}
+tfm.kv_cache @c : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = -1>
+
+// -----
+
 tfm.param @c : tensor<4xf32>
 func.func @cache_not_a_cache() {
   // expected-error @+1 {{'tfm.cache' op @c does not name a tfm.kv_cache}}
@@ -1438,6 +1445,25 @@ func.func @mha_self_cache_not_causal(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf
 func.func @mha_cache_heads_mismatch(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 16>, %p: index) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op cache '!tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 16>' does not hold 4 heads of 8}}
   %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c at %p) in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 16>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Softmax attention's cache holds positions: one of feature sums (of the
+// right heads and head size even) is not its cache, appending or (below)
+// read-only.
+func.func @mha_cache_feature_sums(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, %p: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op cache '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>' does not hold 4 heads of 8}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c at %p) in_proj(%wi, %bi) out_proj(%wo, %bo) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_read_only_feature_sums(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, %n: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op cache '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>' does not hold 4 heads of 8}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c upto %n) in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, index) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -1530,6 +1556,15 @@ func.func @cache_append_keyword(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSe
 
 // -----
 
+// A cache of feature sums holds no positions to append to (or read, below).
+func.func @cache_append_feature_sums(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>, %k: tensor<?x4x?x8xf32>, %p: index) -> index {
+  // expected-error @+1 {{'tfm.cache_append' op reads and writes positions; '!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>' holds feature sums (tfm.linear_attention's `sums`)}}
+  %0 = tfm.cache_append %c, %k, %k at %p : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>, tensor<?x4x?x8xf32>
+  return %0 : index
+}
+
+// -----
+
 // tfm.cache_read: its results are [?, heads, ?, headDim] of the cache, the
 // batch and the length left open even where the cache bounds them.
 func.func @cache_read_result_type(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %b: index, %n: index) -> tensor<2x4x?x8xf32> {
@@ -1569,6 +1604,14 @@ func.func @cache_read_not_a_cache(%t: tensor<4xf32>, %b: index, %n: index) -> te
 func.func @cache_read_one_index(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %n: index) -> tensor<?x4x?x8xf32> {
   // expected-error @+1 {{expected ','}}
   %k, %v = tfm.cache_read %c[%n] : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+  return %k : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+func.func @cache_read_feature_sums(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>, %b: index, %n: index) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.cache_read' op reads and writes positions; '!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>' holds feature sums (tfm.linear_attention's `sums`)}}
+  %k, %v = tfm.cache_read %c[%b, %n] : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>
   return %k : tensor<?x4x?x8xf32>
 }
 
@@ -2152,6 +2195,103 @@ func.func @linear_attention_offset_not_causal(%q: tensor<?x4x?x16xf32>, %v: tens
 
 // -----
 
+// Causal rows with no offset are the keys' own positions: as many rows as
+// keys (where both are static).
+func.func @linear_attention_causal_rows(%q: tensor<?x4x3x16xf32>, %k: tensor<?x4x5x16xf32>, %v: tensor<?x4x5x8xf32>) {
+  // expected-error @+1 {{'tfm.linear_attention' op causal rows attend the keys of their own positions: 3 query rows over 5 keys}}
+  %0 = tfm.linear_attention %q, %k, %v causal : (tensor<?x4x3x16xf32>, tensor<?x4x5x16xf32>, tensor<?x4x5x8xf32>) -> tensor<?x4x3x8xf32>
+  return
+}
+
+// -----
+
+// So are a decode step's with `sums`, offset or not: the sums hold the keys
+// before, the call's keys are its rows' own.
+func.func @linear_attention_sums_rows(%q: tensor<?x4x1x16xf32>, %k: tensor<?x4x5x16xf32>, %v: tensor<?x4x5x8xf32>, %p: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>) {
+  // expected-error @+1 {{'tfm.linear_attention' op causal rows attend the keys of their own positions: 1 query rows over 5 keys}}
+  %0 = tfm.linear_attention %q, %k, %v causal offset %p sums(%c) : (tensor<?x4x1x16xf32>, tensor<?x4x5x16xf32>, tensor<?x4x5x8xf32>, index, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>) -> tensor<?x4x1x8xf32>
+  return
+}
+
+// -----
+
+// `sums` carry a causal attention from call to call: with `causal` and
+// `offset` (the offset error comes first without causal).
+func.func @linear_attention_sums_no_offset(%q: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>) {
+  // expected-error @+1 {{'tfm.linear_attention' op `sums` carry a causal attention from call to call: they need `causal` and `offset`}}
+  %0 = tfm.linear_attention %q, %q, %v causal sums(%c) : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_attention_sums_not_causal(%q: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>) {
+  // expected-error @+1 {{'tfm.linear_attention' op `sums` carry a causal attention from call to call: they need `causal` and `offset`}}
+  %0 = tfm.linear_attention %q, %q, %v sums(%c) : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_attention_sums_offset_not_causal(%q: tensor<?x4x?x16xf32>, %v: tensor<?x4x?x8xf32>, %p: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>) {
+  // expected-error @+1 {{'tfm.linear_attention' op `offset` places the queries for `causal`; without it every row sees every key}}
+  %0 = tfm.linear_attention %q, %q, %v offset %p sums(%c) : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>, index, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>) -> tensor<?x4x?x8xf32>
+  return
+}
+
+// -----
+
+// The cache holds feature sums (not positions), of the result's heads (the
+// features' heads, not the value's), the features' M and the value's dv,
+// for [batch, heads, n, M] rows (rank 4).
+func.func @linear_attention_sums_positions(%q: tensor<?x4x1x16xf32>, %v: tensor<?x4x1x8xf32>, %p: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) {
+  // expected-error @+1 {{'tfm.linear_attention' op `sums` '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>' do not hold the sums of the heads of 'tensor<?x4x1x8xf32>' over 16 features}}
+  %0 = tfm.linear_attention %q, %q, %v causal offset %p sums(%c) : (tensor<?x4x1x16xf32>, tensor<?x4x1x16xf32>, tensor<?x4x1x8xf32>, index, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x4x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_attention_sums_features(%q: tensor<?x4x1x16xf32>, %v: tensor<?x4x1x8xf32>, %p: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 32>) {
+  // expected-error @+1 {{'tfm.linear_attention' op `sums` '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 32>' do not hold the sums of the heads of 'tensor<?x4x1x8xf32>' over 16 features}}
+  %0 = tfm.linear_attention %q, %q, %v causal offset %p sums(%c) : (tensor<?x4x1x16xf32>, tensor<?x4x1x16xf32>, tensor<?x4x1x8xf32>, index, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 32>) -> tensor<?x4x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_attention_sums_value_heads(%q: tensor<?x4x1x16xf32>, %v: tensor<?x2x1x8xf32>, %p: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 8, features = 16>) {
+  // expected-error @+1 {{'tfm.linear_attention' op `sums` '!tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 8, features = 16>' do not hold the sums of the heads of 'tensor<?x4x1x8xf32>' over 16 features}}
+  %0 = tfm.linear_attention %q, %q, %v causal offset %p sums(%c) : (tensor<?x4x1x16xf32>, tensor<?x4x1x16xf32>, tensor<?x2x1x8xf32>, index, !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 8, features = 16>) -> tensor<?x4x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_attention_sums_head_dim(%q: tensor<?x4x1x16xf32>, %v: tensor<?x4x1x8xf32>, %p: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 16, features = 16>) {
+  // expected-error @+1 {{'tfm.linear_attention' op `sums` '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 16, features = 16>' do not hold the sums of the heads of 'tensor<?x4x1x8xf32>' over 16 features}}
+  %0 = tfm.linear_attention %q, %q, %v causal offset %p sums(%c) : (tensor<?x4x1x16xf32>, tensor<?x4x1x16xf32>, tensor<?x4x1x8xf32>, index, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 16, features = 16>) -> tensor<?x4x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_attention_sums_rank(%q: tensor<4x1x16xf32>, %v: tensor<4x1x8xf32>, %p: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>) {
+  // expected-error @+1 {{'tfm.linear_attention' op `sums` '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>' do not hold the sums of the heads of 'tensor<4x1x8xf32>' over 16 features}}
+  %0 = tfm.linear_attention %q, %q, %v causal offset %p sums(%c) : (tensor<4x1x16xf32>, tensor<4x1x16xf32>, tensor<4x1x8xf32>, index, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>) -> tensor<4x1x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_attention_sums_batch(%q: tensor<3x4x1x16xf32>, %v: tensor<3x4x1x8xf32>, %p: index, %c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>) {
+  // expected-error @+1 {{'tfm.linear_attention' op the step has 3 sequences; the cache holds 2}}
+  %0 = tfm.linear_attention %q, %q, %v causal offset %p sums(%c) : (tensor<3x4x1x16xf32>, tensor<3x4x1x16xf32>, tensor<3x4x1x8xf32>, index, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>) -> tensor<3x4x1x8xf32>
+  return
+}
+
+// -----
+
 // performer(%w) on tfm.multi_head_attention: self-attention (no memory, no
 // read-only cache), no mask but causal (no window, causal or not), no
 // linformer projections, no key padding, no attention map.
@@ -2258,6 +2398,40 @@ func.func @performer_features_heads(%x: tensor<?x?x32xf32>, %wi: tensor<64x32xf3
 func.func @performer_features_dk(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x4xf32>) {
   // expected-error @+1 {{'tfm.multi_head_attention' op performer's features must be [4, 16, 8], got 'tensor<4x16x4xf32>'}}
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x4xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+// Performer's cache holds feature sums, not positions: `features` = W's M,
+// the query heads (not the key/value heads) and dk.
+func.func @performer_positions_cache(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %p: index) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's cache '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>' does not hold the sums of 4 heads of 16 features and 8 values}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c at %p) in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @performer_cache_features(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 32>, %p: index) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's cache '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 32>' does not hold the sums of 4 heads of 16 features and 8 values}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c at %p) in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 32>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @performer_cache_kv_heads(%x: tensor<?x?x32xf32>, %wi: tensor<64x32xf32>, %wo: tensor<32x32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 8, features = 16>, %p: index) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's cache '!tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 8, features = 16>' does not hold the sums of 4 heads of 16 features and 8 values}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 cache(%c at %p) in_proj(%wi) out_proj(%wo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 8, features = 16>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @performer_cache_head_dim(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 16, features = 16>, %p: index) {
+  // expected-error @+1 {{'tfm.multi_head_attention' op performer's cache '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 16, features = 16>' does not hold the sums of 4 heads of 16 features and 8 values}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c at %p) in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 16, features = 16>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
   return
 }
 

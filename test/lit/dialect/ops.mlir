@@ -322,8 +322,9 @@ func.func @feature_map(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %w: ten
 // queries at an offset among more keys (a decode step over a cache); over 2
 // value heads read by the 4 feature heads (grouped-query), with a value
 // head size (16) other than the features' (M = 6); rank 3. `causal` prints
-// before `offset`; the generic form has no operandSegmentSizes (the offset
-// is the one optional operand, last) and spells causal as a unit property.
+// before `offset`; the generic form counts the two optional operands, the
+// offset and the sums (operandSegmentSizes), and spells causal as a unit
+// property.
 // CHECK-LABEL: func.func @linear_attention(
 // CHECK-NEXT: %0 = tfm.linear_attention %arg0, %arg0, %arg1 : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
 // CHECK-NEXT: %1 = tfm.linear_attention %arg0, %arg0, %arg1 causal : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
@@ -332,10 +333,11 @@ func.func @feature_map(%q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>, %w: ten
 // CHECK-NEXT: %4 = tfm.linear_attention %arg5, %arg5, %arg6 : (tensor<4x5x6xf32>, tensor<4x5x6xf32>, tensor<2x5x8xf32>) -> tensor<4x5x8xf32>
 // CHECK-NEXT: return %0, %1, %2, %3, %4 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<1x4x1x8xf32>, tensor<?x4x?x16xf32>, tensor<4x5x8xf32>
 // GENERIC-LABEL: sym_name = "linear_attention"
-// GENERIC: "tfm.linear_attention"(%arg0, %arg0, %arg1) : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-// GENERIC: "tfm.linear_attention"(%arg0, %arg0, %arg1) <{causal}> : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-// GENERIC: "tfm.linear_attention"(%arg2, %arg0, %arg1, %arg3) <{causal}> : (tensor<1x4x1x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
-// GENERIC: "tfm.linear_attention"(%arg0, %arg0, %arg4) <{causal}> : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+// GENERIC: "tfm.linear_attention"(%arg0, %arg0, %arg1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.linear_attention"(%arg0, %arg0, %arg1) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.linear_attention"(%arg2, %arg0, %arg1, %arg3) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0>}> : (tensor<1x4x1x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
+// GENERIC: "tfm.linear_attention"(%arg0, %arg0, %arg4) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x2x?x16xf32>) -> tensor<?x4x?x16xf32>
+// GENERIC: "tfm.linear_attention"(%arg5, %arg5, %arg6) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}> : (tensor<4x5x6xf32>, tensor<4x5x6xf32>, tensor<2x5x8xf32>) -> tensor<4x5x8xf32>
 func.func @linear_attention(%f: tensor<?x4x?x6xf32>, %v: tensor<?x4x?x8xf32>, %fq: tensor<1x4x1x6xf32>, %pos: index, %v2: tensor<?x2x?x16xf32>, %r: tensor<4x5x6xf32>, %rv: tensor<2x5x8xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<1x4x1x8xf32>, tensor<?x4x?x16xf32>, tensor<4x5x8xf32>) {
   %0 = tfm.linear_attention %f, %f, %v : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
   %1 = tfm.linear_attention %f, %f, %v causal : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
@@ -347,28 +349,62 @@ func.func @linear_attention(%f: tensor<?x4x?x6xf32>, %v: tensor<?x4x?x8xf32>, %f
 
 // -----
 
+// A cache of feature sums (`features = M`: M x (headDim + 1) floats a head,
+// no positions) and linear attention carrying them from call to call with
+// `sums(%c)` (after `offset`): a decode step (one row, its own key) and a
+// prefill of any length with 2 value heads read by the 4 feature heads (the
+// cache holds the 4 feature heads' sums). The type prints bare after
+// `tfm.cache`'s colon; `features = 0` is the default (a cache of positions)
+// and is elided. The generic form counts the offset and the sums.
+// CHECK: tfm.kv_cache @layers.0.self_attn.cache : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>
+// CHECK-LABEL: func.func @linear_attention_sums(
+// CHECK-SAME: %arg5: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>)
+// CHECK-NEXT: %0 = tfm.cache @layers.0.self_attn.cache : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>
+// CHECK-NEXT: %1 = tfm.linear_attention %arg0, %arg0, %arg1 causal offset %arg2 sums(%0) : (tensor<?x4x1x6xf32>, tensor<?x4x1x6xf32>, tensor<?x4x1x8xf32>, index, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>) -> tensor<?x4x1x8xf32>
+// CHECK-NEXT: %2 = tfm.linear_attention %arg4, %arg4, %arg3 causal offset %arg2 sums(%0) : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x2x?x8xf32>, index, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: return %1, %2 : tensor<?x4x1x8xf32>, tensor<?x4x?x8xf32>
+// GENERIC: "tfm.kv_cache"() <{sym_name = "layers.0.self_attn.cache", type = !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>}> : () -> ()
+// GENERIC-LABEL: sym_name = "linear_attention_sums"
+// GENERIC: %0 = "tfm.cache"() <{name = @layers.0.self_attn.cache}> : () -> !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>
+// GENERIC-NEXT: "tfm.linear_attention"(%arg0, %arg0, %arg1, %arg2, %0) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}> : (tensor<?x4x1x6xf32>, tensor<?x4x1x6xf32>, tensor<?x4x1x8xf32>, index, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>) -> tensor<?x4x1x8xf32>
+// GENERIC-NEXT: "tfm.linear_attention"(%arg4, %arg4, %arg3, %arg2, %0) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1>}>
+tfm.kv_cache @"layers.0.self_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>
+func.func @linear_attention_sums(%fq: tensor<?x4x1x6xf32>, %v: tensor<?x4x1x8xf32>, %pos: index, %v2: tensor<?x2x?x8xf32>, %f: tensor<?x4x?x6xf32>, %positions: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 0>) -> (tensor<?x4x1x8xf32>, tensor<?x4x?x8xf32>) {
+  %c = tfm.cache @"layers.0.self_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>
+  %0 = tfm.linear_attention %fq, %fq, %v causal offset %pos sums(%c) : (tensor<?x4x1x6xf32>, tensor<?x4x1x6xf32>, tensor<?x4x1x8xf32>, index, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>) -> tensor<?x4x1x8xf32>
+  %1 = tfm.linear_attention %f, %f, %v2 causal offset %pos sums(%c) : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x2x?x8xf32>, index, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>) -> tensor<?x4x?x8xf32>
+  return %0, %1 : tensor<?x4x1x8xf32>, tensor<?x4x?x8xf32>
+}
+
+// -----
+
 // Performer self-attention: W ([heads, M, dk]) as `performer(%w)`, after
-// the mask rules; not causal, causal with rotary positions, over a cache it
-// appends to (a decode step), and with grouped-query keys and no biases.
+// the mask rules; not causal, causal with rotary positions, over its cache
+// of feature sums (a decode step; `features` = M, heads = the query heads),
+// with grouped-query keys and no biases, and both (the cache still holds
+// the 4 query heads' sums).
 // The generic form puts W in its own operand segment, between linformer's
 // proj_f and key_padding.
 // CHECK-LABEL: func.func @mha_performer(
 // CHECK-NEXT: %0 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) performer(%arg5) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: %1 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) causal performer(%arg5) {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
-// CHECK-NEXT: %2 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 cache(%arg6 at %arg7) in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) causal performer(%arg5) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %2 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 cache(%arg6 at %arg7) in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) causal performer(%arg5) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: %3 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 kv_heads 2 in_proj(%arg8) out_proj(%arg3) causal performer(%arg5) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
-// CHECK-NEXT: return %0, %1, %2, %3 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+// CHECK-NEXT: %4 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 kv_heads 2 cache(%arg6 at %arg7) in_proj(%arg8) out_proj(%arg3) causal performer(%arg5) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: return %0, %1, %2, %3, %4 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "mha_performer"
 // GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}>
 // GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
 // GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg6, %arg7, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}>
 // GENERIC: "tfm.multi_head_attention"(%arg0, %arg8, %arg3, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}>
-func.func @mha_performer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %pos: index, %wi2: tensor<64x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg8, %arg3, %arg6, %arg7, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}>
+func.func @mha_performer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, %pos: index, %wi2: tensor<64x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
   %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
-  %2 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  %2 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
   %3 = "tfm.multi_head_attention"(%x, %wi2, %wo, %w) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
-  return %0, %1, %2, %3 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
+  %4 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 cache(%c at %pos) in_proj(%wi2) out_proj(%wo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return %0, %1, %2, %3, %4 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 }
 
 // -----

@@ -444,9 +444,9 @@ func.func @linear_attention(%fq: tensor<1x2x?x6xf32>, %fk: tensor<1x2x?x6xf32>, 
 // CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
 // CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
 // CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
-// CHECK: %[[SQ:.+]] = tensor.dim %arg0, %{{.+}} : tensor<1x2x?x6xf32>
 // CHECK: %[[F0:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.+}} : tensor<1x2x6xf32>)
 // CHECK: %[[S0:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.+}} : tensor<1x2x6x8xf32>)
+// CHECK: %[[SQ:.+]] = tensor.dim %arg0, %{{.+}} : tensor<1x2x?x6xf32>
 // CHECK: %[[OUT:.+]]:3 = scf.for %[[I0:.+]] = %[[C0]] to %[[SQ]] step %[[C64]] iter_args(%[[SUMS:.+]] = %[[S0]], %[[FSUMS:.+]] = %[[F0]], %[[RES:.+]] = %{{.+}}) -> (tensor<1x2x6x8xf32>, tensor<1x2x6xf32>, tensor<1x2x?x8xf32>) {
 // CHECK: %[[ROWS:.+]] = arith.minsi %{{.+}}, %[[C64]] : index
 // CHECK: %[[QB:.+]] = tensor.extract_slice %arg0[0, 0, %[[I0]], 0] [1, 2, %[[ROWS]], 6] [1, 1, 1, 1]
@@ -499,4 +499,50 @@ func.func @linear_attention_causal(%fq: tensor<1x2x?x6xf32>, %fk: tensor<1x2x?x6
 func.func @linear_attention_offset(%fq: tensor<1x4x1x6xf32>, %fk: tensor<1x4x?x6xf32>, %v: tensor<1x2x?x8xf32>, %pos: index) -> tensor<1x4x1x8xf32> {
   %0 = tfm.linear_attention %fq, %fk, %v causal offset %pos : (tensor<1x4x1x6xf32>, tensor<1x4x?x6xf32>, tensor<1x2x?x8xf32>, index) -> tensor<1x4x1x8xf32>
   return %0 : tensor<1x4x1x8xf32>
+}
+
+// -----
+
+// Causal with `sums` (a decode step over a cache of feature sums; 2 value
+// heads read by the 4 feature heads): the cache handle is its flat buffer
+// (2 x 4 x 6 x (8 + 1) = 432 floats), viewed in place as the rows of its
+// first %batch sequences ([?, 4, 6, 8]) and their feature sums (216 floats
+// a sequence, 54 a head). Each is read (restrict), replaced by zeros at
+// offset 0 (the cache then holds an earlier sequence's sums), and carried
+// into the blocks' scf.for, whose keys are this call's own (the block at
+// i0 adds keys i0.., not %arg3 + i0); the loop's sums are written back
+// into the same views.
+// CHECK-LABEL: func.func @linear_attention_sums(
+// CHECK-SAME: %[[POS:[a-z0-9]+]]: index, %[[C:[a-z0-9]+]]: memref<432xf32>) -> tensor<?x4x1x8xf32>
+// CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[V:.+]] = tensor.collapse_shape %{{.+}} {{\[}}[0], [1, 2], [3], [4]] : tensor<?x2x2x1x8xf32> into tensor<?x4x1x8xf32>
+// CHECK: %[[BATCH:.+]] = tensor.dim %arg0, %[[C0]] : tensor<?x4x1x6xf32>
+// CHECK: %[[RALL:.+]] = memref.reinterpret_cast %[[C]] to offset: [0], sizes: [2, 4, 6, {{8|9}}], strides: [216, 54, {{8|9}}, 1]
+// CHECK: %[[ROWS:.+]] = memref.subview %[[RALL]][0, 0, 0, 0] [%[[BATCH]], 4, 6, 8] [1, 1, 1, 1]
+// CHECK: %[[FALL:.+]] = memref.reinterpret_cast %[[C]] to offset: [{{0|48}}], sizes: [2, 4, 6{{(, 9)?}}], strides: [216, 54, {{(9, )?}}1]
+// CHECK: %[[FEATS:.+]] = memref.subview %[[FALL]][0, 0, 0{{(, 8)?}}] [%[[BATCH]], 4, 6{{(, 1)?}}]
+// CHECK: %[[FIRST:.+]] = arith.cmpi eq, %[[POS]], %[[C0]] : index
+// CHECK: %[[RREAD:.+]] = bufferization.to_tensor %[[ROWS]] restrict : {{.+}} to tensor<?x4x6x8xf32>
+// CHECK: %[[RZERO:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.+}} : tensor<?x4x6x8xf32>)
+// CHECK: %[[RSTART:.+]] = arith.select %[[FIRST]], %[[RZERO]], %[[RREAD]] : tensor<?x4x6x8xf32>
+// CHECK: %[[FREAD:.+]] = bufferization.to_tensor %[[FEATS]] restrict : {{.+}} to tensor<?x4x6{{(x1)?}}xf32>
+// CHECK: %[[FZERO:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.+}} : tensor<?x4x6{{(x1)?}}xf32>)
+// CHECK: arith.select %[[FIRST]], %[[FZERO]], %[[FREAD]] : tensor<?x4x6{{(x1)?}}xf32>
+// CHECK: %[[LOOP:.+]]:3 = scf.for %[[I0:.+]] = %[[C0]] to %{{.+}} step %{{.+}} iter_args(%[[SUMS:.+]] = %[[RSTART]], %[[FSUMS:.+]] = %{{.+}}, %{{.+}} = %{{.+}}) -> (tensor<?x4x6x8xf32>, tensor<?x4x6xf32>, tensor<?x4x1x8xf32>) {
+// CHECK: %[[QB:.+]] = tensor.extract_slice %arg0[0, 0, %[[I0]], 0]
+// CHECK: %[[KB:.+]] = tensor.extract_slice %arg1[0, 0, %[[I0]], 0]
+// CHECK: %[[VB:.+]] = tensor.extract_slice %[[V]][0, 0, %[[I0]], 0]
+// CHECK: linalg.generic {{.*}} ins(%[[QB]], %[[SUMS]] : tensor<?x4x?x6xf32>, tensor<?x4x6x8xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[QB]], %[[FSUMS]] : tensor<?x4x?x6xf32>, tensor<?x4x6xf32>)
+// CHECK: %[[NEXT:.+]] = linalg.generic {{.*}} ins(%[[KB]], %[[VB]] : tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) outs(%[[SUMS]] : tensor<?x4x6x8xf32>)
+// CHECK: %[[NEXTF:.+]] = linalg.generic {{.*}} ins(%[[KB]] : tensor<?x4x?x6xf32>) outs(%[[FSUMS]] : tensor<?x4x6xf32>)
+// CHECK: scf.yield %[[NEXT]], %[[NEXTF]], %{{.+}} : tensor<?x4x6x8xf32>, tensor<?x4x6xf32>, tensor<?x4x1x8xf32>
+// CHECK: bufferization.materialize_in_destination %[[LOOP]]#0 in writable %[[ROWS]] : (tensor<?x4x6x8xf32>, memref<?x4x6x8xf32, strided<[216, 54, {{8|9}}, 1]>>) -> ()
+// CHECK: bufferization.materialize_in_destination %{{.+}} in writable %[[FEATS]] : (tensor<?x4x6{{(x1)?}}xf32>,
+// CHECK: return %[[LOOP]]#2 : tensor<?x4x1x8xf32>
+// CHECK-NOT: tfm.
+func.func @linear_attention_sums(%fq: tensor<?x4x1x6xf32>, %fk: tensor<?x4x1x6xf32>, %v: tensor<?x2x1x8xf32>, %pos: index, %c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>) -> tensor<?x4x1x8xf32> {
+  %0 = tfm.linear_attention %fq, %fk, %v causal offset %pos sums(%c) : (tensor<?x4x1x6xf32>, tensor<?x4x1x6xf32>, tensor<?x2x1x8xf32>, index, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>) -> tensor<?x4x1x8xf32>
+  return %0 : tensor<?x4x1x8xf32>
 }

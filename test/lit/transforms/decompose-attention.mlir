@@ -376,9 +376,10 @@ func.func @performer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor
 // -----
 
 // Causal performer: the features map the rotated queries and keys, and
-// the linear attention is causal (running sums); over a cache (a decode
-// step), the features map every key the cache holds after the append, and
-// the queries sit at offset %pos among them. Grouped-query keys (2 heads)
+// the linear attention is causal (running sums); over its cache of feature
+// sums (a decode step) nothing is appended or read: the features map the
+// step's own queries and keys, and the linear attention at offset %pos adds
+// them to the sums the cache holds (`sums`). Grouped-query keys (2 heads)
 // are mapped by all 4 of W's heads; the values stay 2 heads.
 // CHECK-LABEL: func.func @performer_causal(
 // CHECK: %[[RQ:.+]] = tfm.rotary <half> %{{.+}} : tensor<?x4x?x8xf32>
@@ -387,22 +388,62 @@ func.func @performer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor
 // CHECK-NEXT: %[[FK:.+]] = tfm.feature_map %[[RK]] by %arg5 : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
 // CHECK-NEXT: %[[O:.+]] = tfm.linear_attention %[[FQ]], %[[FK]], %{{.+}} causal : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
 // CHECK-NEXT: tfm.merge_heads %[[O]] :
-// CHECK: %[[LEN:.+]] = tfm.cache_append %arg6, %{{.+}}, %{{.+}} at %arg7 :
-// CHECK: %[[KEYS:[a-z0-9_]+]], %[[VALUES:[a-z0-9_]+]] = tfm.cache_read %arg6[%{{.+}}, %[[LEN]]] :
-// CHECK-NEXT: %[[FQ2:.+]] = tfm.feature_map %{{.+}} by %arg5 : tensor<?x4x1x8xf32>, tensor<4x16x8xf32>
-// CHECK-NEXT: %[[FK2:.+]] = tfm.feature_map %[[KEYS]] by %arg5 : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
-// CHECK-NEXT: tfm.linear_attention %[[FQ2]], %[[FK2]], %[[VALUES]] causal offset %arg7 : (tensor<?x4x1x16xf32>, tensor<?x4x?x16xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x1x8xf32>
+// CHECK-NEXT: tfm.linear
+// CHECK-NEXT: %[[SQKV:.+]] = tfm.linear %arg8, %arg1, %arg2 : (tensor<?x1x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<?x1x96xf32>
+// CHECK-NEXT: %[[SQ:.+]] = tfm.split_heads %[[SQKV]] part 0 of 3 into 4 heads : tensor<?x1x96xf32> -> tensor<?x4x1x8xf32>
+// CHECK-NEXT: %[[SK:.+]] = tfm.split_heads %[[SQKV]] part 1 of 3 into 4 heads : tensor<?x1x96xf32> -> tensor<?x4x1x8xf32>
+// CHECK-NEXT: %[[SV:.+]] = tfm.split_heads %[[SQKV]] part 2 of 3 into 4 heads : tensor<?x1x96xf32> -> tensor<?x4x1x8xf32>
+// CHECK-NEXT: %[[FQ2:.+]] = tfm.feature_map %[[SQ]] by %arg5 : tensor<?x4x1x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %[[FK2:.+]] = tfm.feature_map %[[SK]] by %arg5 : tensor<?x4x1x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %[[O2:.+]] = tfm.linear_attention %[[FQ2]], %[[FK2]], %[[SV]] causal offset %arg7 sums(%arg6) : (tensor<?x4x1x16xf32>, tensor<?x4x1x16xf32>, tensor<?x4x1x8xf32>, index, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>) -> tensor<?x4x1x8xf32>
+// CHECK-NEXT: tfm.merge_heads %[[O2]] : tensor<?x4x1x8xf32> -> tensor<?x1x32xf32>
+// CHECK-NOT: tfm.cache_
 // CHECK: %[[GK:.+]] = tfm.split_heads %{{.+}} part 0 of 2 into 2 heads : tensor<?x?x32xf32> -> tensor<?x2x?x8xf32>
 // CHECK-NEXT: %[[GV:.+]] = tfm.split_heads %{{.+}} part 1 of 2 into 2 heads : tensor<?x?x32xf32> -> tensor<?x2x?x8xf32>
 // CHECK-NEXT: %[[GFQ:.+]] = tfm.feature_map %{{.+}} by %arg5 : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
 // CHECK-NEXT: %[[GFK:.+]] = tfm.feature_map %[[GK]] by %arg5 : tensor<?x2x?x8xf32>, tensor<4x16x8xf32>
 // CHECK-NEXT: tfm.linear_attention %[[GFQ]], %[[GFK]], %[[GV]] causal : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
-func.func @performer_causal(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %pos: index, %step: tensor<?x1x32xf32>, %wi2: tensor<64x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x1x32xf32>, tensor<?x?x32xf32>) {
+func.func @performer_causal(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, %pos: index, %step: tensor<?x1x32xf32>, %wi2: tensor<64x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x1x32xf32>, tensor<?x?x32xf32>) {
   // expected-remark @+1 {{in @performer_causal: decomposed into one Q/K/V GEMM over the stacked in_proj weight, rotary positions of Q and K, the queries and keys of every head mapped to 16 positive random features (performer, tfm.feature_map), one tfm.linear_attention (running sums of the keys' features and their products with V, carried from row to row; no score matrix) and the out_proj GEMM}}
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
-  // expected-remark @+1 {{in @performer_causal: decomposed into one Q/K/V GEMM over the stacked in_proj weight, the new keys and values appended to the cache and every position so far read from it, the queries and keys of every head mapped to 16 positive random features (performer, tfm.feature_map), one tfm.linear_attention (running sums of the keys' features and their products with V, carried from row to row; no score matrix) and the out_proj GEMM}}
-  %1 = tfm.multi_head_attention <scaled_dot> %step heads 4 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) : (tensor<?x1x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, index, tensor<4x16x8xf32>) -> tensor<?x1x32xf32>
+  // expected-remark @+1 {{in @performer_causal: decomposed into one Q/K/V GEMM over the stacked in_proj weight, the step's keys and values added to the running sums the cache holds, the queries and keys of every head mapped to 16 positive random features (performer, tfm.feature_map), one tfm.linear_attention (running sums of the keys' features and their products with V, carried from row to row; no score matrix) and the out_proj GEMM}}
+  %1 = tfm.multi_head_attention <scaled_dot> %step heads 4 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) : (tensor<?x1x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, index, tensor<4x16x8xf32>) -> tensor<?x1x32xf32>
   // expected-remark @+1 {{in @performer_causal: decomposed into a Q GEMM over in_proj's query rows and one K/V GEMM over its key and value rows (grouped-query: 2 key/value heads for 4 query heads, each read by 2), the queries and keys of every head mapped to 16 positive random features (performer, tfm.feature_map), one tfm.linear_attention (running sums of the keys' features and their products with V, carried from row to row; no score matrix) and the out_proj GEMM}}
   %2 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 in_proj(%wi2) out_proj(%wo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
   return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x1x32xf32>, tensor<?x?x32xf32>
+}
+
+// -----
+
+// A cached grouped-query prefill with rotary positions: Q and K rotated
+// from %pos, the 2 key heads mapped by all 4 of W's heads, the 2 value
+// heads as they are; the cache holds the 4 query heads' sums. The linear
+// attention reads and writes them (it is not Pure): a second identical
+// step is neither merged with the first nor, unused, erased by
+// --tfm-optimize.
+// CHECK-LABEL: func.func @performer_cached(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<?x?x32xf32>, %[[WI:[a-z0-9]+]]: tensor<64x32xf32>, %[[WO:[a-z0-9]+]]: tensor<32x32xf32>, %[[W:[a-z0-9]+]]: tensor<4x16x8xf32>, %[[C:[a-z0-9]+]]: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>, %[[POS:[a-z0-9]+]]: index)
+// CHECK: %[[Q:.+]] = tfm.split_heads %{{.+}} into 4 heads : tensor<?x?x32xf32> -> tensor<?x4x?x8xf32>
+// CHECK: %[[K:.+]] = tfm.split_heads %[[KV:.+]] part 0 of 2 into 2 heads : tensor<?x?x32xf32> -> tensor<?x2x?x8xf32>
+// CHECK-NEXT: %[[V:.+]] = tfm.split_heads %[[KV]] part 1 of 2 into 2 heads : tensor<?x?x32xf32> -> tensor<?x2x?x8xf32>
+// CHECK-NEXT: %[[RQ:.+]] = tfm.rotary <interleaved> %[[Q]] offset %[[POS]] : tensor<?x4x?x8xf32>
+// CHECK-NEXT: %[[RK:.+]] = tfm.rotary <interleaved> %[[K]] offset %[[POS]] : tensor<?x2x?x8xf32>
+// CHECK-NEXT: %[[FQ:.+]] = tfm.feature_map %[[RQ]] by %[[W]] : tensor<?x4x?x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %[[FK:.+]] = tfm.feature_map %[[RK]] by %[[W]] : tensor<?x2x?x8xf32>, tensor<4x16x8xf32>
+// CHECK-NEXT: %[[O:.+]] = tfm.linear_attention %[[FQ]], %[[FK]], %[[V]] causal offset %[[POS]] sums(%[[C]]) : (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>, tensor<?x2x?x8xf32>, index, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>) -> tensor<?x4x?x8xf32>
+// CHECK-NEXT: %[[M:.+]] = tfm.merge_heads %[[O]] : tensor<?x4x?x8xf32> -> tensor<?x?x32xf32>
+// CHECK-NEXT: tfm.linear %[[M]], %[[WO]] :
+// CHECK: tfm.linear_attention {{.+}} causal offset %[[POS]] sums(%[[C]])
+// CHECK-NOT: tfm.cache_
+// CHECK: return
+// PIPELINE-LABEL: func.func @performer_cached(
+// PIPELINE-COUNT-2: tfm.linear_attention {{.+}} causal offset %arg5 sums(%arg4)
+// PIPELINE-NOT: tfm.linear_attention
+// PIPELINE: return
+func.func @performer_cached(%x: tensor<?x?x32xf32>, %wi: tensor<64x32xf32>, %wo: tensor<32x32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>, %pos: index) -> tensor<?x?x32xf32> {
+  // expected-remark @+1 {{in @performer_cached: decomposed into a Q GEMM over in_proj's query rows and one K/V GEMM over its key and value rows (grouped-query: 2 key/value heads for 4 query heads, each read by 2), rotary positions of Q and K, the step's keys and values added to the running sums the cache holds, the queries and keys of every head mapped to 16 positive random features (performer, tfm.feature_map), one tfm.linear_attention (running sums of the keys' features and their products with V, carried from row to row; no score matrix) and the out_proj GEMM}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 cache(%c at %pos) in_proj(%wi) out_proj(%wo) causal performer(%w) {rope = #tfm.rope<interleaved>} : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  // expected-remark @+1 {{in @performer_cached: decomposed into}}
+  %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 cache(%c at %pos) in_proj(%wi) out_proj(%wo) causal performer(%w) {rope = #tfm.rope<interleaved>} : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 16>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
 }

@@ -417,6 +417,29 @@ module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 8 : i64} {
 
 // -----
 
+// A performer decode step whose linear attention carries its sums in the
+// cache (`sums`): no feature_sums scratch, its result the one slot.
+// CHECK-LABEL: func.func @performer_step(
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 352 : i64}
+// CHECK: tfm.linear_attention {{.*}} causal offset %arg5 sums(%arg6) {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 288, floats = 64>]} :
+module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 8 : i64} {
+  // expected-remark @+1 {{in @performer_step: frame of 1408 bytes for 4 buffers (1408 bytes if none shared space)}}
+  func.func @performer_step(%x: tensor<?x1x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %w: tensor<4x6x8xf32>, %pos: index, %c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 8, headDim = 8, features = 6>) -> tensor<?x1x32xf32> {
+    %qkv = tfm.linear %x, %wi, %bi : (tensor<?x1x32xf32>, tensor<96x32xf32>, tensor<96xf32>) -> tensor<?x1x96xf32>
+    %q = tfm.split_heads %qkv part 0 of 3 into 4 heads : tensor<?x1x96xf32> -> tensor<?x4x1x8xf32>
+    %k = tfm.split_heads %qkv part 1 of 3 into 4 heads : tensor<?x1x96xf32> -> tensor<?x4x1x8xf32>
+    %v = tfm.split_heads %qkv part 2 of 3 into 4 heads : tensor<?x1x96xf32> -> tensor<?x4x1x8xf32>
+    %fq = tfm.feature_map %q by %w : tensor<?x4x1x8xf32>, tensor<4x6x8xf32>
+    %fk = tfm.feature_map %k by %w : tensor<?x4x1x8xf32>, tensor<4x6x8xf32>
+    %o = tfm.linear_attention %fq, %fk, %v causal offset %pos sums(%c) : (tensor<?x4x1x6xf32>, tensor<?x4x1x6xf32>, tensor<?x4x1x8xf32>, index, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 8, headDim = 8, features = 6>) -> tensor<?x4x1x8xf32>
+    %m = tfm.merge_heads %o : tensor<?x4x1x8xf32> -> tensor<?x1x32xf32>
+    %y = tfm.linear %m, %wo : (tensor<?x1x32xf32>, tensor<32x32xf32>) -> tensor<?x1x32xf32>
+    return %y : tensor<?x1x32xf32>
+  }
+}
+
+// -----
+
 // Error: a buffer larger than any frame (2^42 floats).
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
   func.func @huge(%x: tensor<65536x65536x1024xf32>) -> tensor<65536x65536x1024xf32> {
