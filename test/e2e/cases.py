@@ -493,6 +493,8 @@ CASES = [
         note="encoder, k 4, seq 12 of max_seq_len 16 (E_n: the first 12 of 16 columns), 2 layers"),
     enc("lin_enc_k20", ids(12, batch=2, dtype="int32"), linformer(20, vocab_size=50),
         note="k 20 > seq 12: K' and V' have more rows than there are keys; ids, tied LM head"),
+    enc("lin_enc_k70", floats(40, batch=2), linformer(70, max_seq_len=48),
+        note="k 70: more than two of the Highway projection's blocks of 32 rows"),
     enc("lin_enc_k1", floats(7, batch=None), linformer(1, norm="pre"),
         note="k 1: one projected row, every query's output is F_n V's row; no batch dimension"),
     enc("lin_enc_seq_max", floats(16, batch=2), linformer(8, activation="gelu"),

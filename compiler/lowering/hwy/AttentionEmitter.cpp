@@ -44,8 +44,10 @@ std::string maskComment(MaskAttr mask) {
 
 std::string FunctionEmitter::HeadView::at(StringRef row) const {
   std::string rowTerm = row.str();
+  // A row given as a sum ("r0 + r") is scaled whole.
   if (rowStride != 1)
-    rowTerm += " * " + num(rowStride);
+    rowTerm = (row.contains(' ') ? "(" + rowTerm + ")" : rowTerm) + " * " +
+              num(rowStride);
   return llvm::formatv("{0} + b * {1} + {2} * {3} + {4}", ptr, batchStride,
                        head, headStride, rowTerm)
       .str();
