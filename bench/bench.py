@@ -22,9 +22,10 @@ fill a time budget.  Results: a table on stdout, bench/results/latest.md,
 latest.json and latest.png.
 
 `--only long` measures the long-sequence rows instead (seq 4096: full
-attention, a Longformer sliding window, and window 0 as the GEMMs' baseline;
-encoder and causal; issue 22), with a second table of the ratios issue 22's
-goals are stated in; results: bench/results/long-seq.md and long-seq.json.
+attention, a Longformer sliding window, Linformer k 256, Performer M 256,
+and window 0 as the GEMMs' baseline; encoder and causal; issue 22), with a
+second table of the ratios issue 22's goals are stated in; results:
+bench/results/long-seq.md and long-seq.json.
 
 Then "decode" (bench/decode.py): gpt2-small's decode-step latency at cache
 lengths 128 and 1024, tfm against PyTorch with a hand-kept key/value cache and
@@ -62,8 +63,10 @@ _D256 = dict(architecture="encoder", d_model=256, num_heads=4, d_ff=1024,
              activation="relu", norm="post", positional="none")
 
 # Long sequences (issue 22): a BERT-base encoder layer and a GPT-2-small
-# causal block at seq 4096, with full attention (tfm's flash attention) and
-# with a Longformer sliding window (contract section 7).  The "diag" ones are
+# causal block at seq 4096, with full attention (tfm's flash attention),
+# with a Longformer sliding window, and with the linear-cost kinds of
+# contract section 7: Linformer (k 256; never causal, so the encoder only)
+# and Performer (M 256; encoder and causal).  The "diag" ones are
 # the same layers with window 0 and no global tokens (each token attends only
 # itself): the same GEMMs, LayerNorms and FFN with almost no attention, so
 # that tfm(X) - tfm(diag) estimates X's attention core.  Not in the default
@@ -72,6 +75,8 @@ _D256 = dict(architecture="encoder", d_model=256, num_heads=4, d_ff=1024,
 _LONG_SEQ = 4096
 _WINDOW = {"kind": "sliding_window", "window": 256, "global_tokens": 2}
 _DIAG = {"kind": "sliding_window", "window": 0, "global_tokens": 0}
+_LINFORMER = {"kind": "linformer", "k": 256}
+_PERFORMER = {"kind": "performer", "features": 256}
 LONG_WORKLOADS = {
     "long_full_s4096": (dict(_BERT, num_layers=1, max_seq_len=_LONG_SEQ),
                         "BERT-base layer, seq 4096, full attention"),
@@ -79,12 +84,18 @@ LONG_WORKLOADS = {
                           "BERT-base layer, seq 4096, sliding window W 256, G 2"),
     "long_diag_s4096": (dict(_BERT, num_layers=1, max_seq_len=_LONG_SEQ, attention=_DIAG),
                         "BERT-base layer, seq 4096, window 0 (self only): the GEMMs' baseline"),
+    "long_linformer_s4096": (dict(_BERT, num_layers=1, max_seq_len=_LONG_SEQ, attention=_LINFORMER),
+                             "BERT-base layer, seq 4096, Linformer k 256"),
+    "long_performer_s4096": (dict(_BERT, num_layers=1, max_seq_len=_LONG_SEQ, attention=_PERFORMER),
+                             "BERT-base layer, seq 4096, Performer (FAVOR+) M 256"),
     "long_full_causal_s4096": (dict(_GPT2, num_layers=1, max_seq_len=_LONG_SEQ),
                                "GPT-2-small causal block, seq 4096, full attention"),
     "long_window_causal_s4096": (dict(_GPT2, num_layers=1, max_seq_len=_LONG_SEQ, attention=_WINDOW),
                                  "GPT-2-small causal block, seq 4096, sliding window W 256, G 2"),
     "long_diag_causal_s4096": (dict(_GPT2, num_layers=1, max_seq_len=_LONG_SEQ, attention=_DIAG),
                                "GPT-2-small causal block, seq 4096, window 0 (self only): the GEMMs' baseline"),
+    "long_performer_causal_s4096": (dict(_GPT2, num_layers=1, max_seq_len=_LONG_SEQ, attention=_PERFORMER),
+                                    "GPT-2-small causal block, seq 4096, causal Performer (FAVOR+) M 256"),
 }
 
 # name -> (description, what it is)
@@ -98,7 +109,7 @@ WORKLOADS = {
 }
 DEFAULT_WORKLOADS = list(WORKLOADS)   # what a plain run measures
 WORKLOADS.update(LONG_WORKLOADS)
-# --only long: the full and windowed rows; each brings its "diag" layer along
+# --only long: the full, windowed, Linformer and Performer rows; each brings its "diag" layer along
 # as a companion (Bench.companion), measured within the row's own
 # configuration so that the two times the core estimate subtracts are taken
 # side by side.
@@ -107,8 +118,13 @@ GROUPS = {"long": [n for n in LONG_WORKLOADS if "_diag_" not in n]}
 BACKENDS = ("hwy", "llvm")
 
 
+# The long kinds measured against full attention (issue 22's goals).
+LONG_SPARSE_KINDS = ("window", "linformer", "performer")
+
+
 def long_kind(name):
-    """"full", "window" or "diag" for a long workload, else None."""
+    """"full", "window", "linformer", "performer" or "diag" for a long
+    workload, else None."""
     if name not in LONG_WORKLOADS:
         return None
     return name.split("_")[1]
@@ -116,15 +132,17 @@ def long_kind(name):
 
 def long_partner(name, kind):
     """The long workload of the same layer with another attention ("full",
-    "window", "diag"): long_window_causal_s4096 -> long_full_causal_s4096."""
+    "window", "diag", ...): long_window_causal_s4096 -> long_full_causal_s4096,
+    long_performer_s4096 -> long_diag_s4096."""
     parts = name.split("_")
     return "_".join(parts[:1] + [kind] + parts[2:])
 
 
 def companion(name):
-    """The diag layer measured beside a long full or windowed workload (its
-    attention core = its time - the diag's), else None."""
-    return long_partner(name, "diag") if long_kind(name) in ("full", "window") else None
+    """The diag layer measured beside a long full, windowed, Linformer or
+    Performer workload (its attention core = its time - the diag's), else
+    None."""
+    return long_partner(name, "diag") if long_kind(name) in ("full",) + LONG_SPARSE_KINDS else None
 
 
 def uses_onednn(name):
@@ -153,11 +171,17 @@ def attended_pairs(desc, seq):
     """The (query, key) pairs one head attends: S*S for full attention,
     S*(S+1)/2 when causal; for a sliding window (contract section 7) the
     pairs the rule allows, each once: query i attends key j when
-    |i - j| <= W, or i < G, or j < G (and j <= i when causal)."""
+    |i - j| <= W, or i < G, or j < G (and j <= i when causal); for
+    Linformer S*k (each query attends the k projected keys); None for
+    Performer (no (query, key) pairs: its linear form never forms them)."""
     causal = is_causal(desc)
     kind, w, g = attention_of(desc)
     if kind == "full":
         return seq * (seq + 1) // 2 if causal else seq * seq
+    if kind == "linformer":
+        return seq * desc["attention"]["k"]
+    if kind == "performer":
+        return None
     if kind != "sliding_window":
         raise ValueError("bench: no pair count for attention kind %r" % kind)
     total = 0
@@ -171,16 +195,39 @@ def attended_pairs(desc, seq):
     return total
 
 
+def attention_flops(desc, seq):
+    """The matmul FLOPs of one self-attention (all heads, batch 1), as tfm's
+    --bench counts them (each op's MatmulFlopsOpInterface, dialects/lib/IR/
+    TfmOps.cpp), with d = heads * dk:
+      full, sliding window: 2*pairs*dk per head for QK^T and again for PV:
+        4*pairs*d;
+      linformer (k): E_n K and F_n V, 2*k*S*d each (SequenceProjectionOp),
+        then attention over k keys, pairs = S*k: 4*S*k*d; 8*S*k*d in all;
+      performer (M): phi(Q) and phi(K), 2*S*M*dk per head each
+        (FeatureMapOp): 4*S*M*d; the linear form, each key row adding and
+        each query row taking M*(dk+1) products per head, 2 FLOPs each
+        (LinearAttentionOp; causal or not): 4*S*M*(d + heads)."""
+    kind = attention_of(desc)[0]
+    d = desc["d_model"]
+    if kind == "linformer":
+        k = desc["attention"]["k"]
+        return 2.0 * 2.0 * k * seq * d + 2.0 * 2.0 * seq * k * d
+    if kind == "performer":
+        m = desc["attention"]["features"]
+        return 2.0 * 2.0 * seq * m * d + 2.0 * 2.0 * seq * m * (d + desc["num_heads"])
+    return 2.0 * 2.0 * attended_pairs(desc, seq) * d
+
+
 def matmul_flops(desc, seq, batch=1):
     """The matmul FLOPs of one forward pass, as tfm's own --bench counts them:
-    2*M*N*K per linear (QKV, out proj, FFN1, FFN2) and, per head, 2*pairs*dk
-    for QK^T and again for PV, where pairs = S*S, or S*(S+1)/2 when causal,
-    or the pairs a sliding window allows (attended_pairs)."""
+    2*M*N*K per linear (QKV, out proj, FFN1, FFN2) and the self-attention's
+    (attention_flops: for full attention and a sliding window, per head
+    2*pairs*dk for QK^T and again for PV, where pairs = S*S, or S*(S+1)/2
+    when causal, or the pairs a sliding window allows (attended_pairs);
+    Linformer's and Performer's their own)."""
     d, f, n = desc["d_model"], desc["d_ff"], desc["num_layers"]
-    pairs = attended_pairs(desc, seq)
     linears = 2.0 * seq * (3 * d * d + d * d + d * f + f * d)
-    attention = 2.0 * 2.0 * pairs * d  # heads * dk = d
-    return batch * n * (linears + attention)
+    return batch * n * (linears + attention_flops(desc, seq))
 
 
 # ---------------------------------------------------------------------------
@@ -767,17 +814,23 @@ def md_table(rows):
 # The long-sequence table (issue 22's goals)
 # ---------------------------------------------------------------------------
 
-GOAL_LAYER_VS_FULL = 1.5    # whole layer, windowed vs tfm's own full attention
-GOAL_LAYER_VS_TORCH = 3.0   # whole layer, windowed vs PyTorch's dense-mask layer
-GOAL_CORE_VS_FULL = 5.0     # attention core, windowed vs full
-GOAL_CORE_EFFICIENCY = 1.25  # core time / (full core x pairs ratio)
+GOAL_LAYER_VS_FULL = 1.5    # whole layer, windowed (Linformer, Performer) vs tfm's own full attention
+GOAL_LAYER_VS_TORCH = 3.0   # whole layer, windowed (...) vs PyTorch's dense-mask layer
+GOAL_CORE_VS_FULL = 5.0     # attention core, windowed (...) vs full
+GOAL_CORE_EFFICIENCY = 1.25  # core time / (full core x pairs ratio); the window only
 
 
 def long_rows(rows):
     """One entry per long row (workload, threads, backend): the pairs
     attended, the ratios issue 22's goals are stated in, and the attention
     core estimated as tfm(X) - tfm(X's "diag" layer: window 0, the same
-    GEMMs, measured beside X in X's configuration), all from the same run."""
+    GEMMs, measured beside X in X's configuration), all from the same run.
+    PyTorch's dense-mask layer is, for a windowed row, its own torch run (the
+    window as a dense mask); for a Linformer or Performer row, which has no
+    mask, the torch run of the full-attention row of the same layer (dense
+    attention, the causal mask when causal: what users run today), and that
+    row's own torch run (the kind in PyTorch, torch_worker.py's
+    UserLinearKindModel) is the "torch kind" figure."""
     by = {(r["workload"], r["threads"], r["backend"]): r for r in rows}
     out = []
     for r in rows:
@@ -793,20 +846,35 @@ def long_rows(rows):
         full_diag = full.get("beside_diag") if full else None
         full_pairs = attended_pairs(WORKLOADS[long_partner(name, "full")][0], seq)
         med = r["tfm"]["median_ms"]
+        linear_kind = kind in ("linformer", "performer")
+        # PyTorch's dense-mask layer: a Linformer or Performer row's is
+        # the full row's (any backend's row: the torch figure is the same).
+        if linear_kind:
+            dense = next((x["torch"] for x in rows if x["workload"] == long_partner(name, "full")
+                          and x["threads"] == t and x["torch"]), None)
+        else:
+            dense = r["torch"]
+        own = r["torch"] if linear_kind else None
         e = dict(workload=name, threads=t, backend=b, kind=kind, causal=is_causal(desc),
-                 pairs=pairs, pair_fraction=pairs / float(seq * seq), pairs_vs_full=pairs / float(full_pairs),
+                 pairs=pairs, pair_fraction=None if pairs is None else pairs / float(seq * seq),
+                 pairs_vs_full=None if pairs is None else pairs / float(full_pairs),
                  tfm_median_ms=med, tfm_min_ms=r["tfm"]["min_ms"],
                  full_median_ms=full["tfm"]["median_ms"] if full else None,
                  diag_median_ms=diag["diag_median_ms"] if diag else None,
-                 torch_median_ms=r["torch"]["median_ms"] if r["torch"] else None,
-                 torch_min_ms=r["torch"]["min_ms"] if r["torch"] else None,
+                 torch_median_ms=dense["median_ms"] if dense else None,
+                 torch_min_ms=dense["min_ms"] if dense else None,
+                 torch_kind_median_ms=own["median_ms"] if own else None,
+                 torch_kind_min_ms=own["min_ms"] if own else None,
                  output_check=r["output_check"])
         if full and kind != "diag":
             e["layer_vs_full"] = full["tfm"]["median_ms"] / med
             e["layer_vs_full_min"] = full["tfm"]["min_ms"] / r["tfm"]["min_ms"]
-        if r["torch"]:
-            e["torch_vs_tfm"] = r["torch"]["median_ms"] / med
-            e["torch_vs_tfm_min"] = r["torch"]["min_ms"] / r["tfm"]["min_ms"]
+        if dense:
+            e["torch_vs_tfm"] = dense["median_ms"] / med
+            e["torch_vs_tfm_min"] = dense["min_ms"] / r["tfm"]["min_ms"]
+        if own:
+            e["torch_kind_vs_tfm"] = own["median_ms"] / med
+            e["torch_kind_vs_tfm_min"] = own["min_ms"] / r["tfm"]["min_ms"]
         if diag:
             e["core_ms"] = diag["core_ms"]
             e["core_min_ms"] = diag["core_min_ms"]
@@ -815,29 +883,33 @@ def long_rows(rows):
                 e["full_core_ms"] = full_core
                 full_core_min = full_diag["core_min_ms"]
                 e["full_core_min_ms"] = full_core_min
-                if kind == "window" and e["core_ms"] > 0 and full_core > 0:
+                if kind in LONG_SPARSE_KINDS and e["core_ms"] > 0 and full_core > 0:
                     e["core_vs_full"] = full_core / e["core_ms"]
-                    e["core_efficiency"] = e["core_ms"] / (full_core * e["pairs_vs_full"])
-                if kind == "window" and e["core_min_ms"] > 0 and full_core_min > 0:
+                    if kind == "window":
+                        e["core_efficiency"] = e["core_ms"] / (full_core * e["pairs_vs_full"])
+                if kind in LONG_SPARSE_KINDS and e["core_min_ms"] > 0 and full_core_min > 0:
                     e["core_vs_full_min"] = full_core_min / e["core_min_ms"]
-                    e["core_efficiency_min"] = e["core_min_ms"] / (full_core_min * e["pairs_vs_full"])
-        if kind == "window":
+                    if kind == "window":
+                        e["core_efficiency_min"] = e["core_min_ms"] / (full_core_min * e["pairs_vs_full"])
+        if kind in LONG_SPARSE_KINDS:
             goals = [("layer>=%.1fx full" % GOAL_LAYER_VS_FULL, e.get("layer_vs_full"),
                       lambda v: v >= GOAL_LAYER_VS_FULL),
                      ("layer>=%.0fx torch" % GOAL_LAYER_VS_TORCH, e.get("torch_vs_tfm"),
                       lambda v: v >= GOAL_LAYER_VS_TORCH),
                      ("core>=%.0fx full" % GOAL_CORE_VS_FULL, e.get("core_vs_full"),
-                      lambda v: v >= GOAL_CORE_VS_FULL),
-                     ("core<=%.2fx scaled full" % GOAL_CORE_EFFICIENCY, e.get("core_efficiency"),
-                      lambda v: v <= GOAL_CORE_EFFICIENCY)]
+                      lambda v: v >= GOAL_CORE_VS_FULL)]
+            if kind == "window":   # a pair count to scale by: the window's alone
+                goals.append(("core<=%.2fx scaled full" % GOAL_CORE_EFFICIENCY, e.get("core_efficiency"),
+                              lambda v: v <= GOAL_CORE_EFFICIENCY))
             e["goals"] = {g: (None if v is None else bool(ok(v))) for g, v, ok in goals}
         out.append(e)
     return out
 
 
 LONG_COLUMNS = ["workload", "thr", "backend", "pairs/S^2", "tfm med ms", "tfm min ms",
-                "tfm full-attn ms", "full/this", "torch mask ms", "torch/tfm",
-                "core ms", "core full/this", "core/(full core x pairs)", "goals", "output vs torch"]
+                "tfm full-attn ms", "full/this", "torch mask ms", "torch/tfm", "torch kind ms",
+                "torch kind/tfm", "core ms", "core full/this", "core/(full core x pairs)", "goals",
+                "output vs torch"]
 
 
 def long_table_rows(entries):
@@ -856,14 +928,17 @@ def long_table_rows(entries):
         else:
             missed = [k for k, v in goals.items() if v is False]
             unknown = [k for k, v in goals.items() if v is None]
-            g = ("met" if not missed else "missed: " + ", ".join(missed)) + \
-                ("" if not unknown else " (%d not measured)" % len(unknown))
+            g = ("met" if not missed else "missed: " + ", ".join(missed)) if len(unknown) < len(goals) \
+                else "not judged"
+            g += "" if not unknown else " (%d not measured)" % len(unknown)
+        pf = e["pair_fraction"]
         out.append([e["workload"], str(e["threads"]), e["backend"],
-                    "%.1f%%" % (100 * e["pair_fraction"]) if e["pair_fraction"] >= 0.001
-                    else "%.3f%%" % (100 * e["pair_fraction"]),
+                    "-" if pf is None else "%.1f%%" % (100 * pf) if pf >= 0.001 else "%.3f%%" % (100 * pf),
                     fmt_ms(e["tfm_median_ms"]), fmt_ms(e["tfm_min_ms"]),
                     fmt_ms(e["full_median_ms"]), f(e.get("layer_vs_full"), x_min=e.get("layer_vs_full_min")),
                     fmt_ms(e["torch_median_ms"]), f(e.get("torch_vs_tfm"), x_min=e.get("torch_vs_tfm_min")),
+                    fmt_ms(e["torch_kind_median_ms"]),
+                    f(e.get("torch_kind_vs_tfm"), x_min=e.get("torch_kind_vs_tfm_min")),
                     f(e.get("core_ms"), "%.0f", e.get("core_min_ms")) +
                     (" noise" if e.get("core_ms") is not None and e["core_ms"] <= 0 else ""),
                     f(e.get("core_vs_full"), "%.1f", e.get("core_vs_full_min")),
@@ -877,18 +952,26 @@ def long_notes(bench, entries):
              "the better guide on a busy machine; goals are judged on the medians.",
              "pairs/S^2: the (query, key) pairs attended per head, as a fraction of all S^2 = 4096^2 "
              "(full: 100%; causal full: S(S+1)/2; window 256 with 2 global tokens: the band of 2W+1 = 513 "
-             "keys, the 2 global keys, the 2 global rows; diag: window 0, each token itself).",
+             "keys, the 2 global keys, the 2 global rows; diag: window 0, each token itself; Linformer: "
+             "S x k, k = 256 projected keys; Performer: none, '-').",
              "full/this: tfm's full-attention layer of the same shape (median) / this layer's median; "
-             "goal for the windowed rows >= %.1f." % GOAL_LAYER_VS_FULL,
-             "torch mask ms, torch/tfm: PyTorch 1.13 on the same layer, weights and input, the window as a dense "
-             "attn_mask (below); goal for the windowed rows >= %.0f." % GOAL_LAYER_VS_TORCH,
+             "goal for the windowed, Linformer and Performer rows >= %.1f." % GOAL_LAYER_VS_FULL,
+             "torch mask ms, torch/tfm: PyTorch 1.13's dense-mask layer: for a windowed row the same layer, "
+             "weights and input, the window as a dense attn_mask (below); for a Linformer or Performer row "
+             "(nothing to mask) PyTorch's full-attention layer of the same shape (the full row's torch "
+             "figure: dense attention, with the causal mask when causal); goal for the windowed, Linformer "
+             "and Performer rows >= %.0f." % GOAL_LAYER_VS_TORCH,
+             "torch kind ms, torch kind/tfm: a Linformer or Performer row's own PyTorch layer (same weights "
+             "and input, the kind written with torch ops as a user would: below; the output check is "
+             "against it); no goal.",
              "core ms: the attention core, estimated as this layer's time - the time of the same layer with "
              "window 0 (its diag row: the same GEMMs, LayerNorms and FFN, one key per query), the two measured "
              "side by side in this row's configuration (the median over the timed rounds of the difference of "
              "the two medians; in brackets, of the mins); "
              "core full/this: the full layer's core / this one's (goal >= %.0f); core/(full core x pairs): this "
              "core / (the full core x this layer's pairs / the full layer's pairs) (goal <= %.2f: skipping costs "
-             "no efficiency)." % (GOAL_CORE_VS_FULL, GOAL_CORE_EFFICIENCY)]
+             "no efficiency; windowed rows only). A Linformer or Performer core includes its projections "
+             "(E_n K, F_n V) or feature maps." % (GOAL_CORE_VS_FULL, GOAL_CORE_EFFICIENCY)]
     for name in [e["workload"] for e in entries if e["threads"] == entries[0]["threads"]
                  and e["backend"] == entries[0]["backend"]]:
         tm = bench.torch_models.get(name) or {}
@@ -1017,9 +1100,12 @@ def report(bench, rows, elapsed):
         notes.append("--backend=%s not measured: %s" % (b, why))
     notes += bench.errors
     for name, tm in sorted(bench.torch_models.items()):
-        if long_kind(name) and not str(tm.get("model")).startswith("TorchSingleStack"):
-            notes.append("torch on %s is %s, not nn.TransformerEncoder with a dense attn_mask"
-                         % (name, tm.get("model")))
+        expected = ("UserLinearKindModel" if long_kind(name) in ("linformer", "performer")
+                    else "TorchSingleStack")
+        if long_kind(name) and not str(tm.get("model")).startswith(expected):
+            notes.append("torch on %s is %s, not %s" % (
+                name, tm.get("model"), "torch_worker.py's UserLinearKindModel" if expected.startswith("User")
+                else "nn.TransformerEncoder with a dense attn_mask"))
     table = text_table(rows)
     longs = long_rows(rows)
     print()
@@ -1122,11 +1208,11 @@ def main(argv=None):
                          if not x.startswith(hidden) and (i == 0 or argv[i - 1] not in hidden))
     if a.list:
         for n, (d, what) in WORKLOADS.items():
-            print("%-24s %-78s %8.3f GFLOP%s" % (n, what, matmul_flops(d, d["max_seq_len"]) * 1e-9,
+            print("%-27s %-75s %8.3f GFLOP%s" % (n, what, matmul_flops(d, d["max_seq_len"]) * 1e-9,
                                                 "" if n not in LONG_WORKLOADS else
                                                 "  (--only long)" if n in GROUPS["long"] else
-                                                "  (--only long: beside its full and window rows)"))
-        print("%-24s %s" % ("decode", "gpt2-small decode steps at cache lengths 128 and 1024 (bench/decode.py)"))
+                                                "  (--only long: beside the other rows of its layer)"))
+        print("%-27s %s" % ("decode", "gpt2-small decode steps at cache lengths 128 and 1024 (bench/decode.py)"))
         return 0
     a.threads = [int(t) for t in a.threads.split(",") if t.strip()]
     if not a.threads or min(a.threads) < 1:

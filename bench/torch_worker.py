@@ -22,9 +22,22 @@ returns another implementation (the formula model in its banded form, or the
 Hugging Face style one); those take their inputs by name, so the model is
 always called as model(input=x), which (a) takes too.  "load" answers with
 the model's class and the mask it is given ("model", "mask").
+
+A Linformer or Performer model (contract section 7), which nn.Transformer
+cannot express, gets UserLinearKindModel instead: the layer as a PyTorch
+user writes it (the way lucidrains' linformer and performer-pytorch do),
+with plain torch 1.13 ops (1.13 has no F.scaled_dot_product_attention) and
+the contract's formulas: Linformer projects K and V along the sequence
+(E_n K, F_n V) and runs softmax(q K'^T / sqrt(dk)) V' with matmuls;
+Performer computes phi(Q), phi(K) and then its linear form, phi(K)^T V and
+phi(K)^T 1 when not causal, performer-pytorch's chunked prefix sums
+(causal_linear_attention_noncuda: 128 chunks, a cumsum within each and the
+running sums carried across) when causal.  Like the contract, and unlike
+performer-pytorch, no stabiliser (max) and no eps.
 """
 
 import json
+import math
 import os
 import statistics
 import sys
@@ -35,6 +48,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "test", "e2e"))
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 import reference  # noqa: E402
 import safetensors  # noqa: E402
@@ -85,10 +100,154 @@ def info():
                 "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}}
 
 
+# ---------------------------------------------------------------------------
+# Linformer and Performer as a PyTorch user writes them
+# ---------------------------------------------------------------------------
+
+def linformer_attention(q, k, v, proj_e, proj_f, heads):
+    """Linformer (lucidrains' linformer LinformerSelfAttention, E and F as
+    the contract's [k, max_seq_len]): q, k, v [B, n, d] after the
+    in-projection; K' = E_n K, V' = F_n V along the sequence (one E and F
+    for every head), then softmax(q K'^T / sqrt(dk)) V' per head."""
+    b, n, d = q.shape
+    dk = d // heads
+    k = torch.matmul(proj_e[:, :n], k)                        # [B, K, d]
+    v = torch.matmul(proj_f[:, :n], v)
+    q = q.view(b, n, heads, dk).transpose(1, 2)               # [B, H, n, dk]
+    k = k.view(b, -1, heads, dk).transpose(1, 2)              # [B, H, K, dk]
+    v = v.view(b, -1, heads, dk).transpose(1, 2)
+    att = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * dk ** -0.5, dim=-1)
+    return torch.matmul(att, v).transpose(1, 2).reshape(b, n, d)
+
+
+def performer_features(x, w):
+    """FAVOR+'s positive features (performer-pytorch's softmax_kernel with
+    the contract's per-head W_h, no stabiliser): x [B, H, n, dk], w [H, M,
+    dk] -> exp(x' W_h^T - |x'|^2 / 2) / sqrt(M), x' = x / dk^(1/4)."""
+    xs = x * x.shape[-1] ** -0.25
+    proj = torch.matmul(xs, w.transpose(-1, -2))              # [B, H, n, M]
+    return torch.exp(proj - (xs * xs).sum(dim=-1, keepdim=True) / 2.0) * w.shape[1] ** -0.5
+
+
+def linear_attention(q, k, v):
+    """performer-pytorch's linear_attention (not causal)."""
+    d_inv = 1.0 / torch.einsum("...nd,...d->...n", q, k.sum(dim=-2))
+    context = torch.einsum("...nd,...ne->...de", k, v)
+    return torch.einsum("...de,...nd,...n->...ne", context, q, d_inv)
+
+
+def causal_linear_attention(q, k, v, chunks=128):
+    """performer-pytorch's causal_linear_attention_noncuda (its CPU path):
+    the sequence in `chunks` chunks; in each, the prefix sums of phi(k) and
+    of phi(k)^T v (cumsum), plus the running sums of the chunks before.
+    Without its eps (the contract has none)."""
+    last_k, last_context = 0, 0
+    outs = []
+    for qc, kc, vc in zip(*(t.chunk(chunks, dim=-2) for t in (q, k, v))):
+        k_cumsum = last_k + kc.cumsum(dim=-2)
+        d_inv = 1.0 / torch.einsum("...nd,...nd->...n", qc, k_cumsum)
+        context = torch.einsum("...nd,...ne->...nde", kc, vc)
+        context_cumsum = last_context + context.cumsum(dim=-3)
+        outs.append(torch.einsum("...nde,...nd,...n->...ne", context_cumsum, qc, d_inv))
+        last_k, last_context = k_cumsum[:, :, -1:], context_cumsum[:, :, -1:]
+    return torch.cat(outs, dim=-2)
+
+
+class UserSelfAttention(nn.Module):
+    """Self-attention with nn.MultiheadAttention's parameter names (so the
+    contract's weights load as they are) and a Linformer or Performer
+    core."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        d = cfg.d_model
+        self.heads, self.causal = cfg.num_heads, cfg.causal
+        self.in_proj_weight = nn.Parameter(torch.empty(3 * d, d))
+        self.in_proj_bias = nn.Parameter(torch.empty(3 * d))
+        self.out_proj = nn.Linear(d, d)
+        self.kind = cfg.attention_kind
+        if cfg.linformer:
+            self.proj_e = nn.Parameter(torch.empty(cfg.linformer_k, cfg.max_seq_len))
+            self.proj_f = nn.Parameter(torch.empty(cfg.linformer_k, cfg.max_seq_len))
+        else:
+            self.features = nn.Parameter(torch.empty(cfg.num_heads, cfg.performer_m, cfg.head_dim))
+
+    def forward(self, x):
+        b, n, d = x.shape
+        q, k, v = F.linear(x, self.in_proj_weight, self.in_proj_bias).chunk(3, dim=-1)
+        if self.kind == "linformer":
+            return self.out_proj(linformer_attention(q, k, v, self.proj_e, self.proj_f, self.heads))
+        q, k, v = (t.reshape(b, n, self.heads, -1).transpose(1, 2) for t in (q, k, v))
+        qf, kf = performer_features(q, self.features), performer_features(k, self.features)
+        o = (causal_linear_attention if self.causal else linear_attention)(qf, kf, v)
+        return self.out_proj(o.transpose(1, 2).reshape(b, n, d))
+
+
+class UserLayer(nn.Module):
+    """nn.TransformerEncoderLayer's sublayers (post-norm, or pre-norm as
+    norm_first), with UserSelfAttention."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        d = cfg.d_model
+        self.self_attn = UserSelfAttention(cfg)
+        self.linear1 = nn.Linear(d, cfg.d_ff)
+        self.linear2 = nn.Linear(cfg.d_ff, d)
+        self.norm1 = nn.LayerNorm(d, eps=cfg.norm_eps)
+        self.norm2 = nn.LayerNorm(d, eps=cfg.norm_eps)
+        self.pre = cfg.norm == "pre"
+        self.act = (lambda t: F.gelu(t, approximate="tanh")) if cfg.activation == "gelu_tanh" else \
+            F.gelu if cfg.activation == "gelu" else F.relu
+
+    def ff(self, x):
+        return self.linear2(self.act(self.linear1(x)))
+
+    def forward(self, x):
+        if self.pre:
+            x = x + self.self_attn(self.norm1(x))
+            return x + self.ff(self.norm2(x))
+        x = self.norm1(x + self.self_attn(x))
+        return self.norm2(x + self.ff(x))
+
+
+class UserLinearKindModel(nn.Module):
+    """A stack of UserLayer (float inputs, no embeddings, no final norm: the
+    bench's long Linformer and Performer workloads)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        if (cfg.tokens or cfg.is_encdec or cfg.final_norm
+                or cfg.positional != "none" or cfg.uses_section11()
+                or cfg.attention_score != "scaled_dot"):
+            raise ValueError("UserLinearKindModel: a float-input stack of plain layers only")
+        self.layers = nn.ModuleList([UserLayer(cfg) for _ in range(cfg.num_layers)])
+
+    def forward(self, input):  # noqa: A002 - the contract's input name
+        x = input
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def build_model(cfg):
+    """UserLinearKindModel for Linformer and Performer; otherwise
+    test/e2e/reference.py's build_torch_model."""
+    if cfg.linformer or cfg.performer:
+        return UserLinearKindModel(cfg).eval()
+    return reference.build_torch_model(cfg)
+
+
 def describe(cfg, model):
     """The model's class and the attention mask PyTorch gets, for the results."""
     cls = type(model).__name__
     n = cfg.max_seq_len
+    if cls == "UserLinearKindModel":
+        if cfg.linformer:
+            return cls, ("none: Linformer k %d, K and V projected along the sequence, then matmul / softmax"
+                         % cfg.linformer_k)
+        return cls, ("none: Performer M %d, linear form (%s)"
+                     % (cfg.performer_m, "performer-pytorch's chunked cumsum, 128 chunks" if cfg.causal
+                        else "phi(K)^T V and phi(K)^T 1"))
     if cls != "TorchSingleStack":
         return cls, "%s's own (not an nn.TransformerEncoder attn_mask)" % cls
     cls = "TorchSingleStack (nn.TransformerEncoder)"
@@ -125,7 +284,7 @@ def main():
             elif op == "load":
                 with open(req["model"]) as f:
                     cfg = reference.Config(json.load(f))
-                model = reference.build_torch_model(cfg)
+                model = build_model(cfg)
                 if model is None:
                     raise ValueError("PyTorch's modules cannot express this model")
                 reference.load_weights(model, safetensors.load_file(req["weights"]))
