@@ -342,6 +342,9 @@ int main(int argc, char **argv) {
     noRowsPast = "learned positions have no rows beyond it";
   else if (config->linformerK)
     noRowsPast = "linformer's proj_e and proj_f have no columns beyond it";
+  else if (config->block && config->randomBlocks)
+    noRowsPast = "block_sparse's block_pattern has no rows for the query "
+                 "blocks beyond it";
   if (noRowsPast && limits.maxSeqLen > config->maxSeqLen) {
     auto [line, column] = positions.of("max_seq_len");
     errs() << descriptionPath << ":" << line << ":" << column << ": ";

@@ -29,6 +29,8 @@ constexpr int64_t kDyn = ShapedType::kDynamic;
 struct WeightSpec {
   std::string suffix;
   SmallVector<int64_t> shape;
+  /// Integer key-block ids in the file (tfm.param's `block_ids`).
+  bool blockIds = false;
 };
 
 /// Which attention blocks a layer has.
@@ -75,7 +77,7 @@ private:
   /// Declares `name` once at module level (with the name a weights file may
   /// use instead, if any) and reads it into the current function.
   Value weight(OpBuilder &b, StringRef name, ArrayRef<int64_t> shape,
-               StringRef alias = "");
+               StringRef alias = "", bool blockIds = false);
 
   /// An attention's weights; a self-attention's (`self`) also linformer's
   /// projections.
@@ -96,7 +98,7 @@ private:
   /// Whether self-attention is `full` (the kind whose weights a dump
   /// writes; cross-attention always is).
   bool fullSelfAttention() const {
-    return !c.window && !c.linformerK && !c.performerFeatures;
+    return !c.window && !c.linformerK && !c.performerFeatures && !c.block;
   }
   /// The map slot named `name` (a constant index), appended to the
   /// module's tfm.attention_maps.
@@ -159,14 +161,17 @@ Value ModelBuilder::weightsSlot(OpBuilder &b, std::string name) {
 }
 
 Value ModelBuilder::weight(OpBuilder &b, StringRef name,
-                           ArrayRef<int64_t> shape, StringRef alias) {
+                           ArrayRef<int64_t> shape, StringRef alias,
+                           bool blockIds) {
   if (declared.insert(name).second) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(module.getBody(), module.getBody()->end());
-    ParamOp::create(builder, fileLoc, builder.getStringAttr(name),
-                    TypeAttr::get(f32(shape)),
-                    alias.empty() ? StringAttr()
-                                  : builder.getStringAttr(alias));
+    auto param = ParamOp::create(builder, fileLoc, builder.getStringAttr(name),
+                                 TypeAttr::get(f32(shape)),
+                                 alias.empty() ? StringAttr()
+                                               : builder.getStringAttr(alias));
+    if (blockIds)
+      param.setBlockIds(true);
   }
   return WeightOp::create(b, fileLoc, f32(shape), name);
 }
@@ -196,6 +201,10 @@ std::vector<WeightSpec> ModelBuilder::attentionWeights(StringRef prefix,
   }
   if (self && c.performerFeatures)
     specs.push_back({p + "features", {h, *c.performerFeatures, dk}});
+  if (self && c.block && c.randomBlocks)
+    specs.push_back({p + "block_pattern",
+                     {(c.maxSeqLen + *c.block - 1) / *c.block, c.randomBlocks},
+                     /*blockIds=*/true});
   return specs;
 }
 
@@ -235,6 +244,16 @@ std::vector<WeightSpec> ModelBuilder::normWeights(StringRef name) {
 }
 
 MaskAttr ModelBuilder::selfAttentionMask(OpBuilder &b, bool causal, bool self) {
+  if (self && c.block) {
+    // BigBird: window and global count blocks.
+    std::optional<int64_t> global, random;
+    if (c.globalBlocks > 0)
+      global = c.globalBlocks;
+    if (c.randomBlocks > 0)
+      random = c.randomBlocks;
+    return MaskAttr::get(b.getContext(), causal, c.windowBlocks, global,
+                         c.block, random);
+  }
   std::optional<int64_t> window = self ? c.window : std::nullopt;
   if (!causal && !window)
     return MaskAttr();
@@ -271,17 +290,23 @@ Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
     projF = w[w.size() - 1];
     scoreParams = scoreParams.drop_back(2);
   }
-  // Performer's feature weights likewise.
+  // Performer's feature weights likewise, and BigBird's block pattern.
   Value features;
   if (self && c.performerFeatures) {
     features = w.back();
+    scoreParams = scoreParams.drop_back(1);
+  }
+  Value blockPattern;
+  if (self && c.block && c.randomBlocks) {
+    blockPattern = w.back();
     scoreParams = scoreParams.drop_back(1);
   }
   return MultiHeadAttentionOp::create(
       b, loc, activations(), c.score, x, memory, c.numHeads, kvHeads, w[0],
       inBias, w[perProjection], outBias, scoreParams,
       selfAttentionMask(b, causal && self, self), rope, ropeBase, cache,
-      position, readOnlyCache, projE, projF, features, keyPadding, weightsSlot);
+      position, readOnlyCache, projE, projF, features, blockPattern, keyPadding,
+      weightsSlot);
 }
 
 KVCacheType ModelBuilder::cacheType(bool self) {
@@ -502,7 +527,8 @@ Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
         args.push_back(memoryLength);
     }
     for (const WeightSpec &s : specs)
-      args.push_back(weight(b, layerPrefix + s.suffix, s.shape));
+      args.push_back(
+          weight(b, layerPrefix + s.suffix, s.shape, "", s.blockIds));
     if (kind.masked) {
       args.push_back(mask);
       if (memory)

@@ -73,7 +73,7 @@ const AttentionKindKeys kAttentionKinds[] = {
     {"sliding_window", {"window", "global_tokens"}, true},
     {"block_sparse",
      {"block", "window_blocks", "global_blocks", "random_blocks"},
-     false},
+     true},
     {"linformer", {"k"}, true},
     {"performer", {"features"}, true},
 };
@@ -417,6 +417,19 @@ void ConfigReader::readAttention(ModelConfig &c) {
   if (StringRef(kind->kind) == "sliding_window") {
     c.window = count("window", true);
     c.globalTokens = count("global_tokens", false).value_or(0);
+  }
+  if (StringRef(kind->kind) == "block_sparse") {
+    c.block = count("block", true);
+    if (c.block && *c.block < 1) {
+      error(keyPos("block", true),
+            formatv("'block' must be at least 1 (the positions of a block), "
+                    "got {0}",
+                    *c.block));
+      c.block.reset();
+    }
+    c.windowBlocks = count("window_blocks", false).value_or(1);
+    c.globalBlocks = count("global_blocks", false).value_or(1);
+    c.randomBlocks = count("random_blocks", false).value_or(0);
   }
   if (StringRef(kind->kind) == "linformer") {
     c.linformerK = count("k", true);

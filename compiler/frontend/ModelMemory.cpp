@@ -56,6 +56,9 @@ double layerElements(const ModelConfig &c, bool cross) {
     n += 2 * double(*c.linformerK) * double(c.maxSeqLen);
   if (c.performerFeatures) // a self-attention's features [h, M, dk]
     n += double(*c.performerFeatures) * double(c.dModel);
+  if (c.block) // a self-attention's block_pattern [blocks, R]
+    n += double((c.maxSeqLen + *c.block - 1) / *c.block) *
+         double(c.randomBlocks);
   n += firstRows * d + d * ff; // linear1, linear2
   if (c.bias)
     n += firstRows + d;

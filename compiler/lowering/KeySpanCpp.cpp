@@ -22,6 +22,13 @@ std::string bound(const KeyBound &b, llvm::StringRef row,
   if (offset != "0")
     term(b.perOffset, offset);
   term(b.perRow, row);
+  if (b.perBlock) {
+    // Whole blocks of the position (never negative).
+    std::string position = offset == "0"
+                               ? row.str()
+                               : "(" + offset.str() + " + " + row.str() + ")";
+    term(b.perBlock, "(" + position + " / " + std::to_string(b.block) + ")");
+  }
   std::string text = llvm::join(terms, " + ");
   if (b.constant || terms.empty())
     text += text.empty()     ? std::to_string(b.constant)

@@ -63,6 +63,8 @@ void emitParamTable(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
   for (auto [i, p] : llvm::enumerate(params)) {
     ArrayRef<int64_t> shape = p.getTensorType().getShape();
     auto [init, bound] = defaultInit(p.getSymName(), shape);
+    if (p.getBlockIds())
+      std::tie(init, bound) = std::pair<StringRef, float>("BlockIds", 0.0f);
     if (init == "Uniform" && bound == 0.0f) {
       // A Linear bias: its weight is the same name with ".weight".
       std::string weightName =

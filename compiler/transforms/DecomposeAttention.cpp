@@ -135,8 +135,8 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     } else {
       core = AttentionOp::create(rewriter, loc, op.getScore(), q, k, v,
                                  op.getScoreParams(), op.getMaskAttr(),
-                                 queryOffset, op.getKeyPadding(),
-                                 op.getWeightsSlot());
+                                 queryOffset, op.getBlockPattern(),
+                                 op.getKeyPadding(), op.getWeightsSlot());
     }
     Value merged = MergeHeadsOp::create(rewriter, loc, core);
     Value out = LinearOp::create(rewriter, loc, merged, op.getOutProjWeight(),
@@ -199,10 +199,19 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     if (MaskAttr mask = op.getMaskAttr()) {
       if (mask.getCausal())
         os << ", causal mask";
-      if (std::optional<int64_t> window = mask.getWindow())
+      std::optional<int64_t> block = mask.getBlock();
+      if (block)
+        os << ", block-sparse mask in blocks of " << *block
+           << " positions: a window of " << *mask.getWindow()
+           << " key blocks on each side";
+      else if (std::optional<int64_t> window = mask.getWindow())
         os << ", sliding window of " << *window;
       if (std::optional<int64_t> global = mask.getGlobalTokens())
-        os << " with " << *global << " global tokens";
+        os << " with " << *global
+           << (block ? " global blocks" : " global tokens");
+      if (std::optional<int64_t> random = mask.getRandomBlocks())
+        os << " and " << *random
+           << " random key blocks a query block (its row of the pattern)";
     }
     if (op.getKeyPadding())
       os << ", padded keys masked";

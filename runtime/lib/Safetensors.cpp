@@ -52,6 +52,10 @@ bool parseDType(llvm::StringRef name, TensorDType &dtype) {
     dtype = TensorDType::F16;
   else if (name == "BF16")
     dtype = TensorDType::BF16;
+  else if (name == "I32")
+    dtype = TensorDType::I32;
+  else if (name == "I64")
+    dtype = TensorDType::I64;
   else
     return false;
   return true;
@@ -94,8 +98,10 @@ bool parseEntry(llvm::StringRef name, const llvm::json::Value &value,
     return false;
   }
   if (!parseDType(*dtype, out.dtype)) {
-    problems.add(tensor + " has dtype " + dtype->str() +
-                 ", which tfm does not load (supported: F32, F16, BF16)");
+    problems.add(
+        tensor + " has dtype " + dtype->str() +
+        ", which tfm does not load (supported: F32, F16, BF16; I32 and "
+        "I64 for ids)");
     return false;
   }
   const llvm::json::Array *shape = entry->getArray("shape");
@@ -164,12 +170,26 @@ const char *tensorDTypeName(TensorDType dtype) {
     return "F16";
   case TensorDType::BF16:
     return "BF16";
+  case TensorDType::I32:
+    return "I32";
+  case TensorDType::I64:
+    return "I64";
   }
   return "unknown";
 }
 
 size_t tensorDTypeSize(TensorDType dtype) {
-  return dtype == TensorDType::F32 ? 4 : 2;
+  switch (dtype) {
+  case TensorDType::F16:
+  case TensorDType::BF16:
+    return 2;
+  case TensorDType::F32:
+  case TensorDType::I32:
+    return 4;
+  case TensorDType::I64:
+    return 8;
+  }
+  return 4;
 }
 
 bool SafetensorsFile::open(const char *path, std::string &error) {

@@ -7,6 +7,7 @@
 #include "tfm/runtime/ThreadPool.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 
@@ -49,8 +50,40 @@ float elementAt(const SafetensorsTensor &tensor, size_t e) {
     return halfToFloat(uint16_t(in[2 * e] | (in[2 * e + 1] << 8)));
   case TensorDType::BF16:
     return bfloat16ToFloat(uint16_t(in[2 * e] | (in[2 * e + 1] << 8)));
+  case TensorDType::I32:
+  case TensorDType::I64:
+    break; // ids: idAt
   }
   return 0.0f;
+}
+
+/// Element `e` of an integer tensor as a key-block id among `rows` blocks:
+/// the id as a float, or -1 where it is outside [0, rows).
+float idAt(const SafetensorsTensor &tensor, size_t e, int64_t rows) {
+  int64_t id = -1;
+  if (tensor.dtype == TensorDType::I32) {
+    int32_t v;
+    std::memcpy(&v, tensor.data + 4 * e, 4);
+    id = v;
+  } else if (tensor.dtype == TensorDType::I64) {
+    std::memcpy(&id, tensor.data + 8 * e, 8);
+  }
+  return id >= 0 && id < rows ? float(id) : -1.0f;
+}
+
+/// Why `tensor` cannot hold `param` by its dtype, or "" when it can: ids
+/// are integers, everything else floats.
+std::string dtypeProblem(const ParamInfo &param,
+                         const SafetensorsTensor &tensor) {
+  bool ids = param.init == ParamInit::BlockIds;
+  if (ids == !isFloatDType(tensor.dtype))
+    return "";
+  std::string what = "tensor '" + tensor.name + "'";
+  if (tensor.name != param.name)
+    what += std::string(" (for '") + param.name + "')";
+  return what + " has dtype " + tensorDTypeName(tensor.dtype) +
+         (ids ? ", expected I32 or I64 (key-block ids)"
+              : ", expected F32, F16 or BF16");
 }
 
 /// "'a' [2, 3], 'b' [4, 3]": the sources of a weight as the file has them.
@@ -128,6 +161,11 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
         }
         used[size_t(part - tensors.data())] = true;
         parts[i].push_back(part);
+        if (std::string bad = dtypeProblem(param, *part); !bad.empty()) {
+          problem(bad);
+          ok = false;
+          continue;
+        }
         const std::vector<int64_t> &shape = part->shape;
         bool fits = shape.size() == size_t(param.rank) && param.rank >= 1;
         if (fits && param.transposed)
@@ -169,6 +207,10 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
       problem(what + " has shape " +
               ShapeText(tensor->shape.data(), tensor->shape.size()).c_str() +
               ", expected " + shapeOf(param));
+      continue;
+    }
+    if (std::string bad = dtypeProblem(param, *tensor); !bad.empty()) {
+      problem(bad);
       continue;
     }
     source[i] = tensor;
@@ -226,8 +268,12 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
     auto *out = reinterpret_cast<float *>(next);
     next += alignedFloatBytes(elements);
     // Byte-wise reads: the data may be at any alignment in the file.
-    for (size_t e = 0; e < elements; ++e)
-      out[e] = elementAt(tensor, e);
+    if (param.init == ParamInit::BlockIds)
+      for (size_t e = 0; e < elements; ++e)
+        out[e] = idAt(tensor, e, param.shape[0]);
+    else
+      for (size_t e = 0; e < elements; ++e)
+        out[e] = elementAt(tensor, e);
     ptrs[i] = out;
   }
   return true;
@@ -294,6 +340,13 @@ bool Weights::initRandom(const ModelInfo &model, std::string &error,
       break;
     case ParamInit::Normal:
       fillNormal(out, count, param.bound, seed, chunk.first);
+      break;
+    case ParamInit::BlockIds:
+      // Uniform in [0, rows): whole numbers, each an id.
+      fillUniform(out, count, 0.5f, seed, chunk.first);
+      for (size_t e = 0; e < count; ++e)
+        out[e] = std::min(std::floor((out[e] + 0.5f) * float(param.shape[0])),
+                          float(param.shape[0] - 1));
       break;
     }
   };

@@ -72,7 +72,7 @@ protected:
         /*rope=*/RopeStyleAttr(), /*rope_base=*/FloatAttr(), /*cache=*/Value(),
         /*position=*/Value(), /*cache_read_only=*/false,
         /*proj_e=*/Value(), /*proj_f=*/Value(), /*features=*/Value(),
-        /*key_padding=*/Value(),
+        /*block_pattern=*/Value(), /*key_padding=*/Value(),
         /*weights_slot=*/Value());
     Value h = AddOp::create(body, loc, x, attn);
     h = LayerNormOp::create(body, loc, /*rms=*/UnitAttr(), h,

@@ -167,9 +167,10 @@ TEST(Safetensors, HeaderIsNotJson) {
 
 TEST(Safetensors, UnsupportedDTypeNamesTensorAndDType) {
   std::string error = openError(
-      safetensorsImage({{"layers.0.ids", "I64", {2}, i64Bytes({1, 2})}}));
-  EXPECT_NE(error.find("tensor 'layers.0.ids' has dtype I64, which tfm does "
-                       "not load (supported: F32, F16, BF16)"),
+      safetensorsImage({{"layers.0.ids", "U8", {2}, std::string(2, '\1')}}));
+  EXPECT_NE(error.find("tensor 'layers.0.ids' has dtype U8, which tfm does "
+                       "not load (supported: F32, F16, BF16; I32 and I64 for "
+                       "ids)"),
             std::string::npos)
       << error;
 }

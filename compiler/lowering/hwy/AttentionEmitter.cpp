@@ -33,10 +33,16 @@ std::string maskComment(MaskAttr mask) {
     return text;
   if (mask.getCausal())
     text += ", causal";
+  std::string unit = mask.getBlock() ? " blocks" : "";
+  if (std::optional<int64_t> block = mask.getBlock())
+    text += ", blocks of " + std::to_string(*block);
   if (std::optional<int64_t> window = mask.getWindow())
-    text += ", window " + std::to_string(*window);
+    text += ", window " + std::to_string(*window) + unit;
   if (std::optional<int64_t> global = mask.getGlobalTokens())
-    text += ", " + std::to_string(*global) + " global tokens";
+    text += ", " + std::to_string(*global) + " global" +
+            (unit.empty() ? " tokens" : unit);
+  if (std::optional<int64_t> random = mask.getRandomBlocks())
+    text += ", " + std::to_string(*random) + " random blocks";
   return text;
 }
 
@@ -447,6 +453,46 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   os.indent();
   os << "const int64_t batch = " << batch << ", sq = " << sq << ", sk = " << sk
      << ";\n";
+  // BigBird's random key blocks: entry e of query block qb's row of the
+  // pattern, unless no block, reached by another rule or earlier in the row
+  // (a block counts once).
+  MaskAttr mask = op.getMaskAttr();
+  std::optional<int64_t> randomBlocks =
+      mask ? mask.getRandomBlocks() : std::nullopt;
+  int64_t block = mask ? mask.getBlock().value_or(1) : 1;
+  int64_t patternRows = 0;
+  if (randomBlocks) {
+    if (op.getWeightsSlot())
+      return op.emitError("the Highway backend writes no attention weights "
+                          "of a mask with random key blocks");
+    Value pattern = op.getBlockPattern();
+    patternRows = cast<RankedTensorType>(pattern.getType()).getDimSize(0);
+    if (ShapedType::isDynamic(patternRows))
+      return op.emitError("the Highway backend reads a pattern of static "
+                          "rows");
+    os << "// Random key blocks: entry e of query block qb's row of the "
+          "pattern, or -1 (no block, one another rule reaches, or one the "
+          "row named before).\n";
+    os << "const auto randomBlock = [&](int64_t qb, int64_t e) -> int64_t {\n";
+    os.indent();
+    os << "const float *ids = " << buffers[pattern].ptr << " + qb * "
+       << *randomBlocks << ";\n";
+    os << "const float id = ids[e];\n";
+    os << "if (!(id >= 0.0f) || id * " << block << ".0f >= float(sk))\n";
+    os << "  return -1;\n";
+    os << "const int64_t kb = int64_t(id);\n";
+    os << "if (float(kb) != id || kb < " << mask.getGlobalTokens().value_or(0)
+       << " || std::abs(kb - qb) <= " << *mask.getWindow() << ")\n";
+    os << "  return -1;\n";
+    os << "for (int64_t f = 0; f < e; ++f)\n";
+    os << "  if (ids[f] == id)\n";
+    os << "    return -1;\n";
+    os << "return kb;\n";
+    os.unindent();
+    os << "};\n";
+  }
+  std::string position =
+      queryOffset == "0" ? std::string("i") : "(" + queryOffset + " + i)";
 
   std::string queryRow = q.at("i");
   std::string scoreExpr;
@@ -592,6 +638,16 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
     if (globalPrefix)
       os << "for (int64_t j = 0; j < prefix; ++j)\n" << step;
     os << "for (int64_t j = first; j < keys; ++j)\n" << step;
+    if (randomBlocks) {
+      os << "if (const int64_t qb = " << position << " / " << block << "; qb < "
+         << patternRows << ")\n";
+      os << "  for (int64_t e = 0; e < " << *randomBlocks << "; ++e)\n";
+      os << "    if (const int64_t kb = randomBlock(qb, e); kb >= 0)\n";
+      os << "      for (int64_t j = kb * " << block
+         << ", end = std::min<int64_t>("
+         << (op.isCausal() ? position + " + 1" : std::string("sk")) << ", j + "
+         << block << "); j < end; ++j)\n  " << step;
+    }
     os << normalise("state", "o");
     os.unindent();
     os << "});\n";
@@ -723,6 +779,62 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
     keyBlocks(rowsStartLater ? "first[0]" : "0", "keys[rows - 1]",
               rowsStartLater ? "first" : "", "keys");
   }
+  if (randomBlocks) {
+    // Each query block of the task's rows, past the global ones (which see
+    // every key): its pattern's blocks, scored for the task's rows and
+    // taken by the block's own rows.
+    std::string start =
+        queryOffset == "0" ? std::string("i0") : "(" + queryOffset + " + i0)";
+    os << "for (int64_t qb = std::max<int64_t>("
+       << mask.getGlobalTokens().value_or(0) << ", " << start << " / " << block
+       << "); qb <= (" << start << " + rows - 1) / " << block << " && qb < "
+       << patternRows << "; ++qb) {\n";
+    os.indent();
+    os << "// The task's rows in query block qb: [rowBegin, rowEnd).\n";
+    os << "const int64_t rowBegin = std::max<int64_t>(0, qb * " << block
+       << " - " << start << ");\n";
+    os << "const int64_t rowEnd = std::min<int64_t>(rows, (qb + 1) * " << block
+       << " - " << start << ");\n";
+    os << "for (int64_t e = 0; e < " << *randomBlocks << "; ++e) {\n";
+    os.indent();
+    os << "const int64_t kb = randomBlock(qb, e);\n";
+    os << "if (kb < 0)\n  continue;\n";
+    os << "const int64_t blockEnd = std::min<int64_t>(sk, (kb + 1) * " << block
+       << ");\n";
+    os << "for (int64_t j0 = kb * " << block
+       << "; j0 < blockEnd; j0 += keyBlock) {\n";
+    os.indent();
+    os << "const int64_t n = std::min<int64_t>(keyBlock, blockEnd - j0);\n";
+    if (op.isCausal()) {
+      os << "if (j0 > " << start << " + rowEnd - 1)\n";
+      os << "  break; // past the block's last row (causal)\n";
+    }
+    if (!paddingRow.empty()) {
+      os << "if (padding && k::AllEqual(padding + j0, size_t(n), 0.0f))\n";
+      os << "  continue; // every key of the block is padding\n";
+    }
+    os << "k::TransposedKeyScoresRows<queryRows, keyBlock>(qs, "
+       << keysT.at("j0") << ", " << keysLd << ", n, " << dk << ", "
+       << floatLiteral(scale) << ", s);\n";
+    os << "size_t blockKeys[queryRows];\n";
+    os << "for (int64_t r = 0; r < rows; ++r)\n";
+    os << "  blockKeys[r] = r >= rowBegin && r < rowEnd ? "
+       << (op.isCausal()
+               ? "size_t(std::clamp<int64_t>(" + start + " + r + 1 - j0, 0, n))"
+               : std::string("size_t(n)"))
+       << " : 0;\n";
+    os << "k::OnlineSoftmaxBlockRows<queryRows, keyBlock>(states, s, n, "
+          "nullptr, blockKeys, "
+       << (paddingRow.empty() ? "nullptr" : "padding ? padding + j0 : nullptr")
+       << ", rows, " << v.at("j0") << ", " << v.rowStride << ", os, " << dk
+       << ");\n";
+    os.unindent();
+    os << "}\n";
+    os.unindent();
+    os << "}\n";
+    os.unindent();
+    os << "}\n";
+  }
   os << "for (int64_t r = 0; r < rows; ++r)\n";
   os << "  " << normalise("states[r]", "os[r]");
   os.unindent();
@@ -764,6 +876,22 @@ void FunctionEmitter::describeAttentionCore(llvm::raw_ostream &what,
   if (mask.getCausal() && !window)
     what << "; causal mask in the loop bounds: each query row stops at its "
             "own position, no key above the diagonal is scored";
+  if (std::optional<int64_t> block = mask.getBlock()) {
+    what << "; block-sparse in blocks of " << *block << " positions: each "
+         << "query block's key blocks within " << *window
+         << " blocks in the loop bounds";
+    if (std::optional<int64_t> global = mask.getGlobalTokens())
+      what << ", the first " << *global
+           << " blocks' keys a block of their own for every row and their "
+              "rows over every key";
+    if (std::optional<int64_t> random = mask.getRandomBlocks())
+      what << ", and the " << *random
+           << " blocks of its row of the pattern one by one (a block another "
+              "rule or an earlier entry reaches, or an id out of range, "
+              "skipped)";
+    what << "; no other key block is loaded or scored";
+    return;
+  }
   if (window) {
     what << "; sliding window of " << *window << " keys "
          << (mask.getCausal() ? "before each query row (causal)"

@@ -180,6 +180,16 @@ struct LowerAttention : TfmLowering<AttentionOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(AttentionOp op, TensorBuilder &tb) const override {
     KeySpan span = op.getMaskAttr() ? op.getMaskAttr().getKeySpan() : KeySpan();
+    RandomKeyBlocks random;
+    if (Value pattern = op.getBlockPattern()) {
+      // Every key a candidate, masked by the pattern's table: no key block
+      // is skipped yet (the Highway backend skips them).
+      random.block = op.getMaskAttr().getBlock().value_or(1);
+      random.allowed =
+          tb.randomKeyBlocksTable(pattern, op.getKey(), random.block);
+      if (op.isCausal())
+        random.limit = KeyBound{/*constant=*/1, /*perRow=*/1, /*perOffset=*/1};
+    }
     RankedTensorType qType = op.getQuery().getType();
     int64_t rank = qType.getRank();
     int64_t heads = rank >= 3 ? qType.getDimSize(rank - 3) : 1;
@@ -188,7 +198,7 @@ struct LowerAttention : TfmLowering<AttentionOp> {
     if (kvHeads == heads)
       return tb.attention(op.getScore(), op.getQuery(), op.getKey(),
                           op.getValue(), op.getScoreParams(), span,
-                          op.getQueryOffset(), op.getKeyPadding());
+                          op.getQueryOffset(), op.getKeyPadding(), random);
     int64_t group = heads / kvHeads;
     if (op.getScore() == ScoreKind::Additive) {
       // Additive scores project the keys per query head: each key/value
@@ -196,7 +206,7 @@ struct LowerAttention : TfmLowering<AttentionOp> {
       return tb.attention(
           op.getScore(), op.getQuery(), tb.repeatHeads(op.getKey(), group),
           tb.repeatHeads(op.getValue(), group), op.getScoreParams(), span,
-          op.getQueryOffset(), op.getKeyPadding());
+          op.getQueryOffset(), op.getKeyPadding(), random);
     }
     // Grouped-query attention: the queries as [L..., kv heads, group, s,
     // dk], each group over its key/value head. A bilinear W_h is per query
@@ -209,9 +219,9 @@ struct LowerAttention : TfmLowering<AttentionOp> {
       score = ScoreKind::Dot;
       params = {};
     }
-    Value out =
-        tb.attention(score, tb.groupHeads(q, group), op.getKey(), op.getValue(),
-                     params, span, op.getQueryOffset(), op.getKeyPadding());
+    Value out = tb.attention(score, tb.groupHeads(q, group), op.getKey(),
+                             op.getValue(), params, span, op.getQueryOffset(),
+                             op.getKeyPadding(), random);
     return tb.mergeHeadGroups(out);
   }
 };

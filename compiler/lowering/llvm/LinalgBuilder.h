@@ -23,6 +23,16 @@ namespace mlir::tfm {
 
 using utils::IteratorType;
 
+/// BigBird's random key blocks of an attention: `allowed` [pattern rows,
+/// key blocks] f32, 1 where query block qb's row of the pattern names key
+/// block kb (null: none); the positions in blocks of `block`; with
+/// `limit`, no key at or past it (causal).
+struct RandomKeyBlocks {
+  Value allowed;
+  int64_t block = 1;
+  std::optional<KeyBound> limit;
+};
+
 /// Builds linalg on tensors at one location; the lowerings below share it.
 class TensorBuilder {
 public:
@@ -750,9 +760,36 @@ public:
   /// blocks. Additive scores run in one block: their key projections would
   /// be repeated per block. `keyPadding` ([batch, keys], 0 for a padded
   /// key; null: none) is sliced with the keys.
+  /// The `allowed` table of RandomKeyBlocks from `pattern` ([rows, R] f32
+  /// ids) for the keys `k` ([..., keys, dk]): allowed[qb, kb] = any_e
+  /// (pattern[qb, e] == kb), so ids out of range or not whole name no block.
+  Value randomKeyBlocksTable(Value pattern, Value k, int64_t block) {
+    SmallVector<OpFoldResult> keySizes = sizes(k);
+    Value keys =
+        getValueOrCreateConstantIndexOp(b, loc, keySizes[keySizes.size() - 2]);
+    Value blocks = arith::CeilDivUIOp::create(
+        b, loc, keys, arith::ConstantIndexOp::create(b, loc, block));
+    SmallVector<OpFoldResult> tableSizes = {sizes(pattern)[0], blocks};
+    SmallVector<IteratorType> iterators = {IteratorType::parallel,
+                                           IteratorType::parallel,
+                                           IteratorType::reduction};
+    return generic(
+        {pattern}, filled(tableSizes, 0.0), {map(3, {0, 2}), map(3, {0, 1})},
+        iterators, [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value kb = arith::IndexCastUIOp::create(
+              nb, nl, nb.getI64Type(), linalg::IndexOp::create(nb, nl, 1));
+          Value kbF = arith::UIToFPOp::create(nb, nl, nb.getF32Type(), kb);
+          Value hit = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                            a[0], kbF);
+          Value one =
+              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(1.0f));
+          return arith::SelectOp::create(nb, nl, hit, one, a[1]);
+        });
+  }
+
   Value attention(ScoreKind score, Value q, Value k, Value v, ValueRange params,
                   const KeySpan &span, Value keyOffset = Value(),
-                  Value keyPadding = Value()) {
+                  Value keyPadding = Value(), RandomKeyBlocks random = {}) {
     auto qType = cast<RankedTensorType>(q.getType());
     unsigned rank = qType.getRank();
     // Grouped queries ([L..., group, s, dk] over [L..., s, dk] keys) have
@@ -762,7 +799,7 @@ public:
     if (score == ScoreKind::Additive ||
         (!ShapedType::isDynamic(staticRows) && staticRows <= kQueryBlock))
       return attentionBlock(score, q, k, v, params, span, Value(), keyOffset,
-                            /*keysTransposed=*/false, {}, keyPadding);
+                            /*keysTransposed=*/false, {}, keyPadding, random);
     SmallVector<OpFoldResult> qSizes = sizes(q), vSizes = sizes(v);
     Value sq = getValueOrCreateConstantIndexOp(b, loc, qSizes[rank - 2]);
     Value sk = getValueOrCreateConstantIndexOp(b, loc, sizes(k)[kRank - 2]);
@@ -787,13 +824,16 @@ public:
               b, loc, arith::AddIOp::create(b, loc, i0, rows),
               arith::ConstantIndexOp::create(b, loc, 1));
           Value block;
-          if (!span.hasBegin() && !span.globalKeys) {
+          if ((!span.hasBegin() && !span.globalKeys) || random.allowed) {
             // The keys the block's rows see: up to the end of its last
-            // row's span (the spans' ends grow with the row).
+            // row's span (the spans' ends grow with the row). Random key
+            // blocks may be anywhere: every key up to a causal limit.
             Value keys = sk;
-            if (span.end)
+            std::optional<KeyBound> end =
+                random.allowed ? random.limit : span.end;
+            if (end)
               keys = arith::MinSIOp::create(
-                  b, loc, sk, keyBound(b, loc, *span.end, last, keyOffset));
+                  b, loc, sk, keyBound(b, loc, *end, last, keyOffset));
             Value qBlock = sliceDim(q, rank - 2, i0, rows);
             Value blockPadding =
                 keyPadding ? sliceDim(keyPadding, 1, b.getIndexAttr(0), keys)
@@ -802,7 +842,8 @@ public:
                 score, qBlock,
                 sliceDim(keysT, kRank - 1, b.getIndexAttr(0), keys),
                 sliceDim(v, kRank - 2, b.getIndexAttr(0), keys), params, span,
-                i0, keyOffset, /*keysTransposed=*/true, {}, blockPadding);
+                i0, keyOffset, /*keysTransposed=*/true, {}, blockPadding,
+                random);
           } else {
             // From the first row's first key (first keys grow with the row)
             // to the largest end (the last row's, or a global row's, which
@@ -933,6 +974,15 @@ public:
       sum = arith::AddIOp::create(nb, nl, times(bound.perRow, row), sum);
     if (bound.perOffset && offset)
       sum = arith::AddIOp::create(nb, nl, times(bound.perOffset, offset), sum);
+    if (bound.perBlock) {
+      // Whole blocks of the position (never negative).
+      Value position =
+          offset ? arith::AddIOp::create(nb, nl, offset, row).getResult() : row;
+      Value blocks = arith::DivUIOp::create(
+          nb, nl, position,
+          arith::ConstantIndexOp::create(nb, nl, bound.block));
+      sum = arith::AddIOp::create(nb, nl, times(bound.perBlock, blocks), sum);
+    }
     return sum;
   }
 
@@ -947,7 +997,8 @@ public:
   Value attentionBlock(ScoreKind score, Value q, Value k, Value v,
                        ValueRange params, const KeySpan &span, Value firstRow,
                        Value keyOffset, bool keysTransposed = false,
-                       KeyIndex keyIndex = {}, Value keyPadding = Value()) {
+                       KeyIndex keyIndex = {}, Value keyPadding = Value(),
+                       RandomKeyBlocks random = {}) {
     bool masked = !span.isFull();
     auto qType = cast<RankedTensorType>(q.getType());
     unsigned rank = qType.getRank();
@@ -1084,6 +1135,33 @@ public:
               Value seen = arith::OrIOp::create(
                   nb, nl, inBand,
                   cmp(arith::CmpIPredicate::slt, key, row.prefix));
+              if (random.allowed) {
+                // Or its key block is in the query block's pattern row
+                // (the keys then are every key: key == j).
+                Value blockSize =
+                    arith::ConstantIndexOp::create(nb, nl, random.block);
+                Value position =
+                    keyOffset ? arith::AddIOp::create(nb, nl, keyOffset, i)
+                                    .getResult()
+                              : i;
+                Value lastRow = arith::SubIOp::create(
+                    nb, nl, tensor::DimOp::create(nb, nl, random.allowed, 0),
+                    arith::ConstantIndexOp::create(nb, nl, 1));
+                Value qb = arith::MinUIOp::create(
+                    nb, nl, arith::DivUIOp::create(nb, nl, position, blockSize),
+                    lastRow);
+                Value kb = arith::DivUIOp::create(nb, nl, key, blockSize);
+                Value named = tensor::ExtractOp::create(nb, nl, random.allowed,
+                                                        ValueRange{qb, kb});
+                Value hit = arith::CmpFOp::create(
+                    nb, nl, arith::CmpFPredicate::OGT, named, f32Const(0.5));
+                if (random.limit)
+                  hit = arith::AndIOp::create(
+                      nb, nl, hit,
+                      cmp(arith::CmpIPredicate::slt, key,
+                          keyBound(nb, nl, *random.limit, i, keyOffset)));
+                seen = arith::OrIOp::create(nb, nl, seen, hit);
+              }
               outside = arith::XOrIOp::create(
                   nb, nl, seen,
                   arith::ConstantIntOp::create(nb, nl, nb.getI1Type(), 1));

@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <limits>
@@ -206,6 +207,10 @@ LogicalResult ParamOp::verify() {
   if (getTransposed() && (!getSources() || type.getRank() != 2))
     return emitOpError("`transposed` applies to the sources of a rank-2 "
                        "weight");
+  if (getBlockIds() && (type.getRank() != 2 || getSources()))
+    return emitOpError("`block_ids` applies to a rank-2 weight read under "
+                       "its own name ([rows, R] key-block ids), got ")
+           << getType();
   return success();
 }
 
@@ -238,12 +243,26 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
 
 namespace {
 
+/// A mask's rules as parsed, before the attribute is made.
+struct MaskRules {
+  bool causal = false;
+  std::optional<int64_t> window, globalTokens, block, randomBlocks;
+
+  MaskAttr get(function_ref<InFlightDiagnostic()> emitError,
+               MLIRContext *context) const {
+    return MaskAttr::getChecked(emitError, context, causal, window,
+                                globalTokens, block, randomBlocks);
+  }
+};
+
+constexpr StringLiteral kExpectedRules =
+    "expected 'causal', 'window N', 'global N', 'block N' or 'random N': the "
+    "rules of a mask";
+
 /// The rules of a mask, each optional, in any order: `causal`, `window N`,
-/// `global N`. Reads nothing and gives nullopt when the next token is none
-/// of them.
-OptionalParseResult parseRules(AsmParser &parser, bool &causal,
-                               std::optional<int64_t> &window,
-                               std::optional<int64_t> &globalTokens,
+/// `global N`, `block N`, `random N`. Reads nothing and gives nullopt when
+/// the next token is none of them.
+OptionalParseResult parseRules(AsmParser &parser, MaskRules &rules,
                                bool separatedByCommas) {
   bool any = false;
   while (true) {
@@ -255,7 +274,7 @@ OptionalParseResult parseRules(AsmParser &parser, bool &causal,
       if (parser.parseKeyword(&rule))
         return failure();
     } else if (failed(parser.parseOptionalKeyword(
-                   &rule, {"causal", "window", "global"}))) {
+                   &rule, {"causal", "window", "global", "block", "random"}))) {
       if (!any)
         return std::nullopt;
       return success();
@@ -266,21 +285,24 @@ OptionalParseResult parseRules(AsmParser &parser, bool &causal,
                << "the mask rule '" << rule << "' is given twice";
       return success();
     };
+    std::optional<int64_t> *value =
+        llvm::StringSwitch<std::optional<int64_t> *>(rule)
+            .Case("window", &rules.window)
+            .Case("global", &rules.globalTokens)
+            .Case("block", &rules.block)
+            .Case("random", &rules.randomBlocks)
+            .Default(nullptr);
     if (rule == "causal") {
-      if (once(causal))
+      if (once(rules.causal))
         return failure();
-      causal = true;
-    } else if (rule == "window" || rule == "global") {
-      std::optional<int64_t> &value = rule == "window" ? window : globalTokens;
+      rules.causal = true;
+    } else if (value) {
       int64_t n;
-      if (once(value.has_value()) || parser.parseInteger(n))
+      if (once(value->has_value()) || parser.parseInteger(n))
         return failure();
-      value = n;
+      *value = n;
     } else {
-      return parser.emitError(at)
-             << "expected 'causal', 'window N' or 'global N': the rules of "
-                "a mask, got '"
-             << rule << "'";
+      return parser.emitError(at) << kExpectedRules << ", got '" << rule << "'";
     }
     any = true;
   }
@@ -290,10 +312,14 @@ void printRules(raw_ostream &os, MaskAttr mask, StringRef separator) {
   SmallVector<std::string> rules;
   if (mask.getCausal())
     rules.push_back("causal");
+  if (mask.getBlock())
+    rules.push_back("block " + std::to_string(*mask.getBlock()));
   if (mask.getWindow())
     rules.push_back("window " + std::to_string(*mask.getWindow()));
   if (mask.getGlobalTokens())
     rules.push_back("global " + std::to_string(*mask.getGlobalTokens()));
+  if (mask.getRandomBlocks())
+    rules.push_back("random " + std::to_string(*mask.getRandomBlocks()));
   os << llvm::join(rules, separator);
 }
 
@@ -302,22 +328,17 @@ void printRules(raw_ostream &os, MaskAttr mask, StringRef separator) {
 Attribute MaskAttr::parse(AsmParser &parser, Type) {
   // `<` rule (`,` rule)* `>`.
   SMLoc at = parser.getCurrentLocation();
-  bool causal = false;
-  std::optional<int64_t> window, globalTokens;
+  MaskRules rules;
   if (parser.parseLess())
     return {};
-  OptionalParseResult rules =
-      parseRules(parser, causal, window, globalTokens, true);
-  if (!rules.has_value()) {
-    parser.emitError(parser.getCurrentLocation(),
-                     "expected 'causal', 'window N' or 'global N': the rules "
-                     "of a mask");
+  OptionalParseResult parsed = parseRules(parser, rules, true);
+  if (!parsed.has_value()) {
+    parser.emitError(parser.getCurrentLocation(), kExpectedRules);
     return {};
   }
-  if (failed(*rules) || parser.parseGreater())
+  if (failed(*parsed) || parser.parseGreater())
     return {};
-  return parser.getChecked<MaskAttr>(at, parser.getContext(), causal, window,
-                                     globalTokens);
+  return rules.get([&] { return parser.emitError(at); }, parser.getContext());
 }
 
 void MaskAttr::print(AsmPrinter &printer) const {
@@ -328,36 +349,65 @@ void MaskAttr::print(AsmPrinter &printer) const {
 
 LogicalResult MaskAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                bool causal, std::optional<int64_t> window,
-                               std::optional<int64_t> globalTokens) {
+                               std::optional<int64_t> globalTokens,
+                               std::optional<int64_t> block,
+                               std::optional<int64_t> randomBlocks) {
   if (!causal && !window)
     return emitError() << "a mask without rules is no mask: leave it out "
                           "(every key is seen)";
   if (window && *window < 0)
-    return emitError() << "a window is at least 0 keys on each side, got "
+    return emitError() << "a window is at least 0 "
+                       << (block ? "blocks" : "keys") << " on each side, got "
                        << *window;
   if (globalTokens && !window)
     return emitError() << "global tokens are part of a sliding window: "
                           "'global' needs 'window'";
   if (globalTokens && *globalTokens < 1)
-    return emitError() << "global tokens are at least 1 (leave 'global' out "
-                          "for none), got "
+    return emitError() << "global " << (block ? "blocks" : "tokens")
+                       << " are at least 1 (leave 'global' out for none), got "
                        << *globalTokens;
+  if (block && *block < 1)
+    return emitError() << "a block is at least 1 position, got " << *block;
+  if (block && !window)
+    return emitError() << "a block-sparse mask needs 'window' (the key blocks "
+                          "on each side of a query block, 0 for its own)";
+  if (randomBlocks && !block)
+    return emitError() << "random key blocks are blocks of a block-sparse "
+                          "mask: 'random' needs 'block'";
+  if (randomBlocks && *randomBlocks < 1)
+    return emitError() << "random key blocks are at least 1 a query block "
+                          "(leave 'random' out for none), got "
+                       << *randomBlocks;
+  // Bounds in positions stay far from int64's limits.
+  constexpr int64_t kMaxRule = int64_t(1) << 30;
+  for (std::optional<int64_t> n : {window, globalTokens, block, randomBlocks})
+    if (n && *n > kMaxRule)
+      return emitError() << "a mask rule's count is at most " << kMaxRule
+                         << ", got " << *n;
   return success();
 }
 
 KeySpan MaskAttr::getKeySpan() const {
-  // Positions are offset + i: each bound moves with the row and the offset.
+  // Positions are offset + i: each bound moves with the row and the offset
+  // (block-sparse: by whole blocks of the position).
   KeySpan span;
   KeyBound causalEnd{/*constant=*/1, /*perRow=*/1, /*perOffset=*/1};
   if (getCausal())
     span.end = causalEnd;
+  int64_t block = getBlock().value_or(1);
   if (std::optional<int64_t> window = getWindow()) {
-    span.begin = KeyBound{-*window, 1, 1};
-    if (!getCausal())
-      span.end = KeyBound{*window + 1, 1, 1};
+    if (getBlock()) {
+      span.begin = KeyBound{-*window * block, 0, 0, block, block};
+      if (!getCausal())
+        span.end = KeyBound{(*window + 1) * block, 0, 0, block, block};
+    } else {
+      span.begin = KeyBound{-*window, 1, 1};
+      if (!getCausal())
+        span.end = KeyBound{*window + 1, 1, 1};
+    }
   }
   if (std::optional<int64_t> global = getGlobalTokens()) {
-    span.globalKeys = *global;
+    span.globalKeys = *global * block;
     if (getCausal())
       span.globalEnd = causalEnd;
   }
@@ -367,15 +417,11 @@ KeySpan MaskAttr::getKeySpan() const {
 /// An attention op's mask, by its rules (`causal window 4 global 1`).
 static OptionalParseResult parseMaskRules(OpAsmParser &parser, MaskAttr &mask) {
   SMLoc at = parser.getCurrentLocation();
-  bool causal = false;
-  std::optional<int64_t> window, globalTokens;
-  OptionalParseResult rules =
-      parseRules(parser, causal, window, globalTokens, false);
-  if (!rules.has_value() || failed(*rules))
-    return rules;
-  mask =
-      MaskAttr::getChecked([&] { return parser.emitError(at); },
-                           parser.getContext(), causal, window, globalTokens);
+  MaskRules rules;
+  OptionalParseResult parsed = parseRules(parser, rules, false);
+  if (!parsed.has_value() || failed(*parsed))
+    return parsed;
+  mask = rules.get([&] { return parser.emitError(at); }, parser.getContext());
   return success(bool(mask));
 }
 
@@ -848,10 +894,32 @@ void AttentionOp::build(OpBuilder &builder, OperationState &state,
                         ValueRange scoreParams, bool causal,
                         Value queryOffset) {
   build(builder, state, score, query, key, value, scoreParams,
-        causal ? MaskAttr::get(builder.getContext(), true, std::nullopt,
-                               std::nullopt)
-               : MaskAttr(),
-        queryOffset, /*keyPadding=*/Value(), /*weightsSlot=*/Value());
+        causal ? MaskAttr::get(builder.getContext(), true) : MaskAttr(),
+        queryOffset, /*blockPattern=*/Value(), /*keyPadding=*/Value(),
+        /*weightsSlot=*/Value());
+}
+
+/// BigBird's pattern operand: given exactly when the mask has random key
+/// blocks, [rows, R] f32 with the mask's R.
+static LogicalResult verifyBlockPattern(Diag &diag, MaskAttr mask,
+                                        Value pattern) {
+  std::optional<int64_t> random = mask ? mask.getRandomBlocks() : std::nullopt;
+  if (!pattern && !random)
+    return success();
+  if (!pattern)
+    return diag.fail("the mask's 'random ", *random,
+                     "' reads the key blocks of a `pattern` operand; none is "
+                     "given");
+  if (!random)
+    return diag.fail("`pattern` holds random key blocks; the mask has no "
+                     "'random' rule to read it");
+  RankedTensorType type = tensorType(pattern);
+  if (!type || type.getRank() != 2 || !type.getElementType().isF32() ||
+      type.getDimSize(1) != *random)
+    return diag.fail("pattern must be a [rows, ", *random,
+                     "] f32 tensor (the mask's 'random ", *random, "'), got ",
+                     pattern.getType());
+  return success();
 }
 
 /// A padding mask of `keys`' positions: [batch, keys] f32, the batch that
@@ -882,11 +950,13 @@ LogicalResult AttentionOp::verify() {
   if (getQueryOffset() && !getMaskAttr())
     return emitOpError("`offset` places the queries for the mask; without "
                        "a mask it means nothing");
+  Diag diag(*this);
+  if (failed(verifyBlockPattern(diag, getMaskAttr(), getBlockPattern())))
+    return failure();
   // Shapes of fewer dimensions fail type inference with their own message.
   RankedTensorType key = tensorType(getKey());
   if (!getKeyPadding() || !key || key.getRank() < 2)
     return success();
-  Diag diag(*this);
   return verifyKeyPadding(diag, getKeyPadding(), getQuery().getType(),
                           key.getDimSize(key.getRank() - 2));
 }
@@ -1004,6 +1074,8 @@ LogicalResult MultiHeadAttentionOp::verify() {
     if (getRope())
       return emitOpError("rotary positions apply to self-attention only");
   }
+  if (failed(verifyBlockPattern(diag, getMaskAttr(), getBlockPattern())))
+    return failure();
 
   if (failed(expectShape(diag, "in_proj_weight", getInProjWeight().getType(),
                          {inRows, dModel})) ||

@@ -889,7 +889,7 @@ func.func @attention_offset_not_causal(%q: tensor<?x4x?x8xf32>, %p: index) -> te
 
 func.func @attention_offset_not_causal_generic(%q: tensor<?x4x?x8xf32>, %w: tensor<4x8x8xf32>, %p: index) -> tensor<?x4x?x8xf32> {
   // expected-error @+1 {{'tfm.attention' op `offset` places the queries for the mask; without a mask it means nothing}}
-  %0 = "tfm.attention"(%q, %q, %q, %w, %p) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>, score = #tfm.score<bilinear>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<?x4x?x8xf32>
+  %0 = "tfm.attention"(%q, %q, %q, %w, %p) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0>, score = #tfm.score<bilinear>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
 }
 
@@ -907,7 +907,7 @@ func.func @attention_offset_type(%q: tensor<?x4x?x8xf32>, %p: i64) -> tensor<?x4
 // counted.
 func.func @attention_segment_sizes(%q: tensor<?x4x?x8xf32>, %p: index) -> tensor<?x4x?x8xf32> {
   // expected-error @+1 {{'tfm.attention' op operand count (4) does not match with the total size (3) specified in attribute 'operandSegmentSizes'}}
-  %0 = "tfm.attention"(%q, %q, %q, %p) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
+  %0 = "tfm.attention"(%q, %q, %q, %p) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
 }
 
@@ -1320,7 +1320,7 @@ func.func @layer_norm_memref(%x: memref<4x32xf32>, %g: tensor<32xf32>) -> memref
 
 func.func @mha_segment_sizes(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op operand count (5) does not match with the total size (6) specified in attribute 'operandSegmentSizes'}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -1396,7 +1396,7 @@ func.func @cache_type_mismatch() {
 
 func.func @mha_cache_without_position(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op a cache needs a position and a position a cache}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %c) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %c) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -1404,7 +1404,7 @@ func.func @mha_cache_without_position(%x: tensor<?x?x32xf32>, %wi: tensor<96x32x
 
 func.func @mha_read_only_without_cache(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op cache_read_only is set but there is no cache}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 
@@ -1683,16 +1683,16 @@ func.func @mha_cache_rank4(%x: tensor<2x3x5x32xf32>, %wi: tensor<96x32xf32>, %bi
 
 // A mask is its rules: `causal`, `window N`, `global N`.
 func.func @mask_unknown_rule(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
-  // expected-error @+1 {{expected 'causal', 'window N' or 'global N': the rules of a mask}}
-  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<band>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  // expected-error @+1 {{expected 'causal', 'window N', 'global N', 'block N' or 'random N': the rules of a mask}}
+  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<band>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
   return %0 : tensor<1x4x5x8xf32>
 }
 
 // -----
 
 func.func @mask_unknown_second_rule(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
-  // expected-error @+1 {{expected 'causal', 'window N' or 'global N': the rules of a mask, got 'band'}}
-  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<causal, band>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  // expected-error @+1 {{expected 'causal', 'window N', 'global N', 'block N' or 'random N': the rules of a mask, got 'band'}}
+  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<causal, band>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
   return %0 : tensor<1x4x5x8xf32>
 }
 
@@ -1700,7 +1700,7 @@ func.func @mask_unknown_second_rule(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf
 
 func.func @mask_window_without_size(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
   // expected-error @+1 {{expected integer value}}
-  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<window>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<window>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
   return %0 : tensor<1x4x5x8xf32>
 }
 
@@ -1724,7 +1724,7 @@ func.func @mask_negative_window(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> 
 
 func.func @mask_negative_window_generic(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
   // expected-error @+1 {{a window is at least 0 keys on each side, got -3}}
-  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<window -3>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<window -3>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
   return %0 : tensor<1x4x5x8xf32>
 }
 
@@ -1740,15 +1740,15 @@ func.func @mask_global_without_window(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8
 
 func.func @mask_no_global_tokens(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
   // expected-error @+1 {{global tokens are at least 1 (leave 'global' out for none), got 0}}
-  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<window 1, global 0>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<window 1, global 0>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
   return %0 : tensor<1x4x5x8xf32>
 }
 
 // -----
 
 func.func @mask_without_rules(%q: tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32> {
-  // expected-error @+1 {{expected 'causal', 'window N' or 'global N': the rules of a mask}}
-  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
+  // expected-error @+1 {{expected 'causal', 'window N', 'global N', 'block N' or 'random N': the rules of a mask}}
+  %0 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>) -> tensor<1x4x5x8xf32>
   return %0 : tensor<1x4x5x8xf32>
 }
 
@@ -1970,7 +1970,7 @@ func.func @linformer_f_shape(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi
 
 func.func @linformer_e_alone(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %e: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.multi_head_attention' op linformer's projections come together: E and F}}
-  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %e) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
+  %0 = "tfm.multi_head_attention"(%x, %wi, %bi, %wo, %bo, %e) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
 

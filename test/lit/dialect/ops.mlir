@@ -230,8 +230,8 @@ func.func @slice_rows(%w: tensor<96x32xf32>, %b: tensor<96xf32>, %t: tensor<6x4x
 // CHECK-NEXT: %1 = tfm.attention <scaled_dot> %arg0, %arg1, %arg2 causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
 // CHECK-NEXT: return %0, %1 : tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>
 // GENERIC-LABEL: sym_name = "attention_dot"
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
 func.func @attention_dot(%q: tensor<?x4x?x8xf32>, %k: tensor<?x4x?x8xf32>, %v: tensor<?x4x?x16xf32>) -> (tensor<?x4x?x16xf32>, tensor<?x4x?x16xf32>) {
   %0 = tfm.attention <dot> %q, %k, %v : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
   %1 = tfm.attention <scaled_dot> %q, %k, %v causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x16xf32>) -> tensor<?x4x?x16xf32>
@@ -255,7 +255,7 @@ func.func @attention_dot(%q: tensor<?x4x?x8xf32>, %k: tensor<?x4x?x8xf32>, %v: t
 func.func @attention_window(%q: tensor<?x4x?x8xf32>, %pos: index) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) {
   %0 = tfm.attention <scaled_dot> %q, %q, %q window 4 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
   %1 = tfm.attention <dot> %q, %q, %q global 1 window 2 causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
-  %2 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<global 3, window 0>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %2 = "tfm.attention"(%q, %q, %q) <{mask = #tfm.mask<global 3, window 0>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
   %3 = tfm.attention <scaled_dot> %q, %q, %q causal window 5 offset %pos : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
   return %0, %1, %2, %3 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>
 }
@@ -284,7 +284,7 @@ func.func @mha_window(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tenso
 // CHECK-NEXT: %1 = tfm.multi_head_attention <scaled_dot> %arg2 heads 4 in_proj(%arg3, %arg4) out_proj(%arg5, %arg6) linformer(%arg1, %arg1) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "linformer"
 // GENERIC: "tfm.sequence_projection"(%arg0, %arg1) : (tensor<?x4x?x8xf32>, tensor<6x16xf32>) -> tensor<?x4x6x8xf32>
-// GENERIC: operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0>
+// GENERIC: operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0>
 func.func @linformer(%k: tensor<?x4x?x8xf32>, %e: tensor<6x16xf32>, %x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> (tensor<?x4x6x8xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.sequence_projection %k by %e : tensor<?x4x?x8xf32>, tensor<6x16xf32>
   %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) linformer(%e, %e) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<6x16xf32>, tensor<6x16xf32>) -> tensor<?x?x32xf32>
@@ -393,16 +393,16 @@ func.func @linear_attention_sums(%fq: tensor<?x4x1x6xf32>, %v: tensor<?x4x1x8xf3
 // CHECK-NEXT: %4 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 kv_heads 2 cache(%arg6 at %arg7) in_proj(%arg8) out_proj(%arg3) causal performer(%arg5) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: return %0, %1, %2, %3, %4 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "mha_performer"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg6, %arg7, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg8, %arg3, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg8, %arg3, %arg6, %arg7, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg6, %arg7, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg8, %arg3, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg8, %arg3, %arg6, %arg7, %arg5) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
 func.func @mha_performer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %w: tensor<4x16x8xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, %pos: index, %wi2: tensor<64x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
   %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
   %2 = tfm.multi_head_attention <scaled_dot> %x heads 4 cache(%c at %pos) in_proj(%wi, %bi) out_proj(%wo, %bo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
-  %3 = "tfm.multi_head_attention"(%x, %wi2, %wo, %w) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
+  %3 = "tfm.multi_head_attention"(%x, %wi2, %wo, %w) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
   %4 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 cache(%c at %pos) in_proj(%wi2) out_proj(%wo) causal performer(%w) : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 16>, index, tensor<4x16x8xf32>) -> tensor<?x?x32xf32>
   return %0, %1, %2, %3, %4 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 }
@@ -415,7 +415,7 @@ func.func @mha_performer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: te
 // CHECK-NEXT: %0 = tfm.attention <bilinear> %arg0, %arg1, %arg2 params(%arg3) : (tensor<1x4x6x8xf32>, tensor<1x4x9x8xf32>, tensor<1x4x9x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x6x8xf32>
 // CHECK-NEXT: return %0 : tensor<1x4x6x8xf32>
 // GENERIC-LABEL: sym_name = "attention_bilinear"
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2, %arg3) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0>, score = #tfm.score<bilinear>}> : (tensor<1x4x6x8xf32>, tensor<1x4x9x8xf32>, tensor<1x4x9x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x6x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg2, %arg3) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>, score = #tfm.score<bilinear>}> : (tensor<1x4x6x8xf32>, tensor<1x4x9x8xf32>, tensor<1x4x9x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x6x8xf32>
 func.func @attention_bilinear(%q: tensor<1x4x6x8xf32>, %k: tensor<1x4x9x8xf32>, %v: tensor<1x4x9x8xf32>, %w: tensor<4x8x8xf32>) -> tensor<1x4x6x8xf32> {
   %0 = tfm.attention <bilinear> %q, %k, %v params(%w) : (tensor<1x4x6x8xf32>, tensor<1x4x9x8xf32>, tensor<1x4x9x8xf32>, tensor<4x8x8xf32>) -> tensor<1x4x6x8xf32>
   return %0 : tensor<1x4x6x8xf32>
@@ -428,7 +428,7 @@ func.func @attention_bilinear(%q: tensor<1x4x6x8xf32>, %k: tensor<1x4x9x8xf32>, 
 // CHECK-NEXT: %0 = tfm.attention <additive> %arg0, %arg0, %arg0 params(%arg1, %arg2, %arg3) causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
 // CHECK-NEXT: return %0 : tensor<?x4x?x8xf32>
 // GENERIC-LABEL: sym_name = "attention_additive"
-// GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg1, %arg2, %arg3) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 3, 0, 0, 0>, score = #tfm.score<additive>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg1, %arg2, %arg3) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 3, 0, 0, 0, 0>, score = #tfm.score<additive>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
 func.func @attention_additive(%q: tensor<?x4x?x8xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x4x?x8xf32> {
   %0 = tfm.attention <additive> %q, %q, %q params(%wk, %wq, %va) causal : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
@@ -457,9 +457,9 @@ func.func @attention_rank2(%q: tensor<?x8xf32>, %k: tensor<?x8xf32>) -> tensor<?
 // CHECK-NEXT: %2 = tfm.attention <additive> %arg0, %arg1, %arg1 params(%arg4, %arg4, %arg5) causal offset %arg2 : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, index) -> tensor<1x4x1x8xf32>
 // CHECK-NEXT: return %0, %1, %2 : tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>
 // GENERIC-LABEL: sym_name = "attention_offset"
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg3, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0>, score = #tfm.score<bilinear>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<1x4x1x8xf32>
-// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg4, %arg4, %arg5, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 3, 1, 0, 0>, score = #tfm.score<additive>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, index) -> tensor<1x4x1x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0>, score = #tfm.score<scaled_dot>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg3, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 0, 0, 0>, score = #tfm.score<bilinear>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<1x4x1x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg1, %arg1, %arg4, %arg4, %arg5, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 3, 1, 0, 0, 0>, score = #tfm.score<additive>}> : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>, index) -> tensor<1x4x1x8xf32>
 func.func @attention_offset(%q: tensor<1x4x1x8xf32>, %kv: tensor<1x4x?x8xf32>, %pos: index, %w: tensor<4x8x8xf32>, %wa: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> (tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>, tensor<1x4x1x8xf32>) {
   %0 = tfm.attention <scaled_dot> %q, %kv, %kv causal offset %pos : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, index) -> tensor<1x4x1x8xf32>
   %1 = tfm.attention <bilinear> %q, %kv, %kv params(%w) causal offset %pos : (tensor<1x4x1x8xf32>, tensor<1x4x?x8xf32>, tensor<1x4x?x8xf32>, tensor<4x8x8xf32>, index) -> tensor<1x4x1x8xf32>
@@ -476,9 +476,9 @@ func.func @attention_offset(%q: tensor<1x4x1x8xf32>, %kv: tensor<1x4x?x8xf32>, %
 // CHECK-NEXT: %2 = tfm.multi_head_attention <dot> %arg0 heads 2 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) causal {rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "mha_self"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4) <{mask = #tfm.mask<causal>, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, rope = #tfm.rope<interleaved>, rope_base = 5.000000e+05 : f32, score = #tfm.score<dot>}>
 func.func @mha_self(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
   %1 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) causal {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
@@ -515,7 +515,7 @@ func.func @mha_bilinear(%x: tensor<2x5x32xf32>, %m: tensor<2x7x32xf32>, %wi: ten
 // CHECK-NEXT: %0 = tfm.multi_head_attention <additive> %arg0 heads 4 in_proj(%arg1, %arg2) out_proj(%arg3, %arg4) params(%arg5, %arg6, %arg7) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: return %0 : tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "mha_additive"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 3, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<additive>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 3, 0, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<additive>}>
 func.func @mha_additive(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %wk: tensor<4x16x8xf32>, %wq: tensor<4x16x8xf32>, %va: tensor<4x16xf32>) -> tensor<?x?x32xf32> {
   %0 = tfm.multi_head_attention <additive> %x heads 4 in_proj(%wi, %bi) out_proj(%wo, %bo) params(%wk, %wq, %va) causal : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, tensor<4x16x8xf32>, tensor<4x16x8xf32>, tensor<4x16xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
@@ -668,8 +668,8 @@ func.func @add(%x: tensor<?x?x32xf32>, %y: tensor<?x?x32xf32>, %s: tensor<2x3xf3
 // GENERIC: "tfm.kv_cache"() <{sym_name = "layers.0.self_attn.cache", type = !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>}> : () -> ()
 // GENERIC-LABEL: sym_name = "mha_cached"
 // GENERIC: "tfm.cache"() <{name = @layers.0.self_attn.cache}>
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg3, %arg4, %arg5, %arg6, %0, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
-// GENERIC: "tfm.multi_head_attention"({{.*}}) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg3, %arg4, %arg5, %arg6, %0, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0>, rope = #tfm.rope<half>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"({{.*}}) <{cache_read_only, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0>, score = #tfm.score<dot>}>
 // GENERIC: "tfm.take_last"(%5)
 tfm.kv_cache @"layers.0.self_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
 tfm.kv_cache @"layers.0.multihead_attn.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
@@ -705,7 +705,7 @@ func.func @mha_cached(%x: tensor<?x?x32xf32>, %mem: tensor<?x?x32xf32>, %pos: in
 // GENERIC-LABEL: sym_name = "cache_ops"
 // GENERIC: %1 = "tfm.cache_append"(%0, %arg0, %arg1, %arg2) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> index
 // GENERIC-NEXT: %2:2 = "tfm.cache_read"(%0, %arg3, %1) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index, index) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>)
-// GENERIC-NEXT: "tfm.attention"(%arg0, %2#0, %2#1, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC-NEXT: "tfm.attention"(%arg0, %2#0, %2#1, %arg2) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
 // GENERIC: "tfm.cache_append"(%0, %arg4, %arg4, %{{.*}}) : (!tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, index) -> index
 tfm.kv_cache @"decoder.cache" : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
 func.func @cache_ops(%k: tensor<?x4x?x8xf32>, %v: tensor<?x4x?x8xf32>, %pos: index, %batch: index, %all: tensor<2x4x16x8xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) {
@@ -783,7 +783,7 @@ func.func @gated_ffn(%x: tensor<?x?x32xf32>, %w13: tensor<128x32xf32>, %w2: tens
 // CHECK-NEXT: %1 = tfm.multi_head_attention <dot> %arg0 heads 4 kv_heads 1 in_proj(%arg3, %arg4) out_proj(%arg2, %arg5) : (tensor<?x?x32xf32>, tensor<48x32xf32>, tensor<48xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: %2 = tfm.attention <scaled_dot> %arg6, %arg7, %arg7 causal : (tensor<?x4x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>) -> tensor<?x4x?x8xf32>
 // GENERIC-LABEL: sym_name = "grouped_query"
-// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg0, %arg1, %arg2) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, score = #tfm.score<scaled_dot>}>
 func.func @grouped_query(%x: tensor<?x?x32xf32>, %wi: tensor<64x32xf32>, %wo: tensor<32x32xf32>, %wi1: tensor<48x32xf32>, %bi1: tensor<48xf32>, %bo: tensor<32xf32>, %q: tensor<?x4x?x8xf32>, %k: tensor<?x2x?x8xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x4x?x8xf32>) {
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 in_proj(%wi) out_proj(%wo) causal : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>) -> tensor<?x?x32xf32>
   %1 = tfm.multi_head_attention <dot> %x heads 4 kv_heads 1 in_proj(%wi1, %bi1) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<48x32xf32>, tensor<48xf32>, tensor<32x32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
@@ -810,9 +810,9 @@ tfm.param @"layers.0.linear1.weight" {sources = ["h.0.mlp.c_fc.weight"], transpo
 // CHECK-NEXT: %1 = tfm.multi_head_attention <dot> %arg2 heads 4 in_proj(%arg3) out_proj(%arg4) causal key_padding(%arg1) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<32x32xf32>, tensor<?x?xf32>) -> tensor<?x?x32xf32>
 // CHECK-NEXT: %2 = tfm.multi_head_attention <dot> %arg2 memory %arg2 heads 4 in_proj(%arg3) out_proj(%arg4) key_padding(%arg1) : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<32x32xf32>, tensor<?x?xf32>) -> tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "key_padding"
-// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 0>
-// GENERIC: operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>
-// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0>
+// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 0>
+// GENERIC: operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>
+// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0>
 func.func @key_padding(%q: tensor<?x4x?x8xf32>, %m: tensor<?x?xf32>, %x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %wo: tensor<32x32xf32>) -> (tensor<?x4x?x8xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.attention <scaled_dot> %q, %q, %q causal key_padding(%m) : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x?xf32>) -> tensor<?x4x?x8xf32>
   %1 = tfm.multi_head_attention <dot> %x heads 4 in_proj(%wi) out_proj(%wo) causal key_padding(%m) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<32x32xf32>, tensor<?x?xf32>) -> tensor<?x?x32xf32>
@@ -831,10 +831,10 @@ func.func @key_padding(%q: tensor<?x4x?x8xf32>, %m: tensor<?x?xf32>, %x: tensor<
 // CHECK-NEXT: %2 = tfm.multi_head_attention <dot> %arg3 heads 4 in_proj(%arg4) out_proj(%arg5) causal key_padding(%arg2) weights_to %arg1 : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<32x32xf32>, tensor<?x?xf32>, index) -> tensor<?x?x32xf32>
 // CHECK-NEXT: %3 = tfm.multi_head_attention <dot> %arg3 memory %arg3 heads 4 in_proj(%arg4) out_proj(%arg5) weights_to %arg6 : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<32x32xf32>, index) -> tensor<?x?x32xf32>
 // GENERIC-LABEL: sym_name = "weights_to"
-// GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg1) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1>, score = #tfm.score<scaled_dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
-// GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg2, %arg1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1, 1>, score = #tfm.score<scaled_dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x?xf32>, index) -> tensor<?x4x?x8xf32>
-// GENERIC: "tfm.multi_head_attention"(%arg3, %arg4, %arg5, %arg2, %arg1) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 1>, score = #tfm.score<dot>}>
-// GENERIC: "tfm.multi_head_attention"(%arg3, %arg3, %arg4, %arg5, %arg6) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1>, score = #tfm.score<dot>}>
+// GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg1) <{mask = #tfm.mask<causal>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 1>, score = #tfm.score<scaled_dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.attention"(%arg0, %arg0, %arg0, %arg2, %arg1) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 1>, score = #tfm.score<scaled_dot>}> : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x?xf32>, index) -> tensor<?x4x?x8xf32>
+// GENERIC: "tfm.multi_head_attention"(%arg3, %arg4, %arg5, %arg2, %arg1) <{mask = #tfm.mask<causal>, num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1>, score = #tfm.score<dot>}>
+// GENERIC: "tfm.multi_head_attention"(%arg3, %arg3, %arg4, %arg5, %arg6) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1>, score = #tfm.score<dot>}>
 func.func @weights_to(%q: tensor<?x4x?x8xf32>, %slot: index, %m: tensor<?x?xf32>, %x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %wo: tensor<32x32xf32>, %cross: index) -> (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>) {
   %0 = tfm.attention <scaled_dot> %q, %q, %q causal weights_to %slot : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
   %1 = tfm.attention <scaled_dot> %q, %q, %q key_padding(%m) weights_to %slot : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x?xf32>, index) -> tensor<?x4x?x8xf32>

@@ -68,6 +68,12 @@ struct ModelConfig {
   /// `features`, [num_heads, M, dk]), softmax attention approximated by
   /// their products.
   std::optional<int64_t> performerFeatures;
+  /// `attention` kind block_sparse (BigBird): positions in blocks of this
+  /// many; each query block sees the key blocks within `windowBlocks`, the
+  /// first `globalBlocks` blocks (whose rows see every key), and the
+  /// `randomBlocks` ids of its row of the weight `block_pattern`.
+  std::optional<int64_t> block;
+  int64_t windowBlocks = 1, globalBlocks = 1, randomBlocks = 0;
   bool lmHead = false;
   bool tieEmbeddings = true;
 

@@ -14,11 +14,20 @@
 
 namespace mlir::tfm {
 
-/// constant + perRow * i + perOffset * offset, for query row i.
+/// constant + perRow * i + perOffset * offset + perBlock * ((offset + i) /
+/// block), for query row i (at position offset + i, never negative): the
+/// last term moves a bound by whole blocks of `block` positions (BigBird).
 struct KeyBound {
   int64_t constant = 0;
   int64_t perRow = 0;
   int64_t perOffset = 0;
+  int64_t perBlock = 0;
+  int64_t block = 1;
+
+  int64_t at(int64_t row, int64_t offset) const {
+    int64_t v = constant + perRow * row + perOffset * offset;
+    return perBlock ? v + perBlock * ((offset + row) / block) : v;
+  }
 };
 
 /// The keys of query row i (at position offset + i among the keys):
@@ -39,9 +48,7 @@ struct KeySpan {
     int64_t count() const { return prefix + (end > first ? end - first : 0); }
   };
   RowKeys rowKeys(int64_t row, int64_t offset, int64_t keys) const {
-    auto at = [&](const KeyBound &b) {
-      return b.constant + b.perRow * row + b.perOffset * offset;
-    };
+    auto at = [&](const KeyBound &b) { return b.at(row, offset); };
     auto clamp = [&](int64_t x) { return x < 0 ? 0 : x > keys ? keys : x; };
     RowKeys r;
     if (offset + row < globalKeys) {
@@ -57,7 +64,7 @@ struct KeySpan {
 
   /// Whether the first key of a row can be above 0.
   bool hasBegin() const {
-    return begin.constant || begin.perRow || begin.perOffset;
+    return begin.constant || begin.perRow || begin.perOffset || begin.perBlock;
   }
 
   /// The most keys a block of `rows` consecutive query rows sees (the
@@ -68,10 +75,14 @@ struct KeySpan {
   /// them in blocks of their own.
   int64_t maxKeysOfBlock(int64_t rows, int64_t maxKeys) const {
     if (!end || end->perRow != begin.perRow ||
-        end->perOffset != begin.perOffset || rows < 1 || maxKeys < 0)
+        end->perOffset != begin.perOffset || end->perBlock != begin.perBlock ||
+        end->block != begin.block || end->perBlock < 0 || end->block < 1 ||
+        rows < 1 || maxKeys < 0)
       return maxKeys;
-    // end(i + rows - 1) - begin(i), the same for every i and offset.
-    int64_t width = end->constant - begin.constant + end->perRow * (rows - 1);
+    // end(i + rows - 1) - begin(i), the same for every i and offset (with
+    // whole blocks: at most ceil((rows - 1) / block) more of them).
+    int64_t width = end->constant - begin.constant + end->perRow * (rows - 1) +
+                    end->perBlock * ((rows - 1 + end->block - 1) / end->block);
     return width < 0 ? 0 : width < maxKeys ? width : maxKeys;
   }
 

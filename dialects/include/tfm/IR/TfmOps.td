@@ -117,21 +117,44 @@ def Tfm_MaskAttr : AttrDef<Tfm_Dialect, "Mask"> {
       (with `causal`, up to its own). A key reached by two rules counts
       once.
 
+    - `block B` (B >= 1, BigBird's block sparsity): the positions in
+      blocks of B (the last may be partial), and `window` and `global`
+      count blocks: query block `qb = (offset + i) / B` sees the key
+      blocks `qb - W ..= qb + W` and the first G blocks, and a row of the
+      first G blocks sees every key. `window` is required with `block`.
+    - `random R` (R >= 1, with `block`): also the key blocks of row `qb`
+      of the attention's `block_pattern` operand (`[rows, R]`, block ids
+      as floats; ids outside `[0, ceil(keys / B))` are ignored), read at
+      run time.
+
     A backend visits only the key blocks the spans allow: the window's
     band, the global keys as a block of their own, the global rows as rows
-    of every key. The rules to come (block patterns, run-time padding) are
-    more parameters and more bounds here. On the attention ops the mask is
-    written by its rules (`... causal window 4 global 1 ...`); standalone:
+    of every key, the pattern's blocks one by one. On the attention ops the
+    mask is written by its rules (`... causal window 4 global 1 ...`);
+    standalone:
 
     ```mlir
     #tfm.mask<causal>
     #tfm.mask<window 4, global 1>
     #tfm.mask<causal, window 0>
+    #tfm.mask<block 64, window 1, global 1, random 3>
     ```
   }];
   let parameters = (ins "bool":$causal,
                         OptionalParameter<"std::optional<int64_t>">:$window,
-                        OptionalParameter<"std::optional<int64_t>">:$globalTokens);
+                        OptionalParameter<"std::optional<int64_t>">:$globalTokens,
+                        OptionalParameter<"std::optional<int64_t>">:$block,
+                        OptionalParameter<"std::optional<int64_t>">:$randomBlocks);
+  let builders = [
+    AttrBuilder<(ins "bool":$causal,
+                     CArg<"std::optional<int64_t>", "std::nullopt">:$window,
+                     CArg<"std::optional<int64_t>", "std::nullopt">:$globalTokens,
+                     CArg<"std::optional<int64_t>", "std::nullopt">:$block,
+                     CArg<"std::optional<int64_t>", "std::nullopt">:$randomBlocks), [{
+      return $_get($_ctxt, causal, window, globalTokens, block, randomBlocks);
+    }]>
+  ];
+  let skipDefaultBuilders = 1;
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -166,7 +189,13 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"ModuleOp">]> {
     transposed (`[in, out]`, GPT-2's Conv1D). The weight's own name is then
     not looked up in the file.
 
+    With `block_ids`, the file holds integer ids (int32 or int64, not
+    floats): key-block ids of BigBird's `block_pattern`, `[rows, R]`. They
+    are loaded as floats, every id outside `[0, rows)` as -1 (no block), so
+    each value is exact.
+
     ```mlir
+    tfm.param @"layers.0.self_attn.block_pattern" {block_ids} : tensor<8x3xf32>
     tfm.param @"layers.0.linear1.weight" : tensor<64x32xf32>
     tfm.param @"src_embed.weight" {alias = "embed.weight"} : tensor<100x32xf32>
     tfm.param @"layers.0.linear1.weight" {sources = ["model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight"]} : tensor<128x32xf32>
@@ -175,13 +204,13 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"ModuleOp">]> {
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$type,
                        OptionalAttr<StrAttr>:$alias,
                        OptionalAttr<StrArrayAttr>:$sources,
-                       UnitAttr:$transposed);
+                       UnitAttr:$transposed, UnitAttr:$block_ids);
   let builders = [
     // A weight under its own name (or its alias) in the weights file.
     OpBuilder<(ins "StringAttr":$sym_name, "TypeAttr":$type,
                    CArg<"StringAttr", "{}">:$alias), [{
       build($_builder, $_state, sym_name, type, alias, /*sources=*/ArrayAttr(),
-            /*transposed=*/UnitAttr());
+            /*transposed=*/UnitAttr(), /*block_ids=*/UnitAttr());
     }]>
   ];
   let assemblyFormat = "$sym_name attr-dict `:` $type";
@@ -491,6 +520,11 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
 
     Per-head parameters index the dimension just before the sequence.
 
+    `pattern(%p)` (with a mask's `random R`): BigBird's random key blocks,
+    `[rows, R]` f32 block ids (whole numbers; others, and ids outside
+    `[0, ceil(keys / B))`, are ignored), row `qb` for query block `qb`;
+    `rows` covers every query block (`ceil((offset + queries) / B)`).
+
     `key_padding(%m)` (a padding mask, `[batch, keys]` f32 of 1 for a real
     key and 0 for padding, the batch the first dimension of `query`): a key
     whose entry is 0 gets no weight in any row of its sequence, on top of
@@ -524,6 +558,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
                        Variadic<Tfm_Tensor>:$score_params,
                        OptionalAttr<Tfm_MaskAttr>:$mask,
                        Optional<Index>:$query_offset,
+                       Optional<Tfm_Tensor>:$block_pattern,
                        Optional<Tfm_Tensor>:$key_padding,
                        Optional<Index>:$weights_slot);
   let results = (outs Tfm_Tensor:$result);
@@ -536,6 +571,7 @@ def Tfm_AttentionOp : Tfm_Op<"attention",
   let assemblyFormat = [{
     $score $query `,` $key `,` $value (`params` `(` $score_params^ `)`)?
     (custom<MaskRules>($mask)^)? (`offset` $query_offset^)?
+    (`pattern` `(` $block_pattern^ `)`)?
     (`key_padding` `(` $key_padding^ `)`)? (`weights_to` $weights_slot^)?
     attr-dict `:` functional-type(operands, results)
   }];
@@ -653,6 +689,9 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     %pos)`) holds the running sums (`features` = M, heads = num_heads),
     not the positions: a decode step adds its own keys to them.
 
+    `pattern(%p)` (self-attention with a block-sparse mask's `random R`):
+    the core's `pattern`, BigBird's random key blocks `[rows, R]`.
+
     A key/value cache (incremental decoding) comes in two forms:
     - `cache(%c at %pos)` appends: the new keys and values (of `query`'s rows
       for causal self-attention, of `memory`'s rows for cross-attention) are
@@ -687,6 +726,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
                        Optional<Tfm_Tensor>:$proj_e,
                        Optional<Tfm_Tensor>:$proj_f,
                        Optional<Tfm_Tensor>:$features,
+                       Optional<Tfm_Tensor>:$block_pattern,
                        Optional<Tfm_Tensor>:$key_padding,
                        Optional<Index>:$weights_slot);
   let results = (outs Tfm_Tensor:$result);
@@ -698,7 +738,7 @@ def Tfm_MultiHeadAttentionOp : Tfm_Op<"multi_head_attention",
     `out_proj` `(` $out_proj_weight (`,` $out_proj_bias^)? `)`
     (`params` `(` $score_params^ `)`)? (custom<MaskRules>($mask)^)?
     (`linformer` `(` $proj_e^ `,` $proj_f `)`)?
-    (`performer` `(` $features^ `)`)?
+    (`performer` `(` $features^ `)`)? (`pattern` `(` $block_pattern^ `)`)?
     (`key_padding` `(` $key_padding^ `)`)? (`weights_to` $weights_slot^)?
     attr-dict `:` functional-type(operands, results)
   }];

@@ -77,7 +77,7 @@ public:
   llvm::ArrayRef<FlopTerm> getTerms() const { return terms; }
 
 private:
-  llvm::SmallVector<FlopTerm> terms;
+  llvm::SmallVector<FlopTerm, 2> terms;
 };
 
 } // namespace mlir::tfm

@@ -24,6 +24,10 @@ enum class ParamInit : uint8_t {
   Ones,    // LayerNorm weight
   Uniform, // U(-bound, bound): nn.Linear (bound 1/sqrt(in)), xavier_uniform
   Normal,  // N(0, bound^2): nn.Embedding (bound 1)
+  // Key-block ids (BigBird's block_pattern [rows, R]): int32 or int64 in a
+  // weights file, kept as floats, every id outside [0, rows) as -1; random
+  // ids in [0, rows) without one.
+  BlockIds,
 };
 
 constexpr int kMaxRank = 4;

@@ -20,7 +20,15 @@
 namespace tfm::rt {
 
 /// The dtypes tfm loads; F16 and BF16 are widened to float32 on load.
-enum class TensorDType : uint8_t { F32, F16, BF16 };
+/// The dtypes tfm reads: floats for weights, integers for ids
+/// (BigBird's block_pattern).
+enum class TensorDType : uint8_t { F32, F16, BF16, I32, I64 };
+
+/// Whether a tensor of this dtype holds floats.
+inline bool isFloatDType(TensorDType dtype) {
+  return dtype == TensorDType::F32 || dtype == TensorDType::F16 ||
+         dtype == TensorDType::BF16;
+}
 
 const char *tensorDTypeName(TensorDType dtype);
 size_t tensorDTypeSize(TensorDType dtype);
