@@ -34,6 +34,21 @@ nn.Transformer nor (c) expresses them.  `perf_err_mask*` are error cases
 the descriptions tfm-compile must refuse (performer's key and score), each
 with the compiler's message, which the reference refuses too.
 
+The `bs_*` cases (`attention` of kind block_sparse, BigBird: blocks of B
+tokens; query block qb = i // B attends key block kb when |qb - kb| <=
+window_blocks, or qb < global_blocks, or kb < global_blocks, or kb is in
+row qb of the layer's block_pattern [ceil(max_seq_len / B), R], ids
+outside [0, ceil(n / B)) ignored; causal per token on top) are checked
+against (b)'s block form (each query block gathers its key blocks) instead
+of its dense mask; neither nn.Transformer nor (c) expresses them.  Their
+block_pattern ids are the case's own (block_patterns(): mostly valid
+run-time ids, plus duplicates, -1 and other negatives, the run-time block
+count, the compiled one, ids only the compiled length has, and int32 /
+int64 extremes), written as I32 or I64 (`Case.pattern_dtype`).  The
+`bs_load_*` cases write a weights file the executable must refuse
+(`Case.weight_fault`: block_pattern as F32, transposed, present with
+random_blocks 0, a float weight as I32): exit 1 naming the tensor.
+
 The `mask_*` cases (contract section 8) give the executable a padding
 mask as well (`--input mask=FILE`; encoder_decoder: `src_mask`,
 `tgt_mask`, either alone or both), made from the case's seed (Mask.make):
@@ -147,6 +162,11 @@ class Case:
     # of the input it refuses) on stderr; run_args are added to its command.
     expect_error: Optional[str] = None
     run_args: Tuple[str, ...] = ()
+    # block_sparse: the file dtype of every block_pattern (PATTERN_DTYPES).
+    pattern_dtype: str = "I32"
+    # A weights file the executable must refuse (WEIGHT_FAULTS; with
+    # expect_error, the tensor's name on stderr).
+    weight_fault: Optional[str] = None
     note: str = ""
 
     def compile_args(self):
@@ -265,6 +285,148 @@ def performer(m, **kw):
     `attention: {kind: performer, features: m}` (scaled_dot scores only;
     causal or not)."""
     return dict(kw, attention=dict(kind="performer", features=m))
+
+
+def block_sparse(b, wb=None, gb=None, r=None, **kw):
+    """Contract section 7's block_sparse (BigBird) on every self-attention:
+    `attention: {kind: block_sparse, block: b, window_blocks: wb,
+    global_blocks: gb, random_blocks: r}` (None: the key left out, its
+    default 1, 1, 0)."""
+    a = dict(kind="block_sparse", block=b)
+    for k, v in (("window_blocks", wb), ("global_blocks", gb), ("random_blocks", r)):
+        if v is not None:
+            a[k] = v
+    return dict(kw, attention=a)
+
+
+# block_sparse's block_pattern in the weights file: int32 or int64 ids.
+PATTERN_DTYPES = ("I32", "I64")
+# Weights files the executable must refuse (Case.weight_fault): every
+# block_pattern stored as F32 (ids as floats); every block_pattern
+# transposed ([R, rows]: the same element count, rows != R); a
+# block_pattern tensor [rows, 1] in the file of a model with random_blocks
+# 0 (an unexpected tensor); the first linear2.bias stored as I32 (a float
+# weight as integers).
+WEIGHT_FAULTS = ("pattern_f32", "pattern_transposed", "pattern_unexpected", "float_as_i32")
+
+
+def stack_lengths(cfg, case_inputs_spec):
+    """Run-time length of each stack's self-attention, by the first part of
+    its weights' names: {"layers": seq} or {"encoder": src, "decoder":
+    tgt}."""
+    if cfg.is_encdec:
+        return {"encoder": case_inputs_spec["src"].seq, "decoder": case_inputs_spec["tgt"].seq}
+    return {"layers": case_inputs_spec["input"].seq}
+
+
+# The planted ids of block_patterns(), row qb's by (qb + layer) % 8.
+_PLANTS = ("dup", "neg1", "past_run", "self", "big", "past_file", "neg_small", "valid")
+
+
+def block_patterns(cfg, seed, lengths, dtype="I32"):
+    """The block_pattern of every self-attention (name -> int32 / int64
+    numpy array [ceil(max_seq_len / B), R], in the listing's order) for a
+    case: numpy default_rng([seed, 11, layer]) draws ids uniform over the
+    run-time block count nb = ceil(n / B) of the layer's stack (`lengths`,
+    stack_lengths()), so most are read, then row qb's last column (with R
+    = 1, odd rows only) gets, by
+    _PLANTS[(qb + layer) % 8]: a duplicate of the row's first id (R >= 2),
+    -1, nb (the first id past the run-time blocks), qb itself (its own
+    block, already in its window: counted once), an extreme (I32: 2^31 - 1
+    or -2^31; I64: 2^32 + a valid id or -2^32 + a valid id, which read as
+    int32 would be v), rows - 1 when nb < rows (a block that only the
+    compiled length has: ignored at run time) or else rows + 3, -2 or -3,
+    or nothing.  (v, the extremes' valid id, is a block the row reads by
+    no other rule where there is one.)  {} without random blocks."""
+    import reference
+    if not (cfg.block_sparse and cfg.random_blocks):
+        return {}
+    npdt = np.int32 if dtype == "I32" else np.int64
+    out = {}
+    names = [k for k in reference.expected_weights(cfg) if k.endswith("self_attn.block_pattern")]
+    for li, name in enumerate(names):
+        rows, r = reference.expected_weights(cfg)[name]
+        nb = -(-lengths[name.split(".")[0]] // cfg.block)
+        rng = np.random.default_rng([seed, 11, li])
+        ids = rng.integers(0, nb, size=(rows, r)).astype(np.int64)
+        for qb in range(rows):
+            if r == 1 and qb % 2 == 0:
+                continue        # one column: every other row keeps its drawn id
+            kind, c = _PLANTS[(qb + li) % len(_PLANTS)], r - 1
+            if kind == "dup" and r >= 2:
+                ids[qb, c] = ids[qb, 0]
+            elif kind == "neg1":
+                ids[qb, c] = -1
+            elif kind == "past_run":
+                ids[qb, c] = nb
+            elif kind == "self":
+                ids[qb, c] = qb
+            elif kind == "big":
+                # v: a block the row would not read otherwise, so that
+                # reading the id as int32 (v) shows.
+                others = [kb for kb in range(nb) if abs(kb - qb) > cfg.window_blocks
+                          and kb >= cfg.global_blocks and kb not in ids[qb, :c].tolist()]
+                v = others[0] if others else 0
+                if dtype == "I32":
+                    ids[qb, c] = 2 ** 31 - 1 if qb % 2 else -2 ** 31
+                else:
+                    ids[qb, c] = (2 ** 32 + v) if qb % 2 else (-2 ** 32 + v)
+            elif kind == "past_file":
+                ids[qb, c] = rows - 1 if nb < rows else rows + 3
+            elif kind == "neg_small":
+                ids[qb, c] = -2 - qb % 2
+        out[name] = ids.astype(npdt)
+    return out
+
+
+def case_block_patterns(case, cfg):
+    """The case's block_patterns() (its seed, lengths and pattern dtype)."""
+    return block_patterns(cfg, case_seed(case.name), stack_lengths(cfg, case.inputs), case.pattern_dtype)
+
+
+def output_stack_patterns(cfg, patterns):
+    """The block_pattern of each self-attention of the output's stack (the
+    decoder's of an encoder_decoder), in layer order, for
+    reference.attended_rows; None without random blocks."""
+    if not (cfg.block_sparse and cfg.random_blocks):
+        return None
+    prefix, n = ("decoder.layers.", cfg.num_decoder_layers) if cfg.is_encdec else ("layers.", cfg.num_layers)
+    return [patterns["%s%d.self_attn.block_pattern" % (prefix, i)] for i in range(n)]
+
+
+def pattern_facts(cfg, patterns, lengths):
+    """What the case's patterns hold, on the rows its run-time query blocks
+    read: a set of "id<0", "id=run-time blocks", "id>=rows", "id in
+    [run-time blocks, rows)", "id duplicate", "id beyond int32" (I64),
+    "id int32 extreme", and "random blocks matter" (some valid id adds a
+    key block that neither the window nor the global blocks give its row,
+    an earlier one in a causal stack)."""
+    facts = set()
+    for name, p in patterns.items():
+        rows = p.shape[0]
+        nb = -(-lengths[name.split(".")[0]] // cfg.block)
+        for qb in range(min(nb, rows)):
+            row = [int(v) for v in p[qb]]
+            if len(set(row)) < len(row):
+                facts.add("id duplicate")
+            for v in row:
+                if v < 0:
+                    facts.add("id<0")
+                if v == nb:
+                    facts.add("id=run-time blocks")
+                if v >= rows:
+                    facts.add("id>=rows")
+                if nb <= v < rows:
+                    facts.add("id in [run-time blocks, rows)")
+                if not -2 ** 31 <= v < 2 ** 31:
+                    facts.add("id beyond int32")
+                if v in (2 ** 31 - 1, -2 ** 31):
+                    facts.add("id int32 extreme")
+                causal = cfg.causal and not name.startswith("encoder.")
+                if 0 <= v < nb and abs(v - qb) > cfg.window_blocks and v >= cfg.global_blocks \
+                        and qb >= cfg.global_blocks and (v < qb or not causal):
+                    facts.add("random blocks matter")
+    return facts
 
 
 CASES = [
@@ -595,6 +757,81 @@ CASES = [
                                                       norm="pre"),
         note="causal, seq 100, M 32, rope, batch 2: the running sums over 100 positions"),
 
+    # ---- contract section 7: block_sparse (BigBird) -----------------------------
+    # Every self-attention of every stack (an encoder_decoder's encoder not
+    # causal, its decoder causal by default); cross-attention stays full;
+    # rope rotates q and k first.  Blocks of B tokens (the last may be
+    # partial): query block qb = i // B attends key block kb when |qb - kb|
+    # <= window_blocks (W, default 1), or qb < global_blocks (G, default 1),
+    # or kb < G, or kb is in row qb of the layer's block_pattern
+    # [ceil(max_seq_len / B), R] (R = random_blocks, default 0: no tensor);
+    # ids outside [0, ceil(n / B)) are ignored; causal masks j > i per token.
+    # Each layer has its own pattern (block_patterns(): valid ids plus
+    # duplicates, negatives, past the run-time and the compiled block
+    # counts, int32/int64 extremes), as I32 or I64 (pattern_dtype).
+    enc("bs_enc_b2", floats(12), block_sparse(2),
+        note="defaults (W 1, G 1, R 0: no block_pattern tensor); B 2 divides seq 12: 6 blocks, block 4 "
+             "attends 0, 3, 4, 5"),
+    enc("bs_enc_b3_r2_batch2", ids(13, batch=2, dtype="int32"), block_sparse(3, 1, 1, 2, vocab_size=50),
+        note="B 3, seq 13: 5 blocks, the last of 1 token; R 2 of 6 compiled rows (I32), row 5 never read; "
+             "tied LM head, batch 2"),
+    enc("bs_enc_b2_w0_r3_i64_unbatched", ids(13, batch=None), block_sparse(2, 0, 1, 3, vocab_size=50, norm="pre"),
+        pattern_dtype="I64",
+        note="W 0 (own block only), G 1, R 3 as I64 (ids beyond int32 that would read as valid ones if "
+             "truncated); ids without a batch dimension"),
+    enc("bs_enc_dot_w0_g0_left", floats(16, batch=2), block_sparse(4, 0, 0, 1, attention_score="dot", num_heads=2),
+        masks={"mask": Mask("left", "int64", lengths=(6, 12))},
+        note="dot scores (dk 16), W 0, G 0, R 1, seq 16 = max_seq_len (every pattern row read); left padding: "
+             "rows whose own and random blocks are all padding have no key (skipped)"),
+    enc("bs_enc_additive_rope", ids(13), block_sparse(2, 1, 0, 2, positional="rope", attention_score="additive",
+                                                       additive_dim=12, vocab_size=33),
+        pattern_dtype="I64", note="additive scores over rotated q and k, G 0, R 2 (I64)"),
+    enc("bs_enc_b1_mqa", floats(13), block_sparse(1, 1, 0, 3, d_model=48, num_heads=4, num_kv_heads=1, d_ff=50),
+        note="B 1: every token a block (window of 1 token each side, 3 random tokens per query, 16 rows); "
+             "one kv head of 4, dk 12"),
+    enc("bs_enc_b40_batch2", floats(13, batch=2), block_sparse(40, 0, 0, 1),
+        note="B 40 > seq 13 and > max_seq_len 16: one block, full attention; block_pattern [1, 1]"),
+    enc("bs_enc_wbig", ids(13), block_sparse(2, 100, 0, vocab_size=50, lm_head=False),
+        note="W 100 covers the 7 blocks: full attention; hidden states"),
+    dec("bs_dec_gbig", floats(13), block_sparse(3, 0, 9, final_norm=True),
+        note="G 9 > the 5 blocks: every block global, full causal attention; float inputs"),
+    dec("bs_dec_causal_r2", ids(13, batch=2), block_sparse(2, 1, 1, 2, vocab_size=64),
+        note="causal decoder, B 2, W 1, G 1, R 2 (I32): random blocks past the query's masked by causal"),
+    dec("bs_dec_rope_half_b4", ids(13, batch=None, dtype="int32"), block_sparse(
+        4, 0, 1, 2, vocab_size=64, positional="rope", norm="pre", max_seq_len=32),
+        pattern_dtype="I64",
+        note="rope half, B 4, W 0, G 1, R 2 (I64) of 8 compiled rows, 4 run-time blocks: ids 4..7 valid in "
+             "the file, ignored at run time; unbatched"),
+    dec("bs_dec_bilinear_interleaved_bf16", ids(13), block_sparse(
+        3, 1, 0, 1, vocab_size=64, positional="rope", rope_style="interleaved", attention_score="bilinear",
+        tie_embeddings=False), weight_dtype="BF16",
+        note="bilinear scores, interleaved rope, B 3 (partial last block), G 0, R 1; BF16 weights with an "
+             "I32 block_pattern in the same file; untied head"),
+    dec("bs_dec_llama_gqa", ids(13, batch=2), block_sparse(
+        2, 1, 0, 2, **dict(LLAMA, vocab_size=64, num_kv_heads=2, d_ff=44)), pattern_dtype="I64",
+        note="llama-like (rms norms, gated silu, rope, no biases), 2 kv heads of 4; B 2, W 1, G 0, R 2 (I64)"),
+    encdec("bs_encdec", src_tgt(13, 9, batch=2), block_sparse(2, 1, 1, 2, vocab_size=64),
+           note="both self-attentions block_sparse (the encoder's 7 blocks not causal, the decoder's 5 "
+                "causal), each layer its own pattern; cross-attention full"),
+    encdec("bs_encdec_rope_float_unbatched", src_tgt(12, 7, batch=None, dtype="float32"), block_sparse(
+        3, 0, 1, 1, positional="rope", norm="pre", num_encoder_layers=2, num_decoder_layers=1),
+        pattern_dtype="I64", note="float src/tgt without a batch dimension, rope on both self-attentions, "
+                                  "B 3, W 0, G 1, R 1 (I64)"),
+    enc("bs_mask_enc_right", ids(13, batch=3), block_sparse(2, 1, 1, 2, vocab_size=50),
+        masks={"mask": Mask("right", "int64")},
+        note="right padding, batch 3 (the last row unpadded): padded keys left out of every block"),
+    dec("bs_mask_dec_left", ids(13, batch=2, dtype="int32"), block_sparse(2, 1, 1, 2, vocab_size=64,
+                                                                          positional="rope"),
+        masks={"mask": Mask("left", "bool")},
+        note="causal, left padding (leading rows without a key skipped), rope, bool mask"),
+    encdec("bs_mask_encdec", src_tgt(13, 9, batch=2), block_sparse(3, 1, 0, 2, vocab_size=64),
+           masks={"src_mask": Mask("holes", "bool"), "tgt_mask": Mask("right", "float32")},
+           note="src holes (the encoder's blocks and cross-attention), tgt right padding (float32)"),
+    enc("bs_enc_long", floats(100, batch=2), block_sparse(16, 1, 1, 2, max_seq_len=128),
+        note="seq 100 of 128: 7 blocks of 16, the last of 4; R 2 of 8 rows; batch 2"),
+    enc("bs_enc_r0_seq_flag", floats(20), block_sparse(4, 1, 1, max_seq_len=16), max_seq_len=32,
+        note="R 0: --max-seq-len 32 above max_seq_len 16 is allowed (no block_pattern); seq 20, 5 blocks"),
+
     # ---- contract section 8: padding masks --------------------------------------
     # A padded key is never attended (self-attention; src_mask in
     # cross-attention too), with the causal and window rules on top; padded
@@ -674,6 +911,19 @@ CASES = [
                 "encoder's self-attention is performer)"),
     dec("mask_err_generate", ids(5), _TINY, masks={"mask": Mask("right")}, run_args=("--generate", "3"),
         expect_error="mask", note="--generate with a mask (refused for now)"),
+    # Weights files the executable must refuse (block_sparse): exit 1 naming
+    # the tensor.
+    enc("bs_load_pattern_f32", floats(7, batch=2), block_sparse(2, 1, 1, 1, **_TINY_FLOAT),
+        weight_fault="pattern_f32", expect_error="block_pattern",
+        note="block_pattern stored as F32 (whole numbers): ids must be I32 or I64"),
+    enc("bs_load_pattern_transposed", floats(7), block_sparse(2, 1, 1, 2, **_TINY_FLOAT),
+        weight_fault="pattern_transposed", expect_error="block_pattern",
+        note="block_pattern [2, 8] for [8, 2]: the same element count, the wrong shape"),
+    dec("bs_load_pattern_unexpected", ids(7), block_sparse(2, **_TINY), weight_fault="pattern_unexpected",
+        expect_error="block_pattern",
+        note="random_blocks 0 (no block_pattern), but the file holds layers.0.self_attn.block_pattern"),
+    dec("bs_load_float_as_i32", ids(7), block_sparse(2, 1, 1, 1, **_TINY), weight_fault="float_as_i32",
+        expect_error="linear2.bias", note="layers.0.linear2.bias stored as I32: a float weight as integers"),
 ]
 
 
@@ -686,13 +936,17 @@ class CompileError:
     error: MESSAGE`.  `message` is the compiler's text after "error: "
     (frontend/ModelConfig.cpp's wording, as for linformer); `reference` is
     what reference.Config's ConfigError must contain (the oracle refuses
-    the description too).  run_e2e.py does not run these yet: they are
-    the table for a harness step or a lit test."""
+    the description too), or, for a description refused only with
+    `args` (tfm-compile flags such as --max-seq-len), what the oracle's
+    refusal to run that length says (reference_refusal()).  run_e2e.py
+    runs them with --compile-errors (not by default: the frontend's lit
+    tests hold the same checks)."""
     name: str
     model: Dict
     message: str
     reference: str
     note: str = ""
+    args: Tuple[str, ...] = ()
 
 
 def _perf_error(name, attention=None, **kw):
@@ -735,6 +989,70 @@ COMPILE_ERRORS = [
                  "attention kind 'performer' takes scaled_dot scores, got 'additive'", "scaled_dot",
                  note="a causal decoder: the score is the only problem"),
 ]
+
+
+def _bs_error(name, attention, **kw):
+    m = _model(name, "encoder", **dict(_TINY_FLOAT, **kw))
+    m["attention"] = attention
+    return m
+
+
+COMPILE_ERRORS += [
+    CompileError("bs_err_block_missing", _bs_error("bs_err_block_missing", {"kind": "block_sparse"}),
+                 "attention kind 'block_sparse' needs 'block'", "needs \"block\"",
+                 note="at the attention object's opening brace"),
+    CompileError("bs_err_block_zero", _bs_error("bs_err_block_zero", {"kind": "block_sparse", "block": 0}),
+                 "'block' must be at least 1 (the positions of a block), got 0", "'block'", note="at the value"),
+    CompileError("bs_err_block_huge", _bs_error("bs_err_block_huge", {"kind": "block_sparse", "block": 16777217}),
+                 "'block' must be an integer from 0 to 16777216, got 16777217", "'block'",
+                 note="above 2^24, at the value"),
+    CompileError("bs_err_random_negative", _bs_error("bs_err_random_negative",
+                                                     {"kind": "block_sparse", "block": 2, "random_blocks": -1}),
+                 "'random_blocks' must be an integer from 0 to 16777216, got -1", "'random_blocks'",
+                 note="at the value"),
+    CompileError("bs_err_window_key", _bs_error("bs_err_window_key",
+                                                {"kind": "block_sparse", "block": 2, "window": 2}),
+                 "'window' is a key of attention kind 'sliding_window', not of 'block_sparse'", "sliding_window",
+                 note="sliding_window's key on block_sparse, at the key 'window'"),
+    CompileError("bs_err_window_blocks_on_window", _bs_error("bs_err_window_blocks_on_window",
+                                                             {"kind": "sliding_window", "window": 2,
+                                                              "window_blocks": 1}),
+                 "'window_blocks' is a key of attention kind 'block_sparse', not of 'sliding_window'",
+                 "block_sparse", note="block_sparse's key on sliding_window, at the key"),
+    CompileError("bs_err_max_seq_len", _bs_error("bs_err_max_seq_len",
+                                                 {"kind": "block_sparse", "block": 4, "random_blocks": 2}),
+                 "--max-seq-len 32 exceeds max_seq_len 16: block_sparse's block_pattern has no rows for the "
+                 "query blocks beyond it", "block_pattern", args=("--max-seq-len", "32"),
+                 note="random_blocks 2: block_pattern has ceil(16 / 4) = 4 rows, 32 positions need 8; at "
+                      "max_seq_len"),
+]
+
+
+def reference_refusal(e):
+    """The oracle's refusal of CompileError e, or None if it takes it: the
+    description's ConfigError; with `--max-seq-len N` in e.args, a
+    block_sparse model with random blocks whose pattern (of max_seq_len's
+    rows) cannot serve N positions, or a linformer one (E and F have
+    max_seq_len columns)."""
+    import reference
+    try:
+        cfg = reference.Config(e.model)
+    except reference.ConfigError as err:
+        return str(err)
+    if "--max-seq-len" in e.args:
+        n = int(e.args[list(e.args).index("--max-seq-len") + 1])
+        if cfg.block_sparse and cfg.random_blocks:
+            import torch
+            rows = reference.n_blocks(cfg.max_seq_len, cfg.block)
+            try:
+                reference.block_sparse_allowed(range(n), range(n), cfg.block, cfg.window_blocks,
+                                               cfg.global_blocks, torch.zeros(rows, cfg.random_blocks,
+                                                                              dtype=torch.long))
+            except ValueError as err:
+                return str(err)
+        if cfg.linformer and n > cfg.max_seq_len:
+            return "linformer: %d positions, proj_e has %d columns" % (n, cfg.max_seq_len)
+    return None
 
 
 def by_name():
@@ -781,6 +1099,7 @@ def validate():
         if cfg.linformer and c.max_seq_len and c.max_seq_len > cfg.max_seq_len:
             problems.append("%s: --max-seq-len above max_seq_len with linformer (E and F have "
                             "max_seq_len columns)" % c.name)
+        problems += _validate_block_sparse(c, cfg)
         problems += _validate_masks(c, cfg)
     for e in COMPILE_ERRORS:
         if e.name in seen:
@@ -788,13 +1107,91 @@ def validate():
         seen.add(e.name)
         if e.model.get("name") != e.name:
             problems.append("%s: model name %r" % (e.name, e.model.get("name")))
-        try:
-            reference.Config(e.model)
+        err = reference_refusal(e)
+        if err is None:
             problems.append("%s: the reference accepts a description tfm-compile must refuse" % e.name)
-        except reference.ConfigError as err:
-            if e.reference not in str(err):
-                problems.append("%s: the reference refuses it, but not naming %r: %s" % (e.name, e.reference, err))
+        elif e.reference not in err:
+            problems.append("%s: the reference refuses it, but not naming %r: %s" % (e.name, e.reference, err))
+        if any(a not in ("--max-seq-len",) and not a.isdigit() for a in e.args):
+            problems.append("%s: args %s: only --max-seq-len N is understood" % (e.name, e.args))
     return problems
+
+
+def _validate_block_sparse(c, cfg):
+    """block_sparse's pattern dtype, its random blocks mattering, the
+    compiled length, and the weight faults."""
+    problems = []
+    if c.pattern_dtype not in PATTERN_DTYPES:
+        problems.append("%s: pattern dtype %r" % (c.name, c.pattern_dtype))
+    if c.pattern_dtype != "I32" and not (cfg.block_sparse and cfg.random_blocks):
+        problems.append("%s: pattern_dtype without a block_pattern" % c.name)
+    if cfg.block_sparse and cfg.random_blocks:
+        if c.max_seq_len and c.max_seq_len > cfg.max_seq_len:
+            problems.append("%s: --max-seq-len above max_seq_len with random blocks (block_pattern has "
+                            "ceil(max_seq_len / block) rows)" % c.name)
+        lengths = stack_lengths(cfg, c.inputs)
+        facts = pattern_facts(cfg, block_patterns(cfg, case_seed(c.name), lengths, c.pattern_dtype), lengths)
+        nb = max(-(-n // cfg.block) for n in lengths.values())
+        sparse = nb > 1 and cfg.window_blocks < nb - 1 and cfg.global_blocks < nb
+        if sparse and c.weight_fault is None and "random blocks matter" not in facts:
+            problems.append("%s: no pattern id adds a key block to its row: the random blocks do not matter"
+                            % c.name)
+    if c.weight_fault is not None:
+        if c.weight_fault not in WEIGHT_FAULTS:
+            problems.append("%s: weight fault %r" % (c.name, c.weight_fault))
+        elif c.expect_error is None or c.masks:
+            problems.append("%s: a weight fault needs expect_error (the tensor's name) and no masks" % c.name)
+        else:
+            import reference
+            lengths = stack_lengths(cfg, c.inputs)
+            names = weight_file(c, cfg, {k: np.zeros(v, np.float32) for k, v in reference.expected_weights(
+                cfg, c.shared_embeddings).items()},
+                block_patterns(cfg, case_seed(c.name), lengths, c.pattern_dtype))[1]
+            found = reference.weights_problems(cfg, names, c.shared_embeddings)
+            if not any(c.expect_error in msg for msg in found):
+                problems.append("%s: the reference does not refuse its weights naming %r (%s)"
+                                % (c.name, c.expect_error, found or "accepted"))
+    return problems
+
+
+def weight_file(case, cfg, arrays, patterns):
+    """What the case writes: (name -> numpy array, name -> (shape, file
+    dtype)), in the listing's order: the float weights in the case's
+    weight_dtype, each block_pattern as `patterns` has it (block_patterns())
+    in pattern_dtype, then the case's weight_fault applied (WEIGHT_FAULTS)."""
+    arrays = dict(arrays)
+    dtypes = {}
+    for k in arrays:
+        if k in patterns:
+            arrays[k] = patterns[k]
+            dtypes[k] = case.pattern_dtype
+        else:
+            dtypes[k] = case.weight_dtype
+    fault = case.weight_fault
+    pats = [k for k in arrays if k.endswith("self_attn.block_pattern")]
+    if fault == "pattern_f32":
+        for k in pats:
+            arrays[k], dtypes[k] = np.asarray(arrays[k]).astype(np.float32), "F32"
+    elif fault == "pattern_transposed":
+        for k in pats:
+            arrays[k] = np.ascontiguousarray(np.asarray(arrays[k]).T)
+    elif fault == "pattern_unexpected":
+        import reference
+        prefix = "encoder.layers.0." if cfg.is_encdec else "layers.0."
+        name = prefix + "self_attn.block_pattern"
+        rows = reference.n_blocks(cfg.max_seq_len, cfg.block or 1)
+        out = {}
+        for k, v in arrays.items():
+            out[k] = v
+            if k == prefix + "self_attn.in_proj_weight":
+                out[name] = np.zeros((rows, 1), dtype=np.int32)
+        arrays = out
+        dtypes = {k: dtypes.get(k, "I32") for k in arrays}
+    elif fault == "float_as_i32":
+        k = next(k for k in arrays if k.endswith("linear2.bias"))
+        arrays[k] = np.rint(np.asarray(arrays[k]) * 100).astype(np.int32)
+        dtypes[k] = "I32"
+    return arrays, {k: (tuple(np.asarray(v).shape), dtypes[k]) for k, v in arrays.items()}
 
 
 def _validate_masks(c, cfg):
@@ -820,6 +1217,8 @@ def _validate_masks(c, cfg):
             problems.append("%s: %s pattern %r needs seq >= 3" % (c.name, n, mk.pattern))
         if mk.lengths is not None and not (1 <= mk.lengths[0] < mk.lengths[1] < seq):
             problems.append("%s: %s lengths %s: 1 <= lo < hi < seq %d" % (c.name, n, mk.lengths, seq))
+    if c.expect_error is not None and c.weight_fault is not None:
+        return problems     # _validate_block_sparse's
     if c.expect_error is not None:
         if not c.masks or not c.expect_error:
             problems.append("%s: an error case needs masks and the input name stderr must show" % c.name)
@@ -864,6 +1263,8 @@ def coverage():
                 add("performer mask error names " + ",".join(sorted(c.masks)), n)
             if "--generate" in c.run_args:
                 add("mask error=--generate", n)
+            if c.weight_fault is not None:
+                add("block_sparse load error=" + c.weight_fault, n)
             continue
         if c.masks:
             _mask_coverage(c, cfg, add)
@@ -1022,6 +1423,8 @@ def coverage():
             add("performer dk=%d" % dk, n)
             if c.shared_embeddings:
                 add("performer encdec shared embeddings", n)
+        elif cfg.block_sparse:
+            _block_sparse_coverage(c, cfg, add, b)
         elif "attention" in c.model:
             add("attention kind=full explicit", n)
         if cfg.uses_section11():
@@ -1039,6 +1442,63 @@ def coverage():
     for e in COMPILE_ERRORS:
         add("compile error " + e.name, e.name)
     return feats
+
+
+def _block_sparse_coverage(c, cfg, add, b):
+    n, a = c.name, c.model["attention"]
+    lengths = stack_lengths(cfg, c.inputs)
+    arch = cfg.architecture + (",causal" if cfg.causal else "")
+    bb, wb, gb, r = cfg.block, cfg.window_blocks, cfg.global_blocks, cfg.random_blocks
+    add("block_sparse(%s)" % arch, n)
+    for seq in lengths.values():
+        nb = -(-seq // bb)
+        add("block_sparse " + ("B=1" if bb == 1 else "B>seq" if bb > seq else
+                               "B divides seq" if seq % bb == 0 else "partial last block"), n)
+        if bb > cfg.max_seq_len:
+            add("block_sparse B>max_seq_len", n)
+        if wb >= nb - 1 and nb > 1:
+            add("block_sparse window covers every block", n)
+        if gb >= nb and nb > 1:
+            add("block_sparse global_blocks>=blocks", n)
+        if seq > 64:
+            add("block_sparse seq>64", n)
+        if r and seq < cfg.max_seq_len:
+            add("block_sparse seq<max_seq_len", n)
+        if r and nb == reference_rows(cfg):
+            add("block_sparse every pattern row read", n)
+    if wb == 0:
+        add("block_sparse window_blocks=0", n)
+    if gb == 0:
+        add("block_sparse global_blocks=0", n)
+    for k, v in (("window_blocks", wb), ("global_blocks", gb), ("random_blocks", r)):
+        if k not in a:
+            add("block_sparse %s default" % k, n)
+    add("block_sparse R%s" % ("=0" if r == 0 else ">=1"), n)
+    if r:
+        add("block_sparse pattern " + c.pattern_dtype, n)
+        for f in pattern_facts(cfg, block_patterns(cfg, case_seed(n), lengths, c.pattern_dtype), lengths):
+            add("block_sparse pattern " + f, n)
+    elif c.max_seq_len and c.max_seq_len > cfg.max_seq_len:
+        add("block_sparse R=0 --max-seq-len above max_seq_len", n)
+    add("block_sparse+score=" + cfg.attention_score, n)
+    if cfg.positional == "rope":
+        add("block_sparse+rope_style=" + cfg.rope_style, n)
+    add("block_sparse batch" + ("=none" if b is None else "=1" if b == 1 else ">1"), n)
+    add("block_sparse inputs=" + ("ids" if cfg.tokens else "float32"), n)
+    if cfg.lm_head:
+        add("block_sparse lm_head " + ("tied" if cfg.tie_embeddings else "untied"), n)
+    if cfg.num_kv_heads != cfg.num_heads:
+        add("block_sparse " + ("num_kv_heads=1" if cfg.num_kv_heads == 1 else "gqa"), n)
+    if cfg.uses_section11():
+        add("block_sparse section 11", n)
+    add("block_sparse weights " + c.weight_dtype, n)
+    for name, mk in c.masks.items():
+        add("block_sparse mask %s %s" % (name, mk.pattern), n)
+
+
+def reference_rows(cfg):
+    """Rows of block_pattern: ceil(max_seq_len / block)."""
+    return -(-cfg.max_seq_len // cfg.block)
 
 
 def _mask_coverage(c, cfg, add):
@@ -1059,7 +1519,8 @@ def _mask_coverage(c, cfg, add):
         add("mask+window" + (" G>0" if cfg.global_tokens else ""), n)
     if cfg.uses_section11():
         add("mask section 11", n)
-    if not reference.attended_rows(cfg, case_inputs(c, cfg, case_seed(n))).all():
+    pats = output_stack_patterns(cfg, case_block_patterns(c, cfg))
+    if not reference.attended_rows(cfg, case_inputs(c, cfg, case_seed(n)), pats).all():
         add("mask unattended rows(%s)" % cfg.architecture, n)
 
 
@@ -1128,6 +1589,29 @@ REQUIRED = (
        "mask error=performer", "performer mask error names mask", "performer mask error names src_mask"]
     + ["compile error " + e for e in ("perf_err_features_missing", "perf_err_features_zero",
                                       "perf_err_features_fraction", "perf_err_linformer_key", "perf_err_score_dot")]
+    # section 7: block_sparse (BigBird)
+    + ["block_sparse(encoder)", "block_sparse(decoder,causal)", "block_sparse(encoder_decoder,causal)",
+       "block_sparse B=1", "block_sparse B>seq", "block_sparse B>max_seq_len", "block_sparse B divides seq",
+       "block_sparse partial last block", "block_sparse window covers every block",
+       "block_sparse global_blocks>=blocks", "block_sparse seq>64", "block_sparse seq<max_seq_len",
+       "block_sparse every pattern row read", "block_sparse window_blocks=0", "block_sparse global_blocks=0",
+       "block_sparse window_blocks default", "block_sparse global_blocks default",
+       "block_sparse random_blocks default", "block_sparse R=0", "block_sparse R>=1",
+       "block_sparse pattern I32", "block_sparse pattern I64", "block_sparse pattern id<0",
+       "block_sparse pattern id=run-time blocks", "block_sparse pattern id>=rows",
+       "block_sparse pattern id in [run-time blocks, rows)", "block_sparse pattern id duplicate",
+       "block_sparse pattern id beyond int32", "block_sparse pattern id int32 extreme",
+       "block_sparse pattern random blocks matter", "block_sparse R=0 --max-seq-len above max_seq_len"]
+    + ["block_sparse+score=" + s for s in ("scaled_dot", "dot", "bilinear", "additive")]
+    + ["block_sparse+rope_style=half", "block_sparse+rope_style=interleaved", "block_sparse batch=none",
+       "block_sparse batch=1", "block_sparse batch>1", "block_sparse inputs=ids", "block_sparse inputs=float32",
+       "block_sparse lm_head tied", "block_sparse lm_head untied", "block_sparse gqa",
+       "block_sparse num_kv_heads=1", "block_sparse section 11", "block_sparse weights F32",
+       "block_sparse weights BF16", "block_sparse mask mask right", "block_sparse mask mask left",
+       "block_sparse mask src_mask holes", "block_sparse mask tgt_mask right"]
+    + ["block_sparse load error=" + f for f in WEIGHT_FAULTS]
+    + ["compile error " + e for e in ("bs_err_block_missing", "bs_err_block_zero", "bs_err_window_key",
+                                      "bs_err_max_seq_len")]
     # section 8: padding masks
     + ["mask(encoder)", "mask(decoder,causal)", "mask(encoder_decoder,causal)", "mask encdec src_mask",
        "mask encdec tgt_mask", "mask encdec src_mask+tgt_mask"]

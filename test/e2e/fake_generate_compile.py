@@ -39,6 +39,11 @@ TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
                computes ordinary softmax attention (softmax(q k^T / sqrt(dk)),
                causal, with a KV cache) instead of performer's running sums
                (must FAIL on gen_perf_* cases: step logits)
+  no_block_sparse reads (and checks: I32 or I64, the contract's shape) a
+               block_sparse model's block_pattern but computes full causal
+               attention (must FAIL on gen_bs_* cases: step logits)
+  bs_step_row  block_sparse: a decode step's query block from its row in the
+               step (0) instead of its position (must FAIL on gen_bs_* cases)
 """
 
 import argparse
@@ -52,7 +57,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ("exact", "unsupported", "noisy", "flip", "threads", "sample_nondet", "fixed_seed",
          "greedy_sample", "topk",
          "no_line", "int64", "no_limit", "crash", "no_src_limit", "src_short", "no_window",
-         "no_performer")
+         "no_performer", "no_block_sparse", "bs_step_row")
 
 
 def compile_main(argv):
@@ -137,7 +142,16 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
             return 1
         if mode == "src_short":
             src = src[:, :-1] if src.shape[1] > 1 else (src + 1) % cfg.vocab_size
-    weights = st.load_file(args.weights)
+    weights, dtypes = st.load_file(args.weights, with_dtypes=True)
+    for k in [k for k in weights if k.endswith("self_attn.block_pattern")]:
+        want = (-(-cfg.max_seq_len // cfg.block), cfg.random_blocks) if cfg.block_sparse else None
+        if dtypes[k] not in ("I32", "I64") or tuple(weights[k].shape) != want:
+            print("model: error: %s: %s %s, expected I32 or I64 %s" % (k, dtypes[k], list(weights[k].shape),
+                                                                     want), file=sys.stderr)
+            return 1
+    if mode == "no_block_sparse" and cfg.block_sparse:
+        cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
+        weights = {k: v for k, v in weights.items() if not k.endswith("self_attn.block_pattern")}
     if mode == "no_performer" and cfg.performer:
         # The features must be there, of the contract's shape; then unused.
         want = (cfg.num_heads, cfg.performer_m, cfg.head_dim)
@@ -157,7 +171,7 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
                 pe = getattr(fm, name)
                 pe.weight = torch.nn.Parameter(torch.cat(
                     [pe.weight, torch.zeros(max(p2.shape[1] + n, max_seq + 1), cfg.d_model)]))
-    dec = run_generate.KVCacheDecoder(fm, src)
+    dec = run_generate.KVCacheDecoder(fm, src, block_mistake="step_row" if mode == "bs_step_row" else None)
     seed = None if mode == "sample_nondet" else 12345 if mode == "fixed_seed" else args.seed
     rng = np.random.default_rng(seed)
     r = dec.step(p2.astype(np.int64))[:, -1, :].numpy()

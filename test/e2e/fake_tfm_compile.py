@@ -49,9 +49,19 @@ TFM_FAKE_MODE (read when compiling) selects a behaviour:
   no_mask       ignores padding masks (reads and checks nothing of them, computes as without
                 them): must FAIL on every mask_* case with padding (tolerance; mask_all_ones
                 passes, and the mask_err_* cases fail by exiting 0 or 2, not 1)
+  no_block_sparse reads (and checks) a block_sparse model's block_pattern but computes full
+                attention: must FAIL on the bs_* cases whose blocks do not cover the sequence
+                (tolerance)
+  ids_wrap      block_sparse: reads block_pattern ids as int32 (an I64 id truncated) and a
+                negative id -m as block nb - m (Python's indexing) instead of ignoring them:
+                must FAIL on the bs_* cases whose planted ids then add a key block (tolerance)
 
-Like tfm-compile, it refuses a linformer model with --max-seq-len above the
-model's max_seq_len (E and F have max_seq_len columns; contract section 7).
+Like tfm-compile, it refuses a linformer model, or a block_sparse one with
+random blocks, with --max-seq-len above the model's max_seq_len (E and F
+have max_seq_len columns, block_pattern ceil(max_seq_len / block) rows;
+contract section 7); its IR marks block_pattern `{block_ids}`, and its
+executable refuses a weights file with an integer dtype for a float weight
+or a float one for block_pattern (exit 1 naming the tensor).
 """
 
 import argparse
@@ -64,7 +74,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe",
          "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window", "no_linformer",
-         "no_performer", "no_mask")
+         "no_performer", "no_mask", "no_block_sparse", "ids_wrap")
 EMITS = ("exe", "mlir")
 
 
@@ -110,6 +120,10 @@ def compile_main(argv):
         print("%s: error: --max-seq-len %d exceeds max_seq_len %d: linformer's proj_e and proj_f have "
               "max_seq_len columns" % (args.model, max_seq, cfg.max_seq_len), file=sys.stderr)
         return 1
+    if cfg.block_sparse and cfg.random_blocks and max_seq > cfg.max_seq_len:
+        print("%s: error: --max-seq-len %d exceeds max_seq_len %d: block_sparse's block_pattern has no rows "
+              "for the query blocks beyond it" % (args.model, max_seq, cfg.max_seq_len), file=sys.stderr)
+        return 1
     if args.emit == "mlir":
         return emit_mlir(cfg, args.max_batch, max_seq, mode, args.out)
     if mode == "noexe":
@@ -139,6 +153,8 @@ def emit_mlir(cfg, max_batch, max_seq, mode, out):
     for name, shape in params:
         alias = ' {alias = "embed.weight"}' if (
             cfg.is_encdec and name in ("src_embed.weight", "tgt_embed.weight")) else ""
+        if name.endswith("self_attn.block_pattern"):
+            alias = " {block_ids}"
         lines.append("  tfm.param @%s%s : tensor<%sxf32>" % (name, alias, "x".join(str(d) for d in shape)))
     lines.append("}")
     with open(out, "w") as f:
@@ -166,7 +182,7 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
         import time
         time.sleep(3600)
     cfg = reference.Config(json.loads(desc_json))
-    weights = st.load_file(args.weights)
+    weights, dtypes = st.load_file(args.weights, with_dtypes=True)
     shared = cfg.is_encdec and "embed.weight" in weights
     expected = reference.expected_weights(cfg, shared)
     for name, shape in expected.items():
@@ -181,6 +197,12 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
     if extra:
         print("model: error: %s: unexpected tensors %s" % (args.weights, extra), file=sys.stderr)
         return 1
+    for name in expected:
+        ids = name.endswith("self_attn.block_pattern")
+        if (dtypes[name] in ("I32", "I64")) != ids:
+            print("model: error: %s: tensor '%s' has dtype %s, expected %s" % (
+                args.weights, name, dtypes[name], "I32 or I64" if ids else "F32, F16 or BF16"), file=sys.stderr)
+            return 1
     inputs, masks = {}, {}
     for spec in args.input:
         name, _, path = spec.partition("=")
@@ -227,6 +249,19 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
     if mode == "no_performer" and cfg.performer:
         cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
         weights = {k: v for k, v in weights.items() if not k.endswith("self_attn.features")}
+    if mode == "no_block_sparse" and cfg.block_sparse:
+        cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
+        weights = {k: v for k, v in weights.items() if not k.endswith("self_attn.block_pattern")}
+    if mode == "ids_wrap" and cfg.block_sparse:
+        lengths = {"layers": None, "encoder": None, "decoder": None}
+        for name, a in inputs.items():
+            if name in cfg.input_names:
+                n = a.shape[-2] if not cfg.tokens else a.shape[-1]
+                lengths[{"input": "layers", "src": "encoder", "tgt": "decoder"}[name]] = n
+        for k in [k for k in weights if k.endswith("self_attn.block_pattern")]:
+            nb = -(-lengths[k.split(".")[0]] // cfg.block)
+            p = weights[k].astype(np.int32).astype(np.int64)
+            weights[k] = np.where((p < 0) & (p >= -nb), p + nb, p)
     model = reference.load_weights(reference.build_formula_model(cfg, shared), weights)
     out = reference.run_model(model, cfg, inputs).numpy().astype(np.float32)
     flat = out.reshape(-1)

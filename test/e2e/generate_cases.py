@@ -37,6 +37,17 @@ too (not causal) and cross-attention full: rope, batch 2, too_long, and
 M 32 with 2 kv heads, no biases, an unbatched tgt start of 1.
 run_generate's KVCacheDecoder keeps the running sums (no keys) per head.
 
+Section 7 (`attention` of kind block_sparse, BigBird): causal decoders
+(`gen_bs_*`) whose 20 new tokens cross several block boundaries, the query
+block of a decode step being its position // B: B 4 with W 1, G 1, R 2
+(I32, batch 2, sampled), B 3 with W 0, G 1, R 3 (I64, rope, an unbatched
+prompt of 2, too_long), llama-like with 2 kv heads of 4 (B 2, W 1, G 0, R
+1), and R 0 with B 1 and --max-seq-len 27 above the model's 16 (allowed
+without random blocks).  Their block_pattern ids are cases.py's
+block_patterns() for the final length (prompt + N), so ids past a step's
+block count exist in every step.  run_generate's KVCacheDecoder masks its
+cache by the rule at absolute positions.
+
 Section 11 (norm_type, silu, ffn_gated, num_kv_heads, bias): llama-like
 decoders (pre rms norms, gated silu, rope, no biases) with 2 kv heads of 4
 (batch 2, sampled too), one kv head (multi-query, unbatched, interleaved
@@ -62,6 +73,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 from cases import Input  # noqa: E402  (seq, batch (None: no batch dim), dtype)
+from cases import PATTERN_DTYPES, block_patterns, pattern_facts  # noqa: E402  (block_sparse ids)
 
 
 @dataclass
@@ -101,6 +113,8 @@ class GenCase:
     # requires at most 1e-6), sampled paths at most ~1e-10.9 (20 draws), and
     # a sampler ignoring --top-k left the top 5 in 20 of 20 draws.
     sample: Tuple[float, int, int, int] = (8.0, 5, 1, 2)
+    # block_sparse: the file dtype of every block_pattern (I32 or I64).
+    pattern_dtype: str = "I32"
     note: str = ""
 
     def compile_args(self):
@@ -146,6 +160,35 @@ def window(w, g=None):
 def performer(m):
     """Contract section 7's performer (FAVOR+) with M random features."""
     return dict(kind="performer", features=m)
+
+
+def block_sparse(b, wb=None, gb=None, r=None):
+    """Contract section 7's block_sparse (BigBird); None: the key left out."""
+    a = dict(kind="block_sparse", block=b)
+    for k, v in (("window_blocks", wb), ("global_blocks", gb), ("random_blocks", r)):
+        if v is not None:
+            a[k] = v
+    return a
+
+
+def stack_lengths(case, cfg):
+    """The longest run-time length of each stack's self-attention: the
+    prompt (tgt) plus the new tokens; an encoder_decoder's encoder, src."""
+    total = case.prompt.seq + case.new_tokens
+    return {"encoder": case.src.seq, "decoder": total} if cfg.is_encdec else {"layers": total}
+
+
+def case_block_patterns(case, cfg):
+    """The case's block_pattern ids (cases.block_patterns for the final
+    length, its seed and pattern_dtype): name -> int array; {} without
+    random blocks."""
+    return block_patterns(cfg, case.effective_seed(), stack_lengths(case, cfg), case.pattern_dtype)
+
+
+# Seeds of the gen_bs_* cases, picked (of 1..59) for varied greedy paths
+# (6 to 10 distinct ids a row) and top-2 gaps of 31-173 tol, with fp32
+# noise of 0.01-0.04 tol (run_generate.py --reference-only prints them).
+SEED_BS_1, SEED_BS_2, SEED_BS_3, SEED_BS_4 = 52, 5, 3, 1
 
 
 def gen(name, prompt, model=None, **kw):
@@ -261,6 +304,26 @@ CASES = [
     gen("gen_win_w4_g2_long", prompt(8, batch=2), dict(LLAMA, num_kv_heads=2, attention=window(4, 2)),
         seed=1,
         note="W 4, G 2, llama-like with 2 kv heads of 4; two prompts of 8, longer than W + G"),
+    # ---- section 7: block_sparse (BigBird, causal decoders) ---------------------
+    # Query block qb = position // B, in a decode step too; W, G in blocks;
+    # each layer's block_pattern row qb (ids outside [0, ceil(keys / B))
+    # ignored).  20 new tokens cross several block boundaries.
+    gen("gen_bs_b4_r2_batch2", prompt(5, batch=2), dict(attention=block_sparse(4, 1, 1, 2)),
+        extras=("sample",), seed=SEED_BS_1,
+        note="B 4, W 1, G 1, R 2 (I32); prompts of 5, 25 positions: 7 blocks; greedy and sampled"),
+    gen("gen_bs_b3_rope_i64_unbatched", prompt(2, batch=None, dtype="int32"), dict(
+        positional="rope", norm="pre", attention=block_sparse(3, 0, 1, 3)), pattern_dtype="I64",
+        extras=("too_long",), seed=SEED_BS_2,
+        note="B 3, W 0, G 1, R 3 (I64), rope half; an unbatched prompt of 2 inside the first block, 22 "
+             "positions: 8 blocks"),
+    gen("gen_bs_llama_gqa", prompt(7, batch=2), dict(LLAMA, num_kv_heads=2, attention=block_sparse(2, 1, 0, 1)),
+        seed=SEED_BS_3,
+        note="llama-like, 2 kv heads of 4; B 2, W 1, G 0, R 1; 27 positions: 14 blocks"),
+    gen("gen_bs_b1_r0_maxseq", prompt(7), dict(max_seq_len=16, positional="sinusoidal",
+                                               attention=block_sparse(1, 2, 1)),
+        max_seq_len=27, seed=SEED_BS_4,
+        note="B 1, W 2, G 1, R 0 (no block_pattern): --max-seq-len 27 above the model's 16 is allowed; "
+             "7 + 20 = the limit"),
     # ---- section 7: performer (FAVOR+) ------------------------------------------
     # A causal performer layer keeps only its running sums S = sum_j
     # phi(k_j)^T v_j [M, dv] and z = sum_j phi(k_j) [M] per head (no keys);
@@ -359,6 +422,16 @@ def validate():
             problems.append("%s: bad sample settings %s" % (c.name, c.sample))
         if c.weight_dtype not in ("F32", "F16", "BF16"):
             problems.append("%s: weight dtype %s" % (c.name, c.weight_dtype))
+        if c.pattern_dtype not in PATTERN_DTYPES:
+            problems.append("%s: pattern dtype %s" % (c.name, c.pattern_dtype))
+        if cfg.block_sparse and cfg.random_blocks:
+            if c.effective_max_seq_len() > cfg.max_seq_len:
+                problems.append("%s: --max-seq-len above max_seq_len with random blocks" % c.name)
+            facts = pattern_facts(cfg, case_block_patterns(c, cfg), stack_lengths(c, cfg))
+            if "random blocks matter" not in facts:
+                problems.append("%s: no pattern id adds a key block: the random blocks do not matter" % c.name)
+        elif c.pattern_dtype != "I32":
+            problems.append("%s: pattern_dtype without a block_pattern" % c.name)
     return problems
 
 
@@ -433,6 +506,30 @@ def coverage():
                 add(a + "window gqa", n)
             for e in c.extras:
                 add(a + "window extra " + e, n)
+        if cfg.block_sparse:
+            bb, total = cfg.block, c.prompt.seq + c.new_tokens
+            add(a + "block_sparse R%s" % ("=0" if cfg.random_blocks == 0 else ">=1"), n)
+            if bb == 1:
+                add(a + "block_sparse B=1", n)
+            if -(-total // bb) - -(-c.prompt.seq // bb) >= 2:
+                add(a + "block_sparse decode crosses block boundaries", n)
+            if c.prompt.seq % bb:
+                add(a + "block_sparse prompt ends inside a block", n)
+            add(a + "block_sparse prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
+            if cfg.random_blocks:
+                add(a + "block_sparse pattern " + c.pattern_dtype, n)
+            elif c.effective_max_seq_len() > cfg.max_seq_len:
+                add(a + "block_sparse R=0 --max-seq-len above max_seq_len", n)
+            if cfg.window_blocks == 0:
+                add(a + "block_sparse window_blocks=0", n)
+            if cfg.global_blocks == 0:
+                add(a + "block_sparse global_blocks=0", n)
+            if cfg.positional == "rope":
+                add(a + "block_sparse rope", n)
+            if cfg.num_kv_heads != cfg.num_heads:
+                add(a + "block_sparse gqa", n)
+            for e in c.extras:
+                add(a + "block_sparse extra " + e, n)
         if cfg.performer:
             add(a + "performer", n)
             add(a + "performer M=%d" % cfg.performer_m, n)
@@ -493,6 +590,12 @@ REQUIRED = (
        "performer section 11", "performer prompt + N == max seq len", "performer extra sample",
        "performer extra too_long", "encdec performer", "encdec performer gqa", "encdec performer M=32",
        "encdec performer prompt seq=1", "encdec performer extra too_long"]
+    # section 7: block_sparse (BigBird)
+    + ["block_sparse R=0", "block_sparse R>=1", "block_sparse B=1", "block_sparse decode crosses block boundaries",
+       "block_sparse prompt ends inside a block", "block_sparse prompt batch=none", "block_sparse prompt batch=2",
+       "block_sparse pattern I32", "block_sparse pattern I64", "block_sparse R=0 --max-seq-len above max_seq_len",
+       "block_sparse window_blocks=0", "block_sparse global_blocks=0", "block_sparse rope", "block_sparse gqa",
+       "block_sparse extra sample", "block_sparse extra too_long"]
 )
 
 

@@ -52,9 +52,9 @@ causal (performer_linear; FormulaModel(attention_form="linear"), its second
 form).  block_sparse (BigBird: blocks of B tokens, window, global and random
 key blocks from the layer's block_pattern) is computed as a dense mask
 (block_sparse_allowed) or block by block (block_sparse_attention;
-attention_form="blocks"), padding masks included, but Config refuses it
-(ConfigError) unless given allow_block_sparse=True (the self-test) until
-tfm-compile implements it.
+attention_form="blocks", its second form), padding masks included; the
+layer's block_pattern [ceil(max_seq_len / block), R] holds integer ids
+(int32 or int64 in the file), kept integers by load_weights.
 
 Section 8's padding masks (optional inputs `mask`, or `src_mask` /
 `tgt_mask`: int32, int64, bool or float32, shaped as the input's ids, 1 for
@@ -147,15 +147,11 @@ _CHOICES = {
 
 
 # Contract section 7's attention kinds: the keys each takes (besides "kind").
-# The reference computes "full", "sliding_window", "linformer" and
-# "performer"; "block_sparse" it parses and computes too, but a Config
-# refuses it (a ConfigError, "not supported yet") unless made with
-# allow_block_sparse=True (the self-test only), until tfm-compile implements
-# it, so that no harness runs a case the compiler cannot take.
+# The reference computes every one of them: "full", "sliding_window",
+# "linformer", "performer" and "block_sparse".
 ATTENTION_KINDS = {"full": (), "sliding_window": ("window", "global_tokens"), "linformer": ("k",),
                    "performer": ("features",),
                    "block_sparse": ("block", "window_blocks", "global_blocks", "random_blocks")}
-ATTENTION_KINDS_LATER = ("block_sparse",)
 # The largest count a kind's key takes (features, block, ...): tfm-compile's
 # bound on every dimension, 2^24.
 MAX_COUNT = 1 << 24
@@ -226,11 +222,9 @@ def _parse_attention(a):
 
 
 class Config:
-    """A model description with the contract's defaults applied.
-    allow_block_sparse: take section 7's block_sparse kind (the self-test
-    only; refused otherwise, until tfm-compile implements it)."""
+    """A model description with the contract's defaults applied."""
 
-    def __init__(self, desc, allow_block_sparse=False):
+    def __init__(self, desc):
         if not isinstance(desc, dict):
             raise ConfigError("a model description is a JSON object")
         unknown = sorted(set(desc) - set(KNOWN_KEYS))
@@ -322,10 +316,6 @@ class Config:
         # Section 7: the kind of every self-attention (of every stack; the
         # encoder's of an encoder_decoder too).  Cross-attention is full.
         self.__dict__.update(_parse_attention(desc.get("attention", {"kind": "full"})))
-        if self.attention_kind in ATTENTION_KINDS_LATER and not allow_block_sparse:
-            raise ConfigError("attention kind %r is not supported by the reference yet (supported: %s)"
-                              % (self.attention_kind,
-                                 ", ".join(k for k in ATTENTION_KINDS if k not in ATTENTION_KINDS_LATER)))
         if self.linformer:
             # Linformer: never causal (the description's `causal`, which is
             # true by default for decoder and encoder_decoder), scaled_dot
@@ -414,7 +404,7 @@ class Config:
         |qb - kb| <= window_blocks, or qb < global_blocks, or kb <
         global_blocks, or kb is in row qb of the layer's block_pattern
         (ids outside [0, run-time block count) ignored); causal per token
-        on top.  Parsed only with Config(..., allow_block_sparse=True)."""
+        on top."""
         return self.attention_kind == "block_sparse"
 
     def uses_section11(self):
@@ -2304,8 +2294,8 @@ def build_torch_model(cfg, shared_embeddings=False, masked=False):
     dense mask; for a linformer model, (b) in the factored form ((q K^T)
     E_n^T, (P F_n) V) instead of projecting K and V; for a performer
     model, (b) in the linear form (phi(K)^T V and phi(K)^T 1, the running
-    sums when causal) instead of the [q, k] matrix; for a block_sparse one
-    (the self-test's), (b) gathering each query block's key blocks; None
+    sums when causal) instead of the [q, k] matrix; for a block_sparse one,
+    (b) gathering each query block's key blocks; None
     otherwise ((b) alone).  `masked` (inputs with padding masks, section 8): (a) and (c)
     take the masks as PyTorch's key_padding_mask / Hugging Face's additive
     mask, the banded form masks the padded keys in its rows, and a model
@@ -2390,6 +2380,37 @@ def make_weights(cfg, seed, shared_embeddings=False, perturb=True):
         else:
             raise AssertionError("no init rule for " + name)
         out[name] = t.to(torch.float32).contiguous()
+    return out
+
+
+FLOAT_FILE_DTYPES = ("F32", "F16", "BF16")
+INT_FILE_DTYPES = ("I32", "I64")
+
+
+def weights_problems(cfg, tensors, shared_embeddings=False):
+    """What the contract refuses in a weights file (sections 3 and 7):
+    `tensors` name -> (shape, safetensors dtype).  A list of messages, each
+    naming the tensor: a missing one, an unexpected one, another shape
+    than the listing's (expected_weights), an integer dtype for a float
+    weight, or a float (or other) dtype for block_sparse's block_pattern
+    (key-block ids: I32 or I64)."""
+    cfg = as_config(cfg)
+    want = expected_weights(cfg, shared_embeddings)
+    out = []
+    for name, shape in want.items():
+        if name not in tensors:
+            out.append("missing tensor '%s'" % name)
+            continue
+        got, dtype = tensors[name]
+        if tuple(got) != tuple(shape):
+            out.append("tensor '%s' is %s, expected %s" % (name, list(got), list(shape)))
+        ids = name.endswith("self_attn.block_pattern")
+        if dtype not in (INT_FILE_DTYPES if ids else FLOAT_FILE_DTYPES):
+            out.append("tensor '%s' has dtype %s, expected %s" % (name, dtype, " or ".join(
+                INT_FILE_DTYPES if ids else FLOAT_FILE_DTYPES)))
+    for name in tensors:
+        if name not in want:
+            out.append("unexpected tensor '%s'" % name)
     return out
 
 
@@ -2953,8 +2974,7 @@ def self_test(verbose=False, extra_descs=(), mask_cases=()):
 
     # 3. The attention function against per-element loops (all score kinds).
     def check_attention(label, desc, cross, causal, rope_style, seq=5):
-        cfg = Config(dict(architecture="encoder", d_ff=8, num_layers=1, max_seq_len=16, **desc),
-                     allow_block_sparse=True)
+        cfg = Config(dict(architecture="encoder", d_ff=8, num_layers=1, max_seq_len=16, **desc))
         d, h = cfg.d_model, cfg.num_heads
         attn = FormulaAttention(cfg).double()
         with torch.no_grad():
@@ -3189,12 +3209,12 @@ def self_test(verbose=False, extra_descs=(), mask_cases=()):
     #     whole models, causality, planted mistakes.
     _performer_self_test(check, check_differs, gen, extra_descs, check_attention)
 
-    # 12. Block-sparse attention (section 7; no case yet): the key, the
+    # 12. Block-sparse attention (section 7; the bs_* cases too): the key, the
     #     listing, the rule's two forms against each other and the contract's
     #     words, the attention against the per-element loop (with padding
     #     masks too), whole models in every form, the kinds it reduces to,
     #     planted mistakes.
-    _block_sparse_self_test(check, check_differs, gen, check_attention)
+    _block_sparse_self_test(check, check_differs, gen, check_attention, extra_descs)
 
     print("reference self-test: %d checks, worst normalised diff %.3g (bound 1e-5), %d failed"
           % (n_checks, worst, len(failures)))
@@ -3258,14 +3278,14 @@ def _window_variants():
 
 def _window_self_test(check, check_differs, gen, extra_descs):
     """Section 8 of the self-test: sliding-window attention."""
-    # The key: good values parse, bad ones (and the kinds tfm-compile does
-    # not implement yet) are a ConfigError.
+    # The key: good values parse (every kind), bad ones are a ConfigError.
     base = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=8)
     parsed = []
     for att, want in (({"kind": "full"}, ("full", None, 0)), (None, ("full", None, 0)),
                       (_window(0), ("sliding_window", 0, 0)), ({"kind": "sliding_window", "window": 3},
                                                               ("sliding_window", 3, 0)),
-                      (_window(5, 2), ("sliding_window", 5, 2))):
+                      (_window(5, 2), ("sliding_window", 5, 2)),
+                      ({"kind": "block_sparse", "block": 4}, ("block_sparse", None, 0))):
         cfg = Config(base if att is None else dict(base, attention=att))
         parsed.append((cfg.attention_kind, cfg.window, cfg.global_tokens) == want)
     refused = []
@@ -3273,7 +3293,7 @@ def _window_self_test(check, check_differs, gen, extra_descs):
                 {"kind": "sliding_window"}, {"kind": "sliding_window", "global_tokens": 1},
                 _window(-1), _window(2, -1), _window(True), _window(2.0), _window(2, 1.5), _window("2"),
                 dict(_window(2), block=4), {"kind": "full", "window": 2}, {"kind": "full", "extra": 1},
-                {"kind": "block_sparse", "block": 4}, {"kind": "linformer", "window": 4},
+                {"kind": "block_sparse", "block": 4, "window": 1}, {"kind": "linformer", "window": 4},
                 {"kind": "performer"}):
         try:
             Config(dict(base, attention=att))
@@ -4083,8 +4103,7 @@ def _performer_self_test(check, check_differs, gen, extra_descs, check_attention
 
 
 # ---------------------------------------------------------------------------
-# Self-test of block-sparse attention (BigBird, contract section 7).  No
-# e2e case yet: Config takes the kind with allow_block_sparse=True only.
+# Self-test of block-sparse attention (BigBird, contract section 7).
 # ---------------------------------------------------------------------------
 
 def _block(b, wb=None, gb=None, r=None):
@@ -4096,7 +4115,7 @@ def _block(b, wb=None, gb=None, r=None):
 
 
 def _bs_config(desc):
-    return Config(desc, allow_block_sparse=True)
+    return Config(desc)
 
 
 def _block_sparse_variants():
@@ -4141,14 +4160,38 @@ def _block_patterns(cfg, weights):
     return [weights["%s%d.self_attn.block_pattern" % (prefix, i)] for i in range(n)]
 
 
-def _block_sparse_self_test(check, check_differs, gen, check_attention):
-    """Section 12 of the self-test: block-sparse attention."""
+def _pattern_adds_blocks(cfg, weights, inputs):
+    """Whether some block_pattern id gives some query block of the input's
+    lengths a key block the window and the global blocks do not (an
+    earlier one when causal; else the random blocks cannot matter)."""
+    seqs = {}
+    for name in cfg.input_names:
+        x = inputs[name]
+        seqs[{"input": "layers", "src": "encoder", "tgt": "decoder"}[name]] = \
+            x.shape[-1] if cfg.tokens else x.shape[-2]
+    for k, p in weights.items():
+        if not k.endswith("self_attn.block_pattern"):
+            continue
+        nb = n_blocks(seqs[k.split(".")[0]], cfg.block)
+        causal = cfg.causal and not k.startswith("encoder.")
+        for qb in range(min(nb, p.shape[0])):
+            added = (set(block_sparse_key_blocks(qb, nb, cfg.window_blocks, cfg.global_blocks, torch.as_tensor(p)))
+                     - set(block_sparse_key_blocks(qb, nb, cfg.window_blocks, cfg.global_blocks)))
+            if any(kb < qb or not causal for kb in added):    # causal: a later block has no key to give
+                return True
+    return False
+
+
+def _block_sparse_self_test(check, check_differs, gen, check_attention, extra_descs=()):
+    """Section 12 of the self-test: block-sparse attention (extra_descs:
+    the models of cases.py, whose block_sparse ones join the whole-model
+    checks)."""
     def passes(what, ok):
         check(what, 0.0 if ok else 1.0, 0.5)
 
     # The key: good values parse with their defaults (window_blocks 1,
     # global_blocks 1, random_blocks 0); bad ones are a ConfigError naming
-    # the problem; without allow_block_sparse the kind is refused.
+    # the problem.
     base = dict(architecture="encoder", d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=8)
     parsed = []
     for att, want in ((_block(4), (4, 1, 1, 0)), (_block(3, 0, 0, 2), (3, 0, 0, 2)), (_block(1), (1, 1, 1, 0)),
@@ -4176,11 +4219,6 @@ def _block_sparse_self_test(check, check_differs, gen, check_attention):
             refused.append(False)
         except ConfigError as e:
             refused.append(needle in str(e))
-    try:
-        Config(dict(base, attention=_block(4)))
-        refused.append(False)
-    except ConfigError as e:
-        refused.append("not supported" in str(e) and "block_sparse" in str(e))
     check("block_sparse key: %d of %d good values parse, %d of %d bad ones refused naming the problem"
           % (sum(parsed), len(parsed), sum(refused), len(refused)),
           float(len(parsed) - sum(parsed) + len(refused) - sum(refused)), 0.5)
@@ -4295,7 +4333,8 @@ def _block_sparse_self_test(check, check_differs, gen, check_attention):
     # (attended_rows with the layers' block patterns); the kind matters
     # (vs full attention) unless one block or the window covers the
     # sequence; the random blocks matter (every id -1: ignored).
-    for idx, (desc, pats) in enumerate(_block_sparse_variants()):
+    variants = _block_sparse_variants() + [(d, {}) for d in extra_descs if Config(d).block_sparse]
+    for idx, (desc, pats) in enumerate(variants):
         cfg = _bs_config(desc)
         shared = cfg.is_encdec and cfg.tokens and idx % 2 == 1
         label = "block_sparse model %d %s%s%s" % (idx, _short(desc), " shared" if shared else "",
@@ -4346,7 +4385,7 @@ def _block_sparse_self_test(check, check_differs, gen, check_attention):
                     bare = {k: v for k, v in inputs.items() if k in cfg.input_names}
                     check_differs("%s: block_sparse matters (vs full attention)" % tag,
                                   _max_diff(full(**bare)[rows], forms[0][1](**bare)[rows]))
-                if no_random is not None and not covers:
+                if no_random is not None and not covers and _pattern_adds_blocks(cfg, weights, inputs):
                     check_differs("%s: the random blocks matter (every id -1 instead)" % tag,
                                   _max_diff(no_random(**inputs)[rows], ref[rows]))
 
@@ -4476,6 +4515,8 @@ def _masked_forms(cfg, shared, weights):
              ("additive", build_formula_model(cfg, shared, mask_form="additive").double(), True)]
     if cfg.sliding_window:
         forms.append(("banded", build_formula_model(cfg, shared, attention_form="banded"), False))
+    if cfg.block_sparse:
+        forms.append(("blocks", build_formula_model(cfg, shared, attention_form="blocks"), False))
     form = cfg.second_form()
     if form in ("torch", "hf"):
         forms.append(("(a)" if form == "torch" else "(c)", build_torch_model(cfg, shared, masked=True), False))
@@ -4645,7 +4686,7 @@ def _mask_self_test(check, check_differs, gen, mask_cases):
         cfg = Config(desc)
         weights = make_weights(cfg, seed=1300 + idx, shared_embeddings=shared)
         forms = _masked_forms(cfg, shared, weights)
-        rows = torch.from_numpy(attended_rows(cfg, inputs))
+        rows = torch.from_numpy(attended_rows(cfg, inputs, _block_patterns(cfg, weights)))
         bare = {k: v for k, v in inputs.items() if k in cfg.input_names}
         in64 = {k: (v.double() if (k in cfg.input_names and not cfg.tokens) else v) for k, v in inputs.items()}
         with torch.no_grad():

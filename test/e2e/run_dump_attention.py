@@ -193,6 +193,11 @@ CASES = [
     _case("win_enc_no_files", "encoder", {"input": Inp(7, 1)}, vocab_size=40,
           attention={"kind": "sliding_window", "window": 1, "global_tokens": 1}, expect="none",
           note="sliding_window self-attention: the dump directory stays empty"),
+    _case("bs_dec_no_files", "decoder", {"input": Inp(9, 2)}, vocab_size=40,
+          attention={"kind": "block_sparse", "block": 2, "window_blocks": 0, "global_blocks": 1,
+                     "random_blocks": 1}, expect="none",
+          note="block_sparse self-attention (random blocks: an I32 block_pattern): the dump directory stays "
+               "empty"),
     _case("missing_dir", "encoder", {"input": Inp(4, 1)}, vocab_size=20, num_layers=1,
           expect="missing_dir", note="--dump-attention of a missing DIR (and of a file): exit 1 naming it"),
 ]
@@ -548,7 +553,9 @@ def prepare_reference(case, case_dir, with_mistakes=False):
         raise CaseFailure("internal: generated weights do not match the contract listing")
     arrays = {k: v.numpy() for k, v in weights.items()}
     info["weights"] = os.path.join(case_dir, "weights.safetensors")
-    st.save_file(arrays, info["weights"], dtype="F32", metadata={"format": "pt", "case": case.name})
+    # Floats as F32; block_sparse's block_pattern ids (integers) as I32.
+    dtypes = {k: "F32" if a.dtype.kind == "f" else "I32" for k, a in arrays.items()}
+    st.save_file(arrays, info["weights"], dtype=dtypes, metadata={"format": "pt", "case": case.name})
     back = st.load_file(info["weights"])
     if list(back) != list(arrays) or any(not np.array_equal(back[k], a) for k, a in arrays.items()):
         raise CaseFailure("safetensors read-back differs")

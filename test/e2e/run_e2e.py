@@ -42,6 +42,19 @@ status is 1 if any case failed.
 --reference-only does steps 1-3 only, and the IR check of step 4 when given
 --tfm-compile.
 
+A weight_fault case (cases.py, the bs_load_* cases) writes a weights file
+the contract refuses (block_pattern as F32 or transposed, a block_pattern
+the model does not have, a float weight as I32), checks that the oracle
+refuses it too (reference.weights_problems names the tensor), runs the IR
+check against the contract's listing and tfm-compile, then the executable
+once: it must exit 1 naming the tensor (expect_error).
+
+--compile-errors runs cases.py's COMPILE_ERRORS instead of the cases
+(-k selects among them too): NAME.json, then `tfm-compile NAME.json
+--emit=mlir -o NAME.mlir [ARGS]` and `tfm-compile NAME.json -o NAME.exe
+[ARGS]`, each of which must exit 1, write no output file, and print exactly
+one stderr line `NAME.json:LINE:COL: error: MESSAGE`.
+
 Run with Debian's /usr/bin/python3 (it has python3-torch 1.13).
 """
 
@@ -125,24 +138,34 @@ def prepare_reference(case, case_dir):
     info["model"] = model_path
 
     # Weights: make, round to the file's dtype, write, read back, compare.
+    # block_sparse's block_pattern ids are the case's own
+    # (cases.block_patterns), in its pattern_dtype (I32 or I64); a
+    # weight_fault case writes the file its executable must refuse.
     weights = R.make_weights(cfg, seed, case.shared_embeddings)
     expected = R.expected_weights(cfg, case.shared_embeddings)
     if {k: tuple(v.shape) for k, v in weights.items()} != expected:
         raise CaseFailure("internal: generated weights do not match the contract listing")
-    arrays = {k: v.numpy() for k, v in weights.items()}
+    patterns = cases_mod.case_block_patterns(case, cfg)
+    arrays, file_tensors = cases_mod.weight_file(case, cfg, {k: v.numpy() for k, v in weights.items()}, patterns)
+    if case.weight_fault is None and {k: v[0] for k, v in file_tensors.items()} != expected:
+        raise CaseFailure("internal: the weights file does not match the contract listing")
+    file_dtypes = {k: v[1] for k, v in file_tensors.items()}
     wpath = os.path.join(case_dir, "weights.safetensors")
-    st.save_file(arrays, wpath, dtype=case.weight_dtype, metadata={"format": "pt", "case": case.name})
+    st.save_file(arrays, wpath, dtype=file_dtypes, metadata={"format": "pt", "case": case.name})
     back, dtypes = st.load_file(wpath, with_dtypes=True)
     if list(back) != list(arrays):
         raise CaseFailure("safetensors read-back: names/order differ")
     for k, a in arrays.items():
-        if dtypes[k] != case.weight_dtype:
+        if dtypes[k] != file_dtypes[k]:
             raise CaseFailure("safetensors read-back: %s stored as %s" % (k, dtypes[k]))
-        want = st.round_to_dtype(a, case.weight_dtype)
-        if back[k].shape != a.shape or not np.array_equal(back[k], want):
+        want = st.round_to_dtype(a, file_dtypes[k])
+        if back[k].shape != a.shape or back[k].dtype != want.dtype or not np.array_equal(back[k], want):
             raise CaseFailure("safetensors read-back: %s differs" % k)
     info["weights"] = wpath
-    info["weight_names"] = {k: tuple(v.shape) for k, v in back.items()}
+    # What the IR must declare: the contract's listing (the file's own
+    # tensors but for a weight_fault case), and which of them are ids.
+    info["weight_names"] = dict(expected)
+    info["weight_ids"] = {k for k in expected if k.endswith("self_attn.block_pattern")}
 
     # Inputs (padding masks too: input_mask.npy, input_src_mask.npy, ...).
     inputs = make_inputs(case, cfg, seed)
@@ -154,6 +177,16 @@ def prepare_reference(case, case_dir):
         if b.dtype != a.dtype or b.shape != a.shape or not np.array_equal(a, b):
             raise CaseFailure("npy read-back of %s differs" % name)
         info["inputs"][name] = p
+    if case.weight_fault is not None:
+        # A weights file the executable must refuse: no reference.  The
+        # oracle must refuse it too, naming the tensor.
+        problems = R.weights_problems(cfg, {k: (tuple(v.shape), dtypes[k]) for k, v in back.items()},
+                                      case.shared_embeddings)
+        if not any(case.expect_error in msg for msg in problems):
+            raise CaseFailure("case table: the reference does not refuse the weights naming %r: %s"
+                              % (case.expect_error, problems or "accepted"))
+        info.update(ref=None, problems=[("weights", m) for m in problems])
+        return info
     if case.expect_error is not None:
         # An input the executable must refuse: no reference.  The oracle
         # must agree that the masks are refused naming the input (or, for
@@ -170,7 +203,7 @@ def prepare_reference(case, case_dir):
 
     # The rows compared: all of them, or with padding masks those whose
     # query has a key to attend (the others have unspecified values).
-    rows = R.attended_rows(cfg, inputs) if case.masks else None
+    rows = R.attended_rows(cfg, inputs, cases_mod.output_stack_patterns(cfg, patterns)) if case.masks else None
     info["rows"] = rows
     if rows is not None:
         np.save(os.path.join(case_dir, "rows.npy"), rows)
@@ -250,7 +283,7 @@ def parse_ir_params(text):
         dims = ty.split("x")
         elem = dims.pop()
         shape = tuple(int(d) for d in dims)
-        params.append((name, alias.group(1) if alias else None, shape, elem))
+        params.append((name, alias.group(1) if alias else None, shape, elem, attrs))
     attrs = {k: int(v) for k, v in _ATTR_RE.findall(text)}
     return params, attrs
 
@@ -273,7 +306,7 @@ def check_ir(case, info, tfm_compile, case_dir, timeout):
         raise CaseFailure("no tfm.param in the IR")
     names = info["weight_names"]
     used = set()
-    for name, alias, shape, elem in params:
+    for name, alias, shape, elem, attrs_text in params:
         key = name if name in names else alias if alias in names else None
         if key is None:
             raise CaseFailure("IR param %s%s is not in the weights file"
@@ -282,6 +315,12 @@ def check_ir(case, info, tfm_compile, case_dir, timeout):
             raise CaseFailure("IR param %s is %s, weights file %s is %s" % (name, shape, key, names[key]))
         if elem != "f32":
             raise CaseFailure("IR param %s has element type %s" % (name, elem))
+        # block_sparse's key-block ids are integers in the file: the IR
+        # says so (`{block_ids}`), and of no other weight.
+        ids = bool(re.search(r"\bblock_ids\b", attrs_text))
+        if ids != (key in info.get("weight_ids", ())):
+            raise CaseFailure("IR param %s %s block_ids, the weights file holds %s" % (
+                name, "has" if ids else "lacks", "integer ids" if not ids else "floats"))
         used.add(key)
     unused = sorted(set(names) - used)
     if unused:
@@ -438,6 +477,48 @@ def _write(case_dir, name, text):
 # Driver.
 # ---------------------------------------------------------------------------
 
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def run_compile_error(name, opts):
+    """In a worker: one of cases.COMPILE_ERRORS; returns (passed, line)."""
+    e = next(e for e in cases_mod.COMPILE_ERRORS if e.name == name)
+    case_dir = os.path.join(opts["work_dir"], "compile_errors", e.name)
+    os.makedirs(case_dir, exist_ok=True)
+    try:
+        desc = e.name + ".json"
+        with open(os.path.join(case_dir, desc), "w") as f:
+            json.dump(e.model, f, indent=2)
+            f.write("\n")
+        want = re.compile(r"^%s:\d+:\d+: error: %s$" % (re.escape(desc), re.escape(e.message)))
+        for tag, out, extra in (("mlir", e.name + ".mlir", ["--emit=mlir"]), ("exe", e.name + ".exe", [])):
+            path = os.path.join(case_dir, out)
+            if os.path.exists(path):
+                os.remove(path)
+            cmd = [opts["tfm_compile"], desc] + extra + ["-o", out] + list(e.args)
+            _write(case_dir, tag + ".cmd", " ".join(cmd) + "\n")
+            try:
+                p = subprocess.run(cmd, capture_output=True, text=True, timeout=opts["compile_timeout"],
+                                   cwd=case_dir)
+            except subprocess.TimeoutExpired:
+                raise CaseFailure("tfm-compile (%s) timed out" % tag)
+            _write(case_dir, tag + ".stderr", p.stderr)
+            lines = [_ANSI_RE.sub("", l) for l in p.stderr.splitlines() if l.strip()]
+            if p.returncode != 1:
+                raise CaseFailure("tfm-compile (%s) exited %d, expected 1: %s" % (tag, p.returncode, _tail(p.stderr)))
+            if os.path.exists(path):
+                raise CaseFailure("tfm-compile (%s) exited 1 but wrote %s" % (tag, out))
+            if len(lines) != 1 or not want.match(lines[0]):
+                raise CaseFailure("tfm-compile (%s) stderr is not the one line '%s:LINE:COL: error: %s': %s"
+                                  % (tag, desc, e.message, " | ".join(_clip(l, 200) for l in lines[:3])
+                                     or "(empty)"))
+        return True, "PASS %s (%s)" % (e.name, _clip(lines[0], 160))
+    except CaseFailure as err:
+        return False, "FAIL %s: %s" % (e.name, err)
+    except Exception as err:  # noqa: BLE001 - report, never crash the harness
+        return False, "FAIL %s: harness error %s: %s" % (e.name, type(err).__name__, _tail(str(err), 2))
+
+
 def run_one(case_name, opts):
     """In a worker: returns (passed, line)."""
     case = cases_mod.by_name()[case_name]
@@ -496,8 +577,8 @@ def _init_worker():
         pass
 
 
-def select(filters):
-    names = [c.name for c in cases_mod.CASES]
+def select(filters, compile_errors=False):
+    names = [c.name for c in (cases_mod.COMPILE_ERRORS if compile_errors else cases_mod.CASES)]
     if not filters:
         return names
 
@@ -525,6 +606,9 @@ def main(argv=None):
     ap.add_argument("--compile-timeout", type=int, default=300)
     ap.add_argument("--run-timeout", type=int, default=120)
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--compile-errors", action="store_true",
+                    help="run cases.py's COMPILE_ERRORS (descriptions tfm-compile must refuse, with their "
+                         "messages) instead of the cases")
     ap.add_argument("--backend", choices=["hwy", "llvm"], default=None,
                     help="passed to tfm-compile as --backend (default: tfm-compile's own, hwy)")
     ap.add_argument("--simd", choices=["avx512", "avx2", "sse4"], default=None,
@@ -534,7 +618,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     if args.list:
-        for c in cases_mod.CASES:
+        for c in (cases_mod.COMPILE_ERRORS if args.compile_errors else cases_mod.CASES):
             print("%-40s %s" % (c.name, c.note))
         return 0
     problems = cases_mod.validate() + ["not covered: " + m for m in cases_mod.check_coverage()]
@@ -552,7 +636,9 @@ def main(argv=None):
     work_dir = os.path.abspath(args.work_dir or "e2e-work")
     os.makedirs(work_dir, exist_ok=True)
 
-    names = select(args.filters)
+    if args.compile_errors and not tfm_compile:
+        ap.error("--compile-errors needs --tfm-compile")
+    names = select(args.filters, args.compile_errors)
     if not names:
         print("no case matches %s" % args.filters, file=sys.stderr)
         print("0 passed, 0 failed")
@@ -562,7 +648,8 @@ def main(argv=None):
                 run_timeout=args.run_timeout, verbose=args.verbose, backend=args.backend,
                 simd=args.simd)
 
-    return case_pool.run_cases(names, run_one, opts, args.jobs, _init_worker)
+    return case_pool.run_cases(names, run_compile_error if args.compile_errors else run_one, opts, args.jobs,
+                               _init_worker)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@ the case's src.
 For each case of generate_cases.py:
   1. write CASE.json, make the weights (reference.make_weights, fixed seed,
      the layers' matrices times the case's weight_gain so that greedy paths
-     vary; encoder_decoder: src_embed/tgt_embed, or one shared embed.weight),
+     vary; encoder_decoder: src_embed/tgt_embed, or one shared embed.weight;
+     block_sparse: the case's own block_pattern ids, cases.block_patterns,
+     as its pattern_dtype I32 or I64),
      save them as safetensors and read them back; write the prompt
      (prompt.npy; encoder_decoder: src.npy and tgt.npy);
   2. the reference, on the weights as read back: PyTorch's greedy loop, i.e.
@@ -27,7 +29,9 @@ For each case of generate_cases.py:
      torch (KVCacheDecoder below; encoder_decoder: the encoder run once, the
      cross-attention keys/values projected from the memory once, a
      self-attention cache per decoder layer; a performer layer keeps its
-     running sums phi(K)^T V and phi(K)^T 1 instead) gives the same logits, and the
+     running sums phi(K)^T V and phi(K)^T 1 instead; a block_sparse layer
+     masks its cache by the blocks at absolute positions) gives the same
+     logits, and the
      same ids as the fp32 loop; where PyTorch's own modules (reference.py
      (a): nn.TransformerEncoder, nn.Transformer) express the model they
      agree with (b).  Then fp32 against float64, scaled by the case's
@@ -83,9 +87,11 @@ another seed for it).  A case whose fp32 reference logits are not finite
 fails (a performer model's phi has no stabiliser: too strong a weight_gain
 overflows fp32).  --self-test checks the helpers, and the torch KV cache
 (decoder and encoder_decoder, prefill in one chunk, in pieces and token by
-token, several src lengths; full, sliding-window and performer attention)
-against full forwards, and that the KV-cache check catches each planted
-performer decode mistake (PERFORMER_DECODE_MISTAKES); -v prints every check.
+token, several src lengths; full, sliding-window, performer and
+block_sparse attention) against full forwards, and that the KV-cache check
+catches each planted performer and block_sparse decode mistake
+(PERFORMER_DECODE_MISTAKES, BLOCK_SPARSE_DECODE_MISTAKES); -v prints every
+check.
 
 Run with Debian's /usr/bin/python3 (it has python3-torch 1.13):
 
@@ -248,6 +254,12 @@ def logits_on_prefix(fm, prompt2d, ids, src=None):
 # instead of W_h per query head (grouped-query only), q and k not divided by
 # dk^(1/4).
 PERFORMER_DECODE_MISTAKES = ("no_carry", "key_after_query", "kv_w", "no_scale")
+# Mistakes the self-test plants in KVCacheDecoder's block_sparse decode:
+# the query block counted from the query's row in the step (i // B) instead
+# of its absolute position; the run-time block count taken from the step's
+# queries (ceil(S / B): a decode step's 1 token) instead of its keys, so
+# that valid pattern ids are dropped; the random blocks ignored.
+BLOCK_SPARSE_DECODE_MISTAKES = ("step_row", "nb_from_queries", "no_pattern")
 
 
 class KVCacheDecoder:
@@ -276,15 +288,30 @@ class KVCacheDecoder:
     own W_h.  The encoder's self-attention (encoder_decoder) is performer
     too, not causal (the sums over every src position); cross-attention
     stays full softmax.  `performer_mistake` (self-test only) plants one of
-    PERFORMER_DECODE_MISTAKES."""
+    PERFORMER_DECODE_MISTAKES.
 
-    def __init__(self, fm, src=None, performer_mistake=None):
+    Block-sparse (contract section 7, BigBird): the cache keeps every key;
+    the query at absolute position i (prefill row, or a decode step's
+    position) is in block qb = i // B and attends key j (block kb = j // B)
+    when |qb - kb| <= window_blocks, qb < global_blocks, kb < global_blocks
+    or kb is in row qb of the layer's block_pattern with 0 <= kb < ceil(keys
+    / B), the keys so far; causal on top (a decode step's own position is
+    the last key, so the blocks past its query are masked anyway).  Written
+    from the contract, not with reference.py's block_sparse_allowed.  The
+    encoder's self-attention (encoder_decoder) is block_sparse too, not
+    causal.  `block_mistake` (self-test only) plants one of
+    BLOCK_SPARSE_DECODE_MISTAKES."""
+
+    def __init__(self, fm, src=None, performer_mistake=None, block_mistake=None):
         import reference as R
         self.R = R
         self.fm = fm
         if performer_mistake not in (None,) + PERFORMER_DECODE_MISTAKES:
             raise ValueError(performer_mistake)
+        if block_mistake not in (None,) + BLOCK_SPARSE_DECODE_MISTAKES:
+            raise ValueError(block_mistake)
         self.performer_mistake = performer_mistake
+        self.block_mistake = block_mistake
         self.cfg = cfg = fm.cfg
         if not cfg.tokens or not cfg.causal or cfg.architecture not in ("decoder", "encoder_decoder"):
             raise ValueError("KVCacheDecoder is for causal decoders and encoder_decoders with token inputs")
@@ -344,11 +371,11 @@ class KVCacheDecoder:
         y = self.R.linear(x, w[lo:lo + n], None if bias is None else bias[lo:lo + n])
         return y.reshape(b, s, n // dk, dk).transpose(1, 2)
 
-    def _attend(self, attn, q, k, v, causal_from=None, window=False):
+    def _attend(self, attn, q, k, v, causal_from=None, window=False, block=False):
         """Scores, mask (key position j > query position causal_from + i;
         with `window`, the model's sliding window over absolute positions:
-        also j with |i - j| > W unless i or j < global_tokens), softmax,
-        values, out_proj."""
+        also j with |i - j| > W unless i or j < global_tokens; with `block`,
+        the block_sparse rule, _block_rule), softmax, values, out_proj."""
         torch, R = _torch(), self.R
         b, h, s, dk = q.shape
         if k.shape[1] != h:   # grouped-query: query head i reads K/V head i // (H / KV)
@@ -363,6 +390,8 @@ class KVCacheDecoder:
             sc = attn.score(q, k)
         qpos = torch.arange(causal_from or 0, (causal_from or 0) + s)[:, None]
         kpos = torch.arange(k.shape[2])[None, :]
+        if block:
+            sc = sc.masked_fill(~self._block_rule(attn, qpos, kpos), float("-inf"))
         if causal_from is not None:
             sc = sc.masked_fill(kpos > qpos, float("-inf"))
         if window:
@@ -372,6 +401,24 @@ class KVCacheDecoder:
         p = R.softmax_last(sc)
         o = torch.matmul(p, v).transpose(1, 2).reshape(b, s, h * dk)
         return attn.out_proj(o)
+
+    def _block_rule(self, attn, qpos, kpos):
+        """block_sparse: bool [S, K], whether the query at absolute position
+        qpos[i] attends the key at kpos[j] (the keys 0..K-1 so far), by the
+        blocks' window, the global blocks and row qb of attn.block_pattern
+        (ids in [0, ceil(K / B)) only)."""
+        cfg, mistake = self.cfg, self.block_mistake
+        b = cfg.block
+        qb = (qpos - qpos[0]) // b if mistake == "step_row" else qpos // b      # [S, 1]
+        kb = kpos // b                                                          # [1, K]
+        ok = ((qb - kb).abs() <= cfg.window_blocks) | (qb < cfg.global_blocks) | (kb < cfg.global_blocks)
+        pattern = attn.block_pattern
+        if pattern is not None and mistake != "no_pattern":
+            nb = -(-(qpos.shape[0] if mistake == "nb_from_queries" else kpos.shape[1]) // b)
+            for col in range(pattern.shape[1]):
+                ids = pattern[qb[:, 0], col].long()[:, None]                  # [S, 1]
+                ok = ok | ((ids == kb) & (ids >= 0) & (ids < nb))
+        return ok
 
     def _self_attn(self, attn, x, rope, li=None):
         """Self-attention of x; li: the cached decoder layer (causal), None:
@@ -385,13 +432,14 @@ class KVCacheDecoder:
         if self.cfg.performer:             # every self-attention; cross-attention is full
             return self._performer(attn, q, k, v, li)
         window = self.cfg.sliding_window   # every self-attention; cross-attention is full
+        block = self.cfg.block_sparse
         if li is None:
-            return self._attend(attn, q, k, v, window=window)
+            return self._attend(attn, q, k, v, window=window, block=block)
         if self.cache[li] is not None:
             k = torch.cat([self.cache[li][0], k], dim=2)
             v = torch.cat([self.cache[li][1], v], dim=2)
         self.cache[li] = (k, v)
-        return self._attend(attn, q, k, v, causal_from=self.pos, window=window)
+        return self._attend(attn, q, k, v, causal_from=self.pos, window=window, block=block)
 
     def _phi(self, x, w):
         """FAVOR+'s features of x [B, H, S, dk] (head h mapped with w[h],
@@ -586,14 +634,20 @@ def prepare_reference(case, case_dir, strict_margin):
     if {k: tuple(v.shape) for k, v in weights.items()} != R.expected_weights(cfg, shared):
         raise CaseFailure("internal: generated weights do not match the contract listing")
     arrays = {k: v.numpy() for k, v in weights.items()}
+    # block_sparse: the case's own block_pattern ids (generate_cases'
+    # case_block_patterns), in its pattern_dtype.
+    dtypes_out = {k: case.weight_dtype for k in arrays}
+    for k, p in cases_mod.case_block_patterns(case, cfg).items():
+        arrays[k], dtypes_out[k] = p, case.pattern_dtype
     wpath = os.path.join(case_dir, "weights.safetensors")
-    st.save_file(arrays, wpath, dtype=case.weight_dtype, metadata={"format": "pt", "case": case.name})
+    st.save_file(arrays, wpath, dtype=dtypes_out, metadata={"format": "pt", "case": case.name})
     back, dtypes = st.load_file(wpath, with_dtypes=True)
     if list(back) != list(arrays):
         raise CaseFailure("safetensors read-back: names/order differ")
     for k, a in arrays.items():
-        want = st.round_to_dtype(a, case.weight_dtype)
-        if dtypes[k] != case.weight_dtype or back[k].shape != a.shape or not np.array_equal(back[k], want):
+        want = st.round_to_dtype(a, dtypes_out[k])
+        if (dtypes[k] != dtypes_out[k] or back[k].shape != a.shape or back[k].dtype != want.dtype
+                or not np.array_equal(back[k], want)):
             raise CaseFailure("safetensors read-back: %s differs" % k)
     info["weights"] = wpath
 
@@ -724,14 +778,15 @@ def prepare_reference(case, case_dir, strict_margin):
     return info
 
 
-def check_kv_cache(fm64, prompt2d, n, src2d, ref_ids, ref64, scale, performer_mistake=None):
+def check_kv_cache(fm64, prompt2d, n, src2d, ref_ids, ref64, scale, performer_mistake=None, block_mistake=None):
     """prepare_reference's step (iii): KVCacheDecoder (float64 fm64; prefill
     of the prompt in one chunk, then n - 1 decode steps) against the full
     forwards: its logits within AB_BOUND_F64 (relative to scale) of the full
     forward's last row on its own prefix (ref64: on the reference's greedy
     path ref_ids), and its greedy ids those of the fp32 loop.  Returns the
-    difference; raises CaseFailure.  performer_mistake: the self-test's."""
-    kv_ids, kv_rows = KVCacheDecoder(fm64, src2d, performer_mistake).greedy(prompt2d, n)
+    difference; raises CaseFailure.  performer_mistake, block_mistake: the
+    self-test's."""
+    kv_ids, kv_rows = KVCacheDecoder(fm64, src2d, performer_mistake, block_mistake).greedy(prompt2d, n)
     on_kv = ref64 if np.array_equal(kv_ids, ref_ids) else logits_on_prefix(fm64, prompt2d, kv_ids, src2d)
     d_kv = float(np.max(np.abs(kv_rows - on_kv)))
     if not d_kv / scale < AB_BOUND_F64:      # NaN (0/0 in a performer row) fails too
@@ -1172,7 +1227,13 @@ def self_test(verbose=False):
                  dict(positional="learned", attention=dict(kind="performer", features=1)),
                  dict(positional="rope", rope_style="interleaved", norm="pre", norm_type="rms_norm",
                       activation="silu", ffn_gated=True, num_kv_heads=1, bias=False,
-                      attention=dict(kind="performer", features=5))):
+                      attention=dict(kind="performer", features=5)),
+                 # Section 7's block_sparse: the cache masked by blocks at
+                 # absolute positions (random blocks, a partial last block).
+                 dict(positional="rope", attention=dict(kind="block_sparse", block=3, window_blocks=0,
+                                                        global_blocks=1, random_blocks=2)),
+                 dict(positional="learned", num_kv_heads=1, attention=dict(
+                     kind="block_sparse", block=2, window_blocks=1, global_blocks=0, random_blocks=1))):
         desc = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=24, num_layers=2,
                     max_seq_len=12, vocab_size=23, **desc)
         cfg = R.Config(desc)
@@ -1213,7 +1274,11 @@ def self_test(verbose=False):
                          (dict(positional="rope", norm="pre", num_encoder_layers=2, num_decoder_layers=1,
                                attention=dict(kind="performer", features=6)), False),
                          (dict(positional="learned", num_kv_heads=1, bias=False,
-                               attention=dict(kind="performer", features=3)), True)):
+                               attention=dict(kind="performer", features=3)), True),
+                         # block_sparse in both self-attentions (the encoder's
+                         # not causal), cross-attention full
+                         (dict(positional="rope", attention=dict(kind="block_sparse", block=2, window_blocks=0,
+                                                                 global_blocks=1, random_blocks=2)), False)):
         desc = dict(dict(num_layers=2) if "num_encoder_layers" not in desc else {},
                     architecture="encoder_decoder", d_model=16, num_heads=2, d_ff=24,
                     max_seq_len=12, vocab_size=23, **desc)
@@ -1251,6 +1316,7 @@ def self_test(verbose=False):
     except ValueError:
         pass
     _performer_decode_self_test(check)
+    _block_sparse_decode_self_test(check)
     # The reference's checks against float64 pass on a correct reference and
     # fail on wrong ones.
     desc = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=24, num_layers=2,
@@ -1348,6 +1414,67 @@ def _performer_decode_self_test(check):
             ids_m, rows_m = KVCacheDecoder(fm64, src, mistake).greedy(prompt2d, n)
             d = float(np.max(np.abs(rows_m - logits_on_prefix(fm64, prompt2d, ids_m, src)))) / scale
             check("performer %s: planted %s caught by the KV-cache check (%s), logits off by %.3g "
+                  "relative > 1e-3" % (label, mistake, _clip(caught, 90), d),
+                  caught.startswith("reference: torch KV-cache") and not d <= 1e-3)
+
+
+def _block_sparse_decode_self_test(check):
+    """prepare_reference's KV-cache check on block_sparse models, in
+    float64: it passes with the rule at absolute positions, and each of
+    BLOCK_SPARSE_DECODE_MISTAKES planted in KVCacheDecoder fails it, by far
+    (logits more than 1e-3 relative off): causal decoders with blocks of 2
+    and 3 (no global block, so that a decode step's query block matters),
+    patterns of valid ids with -1 and ids past the block count among them,
+    prompts of 4 and 1, and an encoder_decoder (its encoder block_sparse
+    too, not causal)."""
+    import reference as R
+    torch = _torch()
+    models = (
+        ("decoder B=2 wb=0 gb=0 R=2", dict(architecture="decoder", num_layers=2, positional="rope", norm="pre",
+                                           attention=dict(kind="block_sparse", block=2, window_blocks=0,
+                                                          global_blocks=0, random_blocks=2)), 4),
+        ("decoder gqa B=3 wb=0 gb=0 R=3 prompt 1", dict(architecture="decoder", num_layers=2, num_kv_heads=2,
+                                                        positional="learned",
+                                                        attention=dict(kind="block_sparse", block=3,
+                                                                       window_blocks=0, global_blocks=0,
+                                                                       random_blocks=3)), 1),
+        ("encdec B=2 wb=0 gb=0 R=2", dict(architecture="encoder_decoder", num_layers=2, positional="rope",
+                                          attention=dict(kind="block_sparse", block=2, window_blocks=0,
+                                                         global_blocks=0, random_blocks=2)), 3),
+    )
+    for label, desc, plen in models:
+        desc = dict(d_model=16, num_heads=4, d_ff=24, max_seq_len=16, vocab_size=23, **desc)
+        cfg = R.Config(desc)
+        w = R.make_weights(cfg, 7)
+        w = {k: (v * 3.0 if k.endswith(("in_proj_weight", "out_proj.weight", "linear1.weight",
+                                         "linear2.weight")) else v) for k, v in w.items()}
+        g = torch.Generator().manual_seed(11)
+        for k in [k for k in w if k.endswith("block_pattern")]:
+            p = torch.randint(0, w[k].shape[0], w[k].shape, generator=g, dtype=torch.int32)
+            p[1::3, 0], p[2::4, -1] = -1, w[k].shape[0] + 1
+            w[k] = p
+        fm64 = R.load_weights(R.build_formula_model(cfg).double(), w)
+        rng = np.random.default_rng(3)
+        src = rng.integers(0, 23, size=(2, 9)) if cfg.is_encdec else None
+        prompt2d = rng.integers(0, 23, size=(2, plen))
+        n = 16 - plen
+        ref_ids, _ = greedy_full(fm64, prompt2d, n, src)
+        ref64 = logits_on_prefix(fm64, prompt2d, ref_ids, src)
+        scale = max(1.0, float(np.max(np.abs(ref64))))
+        try:
+            d = check_kv_cache(fm64, prompt2d, n, src, ref_ids, ref64, scale)
+            check("block_sparse %s: KV-cache check passes (%.3g)" % (label, d), True)
+        except CaseFailure as e:
+            check("block_sparse %s: KV-cache check passes: %s" % (label, e), False)
+        for mistake in BLOCK_SPARSE_DECODE_MISTAKES:
+            try:
+                check_kv_cache(fm64, prompt2d, n, src, ref_ids, ref64, scale, block_mistake=mistake)
+                caught = "not caught"
+            except CaseFailure as e:
+                caught = str(e)
+            ids_m, rows_m = KVCacheDecoder(fm64, src, block_mistake=mistake).greedy(prompt2d, n)
+            d = float(np.max(np.abs(rows_m - logits_on_prefix(fm64, prompt2d, ids_m, src)))) / scale
+            check("block_sparse %s: planted %s caught by the KV-cache check (%s), logits off by %.3g "
                   "relative > 1e-3" % (label, mistake, _clip(caught, 90), d),
                   caught.startswith("reference: torch KV-cache") and not d <= 1e-3)
 

@@ -10,10 +10,14 @@ The format (Hugging Face safetensors):
     to a multiple of 8 bytes, as the reference implementation does;
   * the raw little-endian, C-order tensor data.
 
-Only the dtypes the tests need are written (F32, F16, BF16); the reader also
-understands F64 and the integer types, and checks the file's structure
-strictly (offsets contiguous, in bounds, sized to shape x dtype), so that it
-doubles as a check of what the writer produced.
+Only the dtypes the tests need are written: F32, F16, BF16 for float
+weights, I32 and I64 for integer ones (block_sparse's block_pattern ids).
+A float dtype takes a float array and an integer dtype an integer array
+whose values fit it; anything else is an error (convert first), so that
+ids are never written as floats, or floats as ids, by accident.  The reader
+also understands F64 and the other integer types, and checks the file's
+structure strictly (offsets contiguous, in bounds, sized to shape x dtype),
+so that it doubles as a check of what the writer produced.
 """
 
 import json
@@ -34,7 +38,28 @@ _RAW = {
     "U8": (np.dtype("u1"), 1),
 }
 
-WRITABLE = ("F32", "F16", "BF16")
+WRITABLE = ("F32", "F16", "BF16")          # float weights
+WRITABLE_INT = ("I32", "I64")              # integer weights (ids)
+_INT = {"I32": np.dtype("<i4"), "I64": np.dtype("<i8")}
+
+
+def _int_array(a, dtype):
+    """`a` as the integer dtype's array, refusing floats and values it
+    cannot hold."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu":
+        raise ValueError("dtype %s needs an integer array, got %s (convert it first)" % (dtype, a.dtype))
+    info = np.iinfo(_INT[dtype])
+    if a.size and (int(a.min()) < info.min or int(a.max()) > info.max):
+        raise ValueError("values %d..%d do not fit %s" % (int(a.min()), int(a.max()), dtype))
+    return np.ascontiguousarray(a.astype(_INT[dtype]))
+
+
+def _float_array(a, dtype):
+    a = np.asarray(a)
+    if a.dtype.kind not in "f":
+        raise ValueError("dtype %s needs a float array, got %s (convert it first)" % (dtype, a.dtype))
+    return np.ascontiguousarray(a, dtype=np.float32)
 
 
 def float32_to_bf16_bits(a):
@@ -55,8 +80,11 @@ def bf16_bits_to_float32(b):
 
 
 def round_to_dtype(a, dtype):
-    """The float32 values a reader gets back after storing `a` as `dtype`."""
-    a = np.asarray(a, dtype=np.float32)
+    """The values a reader gets back after storing `a` as `dtype`: float32
+    for a float dtype, int32 / int64 for I32 / I64."""
+    if dtype in WRITABLE_INT:
+        return _int_array(a, dtype).astype(_INT[dtype].newbyteorder("="))
+    a = _float_array(a, dtype)
     if dtype == "F32":
         return a.copy()
     if dtype == "F16":
@@ -68,7 +96,11 @@ def round_to_dtype(a, dtype):
 
 
 def _encode(a, dtype):
-    a = np.ascontiguousarray(a, dtype=np.float32)
+    if dtype in WRITABLE_INT:
+        return _int_array(a, dtype).tobytes()
+    if dtype not in WRITABLE:
+        raise ValueError("unsupported dtype %r (writable: %s)" % (dtype, WRITABLE + WRITABLE_INT))
+    a = _float_array(a, dtype)
     if dtype == "F32":
         return a.astype("<f4").tobytes()
     if dtype == "F16":
@@ -76,14 +108,15 @@ def _encode(a, dtype):
             return a.astype("<f2").tobytes()
     if dtype == "BF16":
         return float32_to_bf16_bits(a).astype("<u2").tobytes()
-    raise ValueError("unsupported dtype %r (writable: %s)" % (dtype, WRITABLE))
+    raise ValueError("unsupported dtype %r (writable: %s)" % (dtype, WRITABLE + WRITABLE_INT))
 
 
 def save_file(tensors, path, dtype="F32", metadata=None):
-    """Writes `tensors` (name -> float array) to `path`.
+    """Writes `tensors` (name -> array) to `path`.
 
-    `dtype` is one of F32/F16/BF16, or a dict name -> dtype for per-tensor
-    dtypes.  Tensors are stored in the order given.
+    `dtype` is one of F32/F16/BF16 (float arrays) or I32/I64 (integer
+    arrays), or a dict name -> dtype for per-tensor dtypes.  Tensors are
+    stored in the order given.
     """
     header = {}
     blobs = []
@@ -214,6 +247,33 @@ def _self_test():
             for dt, tdt in (("BF16", torch.bfloat16), ("F16", torch.float16)):
                 exp = torch.from_numpy(x).to(tdt).to(torch.float32).numpy()
                 assert np.array_equal(round_to_dtype(x, dt), exp), dt
+        # Integer tensors: I32 / I64 round trips (extremes, negatives, an
+        # I64 id beyond int32), mixed with floats in one file; floats for
+        # an integer dtype, integers for a float one and values that do
+        # not fit are refused.
+        ints = {"ids32": np.array([[0, -1, 2 ** 31 - 1], [-2 ** 31, 7, 3]], dtype=np.int64),
+                "w": rng.standard_normal((2, 3)).astype(np.float32),
+                "ids64": np.array([2 ** 32 + 1, -2 ** 40, 2 ** 63 - 1, -2 ** 63, 5], dtype=np.int64),
+                "empty_ids": np.zeros((4, 0), dtype=np.int32)}
+        dts = {"ids32": "I32", "w": "BF16", "ids64": "I64", "empty_ids": "I32"}
+        p = os.path.join(d, "ints.safetensors")
+        save_file(ints, p, dtype=dts)
+        back, got = load_file(p, with_dtypes=True)
+        assert list(back) == list(ints) and got == dts, (list(back), got)
+        for k, v in ints.items():
+            want = round_to_dtype(v, dts[k])
+            assert back[k].dtype == want.dtype and back[k].shape == v.shape, (k, back[k].dtype, want.dtype)
+            assert np.array_equal(back[k], want), (k, back[k], want)
+        assert back["ids32"].dtype == np.int32 and back["ids64"].dtype == np.int64
+        assert np.array_equal(back["ids64"], ints["ids64"])
+        for bad, dt in ((np.zeros(3, np.float32), "I32"), (np.arange(3), "F32"), (np.arange(3), "BF16"),
+                        (np.array([2 ** 31]), "I32"), (np.array([-2 ** 31 - 1]), "I32"),
+                        (np.arange(3), "I16")):
+            try:
+                save_file({"x": bad}, p, dtype=dt)
+                raise AssertionError("%s %s accepted as %s" % (bad.dtype, bad.tolist(), dt))
+            except ValueError:
+                pass
         # Mixed per-tensor dtypes and a truncated file.
         p = os.path.join(d, "mixed.safetensors")
         save_file(t, p, dtype={k: WRITABLE[i % 3] for i, k in enumerate(t)})
