@@ -89,8 +89,9 @@ void printRowKeys(llvm::raw_ostream &os, const KeySpan &span,
   os << indent << "}\n";
 }
 
-std::string keyPairsCpp(const KeySpan &span, llvm::StringRef queries,
+std::string keyPairsCpp(const KeyPairs &pairs, llvm::StringRef queries,
                         llvm::StringRef keys, llvm::StringRef offset) {
+  const KeySpan &span = pairs.span;
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "[&] {\n";
@@ -102,7 +103,19 @@ std::string keyPairsCpp(const KeySpan &span, llvm::StringRef queries,
   os << "      int64_t end, first, prefix;\n";
   printRowKeys(os, span, "i", offset == "0" ? "0" : "offset", "sk",
                {"end", "first", "prefix"}, "      ");
-  os << "      pairs += double(prefix + std::max<int64_t>(0, end - first));\n";
+  os << "      int64_t count = prefix + std::max<int64_t>(0, end - first);\n";
+  if (pairs.randomKeys) {
+    std::string position = offset == "0" ? "i" : "offset + i";
+    std::string queryBlock = (offset == "0" ? position : "(" + position + ")") +
+                             " / " + std::to_string(pairs.block);
+    os << "      if (" << position << " >= " << span.globalKeys << " && "
+       << queryBlock << " < " << pairs.patternRows << ")\n";
+    os << "        count = std::min<int64_t>("
+       << (pairs.causal ? "std::min<int64_t>(sk, " + position + " + 1)"
+                        : std::string("sk"))
+       << ", count + " << pairs.randomKeys << ");\n";
+  }
+  os << "      pairs += double(count);\n";
   os << "    }\n";
   os << "    return pairs;\n";
   os << "  }()";

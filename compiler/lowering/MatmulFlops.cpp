@@ -150,7 +150,7 @@ LogicalResult FlopEmitter::emitBody(func::FuncOp f, raw_ostream &os) {
               pairs->offset ? size(*pairs->offset) : std::string("0");
           if (failed(sq) || failed(sk) || failed(offset))
             return WalkResult::interrupt();
-          text += " * " + keyPairsCpp(pairs->span, *sq, *sk, *offset);
+          text += " * " + keyPairsCpp(*pairs, *sq, *sk, *offset);
         }
         os << "  flops += " << text << ";\n";
       }

@@ -82,13 +82,14 @@ void emitParamTable(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
     std::optional<ArrayAttr> sources = p.getSources();
     os << llvm::formatv(
         "    {{\"{0}\", {1}, {2}, {{{3}}, "
-        "tfm::rt::ParamInit::{4}, {5:e9}f, {6}, {7}, {8}},\n",
+        "tfm::rt::ParamInit::{4}, {5:e9}f, {6}, {7}, {8}, {9}},\n",
         p.getSymName(),
         p.getAlias() ? "\"" + p.getAlias()->str() + "\""
                      : std::string("nullptr"),
         shape.size(), llvm::join(dims, ", "), init, bound,
         sources ? "kSources" + std::to_string(i) : std::string("nullptr"),
-        sources ? sources->size() : 0, p.getTransposed() ? "true" : "false");
+        sources ? sources->size() : 0, p.getTransposed() ? "true" : "false",
+        p.getBlockIds() ? "true" : "false");
   }
   os << "};\n\n";
 }

@@ -75,7 +75,7 @@ float idAt(const SafetensorsTensor &tensor, size_t e, int64_t rows) {
 /// are integers, everything else floats.
 std::string dtypeProblem(const ParamInfo &param,
                          const SafetensorsTensor &tensor) {
-  bool ids = param.init == ParamInit::BlockIds;
+  bool ids = param.blockIds;
   if (ids == !isFloatDType(tensor.dtype))
     return "";
   std::string what = "tensor '" + tensor.name + "'";
@@ -268,7 +268,7 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
     auto *out = reinterpret_cast<float *>(next);
     next += alignedFloatBytes(elements);
     // Byte-wise reads: the data may be at any alignment in the file.
-    if (param.init == ParamInit::BlockIds)
+    if (param.blockIds)
       for (size_t e = 0; e < elements; ++e)
         out[e] = idAt(tensor, e, param.shape[0]);
     else

@@ -727,6 +727,17 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
   os << "}\n";
   emitPaddingRow();
   os << "HWY_ALIGN float s[queryRows * keyBlock];\n";
+  // The scores s of the task's rows against the n keys from j0, unless
+  // every one of them is padding.
+  auto scoreKeyBlock = [&] {
+    if (!paddingRow.empty()) {
+      os << "if (padding && k::AllEqual(padding + j0, size_t(n), 0.0f))\n";
+      os << "  continue; // every key of the block is padding\n";
+    }
+    os << "k::TransposedKeyScoresRows<queryRows, keyBlock>(qs, "
+       << keysT.at("j0") << ", " << keysLd << ", n, " << dk << ", "
+       << floatLiteral(scale) << ", s);\n";
+  };
   // The blocks of keys [begin, end) of the task, row r taking
   // [rowFirst[r], rowEnd[r]) of them (no rowFirst: from `begin`).
   auto keyBlocks = [&](const std::string &begin, const std::string &end,
@@ -736,13 +747,7 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
     os.indent();
     os << "const int64_t n = std::min<int64_t>(keyBlock, " << end
        << " - j0);\n";
-    if (!paddingRow.empty()) {
-      os << "if (padding && k::AllEqual(padding + j0, size_t(n), 0.0f))\n";
-      os << "  continue; // every key of the block is padding\n";
-    }
-    os << "k::TransposedKeyScoresRows<queryRows, keyBlock>(qs, "
-       << keysT.at("j0") << ", " << keysLd << ", n, " << dk << ", "
-       << floatLiteral(scale) << ", s);\n";
+    scoreKeyBlock();
     if (!rowFirst.empty())
       os << "size_t blockFirst[queryRows];\n";
     os << "size_t blockKeys[queryRows];\n";
@@ -809,13 +814,7 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
       os << "if (j0 > " << start << " + rowEnd - 1)\n";
       os << "  break; // past the block's last row (causal)\n";
     }
-    if (!paddingRow.empty()) {
-      os << "if (padding && k::AllEqual(padding + j0, size_t(n), 0.0f))\n";
-      os << "  continue; // every key of the block is padding\n";
-    }
-    os << "k::TransposedKeyScoresRows<queryRows, keyBlock>(qs, "
-       << keysT.at("j0") << ", " << keysLd << ", n, " << dk << ", "
-       << floatLiteral(scale) << ", s);\n";
+    scoreKeyBlock();
     os << "size_t blockKeys[queryRows];\n";
     os << "for (int64_t r = 0; r < rows; ++r)\n";
     os << "  blockKeys[r] = r >= rowBegin && r < rowEnd ? "

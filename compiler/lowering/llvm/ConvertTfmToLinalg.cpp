@@ -188,7 +188,7 @@ struct LowerAttention : TfmLowering<AttentionOp> {
       random.allowed =
           tb.randomKeyBlocksTable(pattern, op.getKey(), random.block);
       if (op.isCausal())
-        random.limit = KeyBound{/*constant=*/1, /*perRow=*/1, /*perOffset=*/1};
+        random.limit = span.end; // causal: the diagonal
     }
     RankedTensorType qType = op.getQuery().getType();
     int64_t rank = qType.getRank();

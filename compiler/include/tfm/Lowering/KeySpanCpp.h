@@ -12,6 +12,7 @@
 #define TFM_LOWERING_KEYSPANCPP_H
 
 #include "tfm/IR/KeySpan.h"
+#include "tfm/IR/TfmSizes.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
@@ -35,10 +36,12 @@ void printRowKeys(llvm::raw_ostream &os, const mlir::tfm::KeySpan &span,
                   llvm::StringRef keys, const RowKeysNames &names,
                   llvm::StringRef indent = "");
 
-/// A C++ expression: the pairs of the span's rows, summed over `queries`
-/// rows (a lambda called in place).
-std::string keyPairsCpp(const mlir::tfm::KeySpan &span, llvm::StringRef queries,
-                        llvm::StringRef keys, llvm::StringRef offset);
+/// A C++ expression: the pairs of the span's rows (and the random blocks',
+/// nominally: KeyPairs), summed over `queries` rows (a lambda called in
+/// place).
+std::string keyPairsCpp(const mlir::tfm::KeyPairs &pairs,
+                        llvm::StringRef queries, llvm::StringRef keys,
+                        llvm::StringRef offset);
 
 } // namespace tfm
 

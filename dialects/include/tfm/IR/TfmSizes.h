@@ -38,6 +38,13 @@ struct KeyPairs {
   SizeAtom queries, keys;
   /// The queries' position among the keys (none: 0).
   std::optional<SizeAtom> offset;
+  /// BigBird's random key blocks, counted nominally: a row past the global
+  /// ones whose query block (its position / block) has a row of the
+  /// pattern (< patternRows) sees `randomKeys` more keys (R whole blocks,
+  /// as if each id named a block no other rule reaches), up to its end
+  /// (causal: its own position + 1; otherwise every key).
+  int64_t randomKeys = 0, block = 1, patternRows = 0;
+  bool causal = false;
 };
 
 /// `coefficient` times the product of `factors` (none: a constant), times

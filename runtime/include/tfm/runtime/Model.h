@@ -20,14 +20,11 @@ class ThreadPool;
 /// How a weight is filled when no weights file is given: PyTorch's default
 /// initialisation for the module that owns it, from a fixed seed.
 enum class ParamInit : uint8_t {
-  Zeros,   // biases of nn.MultiheadAttention, LayerNorm bias
-  Ones,    // LayerNorm weight
-  Uniform, // U(-bound, bound): nn.Linear (bound 1/sqrt(in)), xavier_uniform
-  Normal,  // N(0, bound^2): nn.Embedding (bound 1)
-  // Key-block ids (BigBird's block_pattern [rows, R]): int32 or int64 in a
-  // weights file, kept as floats, every id outside [0, rows) as -1; random
-  // ids in [0, rows) without one.
-  BlockIds,
+  Zeros,    // biases of nn.MultiheadAttention, LayerNorm bias
+  Ones,     // LayerNorm weight
+  Uniform,  // U(-bound, bound): nn.Linear (bound 1/sqrt(in)), xavier_uniform
+  Normal,   // N(0, bound^2): nn.Embedding (bound 1)
+  BlockIds, // random whole numbers in [0, shape[0]): key-block ids
 };
 
 constexpr int kMaxRank = 4;
@@ -46,6 +43,9 @@ struct ParamInfo {
   const char *const *sources;
   int numSources;
   bool transposed;
+  /// Key-block ids (BigBird's block_pattern [rows, R]): int32 or int64 in a
+  /// weights file, kept as floats, every id outside [0, rows) as -1.
+  bool blockIds = false;
 };
 
 enum class InputKind : uint8_t {
