@@ -23,7 +23,9 @@ latest.json and latest.png.
 
 `--only long` measures the long-sequence rows instead (seq 4096: full
 attention, a Longformer sliding window, Linformer k 256, Performer M 256,
-and window 0 as the GEMMs' baseline; encoder and causal; issue 22), with a
+BigBird block-sparse attention (blocks of 64, 1 window block each side, 1
+global block, 3 random blocks), and window 0 as the GEMMs' baseline;
+encoder and causal; issue 22), with a
 second table of the ratios issue 22's goals are stated in; results:
 bench/results/long-seq.md and long-seq.json.
 
@@ -66,7 +68,9 @@ _D256 = dict(architecture="encoder", d_model=256, num_heads=4, d_ff=1024,
 # causal block at seq 4096, with full attention (tfm's flash attention),
 # with a Longformer sliding window, and with the linear-cost kinds of
 # contract section 7: Linformer (k 256; never causal, so the encoder only)
-# and Performer (M 256; encoder and causal).  The "diag" ones are
+# and Performer (M 256; encoder and causal), and with BigBird's block-sparse
+# attention (blocks of 64 positions, 1 window block on each side, 1 global
+# block, 3 random blocks a query block; encoder and causal).  The "diag" ones are
 # the same layers with window 0 and no global tokens (each token attends only
 # itself): the same GEMMs, LayerNorms and FFN with almost no attention, so
 # that tfm(X) - tfm(diag) estimates X's attention core.  Not in the default
@@ -77,6 +81,7 @@ _WINDOW = {"kind": "sliding_window", "window": 256, "global_tokens": 2}
 _DIAG = {"kind": "sliding_window", "window": 0, "global_tokens": 0}
 _LINFORMER = {"kind": "linformer", "k": 256}
 _PERFORMER = {"kind": "performer", "features": 256}
+_BIGBIRD = {"kind": "block_sparse", "block": 64, "window_blocks": 1, "global_blocks": 1, "random_blocks": 3}
 LONG_WORKLOADS = {
     "long_full_s4096": (dict(_BERT, num_layers=1, max_seq_len=_LONG_SEQ),
                         "BERT-base layer, seq 4096, full attention"),
@@ -88,6 +93,8 @@ LONG_WORKLOADS = {
                              "BERT-base layer, seq 4096, Linformer k 256"),
     "long_performer_s4096": (dict(_BERT, num_layers=1, max_seq_len=_LONG_SEQ, attention=_PERFORMER),
                              "BERT-base layer, seq 4096, Performer (FAVOR+) M 256"),
+    "long_bigbird_s4096": (dict(_BERT, num_layers=1, max_seq_len=_LONG_SEQ, attention=_BIGBIRD),
+                           "BERT-base layer, seq 4096, BigBird block-sparse B 64, W 1, G 1, R 3"),
     "long_full_causal_s4096": (dict(_GPT2, num_layers=1, max_seq_len=_LONG_SEQ),
                                "GPT-2-small causal block, seq 4096, full attention"),
     "long_window_causal_s4096": (dict(_GPT2, num_layers=1, max_seq_len=_LONG_SEQ, attention=_WINDOW),
@@ -96,6 +103,8 @@ LONG_WORKLOADS = {
                                "GPT-2-small causal block, seq 4096, window 0 (self only): the GEMMs' baseline"),
     "long_performer_causal_s4096": (dict(_GPT2, num_layers=1, max_seq_len=_LONG_SEQ, attention=_PERFORMER),
                                     "GPT-2-small causal block, seq 4096, causal Performer (FAVOR+) M 256"),
+    "long_bigbird_causal_s4096": (dict(_GPT2, num_layers=1, max_seq_len=_LONG_SEQ, attention=_BIGBIRD),
+                                  "GPT-2-small causal block, seq 4096, causal BigBird B 64, W 1, G 1, R 3"),
 }
 
 # name -> (description, what it is)
@@ -109,7 +118,7 @@ WORKLOADS = {
 }
 DEFAULT_WORKLOADS = list(WORKLOADS)   # what a plain run measures
 WORKLOADS.update(LONG_WORKLOADS)
-# --only long: the full, windowed, Linformer and Performer rows; each brings its "diag" layer along
+# --only long: the full, windowed, Linformer, Performer and BigBird rows; each brings its "diag" layer along
 # as a companion (Bench.companion), measured within the row's own
 # configuration so that the two times the core estimate subtracts are taken
 # side by side.
@@ -119,12 +128,16 @@ BACKENDS = ("hwy", "llvm")
 
 
 # The long kinds measured against full attention (issue 22's goals).
-LONG_SPARSE_KINDS = ("window", "linformer", "performer")
+LONG_SPARSE_KINDS = ("window", "linformer", "performer", "bigbird")
+# Those among them that attend a subset of full attention's (query, key)
+# pairs: their core is also judged against full attention's core scaled by
+# the fraction of the pairs attended (the efficiency goal).
+LONG_PAIR_KINDS = ("window", "bigbird")
 
 
 def long_kind(name):
-    """"full", "window", "linformer", "performer" or "diag" for a long
-    workload, else None."""
+    """"full", "window", "linformer", "performer", "bigbird" or "diag" for a
+    long workload, else None."""
     if name not in LONG_WORKLOADS:
         return None
     return name.split("_")[1]
@@ -139,15 +152,16 @@ def long_partner(name, kind):
 
 
 def companion(name):
-    """The diag layer measured beside a long full, windowed, Linformer or
-    Performer workload (its attention core = its time - the diag's), else
-    None."""
+    """The diag layer measured beside a long full, windowed, Linformer,
+    Performer or BigBird workload (its attention core = its time - the
+    diag's), else None."""
     return long_partner(name, "diag") if long_kind(name) in ("full",) + LONG_SPARSE_KINDS else None
 
 
 def uses_onednn(name):
     """oneDNN's GEMM reference models full (or causal) attention only: a
-    windowed workload gets no oneDNN figure."""
+    windowed (Linformer, Performer, block-sparse) workload gets no oneDNN
+    figure."""
     return attention_of(WORKLOADS[name][0])[0] == "full"
 
 
@@ -173,7 +187,8 @@ def attended_pairs(desc, seq):
     pairs the rule allows, each once: query i attends key j when
     |i - j| <= W, or i < G, or j < G (and j <= i when causal); for
     Linformer S*k (each query attends the k projected keys); None for
-    Performer (no (query, key) pairs: its linear form never forms them)."""
+    Performer (no (query, key) pairs: its linear form never forms them);
+    for block_sparse (BigBird) the nominal count of block_sparse_pairs()."""
     causal = is_causal(desc)
     kind, w, g = attention_of(desc)
     if kind == "full":
@@ -182,6 +197,12 @@ def attended_pairs(desc, seq):
         return seq * desc["attention"]["k"]
     if kind == "performer":
         return None
+    if kind == "block_sparse":
+        a = desc["attention"]
+        block = a["block"]
+        return block_sparse_pairs(seq, block, a.get("window_blocks", 1), a.get("global_blocks", 1),
+                                  a.get("random_blocks", 0), causal,
+                                  pattern_rows=-(-desc["max_seq_len"] // block))
     if kind != "sliding_window":
         raise ValueError("bench: no pair count for attention kind %r" % kind)
     total = 0
@@ -195,12 +216,152 @@ def attended_pairs(desc, seq):
     return total
 
 
+def block_sparse_pairs(seq, block, window_blocks, global_blocks, random_blocks, causal, pattern_rows=None):
+    """The (query, key) pairs one head of a block_sparse (BigBird, contract
+    section 7) self-attention over `seq` positions attends, counted
+    NOMINALLY, the way tfm's --bench counts them (KeyPairs in
+    dialects/include/tfm/IR/TfmSizes.h, keyPairsCpp in
+    compiler/lowering/KeySpanCpp.cpp), so that the two FLOP counts agree:
+    query row i (query block qb = i // B) attends
+      * its window and global keys exactly, each once: a row in a global
+        block (qb < G) every key; any other the keys of the global blocks
+        (kb < G) and of its window (|kb - qb| <= W), their union clamped to
+        [0, S) (and to j <= i when causal);
+      * plus, for a row past the global blocks (qb >= G) whose query block
+        has a row of the block_pattern (qb < pattern_rows, default
+        ceil(S / B)), R*B keys more: R whole blocks, as if each of its
+        random ids named a distinct full block that no other rule reaches
+        (the count does not read the pattern); the row's total capped at S
+        (causal: at i + 1).
+    With a pattern whose ids repeat, fall outside [0, ceil(S / B)), name a
+    window or global block or (causal) a block past the row, or name the
+    partial last block, the pairs really attended are fewer: this count is
+    an upper bound, exact for a pattern without repeats or overlaps
+    (check_block_sparse_pairs checks both against a dense mask)."""
+    b, w, g, r = block, window_blocks, global_blocks, random_blocks
+    rows = -(-seq // b) if pattern_rows is None else pattern_rows
+    total = 0
+    for i in range(seq):
+        qb = i // b
+        cap = i + 1 if causal else seq
+        if qb < g:                      # a global row: every key (up to i when causal)
+            total += cap
+            continue
+        prefix = min(g * b, cap)                                 # the global keys
+        end = min(cap, (qb + w + 1) * b)                         # the window, after them
+        first = max(prefix, (qb - w) * b)
+        count = prefix + max(0, end - first)
+        if r and qb < rows:
+            count = min(cap, count + r * b)
+        total += count
+    return total
+
+
+def check_block_sparse_pairs(seed=0, verbose=True):
+    """By hand (`bench.py --check-pairs`; not a ctest): block_sparse_pairs
+    against a dense [S, S] mask built with numpy from contract section 7's
+    rule (query block qb attends key block kb when |kb - qb| <= W, or
+    qb < G, or kb < G, or kb is one of the ids of row qb of the pattern in
+    [0, nb); causal: key <= query), at small S and B (S = 40, B = 4; S = 42,
+    B = 4 and S = 23, B = 5 with a partial last block), W 0-2, G 0-2, R 0-3,
+    encoder and causal:
+      * for random patterns without repeats or overlaps (each row past the
+        global blocks names R distinct full blocks that neither its window,
+        nor the global blocks, nor (causal) its own or later positions
+        reach; a row with fewer such blocks names all of them, then the
+        partial last block if no other rule reaches it, then ids out of
+        range) the nominal count equals the mask's count;
+      * for patterns as make_weights draws them (ids uniform in -1 .. rows:
+        repeats, overlaps, ids out of range) it is at least the mask's;
+      * where test/e2e/reference.py imports (torch), the numpy mask equals
+        reference.block_sparse_allowed's, the rule torch_worker.py's
+        dense-mask layer is built from.
+    Raises AssertionError on a mismatch; returns the number of cases."""
+    try:
+        import reference
+        import torch
+    except ImportError:
+        reference = None
+    rng = np.random.default_rng(seed)
+    cases = 0
+    for seq, b in ((40, 4), (42, 4), (23, 5)):
+        nb = -(-seq // b)
+        full_blocks = seq // b
+        i = np.arange(seq)[:, None]
+        j = np.arange(seq)[None, :]
+        qb, kb = i // b, j // b
+        for w in (0, 1, 2):
+            for g in (0, 1, 2):
+                for r in (0, 1, 2, 3):
+                    for causal in (False, True):
+                        exact = np.full((nb, r), -1, dtype=np.int64)
+                        drawn = rng.integers(-1, nb + 1, size=(nb, r))
+                        for q in range(g, nb):
+                            free = [k for k in range(full_blocks)
+                                    if k >= g and abs(k - q) > w and (not causal or k < q)]
+                            if len(free) >= r:
+                                ids = list(rng.choice(free, size=r, replace=False)) if r else []
+                            else:
+                                ids = free + [k for k in range(full_blocks, nb)
+                                              if k >= g and abs(k - q) > w and not causal]
+                            exact[q, :len(ids[:r])] = ids[:r]
+                        nominal = block_sparse_pairs(seq, b, w, g, r, causal)
+                        for pattern, equal in ((exact, True), (drawn, False)):
+                            ok = (np.abs(qb - kb) <= w) | (qb < g) | (kb < g)
+                            if r:
+                                rows = pattern[qb[:, 0]]                     # [S, R]
+                                valid = (rows >= 0) & (rows < nb)
+                                ok = ok | ((rows[:, :, None] == kb[:, None, :]) & valid[:, :, None]).any(1)
+                            if causal:
+                                ok = ok & (j <= i)
+                            dense = int(ok.sum())
+                            what = ("S %d B %d W %d G %d R %d%s, %s pattern: nominal %d, dense mask %d"
+                                    % (seq, b, w, g, r, " causal" if causal else "",
+                                       "exact" if equal else "drawn", nominal, dense))
+                            assert (nominal == dense) if equal else (nominal >= dense), what
+                            if reference is not None:
+                                ref = reference.block_sparse_allowed(
+                                    range(seq), range(seq), b, w, g,
+                                    torch.from_numpy(pattern) if r else None, causal).numpy()
+                                assert (ref == ok).all(), what + ": reference.block_sparse_allowed differs"
+                            cases += 1
+    if verbose:
+        print("block_sparse_pairs: %d cases agree with the dense mask (%s)"
+              % (cases, "numpy, and reference.block_sparse_allowed" if reference is not None
+                 else "numpy only: test/e2e/reference.py did not import"))
+    return cases
+
+
+def block_sparse_attended(desc, weights_path):
+    """The (query, key) pairs one head really attends in a block_sparse
+    workload with the bench's weights file (its layers' block_pattern, as
+    make_weights draws them: ids uniform in -1 .. rows, so some repeat, fall
+    in a window or global block, or out of range), averaged over the
+    layers: reference.block_sparse_allowed's mask, counted.  None for
+    another kind.  Shown beside the nominal count (attended_pairs), which
+    the FLOPs and the goals use."""
+    if attention_of(desc)[0] != "block_sparse":
+        return None
+    import reference
+    import safetensors
+    import torch
+    a, seq = desc["attention"], desc["max_seq_len"]
+    tensors = safetensors.load_file(weights_path)
+    patterns = [torch.from_numpy(np.array(v)) for k, v in sorted(tensors.items())
+                if k.endswith("self_attn.block_pattern")] or [None]
+    counts = [int(reference.block_sparse_allowed(range(seq), range(seq), a["block"], a.get("window_blocks", 1),
+                                                 a.get("global_blocks", 1), p, is_causal(desc)).sum())
+              for p in patterns]
+    return statistics.mean(counts)
+
+
 def attention_flops(desc, seq):
     """The matmul FLOPs of one self-attention (all heads, batch 1), as tfm's
     --bench counts them (each op's MatmulFlopsOpInterface, dialects/lib/IR/
     TfmOps.cpp), with d = heads * dk:
-      full, sliding window: 2*pairs*dk per head for QK^T and again for PV:
-        4*pairs*d;
+      full, sliding window, block_sparse: 2*pairs*dk per head for QK^T and
+        again for PV: 4*pairs*d (block_sparse: the nominal pairs of
+        block_sparse_pairs, as tfm counts them);
       linformer (k): E_n K and F_n V, 2*k*S*d each (SequenceProjectionOp),
         then attention over k keys, pairs = S*k: 4*S*k*d; 8*S*k*d in all;
       performer (M): phi(Q) and phi(K), 2*S*M*dk per head each
@@ -221,10 +382,11 @@ def attention_flops(desc, seq):
 def matmul_flops(desc, seq, batch=1):
     """The matmul FLOPs of one forward pass, as tfm's own --bench counts them:
     2*M*N*K per linear (QKV, out proj, FFN1, FFN2) and the self-attention's
-    (attention_flops: for full attention and a sliding window, per head
-    2*pairs*dk for QK^T and again for PV, where pairs = S*S, or S*(S+1)/2
-    when causal, or the pairs a sliding window allows (attended_pairs);
-    Linformer's and Performer's their own)."""
+    (attention_flops: for full attention, a sliding window and block_sparse,
+    per head 2*pairs*dk for QK^T and again for PV, where pairs = S*S, or
+    S*(S+1)/2 when causal, or the pairs a sliding window allows, or
+    block_sparse's nominal pairs (attended_pairs); Linformer's and
+    Performer's their own)."""
     d, f, n = desc["d_model"], desc["d_ff"], desc["num_layers"]
     linears = 2.0 * seq * (3 * d * d + d * d + d * f + f * d)
     return batch * n * (linears + attention_flops(desc, seq))
@@ -432,7 +594,9 @@ class Bench:
         if not fresh:
             log("  writing weights and input for %s" % name)
             w = reference.make_weights(reference.Config(desc), seed=seed)
-            safetensors.save_file({k: v.numpy() for k, v in w.items()}, weights)
+            # F32, but block_sparse's block_pattern (integer key-block ids): I32.
+            safetensors.save_file({k: v.numpy() for k, v in w.items()}, weights,
+                                  dtype={k: "F32" if v.is_floating_point() else "I32" for k, v in w.items()})
             rng = np.random.default_rng(seed)
             x = rng.standard_normal((1, desc["max_seq_len"], desc["d_model"])).astype(np.float32)
             np.save(inp, x)
@@ -440,6 +604,8 @@ class Bench:
                 f.write(text + "seed %d\n" % seed)
         self.files = getattr(self, "files", {})
         self.files[name] = dict(model=model, weights=weights, input=inp, dir=d)
+        self.pairs_attended = getattr(self, "pairs_attended", {})
+        self.pairs_attended[name] = block_sparse_attended(desc, weights)
         for backend in self.args.backends:
             exe = os.path.join(d, "%s.%s.exe" % (name, backend))
             t0 = time.time()
@@ -726,6 +892,8 @@ class Bench:
                                                 max_rel_diff=max(rel)),
                                torch=torch_r, onednn=onednn_r,
                                output_check=self.checks.get((name, t, tool)))
+                    if self.pairs_attended.get(name) is not None:
+                        row["pairs_attended"] = self.pairs_attended[name]
                     if companion(name):
                         row["beside_diag"] = paired(tool, name, companion(name), t)
                     if torch_r:
@@ -814,10 +982,10 @@ def md_table(rows):
 # The long-sequence table (issue 22's goals)
 # ---------------------------------------------------------------------------
 
-GOAL_LAYER_VS_FULL = 1.5    # whole layer, windowed (Linformer, Performer) vs tfm's own full attention
+GOAL_LAYER_VS_FULL = 1.5    # whole layer, windowed (Linformer, Performer, BigBird) vs tfm's own full attention
 GOAL_LAYER_VS_TORCH = 3.0   # whole layer, windowed (...) vs PyTorch's dense-mask layer
 GOAL_CORE_VS_FULL = 5.0     # attention core, windowed (...) vs full
-GOAL_CORE_EFFICIENCY = 1.25  # core time / (full core x pairs ratio); the window only
+GOAL_CORE_EFFICIENCY = 1.25  # core time / (full core x pairs ratio); the window and BigBird (LONG_PAIR_KINDS)
 
 
 def long_rows(rows):
@@ -825,8 +993,9 @@ def long_rows(rows):
     attended, the ratios issue 22's goals are stated in, and the attention
     core estimated as tfm(X) - tfm(X's "diag" layer: window 0, the same
     GEMMs, measured beside X in X's configuration), all from the same run.
-    PyTorch's dense-mask layer is, for a windowed row, its own torch run (the
-    window as a dense mask); for a Linformer or Performer row, which has no
+    PyTorch's dense-mask layer is, for a windowed or BigBird row, its own
+    torch run (the window, or the block pattern, as a dense mask); for a
+    Linformer or Performer row, which has no
     mask, the torch run of the full-attention row of the same layer (dense
     attention, the causal mask when causal: what users run today), and that
     row's own torch run (the kind in PyTorch, torch_worker.py's
@@ -857,6 +1026,7 @@ def long_rows(rows):
         own = r["torch"] if linear_kind else None
         e = dict(workload=name, threads=t, backend=b, kind=kind, causal=is_causal(desc),
                  pairs=pairs, pair_fraction=None if pairs is None else pairs / float(seq * seq),
+                 pairs_attended=r.get("pairs_attended"),
                  pairs_vs_full=None if pairs is None else pairs / float(full_pairs),
                  tfm_median_ms=med, tfm_min_ms=r["tfm"]["min_ms"],
                  full_median_ms=full["tfm"]["median_ms"] if full else None,
@@ -885,11 +1055,14 @@ def long_rows(rows):
                 e["full_core_min_ms"] = full_core_min
                 if kind in LONG_SPARSE_KINDS and e["core_ms"] > 0 and full_core > 0:
                     e["core_vs_full"] = full_core / e["core_ms"]
-                    if kind == "window":
+                    if kind in LONG_PAIR_KINDS:
                         e["core_efficiency"] = e["core_ms"] / (full_core * e["pairs_vs_full"])
+                        if e["pairs_attended"]:   # BigBird: against the pairs its pattern really attends
+                            e["core_efficiency_attended"] = e["core_ms"] / (
+                                full_core * e["pairs_attended"] / float(full_pairs))
                 if kind in LONG_SPARSE_KINDS and e["core_min_ms"] > 0 and full_core_min > 0:
                     e["core_vs_full_min"] = full_core_min / e["core_min_ms"]
-                    if kind == "window":
+                    if kind in LONG_PAIR_KINDS:
                         e["core_efficiency_min"] = e["core_min_ms"] / (full_core_min * e["pairs_vs_full"])
         if kind in LONG_SPARSE_KINDS:
             goals = [("layer>=%.1fx full" % GOAL_LAYER_VS_FULL, e.get("layer_vs_full"),
@@ -898,7 +1071,7 @@ def long_rows(rows):
                       lambda v: v >= GOAL_LAYER_VS_TORCH),
                      ("core>=%.0fx full" % GOAL_CORE_VS_FULL, e.get("core_vs_full"),
                       lambda v: v >= GOAL_CORE_VS_FULL)]
-            if kind == "window":   # a pair count to scale by: the window's alone
+            if kind in LONG_PAIR_KINDS:   # a pair count to scale by: the window's and BigBird's
                 goals.append(("core<=%.2fx scaled full" % GOAL_CORE_EFFICIENCY, e.get("core_efficiency"),
                               lambda v: v <= GOAL_CORE_EFFICIENCY))
             e["goals"] = {g: (None if v is None else bool(ok(v))) for g, v, ok in goals}
@@ -953,25 +1126,44 @@ def long_notes(bench, entries):
              "pairs/S^2: the (query, key) pairs attended per head, as a fraction of all S^2 = 4096^2 "
              "(full: 100%; causal full: S(S+1)/2; window 256 with 2 global tokens: the band of 2W+1 = 513 "
              "keys, the 2 global keys, the 2 global rows; diag: window 0, each token itself; Linformer: "
-             "S x k, k = 256 projected keys; Performer: none, '-').",
+             "S x k, k = 256 projected keys; Performer: none, '-'; BigBird, blocks of 64, 1 window block "
+             "each side, 1 global block, 3 random blocks: nominal, as tfm's --bench counts them, the global "
+             "block's rows every key, any other row its window and global keys plus 3 x 64 random keys "
+             "(as if each random id named a block no other rule reaches: an upper bound; the pairs the "
+             "bench's block_pattern really attends are given below)).",
              "full/this: tfm's full-attention layer of the same shape (median) / this layer's median; "
-             "goal for the windowed, Linformer and Performer rows >= %.1f." % GOAL_LAYER_VS_FULL,
-             "torch mask ms, torch/tfm: PyTorch 1.13's dense-mask layer: for a windowed row the same layer, "
-             "weights and input, the window as a dense attn_mask (below); for a Linformer or Performer row "
+             "goal for the windowed, Linformer, Performer and BigBird rows >= %.1f." % GOAL_LAYER_VS_FULL,
+             "torch mask ms, torch/tfm: PyTorch 1.13's dense-mask layer: for a windowed or BigBird row the "
+             "same layer, weights and input, the window (BigBird: the rule with the layer's block_pattern) "
+             "as a dense attn_mask (below); for a Linformer or Performer row "
              "(nothing to mask) PyTorch's full-attention layer of the same shape (the full row's torch "
-             "figure: dense attention, with the causal mask when causal); goal for the windowed, Linformer "
-             "and Performer rows >= %.0f." % GOAL_LAYER_VS_TORCH,
+             "figure: dense attention, with the causal mask when causal); goal for the windowed, Linformer, "
+             "Performer and BigBird rows >= %.0f." % GOAL_LAYER_VS_TORCH,
              "torch kind ms, torch kind/tfm: a Linformer or Performer row's own PyTorch layer (same weights "
              "and input, the kind written with torch ops as a user would: below; the output check is "
-             "against it); no goal.",
+             "against it); no goal. None for BigBird (Hugging Face's block-gathering BigBird needs "
+             "transformers, which the bench does not install, and has its own block layout).",
              "core ms: the attention core, estimated as this layer's time - the time of the same layer with "
              "window 0 (its diag row: the same GEMMs, LayerNorms and FFN, one key per query), the two measured "
              "side by side in this row's configuration (the median over the timed rounds of the difference of "
              "the two medians; in brackets, of the mins); "
              "core full/this: the full layer's core / this one's (goal >= %.0f); core/(full core x pairs): this "
              "core / (the full core x this layer's pairs / the full layer's pairs) (goal <= %.2f: skipping costs "
-             "no efficiency; windowed rows only). A Linformer or Performer core includes its projections "
-             "(E_n K, F_n V) or feature maps." % (GOAL_CORE_VS_FULL, GOAL_CORE_EFFICIENCY)]
+             "no efficiency; windowed and BigBird rows only, BigBird's with its nominal pairs). A Linformer "
+             "or Performer core includes its projections (E_n K, F_n V) or feature maps."
+             % (GOAL_CORE_VS_FULL, GOAL_CORE_EFFICIENCY)]
+    for name in dict.fromkeys(e["workload"] for e in entries if e["pairs_attended"]):
+        es = [e for e in entries if e["workload"] == name]
+        seq = WORKLOADS[name][0]["max_seq_len"]
+        eff = ["t=%d %s %.2f" % (e["threads"], e["backend"], e["core_efficiency_attended"])
+               for e in es if e.get("core_efficiency_attended") is not None]
+        lines.append("%s: the bench's block_pattern (make_weights: ids uniform in -1 .. rows, some repeated, "
+                     "in a window or global block, out of range or, causal, past the row) attends %d pairs "
+                     "(%.2f%% of S^2), the nominal count %d (%.2f%%)%s."
+                     % (name, es[0]["pairs_attended"], 100.0 * es[0]["pairs_attended"] / seq / seq,
+                        es[0]["pairs"], 100.0 * es[0]["pairs"] / seq / seq,
+                        "; core/(full core x pairs) with the pairs attended (no goal): " + ", ".join(eff)
+                        if eff else ""))
     for name in [e["workload"] for e in entries if e["threads"] == entries[0]["threads"]
                  and e["backend"] == entries[0]["backend"]]:
         tm = bench.torch_models.get(name) or {}
@@ -1100,12 +1292,14 @@ def report(bench, rows, elapsed):
         notes.append("--backend=%s not measured: %s" % (b, why))
     notes += bench.errors
     for name, tm in sorted(bench.torch_models.items()):
-        expected = ("UserLinearKindModel" if long_kind(name) in ("linformer", "performer")
-                    else "TorchSingleStack")
+        expected, what = {
+            "linformer": ("UserLinearKindModel", "torch_worker.py's UserLinearKindModel"),
+            "performer": ("UserLinearKindModel", "torch_worker.py's UserLinearKindModel"),
+            "bigbird": ("TorchBlockSparseStack", "torch_worker.py's TorchBlockSparseStack "
+                        "(nn.TransformerEncoder with a dense attn_mask)"),
+        }.get(long_kind(name), ("TorchSingleStack", "nn.TransformerEncoder with a dense attn_mask"))
         if long_kind(name) and not str(tm.get("model")).startswith(expected):
-            notes.append("torch on %s is %s, not %s" % (
-                name, tm.get("model"), "torch_worker.py's UserLinearKindModel" if expected.startswith("User")
-                else "nn.TransformerEncoder with a dense attn_mask"))
+            notes.append("torch on %s is %s, not %s" % (name, tm.get("model"), what))
     table = text_table(rows)
     longs = long_rows(rows)
     print()
@@ -1201,6 +1395,9 @@ def main(argv=None):
                    help="where the results go: latest.{md,json,png}, or long-seq.{md,json} when "
                         "only long-sequence rows are measured")
     p.add_argument("--list", action="store_true", help="list the workloads and their FLOPs")
+    p.add_argument("--check-pairs", action="store_true",
+                   help="check block_sparse's nominal pair count (the FLOPs of the BigBird rows) against "
+                        "a dense mask at small sizes, and exit (seconds; needs no build)")
     a = p.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
     hidden = ("--tfm-compile", "--out-dir", "--work-dir")  # paths: not part of the command shown
@@ -1213,6 +1410,9 @@ def main(argv=None):
                                                 "  (--only long)" if n in GROUPS["long"] else
                                                 "  (--only long: beside the other rows of its layer)"))
         print("%-27s %s" % ("decode", "gpt2-small decode steps at cache lengths 128 and 1024 (bench/decode.py)"))
+        return 0
+    if a.check_pairs:
+        check_block_sparse_pairs()
         return 0
     a.threads = [int(t) for t in a.threads.split(",") if t.strip()]
     if not a.threads or min(a.threads) < 1:

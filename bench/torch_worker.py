@@ -34,6 +34,17 @@ phi(K)^T 1 when not causal, performer-pytorch's chunked prefix sums
 (causal_linear_attention_noncuda: 128 chunks, a cumsum within each and the
 running sums carried across) when causal.  Like the contract, and unlike
 performer-pytorch, no stabiliser (max) and no eps.
+
+A block_sparse (BigBird) model, which nn.Transformer cannot express either,
+gets TorchBlockSparseStack: the way a PyTorch user runs BigBird's rule on a
+CPU today, nn.TransformerEncoder's own layers with the rule as a dense float
+[seq, seq] attn_mask (0 / -inf), one per layer from that layer's
+block_pattern (the weights file's, as tfm reads it), built by the same
+helpers as the e2e reference's masks (reference.block_sparse_allowed, the
+rule, and reference.attention_float_mask), once: the pattern is fixed, so a
+user builds the mask once and passes it to every call.  Hugging Face's
+BigBird (block-gathering, its own implementation and block layout) is not
+run: it needs transformers, which /usr/bin/python3 does not have.
 """
 
 import json
@@ -229,11 +240,74 @@ class UserLinearKindModel(nn.Module):
         return x
 
 
+# ---------------------------------------------------------------------------
+# BigBird (block_sparse) as a PyTorch user runs it on a CPU: a dense mask
+# ---------------------------------------------------------------------------
+
+def block_sparse_attn_mask(cfg, n, pattern, dtype):
+    """block_sparse's rule (contract section 7) as the float [n, n]
+    attn_mask nn.TransformerEncoderLayer takes, 0 where the query attends
+    the key and -inf elsewhere: reference.block_sparse_allowed (blocks of
+    cfg.block; |qb - kb| <= window_blocks, qb < global_blocks, kb <
+    global_blocks, or kb in row qb of `pattern` among [0, ceil(n / block));
+    causal on top) through reference.attention_float_mask, the helpers the
+    e2e reference builds its dense masks with."""
+    allowed = reference.block_sparse_allowed(range(n), range(n), cfg.block, cfg.window_blocks,
+                                             cfg.global_blocks, pattern, cfg.causal)
+    return reference.attention_float_mask(allowed, dtype)
+
+
+class TorchBlockSparseStack(nn.TransformerEncoder):
+    """nn.TransformerEncoder of the e2e reference's nn.TransformerEncoderLayer
+    (the same layers as its TorchSingleStack: batch_first, dropout 0,
+    norm_first for pre-norm), each layer's self-attention given BigBird's
+    rule as a dense float attn_mask from its own block_pattern (an integer
+    buffer layers.{i}.self_attn.block_pattern [ceil(max_seq_len / block),
+    R], loaded from the weights file; none without random blocks).  The
+    masks are built on the first pass at a length (the warm-up) and kept
+    while the patterns stay as loaded."""
+
+    @staticmethod
+    def expresses(cfg):
+        """A float-input stack of plain layers (the bench's workloads)."""
+        return not (cfg.tokens or cfg.is_encdec or cfg.final_norm or cfg.positional != "none"
+                    or cfg.uses_section11() or cfg.attention_score != "scaled_dot")
+
+    def __init__(self, cfg):
+        if not self.expresses(cfg):
+            raise ValueError("TorchBlockSparseStack: a float-input stack of plain layers only")
+        super().__init__(reference._encoder_layer(cfg), cfg.num_layers, norm=None, enable_nested_tensor=False)
+        self.cfg = cfg
+        if cfg.random_blocks:
+            rows = -(-cfg.max_seq_len // cfg.block)
+            for layer in self.layers:
+                layer.self_attn.register_buffer(
+                    "block_pattern", torch.zeros(rows, cfg.random_blocks, dtype=torch.long))
+        self._masks = {}
+
+    def masks(self, n, dtype):
+        patterns = [getattr(layer.self_attn, "block_pattern", None) for layer in self.layers]
+        key = (n, dtype, tuple(None if p is None else (p.data_ptr(), p._version) for p in patterns))
+        if key not in self._masks:
+            self._masks = {key: [block_sparse_attn_mask(self.cfg, n, p, dtype) for p in patterns]}
+        return self._masks[key]
+
+    def forward(self, input):  # noqa: A002 - the contract's input name
+        x = input
+        for layer, mask in zip(self.layers, self.masks(x.shape[-2], x.dtype)):
+            x = layer(x, src_mask=mask)
+        return x
+
+
 def build_model(cfg):
-    """UserLinearKindModel for Linformer and Performer; otherwise
-    test/e2e/reference.py's build_torch_model."""
+    """UserLinearKindModel for Linformer and Performer, TorchBlockSparseStack
+    for block_sparse (a float-input stack of plain layers); otherwise
+    test/e2e/reference.py's build_torch_model (for another block_sparse
+    model its formula model gathering blocks: the results name the class)."""
     if cfg.linformer or cfg.performer:
         return UserLinearKindModel(cfg).eval()
+    if cfg.block_sparse and TorchBlockSparseStack.expresses(cfg):
+        return TorchBlockSparseStack(cfg).eval()
     return reference.build_torch_model(cfg)
 
 
@@ -248,6 +322,13 @@ def describe(cfg, model):
         return cls, ("none: Performer M %d, linear form (%s)"
                      % (cfg.performer_m, "performer-pytorch's chunked cumsum, 128 chunks" if cfg.causal
                         else "phi(K)^T V and phi(K)^T 1"))
+    if cls == "TorchBlockSparseStack":
+        return (cls + " (nn.TransformerEncoder)",
+                "a dense float [%d, %d] (0 / -inf) per layer, built once: BigBird blocks of %d, %d window "
+                "block%s each side, %d global block%s, %d random block%s from the layer's block_pattern%s"
+                % (n, n, cfg.block, cfg.window_blocks, "" if cfg.window_blocks == 1 else "s",
+                   cfg.global_blocks, "" if cfg.global_blocks == 1 else "s",
+                   cfg.random_blocks, "" if cfg.random_blocks == 1 else "s", ", causal" if cfg.causal else ""))
     if cls != "TorchSingleStack":
         return cls, "%s's own (not an nn.TransformerEncoder attn_mask)" % cls
     cls = "TorchSingleStack (nn.TransformerEncoder)"
