@@ -829,6 +829,19 @@ CASES = [
            note="src holes (the encoder's blocks and cross-attention), tgt right padding (float32)"),
     enc("bs_enc_long", floats(100, batch=2), block_sparse(16, 1, 1, 2, max_seq_len=128),
         note="seq 100 of 128: 7 blocks of 16, the last of 4; R 2 of 8 rows; batch 2"),
+    # Longer than the LLVM backend's blocks of 64 query rows: each block
+    # gathers its query blocks' pattern blocks after the band (B 8 aligned
+    # with them, B 6 and 5 straddling them).
+    dec("bs_dec_long_llama_gqa", ids(90, batch=2), block_sparse(
+        8, 1, 1, 3, **dict(LLAMA, vocab_size=64, num_kv_heads=2, d_ff=44, max_seq_len=96)),
+        pattern_dtype="I64",
+        note="causal, seq 90 of 96: 12 blocks of 8, the last of 2; W 1, G 1, R 3 (I64); llama-like, "
+             "2 kv heads of 4; batch 2"),
+    enc("bs_mask_enc_long_left", ids(80, batch=2), block_sparse(6, 0, 0, 2, vocab_size=50, max_seq_len=96),
+        masks={"mask": Mask("left", "int64", lengths=(50, 79))},
+        note="seq 80: 14 blocks of 6, the last of 2; W 0, G 0, R 2; left padding (30 and 1 padded)"),
+    encdec("bs_encdec_long", src_tgt(70, 66, batch=2), block_sparse(5, 1, 1, 2, vocab_size=64, max_seq_len=80),
+           note="src 70, tgt 66: blocks of 5 both self-attentions (the decoder's causal); R 2 of 16 rows"),
     enc("bs_enc_r0_seq_flag", floats(20), block_sparse(4, 1, 1, max_seq_len=16), max_seq_len=32,
         note="R 0: --max-seq-len 32 above max_seq_len 16 is allowed (no block_pattern); seq 20, 5 blocks"),
 

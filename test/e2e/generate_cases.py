@@ -319,6 +319,10 @@ CASES = [
     gen("gen_bs_llama_gqa", prompt(7, batch=2), dict(LLAMA, num_kv_heads=2, attention=block_sparse(2, 1, 0, 1)),
         seed=SEED_BS_3,
         note="llama-like, 2 kv heads of 4; B 2, W 1, G 0, R 1; 27 positions: 14 blocks"),
+    gen("gen_bs_long_prompt", prompt(70, batch=2), dict(max_seq_len=96, attention=block_sparse(8, 1, 1, 2)),
+        seed=1,
+        note="prompts of 70: the prefill's rows past 64 (the LLVM backend's second block of query rows) "
+             "gather their pattern blocks; 90 positions: 12 blocks of 8, R 2"),
     gen("gen_bs_b1_r0_maxseq", prompt(7), dict(max_seq_len=16, positional="sinusoidal",
                                                attention=block_sparse(1, 2, 1)),
         max_seq_len=27, seed=SEED_BS_4,

@@ -182,9 +182,15 @@ struct LowerAttention : TfmLowering<AttentionOp> {
     KeySpan span = op.getMaskAttr() ? op.getMaskAttr().getKeySpan() : KeySpan();
     RandomKeyBlocks random;
     if (Value pattern = op.getBlockPattern()) {
-      // Every key a candidate, masked by the pattern's table: no key block
-      // is skipped yet (the Highway backend skips them).
-      random.block = op.getMaskAttr().getBlock().value_or(1);
+      // Blocks of query rows gather their pattern's key blocks after the
+      // band; a few rows (decode steps) mask every key by the pattern's
+      // table instead.
+      MaskAttr mask = op.getMaskAttr();
+      random.pattern = pattern;
+      random.block = mask.getBlock().value_or(1);
+      random.randomBlocks = mask.getRandomBlocks().value_or(0);
+      random.windowBlocks = mask.getWindow().value_or(0);
+      random.globalBlocks = mask.getGlobalTokens().value_or(0);
       random.allowed =
           tb.randomKeyBlocksTable(pattern, op.getKey(), random.block);
       if (op.isCausal())

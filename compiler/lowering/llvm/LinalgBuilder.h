@@ -23,13 +23,15 @@ namespace mlir::tfm {
 
 using utils::IteratorType;
 
-/// BigBird's random key blocks of an attention: `allowed` [pattern rows,
+/// BigBird's random key blocks of an attention: `pattern` [pattern rows,
+/// randomBlocks] f32 key-block ids (null: none); `allowed` [pattern rows,
 /// key blocks] f32, 1 where query block qb's row of the pattern names key
-/// block kb (null: none); the positions in blocks of `block`; with
-/// `limit`, no key at or past it (causal).
+/// block kb; the positions in blocks of `block`, the mask's window and
+/// global blocks (the blocks another rule reaches); with `limit`, no key at
+/// or past it (causal).
 struct RandomKeyBlocks {
-  Value allowed;
-  int64_t block = 1;
+  Value pattern, allowed;
+  int64_t block = 1, randomBlocks = 0, windowBlocks = 0, globalBlocks = 0;
   std::optional<KeyBound> limit;
 };
 
@@ -824,16 +826,13 @@ public:
               b, loc, arith::AddIOp::create(b, loc, i0, rows),
               arith::ConstantIndexOp::create(b, loc, 1));
           Value block;
-          if ((!span.hasBegin() && !span.globalKeys) || random.allowed) {
+          if (!span.hasBegin() && !span.globalKeys) {
             // The keys the block's rows see: up to the end of its last
-            // row's span (the spans' ends grow with the row). Random key
-            // blocks may be anywhere: every key up to a causal limit.
+            // row's span (the spans' ends grow with the row).
             Value keys = sk;
-            std::optional<KeyBound> end =
-                random.allowed ? random.limit : span.end;
-            if (end)
+            if (span.end)
               keys = arith::MinSIOp::create(
-                  b, loc, sk, keyBound(b, loc, *end, last, keyOffset));
+                  b, loc, sk, keyBound(b, loc, *span.end, last, keyOffset));
             Value qBlock = sliceDim(q, rank - 2, i0, rows);
             Value blockPadding =
                 keyPadding ? sliceDim(keyPadding, 1, b.getIndexAttr(0), keys)
@@ -880,11 +879,43 @@ public:
                     1, sliceDim(keyPadding, 1, b.getIndexAttr(0), prefixKeys),
                     blockPadding);
             }
-            block =
-                attentionBlock(score, qBlock, blockKeysT, blockValues, params,
-                               span, i0, keyOffset,
-                               /*keysTransposed=*/true,
-                               KeyIndex{bandBegin, prefixKeys}, blockPadding);
+            KeyIndex keyIndex{bandBegin, prefixKeys};
+            if (random.pattern) {
+              // Then the pattern's key blocks of the block's query blocks,
+              // gathered: only those are scored besides the band.
+              keyIndex.gatheredFrom = getValueOrCreateConstantIndexOp(
+                  b, loc, sizes(blockValues)[kRank - 2]);
+              keyIndex.firstQueryBlock = arith::DivUIOp::create(
+                  b, loc,
+                  keyOffset
+                      ? arith::AddIOp::create(b, loc, keyOffset, i0).getResult()
+                      : i0,
+                  arith::ConstantIndexOp::create(b, loc, random.block));
+              Value lastPosition =
+                  keyOffset ? arith::AddIOp::create(b, loc, keyOffset, last)
+                                  .getResult()
+                            : last;
+              keyIndex.gathered = randomKeys(
+                  random, keyIndex.firstQueryBlock,
+                  arith::DivUIOp::create(
+                      b, loc, lastPosition,
+                      arith::ConstantIndexOp::create(b, loc, random.block)),
+                  sk);
+              blockKeysT =
+                  concatDim(kRank - 1, blockKeysT,
+                            gatherDim(keysT, kRank - 1, keyIndex.gathered));
+              blockValues =
+                  concatDim(kRank - 2, blockValues,
+                            gatherDim(v, kRank - 2, keyIndex.gathered));
+              if (keyPadding)
+                blockPadding =
+                    concatDim(1, blockPadding,
+                              gatherDim(keyPadding, 1, keyIndex.gathered));
+            }
+            block = attentionBlock(score, qBlock, blockKeysT, blockValues,
+                                   params, span, i0, keyOffset,
+                                   /*keysTransposed=*/true, keyIndex,
+                                   blockPadding, random);
           }
           SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0));
           offsets[rank - 2] = i0;
@@ -918,10 +949,131 @@ public:
 
   /// Where a block's key index j is among the keys: bandBegin + j, or with
   /// global keys (prefixKeys of them before the band) j below prefixKeys,
-  /// bandBegin + j - prefixKeys above. Null: j.
+  /// bandBegin + j - prefixKeys above. Null: j. With random key blocks
+  /// gathered after the band (from index gatheredFrom on), key j is
+  /// gathered[j - gatheredFrom] (randomKeys: its position, or -1), of query
+  /// block firstQueryBlock + (j - gatheredFrom) / (block * randomBlocks).
   struct KeyIndex {
     Value bandBegin, prefixKeys;
+    Value gatheredFrom, gathered, firstQueryBlock;
   };
+
+  /// The random keys of query blocks [first, last] ([(last - first + 1) *
+  /// R * B] f32): entry e of query block qb's row of the pattern is B
+  /// entries, the positions of key block id's keys, each -1 where the block
+  /// counts no key: qb global (it sees every key) or past the pattern's
+  /// rows; id out of range or not whole, a global block, in qb's window,
+  /// named before in the row; the key at or past `keys`.
+  Value randomKeys(const RandomKeyBlocks &random, Value first, Value last,
+                   Value keys) {
+    int64_t r = random.randomBlocks, blockSize = random.block;
+    Value queryBlocks = arith::AddIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, last, first),
+        arith::ConstantIndexOp::create(b, loc, 1));
+    Value count = arith::MulIOp::create(
+        b, loc, queryBlocks,
+        arith::ConstantIndexOp::create(b, loc, r * blockSize));
+    Value pattern = random.pattern;
+    return generic(
+        {}, empty({count}), {map(1, {0})}, parallel(1),
+        [&](OpBuilder &nb, Location nl, ValueRange) -> Value {
+          auto index = [&](int64_t c) -> Value {
+            return arith::ConstantIndexOp::create(nb, nl, c);
+          };
+          auto f32c = [&](double c) -> Value {
+            return arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(c));
+          };
+          auto cmpI = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
+            return arith::CmpIOp::create(nb, nl, p, x, y);
+          };
+          auto cmpF = [&](arith::CmpFPredicate p, Value x, Value y) -> Value {
+            return arith::CmpFOp::create(nb, nl, p, x, y);
+          };
+          auto both = [&](Value x, Value y) -> Value {
+            return arith::AndIOp::create(nb, nl, x, y);
+          };
+          Value j = linalg::IndexOp::create(nb, nl, 0);
+          Value entry = arith::DivUIOp::create(nb, nl, j, index(blockSize));
+          Value within = arith::RemUIOp::create(nb, nl, j, index(blockSize));
+          Value qb = arith::AddIOp::create(
+              nb, nl, first, arith::DivUIOp::create(nb, nl, entry, index(r)));
+          Value e = arith::RemUIOp::create(nb, nl, entry, index(r));
+          Value rows = tensor::DimOp::create(nb, nl, pattern, 0);
+          Value ok = both(
+              cmpI(arith::CmpIPredicate::uge, qb, index(random.globalBlocks)),
+              cmpI(arith::CmpIPredicate::ult, qb, rows));
+          // Row qb of the pattern (a row in range: the entry is -1 anyway).
+          Value row = arith::MinUIOp::create(
+              nb, nl, qb, arith::SubIOp::create(nb, nl, rows, index(1)));
+          auto idAt = [&](Value column) -> Value {
+            return tensor::ExtractOp::create(nb, nl, pattern,
+                                             ValueRange{row, column});
+          };
+          Value id = idAt(e);
+          // Whole and in [0, 2^24): exact as an index.
+          ok = both(ok, cmpF(arith::CmpFPredicate::OGE, id, f32c(0.0)));
+          ok = both(ok, cmpF(arith::CmpFPredicate::OLT, id, f32c(16777216.0)));
+          Value safeId = arith::SelectOp::create(nb, nl, ok, id, f32c(0.0));
+          Value kb = arith::IndexCastUIOp::create(
+              nb, nl, nb.getIndexType(),
+              arith::FPToUIOp::create(nb, nl, nb.getI64Type(), safeId));
+          ok = both(ok, cmpF(arith::CmpFPredicate::OEQ, safeId,
+                             arith::UIToFPOp::create(
+                                 nb, nl, nb.getF32Type(),
+                                 arith::IndexCastUIOp::create(
+                                     nb, nl, nb.getI64Type(), kb))));
+          ok = both(ok, cmpI(arith::CmpIPredicate::uge, kb,
+                             index(random.globalBlocks)));
+          // |kb - qb| > window: outside qb's window.
+          Value distance = arith::SubIOp::create(
+              nb, nl, arith::MaxUIOp::create(nb, nl, kb, qb),
+              arith::MinUIOp::create(nb, nl, kb, qb));
+          ok = both(ok, cmpI(arith::CmpIPredicate::ugt, distance,
+                             index(random.windowBlocks)));
+          // Not named by an earlier entry of the row.
+          for (int64_t f = 0; f + 1 < r; ++f) {
+            Value earlier = cmpI(arith::CmpIPredicate::ult, index(f), e);
+            Value same = cmpF(arith::CmpFPredicate::OEQ, idAt(index(f)), id);
+            ok =
+                both(ok, arith::XOrIOp::create(nb, nl, both(earlier, same),
+                                               arith::ConstantIntOp::create(
+                                                   nb, nl, nb.getI1Type(), 1)));
+          }
+          Value key = arith::AddIOp::create(
+              nb, nl, arith::MulIOp::create(nb, nl, kb, index(blockSize)),
+              within);
+          ok = both(ok, cmpI(arith::CmpIPredicate::ult, key, keys));
+          Value position = arith::UIToFPOp::create(
+              nb, nl, nb.getF32Type(),
+              arith::IndexCastUIOp::create(nb, nl, nb.getI64Type(), key));
+          return arith::SelectOp::create(nb, nl, ok, position, f32c(-1.0));
+        });
+  }
+
+  /// `src` at the positions `at` ([n] f32, -1: none, read as position 0)
+  /// along `dim`: the result has n there.
+  Value gatherDim(Value src, unsigned dim, Value at) {
+    SmallVector<OpFoldResult> outSizes = sizes(src);
+    outSizes[dim] = sizes(at)[0];
+    unsigned n = outSizes.size();
+    return generic(
+        {at}, empty(outSizes), {map(n, {dim}), map(n, range(0, n))},
+        parallel(n), [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value position = arith::MaximumFOp::create(
+              nb, nl, a[0],
+              arith::ConstantOp::create(nb, nl, nb.getF32FloatAttr(0.0f)));
+          SmallVector<Value> indices;
+          for (unsigned d = 0; d < n; ++d)
+            indices.push_back(
+                d == dim ? arith::IndexCastUIOp::create(
+                               nb, nl, nb.getIndexType(),
+                               arith::FPToUIOp::create(nb, nl, nb.getI64Type(),
+                                                       position))
+                               .getResult()
+                         : linalg::IndexOp::create(nb, nl, d).getResult());
+          return tensor::ExtractOp::create(nb, nl, src, indices);
+        });
+  }
 
   /// KeySpan::RowKeys of query row `row` as index values: keys [0, prefix)
   /// and [first, end), clamped to `keys`.
@@ -1135,15 +1287,52 @@ public:
               Value seen = arith::OrIOp::create(
                   nb, nl, inBand,
                   cmp(arith::CmpIPredicate::slt, key, row.prefix));
-              if (random.allowed) {
+              // The row's position and the block size (random blocks).
+              Value blockSize =
+                  arith::ConstantIndexOp::create(nb, nl, random.block);
+              Value position =
+                  keyOffset
+                      ? arith::AddIOp::create(nb, nl, keyOffset, i).getResult()
+                      : i;
+              if (keyIndex.gathered) {
+                // A gathered key: seen by the rows of its query block, up
+                // to a causal limit.
+                Value g = arith::SubIOp::create(
+                    nb, nl,
+                    arith::MaxUIOp::create(nb, nl, j, keyIndex.gatheredFrom),
+                    keyIndex.gatheredFrom);
+                Value at = tensor::ExtractOp::create(nb, nl, keyIndex.gathered,
+                                                     ValueRange{g});
+                Value owner = arith::AddIOp::create(
+                    nb, nl, keyIndex.firstQueryBlock,
+                    arith::DivUIOp::create(
+                        nb, nl, g,
+                        arith::ConstantIndexOp::create(
+                            nb, nl, random.block * random.randomBlocks)));
+                Value hit = arith::AndIOp::create(
+                    nb, nl,
+                    arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OGE, at,
+                                          f32Const(0.0)),
+                    cmp(arith::CmpIPredicate::eq, owner,
+                        arith::DivUIOp::create(nb, nl, position, blockSize)));
+                if (random.limit) {
+                  Value gatheredKey = arith::IndexCastUIOp::create(
+                      nb, nl, nb.getIndexType(),
+                      arith::FPToUIOp::create(nb, nl, nb.getI64Type(),
+                                              arith::MaximumFOp::create(
+                                                  nb, nl, at, f32Const(0.0))));
+                  hit = arith::AndIOp::create(
+                      nb, nl, hit,
+                      cmp(arith::CmpIPredicate::slt, gatheredKey,
+                          keyBound(nb, nl, *random.limit, i, keyOffset)));
+                }
+                seen = arith::SelectOp::create(
+                    nb, nl,
+                    cmp(arith::CmpIPredicate::uge, j, keyIndex.gatheredFrom),
+                    hit, seen);
+              } else if (random.allowed) {
                 // Or its key block is in the query block's pattern row
                 // (the keys then are every key: key == j).
-                Value blockSize =
-                    arith::ConstantIndexOp::create(nb, nl, random.block);
-                Value position =
-                    keyOffset ? arith::AddIOp::create(nb, nl, keyOffset, i)
-                                    .getResult()
-                              : i;
                 Value lastRow = arith::SubIOp::create(
                     nb, nl, tensor::DimOp::create(nb, nl, random.allowed, 0),
                     arith::ConstantIndexOp::create(nb, nl, 1));

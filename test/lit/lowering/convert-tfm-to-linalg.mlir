@@ -346,6 +346,42 @@ func.func @window(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1
 
 // -----
 
+// BigBird (causal, blocks of 8, window 1, global 1, random 2 from %p): a
+// block of 64 query rows reads the band and the global keys as a sliding
+// window does, then gathers its query blocks' pattern blocks: a
+// linalg.generic writes each entry's key positions (B = 8 of each of the
+// R = 2 ids of each query block from its first to its last: 16 a query
+// block), -1 where the id is out of range, not whole, global, in the
+// window or named before in the row; the keys and the values are read at
+// those positions and concatenated after the band. The mask keeps a
+// gathered key for the rows of its own query block, up to the diagonal.
+// CHECK-LABEL: func.func @block_sparse(
+// CHECK: scf.forall
+// CHECK: %[[COUNT:.*]] = arith.muli %{{.*}}, %c16 : index
+// CHECK-NEXT: %[[EMPTY:.*]] = tensor.empty(%[[COUNT]]) : tensor<?xf32>
+// CHECK: %[[GATHERED:.*]] = linalg.generic {{.*}} outs(%[[EMPTY]] : tensor<?xf32>)
+// CHECK: tensor.extract %arg3[%{{.*}}, %{{.*}}] : tensor<12x2xf32>
+// CHECK: arith.cmpi ugt, %{{.*}}, %c1 : index
+// CHECK: tensor.extract %arg3[%{{.*}}, %c0] : tensor<12x2xf32>
+// CHECK: arith.select %{{.*}}, %{{.*}}, %cst{{.*}} : f32
+// CHECK: %[[KEYS:.*]] = linalg.generic {{.*}} ins(%[[GATHERED]] : tensor<?xf32>) outs(%{{.*}} : tensor<1x2x8x?xf32>)
+// CHECK: arith.maximumf
+// CHECK: tensor.extract %transposed[
+// CHECK: tensor.insert_slice %[[KEYS]] into
+// CHECK: %[[VALUES:.*]] = linalg.generic {{.*}} ins(%[[GATHERED]] : tensor<?xf32>) outs(%{{.*}} : tensor<1x2x?x8xf32>)
+// CHECK: tensor.extract %arg2[
+// CHECK: tensor.insert_slice %[[VALUES]] into
+// CHECK: tensor.extract %[[GATHERED]][
+// CHECK: arith.cmpi eq
+// CHECK: arith.cmpi uge
+// CHECK: scf.forall.in_parallel
+func.func @block_sparse(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>, %p: tensor<12x2xf32>) -> tensor<1x2x?x8xf32> {
+  %0 = tfm.attention <scaled_dot> %q, %k, %v causal block 8 window 1 global 1 random 2 pattern(%p) : (tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<12x2xf32>) -> tensor<1x2x?x8xf32>
+  return %0 : tensor<1x2x?x8xf32>
+}
+
+// -----
+
 // Linformer's projection: E's first n columns (n the rows of the input),
 // contracted with the input along the sequence, the sequence innermost.
 // CHECK-LABEL: func.func @sequence_projection(
