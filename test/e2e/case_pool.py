@@ -6,8 +6,41 @@ the result is the harness's exit status (1 if any case failed). A worker that
 dies fails its case instead of the run.
 """
 
+import argparse
 import concurrent.futures
+import fnmatch
 import multiprocessing
+
+
+def select_names(names, filters, shard=None):
+    """The names that match one of `filters` (a glob where it has one of
+    `*?[`, else a substring; none: every name), then, with shard (K, N),
+    the K-th of every N of them (1-based, round robin: ctest runs a long
+    suite as N tests that each take about its N-th part, and no one of them
+    reaches the test time limit)."""
+    def match(n, f):
+        return fnmatch.fnmatchcase(n, f) if any(ch in f for ch in "*?[") else f in n
+    picked = [n for n in names if not filters or any(match(n, f) for f in filters)]
+    if shard is not None:
+        k, n = shard
+        picked = picked[k - 1::n]
+    return picked
+
+
+def shard_arg(text):
+    """argparse type of --shard K/N (1 <= K <= N)."""
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError("expected K/N (two integers), not %r" % text)
+    if not 1 <= k <= n:
+        raise argparse.ArgumentTypeError("K/N needs 1 <= K <= N, not %r" % text)
+    return k, n
+
+
+def add_shard_argument(ap):
+    ap.add_argument("--shard", type=shard_arg, default=None, metavar="K/N",
+                    help="run the K-th of every N selected cases (round robin; 1-based)")
 
 
 def run_cases(names, run_one, opts, jobs, init_worker):

@@ -64,7 +64,6 @@ Run with Debian's /usr/bin/python3 (python3-torch 1.13).
 """
 
 import argparse
-import fnmatch
 import inspect
 import json
 import math
@@ -943,13 +942,7 @@ def _init_worker():
 
 
 def select(filters):
-    names = [c.name for c in CASES]
-    if not filters:
-        return names
-
-    def match(n, f):
-        return fnmatch.fnmatchcase(n, f) if any(ch in f for ch in "*?[") else f in n
-    return [n for n in names if any(match(n, f) for f in filters)]
+    return case_pool.select_names([c.name for c in CASES], filters)
 
 
 # ---------------------------------------------------------------------------

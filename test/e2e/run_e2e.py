@@ -59,7 +59,6 @@ Run with Debian's /usr/bin/python3 (it has python3-torch 1.13).
 """
 
 import argparse
-import fnmatch
 import json
 import os
 import re
@@ -577,14 +576,9 @@ def _init_worker():
         pass
 
 
-def select(filters, compile_errors=False):
+def select(filters, compile_errors=False, shard=None):
     names = [c.name for c in (cases_mod.COMPILE_ERRORS if compile_errors else cases_mod.CASES)]
-    if not filters:
-        return names
-
-    def match(n, f):
-        return fnmatch.fnmatchcase(n, f) if any(ch in f for ch in "*?[") else f in n
-    return [n for n in names if any(match(n, f) for f in filters)]
+    return case_pool.select_names(names, filters, shard)
 
 
 def main(argv=None):
@@ -595,6 +589,7 @@ def main(argv=None):
                     help="where each case's files go (default: ./e2e-work)")
     ap.add_argument("-k", dest="filters", action="append", default=[],
                     help="run cases whose name contains FILTER (or matches it as a glob); repeatable")
+    case_pool.add_shard_argument(ap)
     ap.add_argument("-j", dest="jobs", type=int, default=2, help="cases in parallel (default 2)")
     ap.add_argument("--reference-only", action="store_true",
                     help="reference side only (weights, inputs, (a)-vs-(b), fp64 check; "
@@ -638,7 +633,7 @@ def main(argv=None):
 
     if args.compile_errors and not tfm_compile:
         ap.error("--compile-errors needs --tfm-compile")
-    names = select(args.filters, args.compile_errors)
+    names = select(args.filters, args.compile_errors, args.shard)
     if not names:
         print("no case matches %s" % args.filters, file=sys.stderr)
         print("0 passed, 0 failed")

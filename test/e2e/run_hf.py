@@ -71,7 +71,6 @@ command TAG.cmd, TAG.stdout, TAG.stderr.
 
 import argparse
 import copy
-import fnmatch
 import json
 import math
 import os
@@ -973,13 +972,7 @@ def _init_worker():
 
 
 def select(filters):
-    names = [c.name for c in cases_mod.CASES]
-    if not filters:
-        return names
-
-    def match(n, f):
-        return fnmatch.fnmatchcase(n, f) if any(ch in f for ch in "*?[") else f in n
-    return [n for n in names if any(match(n, f) for f in filters)]
+    return _load("case_pool").select_names([c.name for c in cases_mod.CASES], filters)
 
 
 # ---------------------------------------------------------------------------
