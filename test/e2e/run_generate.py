@@ -1151,6 +1151,327 @@ def select(filters, shard=None):
     return case_pool.select_names([c.name for c in cases_mod.CASES], filters, shard)
 
 
+def self_test(verbose=False):
+    """Checks of the harness's own helpers (no compiler needed); verbose:
+    print every check, not only the failures."""
+    fails, count = [], [0]
+
+    def check(what, ok):
+        count[0] += 1
+        if not ok:
+            fails.append(what)
+            print("FAIL self-test: " + what)
+        elif verbose:
+            print("ok   self-test: " + what)
+    check("argmax ties -> lowest id", argmax_lowest(np.array([[1.0, 3.0, 3.0, 2.0]]))[0] == 1)
+    g, at = min_gap(np.array([[[0.0, 5.0, 4.5]], [[1.0, 0.0, 0.9]]]))
+    check("min_gap", abs(g - 0.1) < 1e-12 and at == (1, 0))
+    rows = np.zeros((3, 2, 4))
+    rows[:, :, 2] = 1.0
+    rows[1, 1, 3] = 1.0 - 1e-6          # a near tie at step 1, row 1
+    ref = np.full((2, 3), 2)
+    check("greedy exact", compare_greedy(ref.copy(), ref, rows, 1e-4) == [])
+    got = ref.copy()
+    got[1, 1:] = 3
+    notes = compare_greedy(got, ref, rows, 1e-4)
+    check("greedy near tie is ambiguous", len(notes) == 1 and "step 1 row 1" in notes[0])
+    got = ref.copy()
+    got[0, 2] = 0
+    try:
+        compare_greedy(got, ref, rows, 1e-4)
+        check("greedy real mismatch fails", False)
+    except CaseFailure as e:
+        check("greedy real mismatch message", "step 2 row 0" in str(e))
+    # The sampling distribution: top-k by rank (ties: the lower id), then
+    # softmax(logits / T) over those; a path's probability multiplies them.
+    lg = np.array([[[1.0, 3.0, 3.0, 3.0 - math.log(2.0) * 0.5]]])   # [1 step, 1 row, 4 ids]
+    pr = sampling_probs(lg, 0.5, 2)
+    check("sampling_probs top-2 with a tie: %s" % pr[0, 0].tolist(),
+          np.allclose(pr[0, 0], [0.0, 0.5, 0.5, 0.0], rtol=0, atol=1e-15))
+    pr = sampling_probs(lg, 0.5, 3)
+    check("sampling_probs top-3, T 0.5: %s" % pr[0, 0].tolist(),
+          np.allclose(pr[0, 0], [0.0, 0.4, 0.4, 0.2], rtol=0, atol=1e-15))
+    check("sampling_probs top-k 0 is every id",
+          np.allclose(sampling_probs(lg, 1.0, 0), sampling_probs(lg, 1.0, 4), rtol=0, atol=0)
+          and np.all(sampling_probs(lg, 1.0, 0) > 0))
+    two = np.concatenate([sampling_probs(lg, 0.5, 3)] * 2, axis=0)  # 2 steps
+    check("path_log10_prob", abs(path_log10_prob(two, np.array([[1, 3]])) - math.log10(0.4 * 0.2)) < 1e-12
+          and path_log10_prob(two, np.array([[0, 1]])) == -math.inf)
+    for line, ok in (("generate: prefill_tok_s=812.5 decode_tok_s=95.1 new_tokens=32 threads=1", True),
+                     ("generate: prefill_tok_s=1e+04 decode_tok_s=inf new_tokens=3 threads=2", True),
+                     ("generate: prefill_tok_s=812.5 decode_tok_s=95.1 new_tokens=32", False),
+                     ("bench: median_ms=1 min_ms=1 gflops=1 runs=1 threads=1", False)):
+        check("generate line %r" % line, bool(GEN_LINE_RE.match(line)) == ok)
+    # The torch KV cache: prefill in one chunk, in pieces, or token by token
+    # gives the same logits, and they match full forwards.
+    torch = _torch()
+    import reference as R
+    torch.set_num_threads(1)
+    for desc in (dict(positional="rope", rope_style="interleaved", norm="pre", attention_score="additive"),
+                 dict(positional="learned", attention_score="bilinear"),
+                 dict(positional="sinusoidal", attention_score="dot", embedding_scale="sqrt_d_model"),
+                 dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu", ffn_gated=True,
+                      num_kv_heads=1, bias=False),
+                 dict(positional="rope", attention=dict(kind="sliding_window", window=2, global_tokens=1)),
+                 dict(positional="learned", attention_score="additive", norm="pre",
+                      attention=dict(kind="sliding_window", window=3)),
+                 # Section 7's performer: the running sums instead of a cache.
+                 dict(positional="rope", norm="pre", attention=dict(kind="performer", features=8)),
+                 dict(positional="learned", attention=dict(kind="performer", features=1)),
+                 dict(positional="rope", rope_style="interleaved", norm="pre", norm_type="rms_norm",
+                      activation="silu", ffn_gated=True, num_kv_heads=1, bias=False,
+                      attention=dict(kind="performer", features=5)),
+                 # Section 7's block_sparse: the cache masked by blocks at
+                 # absolute positions (random blocks, a partial last block).
+                 dict(positional="rope", attention=dict(kind="block_sparse", block=3, window_blocks=0,
+                                                        global_blocks=1, random_blocks=2)),
+                 dict(positional="learned", num_kv_heads=1, attention=dict(
+                     kind="block_sparse", block=2, window_blocks=1, global_blocks=0, random_blocks=1))):
+        desc = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=24, num_layers=2,
+                    max_seq_len=12, vocab_size=23, **desc)
+        cfg = R.Config(desc)
+        fm = R.load_weights(R.build_formula_model(cfg), R.make_weights(cfg, 3))
+        seq = np.random.default_rng(0).integers(0, 23, size=(2, 11))
+        full = full_rows(fm, seq)
+        label = desc["positional"] + (" performer M=%d" % cfg.performer_m if cfg.performer else "")
+        for chunks in ((11,), (4, 1, 6), (1,) * 11):
+            kv = KVCacheDecoder(fm)
+            outs, at, shapes = [], 0, set()
+            for c in chunks:
+                outs.append(kv.step(seq[:, at:at + c]).numpy())
+                at += c
+                shapes.add(tuple(tuple(t.shape) for t in kv.cache[0]))
+            d = float(np.max(np.abs(np.concatenate(outs, axis=1) - full)))
+            check("kv cache %s chunks %s vs full forward: %.3g" % (label, chunks, d),
+                  d < 1e-5 * max(1.0, float(np.max(np.abs(full)))))
+            if cfg.performer:   # a fixed-size state: S [B, H, M, dk] and z [B, H, M], at any position
+                want = {((2, 2, cfg.performer_m, 8), (2, 2, cfg.performer_m))}
+                check("kv cache %s chunks %s: performer state %s, expected %s at every step"
+                      % (label, chunks, sorted(shapes), sorted(want)), shapes == want)
+    # encoder_decoder: the encoder once, cross K/V once, the target in chunks;
+    # src lengths other than the target's; and src matters (not vacuous).
+    for desc, shared in ((dict(positional="rope", rope_style="interleaved", norm="pre",
+                               attention_score="additive", num_encoder_layers=1,
+                               num_decoder_layers=2), True),
+                         (dict(positional="rope", attention_score="dot", tie_embeddings=False), False),
+                         (dict(positional="learned", attention_score="bilinear", norm="pre",
+                               num_encoder_layers=2, num_decoder_layers=1), False),
+                         (dict(positional="sinusoidal", embedding_scale="sqrt_d_model"), True),
+                         (dict(positional="none", final_norm=True), False),
+                         (dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu",
+                               ffn_gated=True, num_kv_heads=1, bias=False), False),
+                         (dict(positional="rope", attention_score="bilinear",
+                               attention=dict(kind="sliding_window", window=2, global_tokens=1)), True),
+                         # performer in both self-attentions (the encoder's not
+                         # causal), cross-attention full
+                         (dict(positional="rope", norm="pre", num_encoder_layers=2, num_decoder_layers=1,
+                               attention=dict(kind="performer", features=6)), False),
+                         (dict(positional="learned", num_kv_heads=1, bias=False,
+                               attention=dict(kind="performer", features=3)), True),
+                         # block_sparse in both self-attentions (the encoder's
+                         # not causal), cross-attention full
+                         (dict(positional="rope", attention=dict(kind="block_sparse", block=2, window_blocks=0,
+                                                                 global_blocks=1, random_blocks=2)), False)):
+        desc = dict(dict(num_layers=2) if "num_encoder_layers" not in desc else {},
+                    architecture="encoder_decoder", d_model=16, num_heads=2, d_ff=24,
+                    max_seq_len=12, vocab_size=23, **desc)
+        cfg = R.Config(desc)
+        fm = R.load_weights(R.build_formula_model(cfg, shared), R.make_weights(cfg, 3, shared))
+        rng = np.random.default_rng(1)
+        tgt = rng.integers(0, 23, size=(2, 11))
+        label = "encdec kv cache %s%s%s" % (desc["positional"], " shared" if shared else "",
+                                            " performer M=%d" % cfg.performer_m if cfg.performer else "")
+        for src_len in (7, 12, 1):
+            src = rng.integers(0, 23, size=(2, src_len))
+            full = full_rows(fm, tgt, src)
+            scale = max(1.0, float(np.max(np.abs(full))))
+            for chunks in ((11,), (1, 4, 6), (1,) * 11):
+                kv = KVCacheDecoder(fm, src)
+                outs, at = [], 0
+                for c in chunks:
+                    outs.append(kv.step(tgt[:, at:at + c]).numpy())
+                    at += c
+                d = float(np.max(np.abs(np.concatenate(outs, axis=1) - full)))
+                check("%s src %d chunks %s vs full forward: %.3g" % (label, src_len, chunks, d),
+                      d < 1e-5 * scale)
+            other = src.copy()
+            other[:, 0] = (other[:, 0] + 1) % 23
+            d = float(np.max(np.abs(KVCacheDecoder(fm, other).step(tgt).numpy() - full)))
+            check("%s src %d: another src changes the logits (%.3g)" % (label, src_len, d), d > 1e-3)
+        ids_kv, rows_kv = KVCacheDecoder(fm, src).greedy(tgt[:, :1], 6)
+        ids_f, rows_f = greedy_full(fm, tgt[:, :1], 6, src)
+        d = float(np.max(np.abs(rows_kv - rows_f)))
+        check("%s greedy: same ids, logits %.3g" % (label, d),
+              np.array_equal(ids_kv, ids_f) and d < 1e-5 * max(1.0, float(np.max(np.abs(rows_f)))))
+    try:
+        KVCacheDecoder(fm)
+        check("encdec KVCacheDecoder without src is refused", False)
+    except ValueError:
+        pass
+    _performer_decode_self_test(check)
+    _block_sparse_decode_self_test(check)
+    # The reference's checks against float64 pass on a correct reference and
+    # fail on wrong ones.
+    desc = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=24, num_layers=2,
+                max_seq_len=12, vocab_size=23, positional="sinusoidal")
+    cfg = R.Config(desc)
+    w = R.make_weights(cfg, 3)
+    seq = np.random.default_rng(0).integers(0, 23, size=(2, 11))
+    fm64 = R.load_weights(R.build_formula_model(cfg).double(), w)
+    exact = full_rows(fm64, seq)
+    scale = max(1.0, float(np.max(np.abs(exact))))
+    noise = R.fp32_rounding_noise(lambda: full_rows(fm64, seq), exact, trials=NOISE_TRIALS)
+    bound = FP32_NOISE_FACTOR * noise + R.F32_UNIT_ROUNDOFF * scale
+    d32 = float(np.max(np.abs(full_rows(R.load_weights(R.build_formula_model(cfg), w), seq) - exact)))
+    check("fp32 rounding noise %.3g: positive, below 1e-5 relative" % noise, 0 < noise < 1e-5 * scale)
+    check("fp32 rounding noise is reproducible",
+          noise == R.fp32_rounding_noise(lambda: full_rows(fm64, seq), exact, trials=NOISE_TRIALS))
+    check("fp32 reference within %g x noise of float64: %.3g <= %.3g" % (FP32_NOISE_FACTOR, d32, bound),
+          d32 <= bound)
+    # A reference that rounded the weights to bf16 (read them wrongly) is off
+    # by far more than fp32 rounding: the accuracy check catches it.
+    wb = {k: torch.from_numpy(st.round_to_dtype(v.numpy(), "BF16")) for k, v in w.items()}
+    d_bf16 = float(np.max(np.abs(full_rows(R.load_weights(R.build_formula_model(cfg), wb), seq) - exact)))
+    check("bf16-weight reference flagged: %.3g > %.3g" % (d_bf16, bound), d_bf16 > 10 * bound)
+    # Ill-conditioning shows in the noise: stronger layers amplify rounding.
+    gained = {k: v * 8.0 if k.endswith(("in_proj_weight", "out_proj.weight", "linear1.weight",
+                                        "linear2.weight")) else v for k, v in w.items()}
+    fm64g = R.load_weights(R.build_formula_model(cfg).double(), gained)
+    exact_g = full_rows(fm64g, seq)
+    noise_g = R.fp32_rounding_noise(lambda: full_rows(fm64g, seq), exact_g, trials=NOISE_TRIALS)
+    check("fp32 noise relative to tolerance grows with the layers' gain: %.3g vs %.3g"
+          % (noise_g / tolerance(exact_g), noise / tolerance(exact)),
+          noise_g / tolerance(exact_g) > 2 * noise / tolerance(exact))
+    # (a) vs (b) and the KV cache in float64: agree within AB_BOUND_F64, and
+    # a mistake (Q and K blocks of one in_proj swapped) shows far above it.
+    d_ab = float(np.max(np.abs(full_rows(R.load_weights(R.build_torch_model(cfg).double(), w), seq)
+                               - exact))) / scale
+    check("(a) vs (b) in float64: %.3g < %g" % (d_ab, AB_BOUND_F64), d_ab < AB_BOUND_F64)
+    w_bad = dict(w)
+    k = "layers.1.self_attn.in_proj_weight"
+    w_bad[k] = torch.cat([w[k][16:32], w[k][:16], w[k][32:]])
+    d_bad = float(np.max(np.abs(full_rows(R.load_weights(R.build_torch_model(cfg).double(), w_bad), seq)
+                                - exact))) / scale
+    check("(a) with Q/K swapped vs (b) in float64: %.3g > 1e6 x %g" % (d_bad, AB_BOUND_F64),
+          d_bad > 1e6 * AB_BOUND_F64)
+    kv_ids, kv_rows = KVCacheDecoder(fm64).greedy(seq[:, :4], 7)
+    d_kv = float(np.max(np.abs(kv_rows - logits_on_prefix(fm64, seq[:, :4], kv_ids)))) / scale
+    check("float64 KV cache vs full forwards: %.3g < %g" % (d_kv, AB_BOUND_F64), d_kv < AB_BOUND_F64)
+    print("run_generate self-test: %d checks, %d failed" % (count[0], len(fails)))
+    return not fails
+
+
+def _performer_decode_self_test(check):
+    """prepare_reference's KV-cache check (check_kv_cache) on performer
+    models, in float64 as there: it passes with the correct running sums,
+    and each of PERFORMER_DECODE_MISTAKES planted in KVCacheDecoder fails
+    it, by far (its logits more than 1e-3 relative from the full forwards';
+    kv_w on grouped-query models only): a grouped-query causal decoder with
+    rope (a prompt of 4 and of 1, batch 2) and an encoder_decoder (its
+    encoder performer too, not causal)."""
+    import reference as R
+    perf = dict(kind="performer", features=8)
+    models = (
+        ("decoder gqa", dict(architecture="decoder", num_layers=2, num_kv_heads=2, positional="rope",
+                             norm="pre", attention=perf), 4),
+        ("decoder gqa prompt 1", dict(architecture="decoder", num_layers=2, num_kv_heads=2, positional="rope",
+                                      norm="pre", attention=perf), 1),
+        ("encdec", dict(architecture="encoder_decoder", num_layers=2, positional="learned", num_kv_heads=2,
+                        attention=perf), 3),
+    )
+    for label, desc, plen in models:
+        desc = dict(d_model=16, num_heads=4, d_ff=24, max_seq_len=12, vocab_size=23, **desc)
+        cfg = R.Config(desc)
+        w = R.make_weights(cfg, 5)
+        w = {k: (v * 3.0 if k.endswith(("in_proj_weight", "out_proj.weight", "linear1.weight",
+                                         "linear2.weight")) else v) for k, v in w.items()}
+        fm64 = R.load_weights(R.build_formula_model(cfg).double(), w)
+        rng = np.random.default_rng(2)
+        src = rng.integers(0, 23, size=(2, 7)) if cfg.is_encdec else None
+        prompt2d = rng.integers(0, 23, size=(2, plen))
+        n = 7
+        ref_ids, _ = greedy_full(fm64, prompt2d, n, src)
+        ref64 = logits_on_prefix(fm64, prompt2d, ref_ids, src)
+        scale = max(1.0, float(np.max(np.abs(ref64))))
+        try:
+            d = check_kv_cache(fm64, prompt2d, n, src, ref_ids, ref64, scale)
+            check("performer %s: KV-cache check passes (%.3g)" % (label, d), True)
+        except CaseFailure as e:
+            check("performer %s: KV-cache check passes: %s" % (label, e), False)
+        for mistake in PERFORMER_DECODE_MISTAKES:
+            try:
+                check_kv_cache(fm64, prompt2d, n, src, ref_ids, ref64, scale, mistake)
+                caught = "not caught"
+            except CaseFailure as e:
+                caught = str(e)
+            ids_m, rows_m = KVCacheDecoder(fm64, src, mistake).greedy(prompt2d, n)
+            d = float(np.max(np.abs(rows_m - logits_on_prefix(fm64, prompt2d, ids_m, src)))) / scale
+            check("performer %s: planted %s caught by the KV-cache check (%s), logits off by %.3g "
+                  "relative > 1e-3" % (label, mistake, _clip(caught, 90), d),
+                  caught.startswith("reference: torch KV-cache") and not d <= 1e-3)
+
+
+def _block_sparse_decode_self_test(check):
+    """prepare_reference's KV-cache check on block_sparse models, in
+    float64: it passes with the rule at absolute positions, and each of
+    BLOCK_SPARSE_DECODE_MISTAKES planted in KVCacheDecoder fails it, by far
+    (logits more than 1e-3 relative off): causal decoders with blocks of 2
+    and 3 (no global block, so that a decode step's query block matters),
+    patterns of valid ids with -1 and ids past the block count among them,
+    prompts of 4 and 1, and an encoder_decoder (its encoder block_sparse
+    too, not causal)."""
+    import reference as R
+    torch = _torch()
+    models = (
+        ("decoder B=2 wb=0 gb=0 R=2", dict(architecture="decoder", num_layers=2, positional="rope", norm="pre",
+                                           attention=dict(kind="block_sparse", block=2, window_blocks=0,
+                                                          global_blocks=0, random_blocks=2)), 4),
+        ("decoder gqa B=3 wb=0 gb=0 R=3 prompt 1", dict(architecture="decoder", num_layers=2, num_kv_heads=2,
+                                                        positional="learned",
+                                                        attention=dict(kind="block_sparse", block=3,
+                                                                       window_blocks=0, global_blocks=0,
+                                                                       random_blocks=3)), 1),
+        ("encdec B=2 wb=0 gb=0 R=2", dict(architecture="encoder_decoder", num_layers=2, positional="rope",
+                                          attention=dict(kind="block_sparse", block=2, window_blocks=0,
+                                                         global_blocks=0, random_blocks=2)), 3),
+    )
+    for label, desc, plen in models:
+        desc = dict(d_model=16, num_heads=4, d_ff=24, max_seq_len=16, vocab_size=23, **desc)
+        cfg = R.Config(desc)
+        w = R.make_weights(cfg, 7)
+        w = {k: (v * 3.0 if k.endswith(("in_proj_weight", "out_proj.weight", "linear1.weight",
+                                         "linear2.weight")) else v) for k, v in w.items()}
+        g = torch.Generator().manual_seed(11)
+        for k in [k for k in w if k.endswith("block_pattern")]:
+            p = torch.randint(0, w[k].shape[0], w[k].shape, generator=g, dtype=torch.int32)
+            p[1::3, 0], p[2::4, -1] = -1, w[k].shape[0] + 1
+            w[k] = p
+        fm64 = R.load_weights(R.build_formula_model(cfg).double(), w)
+        rng = np.random.default_rng(3)
+        src = rng.integers(0, 23, size=(2, 9)) if cfg.is_encdec else None
+        prompt2d = rng.integers(0, 23, size=(2, plen))
+        n = 16 - plen
+        ref_ids, _ = greedy_full(fm64, prompt2d, n, src)
+        ref64 = logits_on_prefix(fm64, prompt2d, ref_ids, src)
+        scale = max(1.0, float(np.max(np.abs(ref64))))
+        try:
+            d = check_kv_cache(fm64, prompt2d, n, src, ref_ids, ref64, scale)
+            check("block_sparse %s: KV-cache check passes (%.3g)" % (label, d), True)
+        except CaseFailure as e:
+            check("block_sparse %s: KV-cache check passes: %s" % (label, e), False)
+        for mistake in BLOCK_SPARSE_DECODE_MISTAKES:
+            try:
+                check_kv_cache(fm64, prompt2d, n, src, ref_ids, ref64, scale, block_mistake=mistake)
+                caught = "not caught"
+            except CaseFailure as e:
+                caught = str(e)
+            ids_m, rows_m = KVCacheDecoder(fm64, src, block_mistake=mistake).greedy(prompt2d, n)
+            d = float(np.max(np.abs(rows_m - logits_on_prefix(fm64, prompt2d, ids_m, src)))) / scale
+            check("block_sparse %s: planted %s caught by the KV-cache check (%s), logits off by %.3g "
+                  "relative > 1e-3" % (label, mistake, _clip(caught, 90), d),
+                  caught.startswith("reference: torch KV-cache") and not d <= 1e-3)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
