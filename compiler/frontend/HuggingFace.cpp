@@ -246,13 +246,22 @@ bool mapLlama(ConfigJson &config, bool mistral, json::Object &desc,
   w["norm.weight"] = {{"model.norm.weight"}};
   if (!tied)
     w["lm_head.weight"] = {{"lm_head.weight"}};
+  else
+    ckpt.ignoredTensors.push_back("lm_head.weight"); // a copy of the table
+  // Older checkpoints store each layer's rotary frequencies, which tfm
+  // computes from rope_theta.
+  for (int64_t i = 0; i < *layers; ++i)
+    ckpt.ignoredTensors.push_back(
+        ("model.layers." + Twine(i) + ".self_attn.rotary_emb.inv_freq").str());
   return true;
 }
 
 /// GPT-2 (`GPT2LMHeadModel`): learned positions, pre-norm layer norms, a
-/// tied head; its Conv1D weights are stored [in, out].
+/// tied head; its Conv1D weights are stored [in, out]. Its tensors are
+/// under `prefix` ("transformer.", or "" as the Hub's own gpt2 files and a
+/// saved GPT2Model have them).
 bool mapGpt2(ConfigJson &config, json::Object &desc,
-             HuggingFaceCheckpoint &ckpt) {
+             HuggingFaceCheckpoint &ckpt, StringRef prefix) {
   std::optional<int64_t> d = config.integer("n_embd");
   std::optional<int64_t> heads = config.integer("n_head");
   std::optional<int64_t> layers = config.integer("n_layer");
@@ -295,10 +304,13 @@ bool mapGpt2(ConfigJson &config, json::Object &desc,
   desc["tie_embeddings"] = tied;
 
   auto &w = ckpt.weights;
-  w["embed.weight"] = {{"transformer.wte.weight"}};
-  w["pos_embed.weight"] = {{"transformer.wpe.weight"}};
+  w["embed.weight"] = {{(prefix + "wte.weight").str()}};
+  w["pos_embed.weight"] = {{(prefix + "wpe.weight").str()}};
   for (int64_t i = 0; i < *layers; ++i) {
-    std::string hf = ("transformer.h." + Twine(i) + ".").str();
+    std::string hf = (prefix + "h." + Twine(i) + ".").str();
+    // The causal mask as a buffer, in files older transformers wrote.
+    ckpt.ignoredTensors.push_back(hf + "attn.bias");
+    ckpt.ignoredTensors.push_back(hf + "attn.masked_bias");
     auto conv = [&](StringRef name) {
       return WeightSource{{hf + name.str()}, /*transposed=*/true};
     };
@@ -318,10 +330,105 @@ bool mapGpt2(ConfigJson &config, json::Object &desc,
     w[layerName(i, "norm2.weight")] = plain("ln_2.weight");
     w[layerName(i, "norm2.bias")] = plain("ln_2.bias");
   }
-  w["norm.weight"] = {{"transformer.ln_f.weight"}};
-  w["norm.bias"] = {{"transformer.ln_f.bias"}};
+  w["norm.weight"] = {{(prefix + "ln_f.weight").str()}};
+  w["norm.bias"] = {{(prefix + "ln_f.bias").str()}};
   if (!tied)
     w["lm_head.weight"] = {{"lm_head.weight"}};
+  else
+    ckpt.ignoredTensors.push_back("lm_head.weight"); // a copy of wte
+  return true;
+}
+
+/// BERT as `BertModel` (the last hidden state, without the pooler): post-norm
+/// layer norms, learned positions, token types, a layer norm of the
+/// embeddings. Its tensors are under `prefix` ("" as BertModel saves them,
+/// "bert." from a class with a head, whose head is not read).
+bool mapBert(ConfigJson &config, json::Object &desc,
+             HuggingFaceCheckpoint &ckpt, StringRef prefix) {
+  std::optional<int64_t> d = config.integer("hidden_size");
+  std::optional<int64_t> heads = config.integer("num_attention_heads");
+  std::optional<int64_t> layers = config.integer("num_hidden_layers");
+  std::optional<int64_t> ff = config.integer("intermediate_size");
+  std::optional<int64_t> vocab = config.integer("vocab_size");
+  std::optional<int64_t> positions =
+      config.integer("max_position_embeddings", false);
+  std::optional<int64_t> types = config.integer("type_vocab_size", false);
+  std::optional<StringRef> act = activationOf(config, "hidden_act", "gelu");
+  std::optional<double> eps = config.number("layer_norm_eps");
+  if (std::optional<StringRef> kind = config.string("position_embedding_type");
+      kind && *kind != "absolute")
+    config.error("position_embedding_type",
+                 formatv("'position_embedding_type' \"{0}\" is not supported "
+                         "(supported: absolute)",
+                         *kind));
+  if (config.boolean("is_decoder", false))
+    config.error("is_decoder", "'is_decoder' is not supported: BERT as a "
+                               "causal decoder (supported: the encoder, "
+                               "BertModel)");
+  if (config.boolean("add_cross_attention", false))
+    config.error("add_cross_attention",
+                 "'add_cross_attention' is not supported (BERT as a decoder "
+                 "over an encoder)");
+  // Same maths: dropout in training, the FFN computed in chunks, the
+  // classifier heads tfm does not build.
+  for (StringRef key : {"hidden_dropout_prob", "attention_probs_dropout_prob",
+                        "classifier_dropout", "chunk_size_feed_forward",
+                        "gradient_checkpointing", "output_past"})
+    config.get(key);
+  if (config.failed || !d || !heads || !layers || !ff || !vocab || !act)
+    return false;
+  desc["architecture"] = "encoder";
+  desc["d_model"] = *d;
+  desc["num_heads"] = *heads;
+  desc["d_ff"] = *ff;
+  desc["num_layers"] = *layers;
+  desc["vocab_size"] = *vocab;
+  desc["type_vocab_size"] = types.value_or(2);
+  desc["max_seq_len"] = positions.value_or(512);
+  desc["positional"] = "learned";
+  desc["norm"] = "post";
+  desc["norm_eps"] = eps.value_or(1e-12);
+  desc["final_norm"] = false;
+  desc["embedding_norm"] = true;
+  desc["activation"] = *act;
+  desc["lm_head"] = false;
+
+  auto &w = ckpt.weights;
+  std::string e = (prefix + "embeddings.").str();
+  w["embed.weight"] = {{e + "word_embeddings.weight"}};
+  w["pos_embed.weight"] = {{e + "position_embeddings.weight"}};
+  w["type_embed.weight"] = {{e + "token_type_embeddings.weight"}};
+  w["embed_norm.weight"] = {{e + "LayerNorm.weight"}};
+  w["embed_norm.bias"] = {{e + "LayerNorm.bias"}};
+  for (int64_t i = 0; i < *layers; ++i) {
+    std::string hf = (prefix + "encoder.layer." + Twine(i) + ".").str();
+    auto qkv = [&](StringRef what) {
+      return WeightSource{{hf + "attention.self.query." + what.str(),
+                           hf + "attention.self.key." + what.str(),
+                           hf + "attention.self.value." + what.str()}};
+    };
+    auto one = [&](StringRef name) { return WeightSource{{hf + name.str()}}; };
+    w[layerName(i, "self_attn.in_proj_weight")] = qkv("weight");
+    w[layerName(i, "self_attn.in_proj_bias")] = qkv("bias");
+    w[layerName(i, "self_attn.out_proj.weight")] =
+        one("attention.output.dense.weight");
+    w[layerName(i, "self_attn.out_proj.bias")] =
+        one("attention.output.dense.bias");
+    w[layerName(i, "norm1.weight")] = one("attention.output.LayerNorm.weight");
+    w[layerName(i, "norm1.bias")] = one("attention.output.LayerNorm.bias");
+    w[layerName(i, "linear1.weight")] = one("intermediate.dense.weight");
+    w[layerName(i, "linear1.bias")] = one("intermediate.dense.bias");
+    w[layerName(i, "linear2.weight")] = one("output.dense.weight");
+    w[layerName(i, "linear2.bias")] = one("output.dense.bias");
+    w[layerName(i, "norm2.weight")] = one("output.LayerNorm.weight");
+    w[layerName(i, "norm2.bias")] = one("output.LayerNorm.bias");
+  }
+  // The pooler and the heads of the classes that have them; the position
+  // ids buffer older transformers saved.
+  ckpt.ignoredTensors.push_back((prefix + "pooler.").str());
+  ckpt.ignoredTensors.push_back(e + "position_ids");
+  if (!prefix.empty())
+    ckpt.ignoredTensors.push_back("cls.");
   return true;
 }
 
@@ -337,6 +444,14 @@ constexpr const char *kCommonKeys[] = {
     "summary_activation",   "summary_proj_to_labels",
     "summary_first_dropout"};
 
+/// llvm::json parses recursively: deep nesting would overflow the stack.
+Expected<json::Value> parseShallowJson(StringRef text) {
+  if (findDeepJsonNesting(text, 64) != StringRef::npos)
+    return createStringError(inconvertibleErrorCode(),
+                             "JSON nested deeper than 64 levels");
+  return json::parse(text);
+}
+
 /// A name the description accepts: letters, digits, '_', '-', '.'.
 std::string modelName(StringRef dir) {
   std::string name =
@@ -350,7 +465,77 @@ std::string modelName(StringRef dir) {
 
 } // namespace
 
-StringRef supportedHuggingFaceModelTypes() { return "gpt2, llama, mistral"; }
+StringRef supportedHuggingFaceModelTypes() {
+  return "bert, gpt2, llama, mistral";
+}
+
+bool readCheckpointTensorNames(StringRef dir, StringSet<> &names,
+                               std::string &weightsFile, std::string &error) {
+  auto absolute = [&](StringRef name) {
+    SmallString<256> path(dir);
+    sys::fs::make_absolute(path);
+    sys::path::append(path, name);
+    sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+    return path.str().str();
+  };
+  weightsFile = absolute("model.safetensors");
+  std::string index = absolute("model.safetensors.index.json");
+  if (!sys::fs::exists(weightsFile) && sys::fs::exists(index)) {
+    weightsFile = index;
+    ErrorOr<std::unique_ptr<MemoryBuffer>> file = MemoryBuffer::getFile(index);
+    if (!file) {
+      error = "'" + index + "': " + file.getError().message();
+      return false;
+    }
+    StringRef text = (*file)->getBuffer();
+    Expected<json::Value> root = parseShallowJson(text);
+    const json::Object *map = nullptr;
+    if (root)
+      if (const json::Object *object = root->getAsObject())
+        map = object->getObject("weight_map");
+    if (!map) {
+      error = "'" + index + "': " +
+              (root ? std::string("no \"weight_map\" object")
+                    : toString(root.takeError()));
+      return false;
+    }
+    for (const auto &kv : *map)
+      names.insert(kv.first.str());
+    return true;
+  }
+  if (!sys::fs::exists(weightsFile))
+    return true;
+  // The header: its length (8 bytes, little-endian), then JSON.
+  ErrorOr<std::unique_ptr<MemoryBuffer>> file =
+      MemoryBuffer::getFileSlice(weightsFile, 8, 0, /*IsVolatile=*/false);
+  uint64_t length = 0;
+  if (file && (*file)->getBufferSize() == 8)
+    for (int i = 7; i >= 0; --i)
+      length = length << 8 | uint8_t((*file)->getBufferStart()[i]);
+  uint64_t size = 0;
+  sys::fs::file_size(weightsFile, size);
+  // safetensors' own limit on the header (100 MB).
+  if (!file || length == 0 || length > 100'000'000 || length + 8 > size) {
+    error = "'" + weightsFile +
+            "': not a safetensors file (its header length "
+            "does not fit the file)";
+    return false;
+  }
+  file = MemoryBuffer::getFileSlice(weightsFile, length, 8,
+                                    /*IsVolatile=*/false);
+  StringRef text = file ? (*file)->getBuffer() : StringRef();
+  Expected<json::Value> root = parseShallowJson(text);
+  const json::Object *object = root ? root->getAsObject() : nullptr;
+  if (!object) {
+    error = "'" + weightsFile + "': its header is not a JSON object" +
+            (root ? std::string() : ": " + toString(root.takeError()));
+    return false;
+  }
+  for (const auto &kv : *object)
+    if (kv.first != "__metadata__")
+      names.insert(kv.first.str());
+  return true;
+}
 
 std::optional<HuggingFaceCheckpoint>
 readHuggingFaceFolder(StringRef dir, std::string &configPath,
@@ -367,12 +552,24 @@ readHuggingFaceFolder(StringRef dir, std::string &configPath,
                          .str()});
     return std::nullopt;
   }
-  return mapHuggingFaceConfig((*file)->getBuffer(), dir, diags);
+  StringSet<> names;
+  std::string weightsFile, error;
+  if (!readCheckpointTensorNames(dir, names, weightsFile, error)) {
+    configPath = weightsFile;
+    diags.push_back({ConfigDiagnostic::Kind::Error, 1, 1, error});
+    return std::nullopt;
+  }
+  std::optional<HuggingFaceCheckpoint> ckpt =
+      mapHuggingFaceConfig((*file)->getBuffer(), dir, diags, names);
+  if (ckpt)
+    ckpt->weightsFile = weightsFile;
+  return ckpt;
 }
 
 std::optional<HuggingFaceCheckpoint>
 mapHuggingFaceConfig(StringRef text, StringRef dir,
-                     std::vector<ConfigDiagnostic> &diags) {
+                     std::vector<ConfigDiagnostic> &diags,
+                     const StringSet<> &tensorNames) {
   // llvm::json parses recursively: deep nesting would overflow the stack.
   if (size_t deep = findDeepJsonNesting(text, 64); deep != StringRef::npos) {
     auto [line, column] = jsonPositionOf(text, deep);
@@ -409,7 +606,13 @@ mapHuggingFaceConfig(StringRef text, StringRef dir,
   if (*type == "llama" || *type == "mistral") {
     mapped = mapLlama(config, *type == "mistral", desc, ckpt);
   } else if (*type == "gpt2") {
-    mapped = mapGpt2(config, desc, ckpt);
+    bool bare = tensorNames.contains("wte.weight") &&
+                !tensorNames.contains("transformer.wte.weight");
+    mapped = mapGpt2(config, desc, ckpt, bare ? "" : "transformer.");
+  } else if (*type == "bert") {
+    bool headed =
+        tensorNames.contains("bert.embeddings.word_embeddings.weight");
+    mapped = mapBert(config, desc, ckpt, headed ? "bert." : "");
   } else {
     config.error("model_type",
                  formatv("model_type '{0}' is not supported (supported: {1})",
@@ -463,6 +666,10 @@ mlir::LogicalResult applyCheckpointLayout(mlir::ModuleOp module,
         func.setArgAttr(i, "tfm.input", b.getStringAttr("attention_mask"));
     }
   module->setAttr("tfm.weights_file", b.getStringAttr(ckpt.weightsFile));
+  SmallVector<StringRef> ignored(ckpt.ignoredTensors.begin(),
+                                 ckpt.ignoredTensors.end());
+  if (!ignored.empty())
+    module->setAttr("tfm.ignored_tensors", b.getStrArrayAttr(ignored));
   return mlir::success();
 }
 

@@ -111,10 +111,12 @@ private:
   /// The model's norm of x, with `weights` as normWeights lists them.
   Value norm(OpBuilder &b, Location loc, Value x, ValueRange weights);
 
-  /// Embeds the stack's input and adds absolute positions (from `offset`
-  /// when given).
+  /// Embeds the stack's input, adds its token types' embeddings (when
+  /// `tokenTypes` is given) and absolute positions (from `offset` when
+  /// given), and norms the sum when the model asks.
   Value embed(OpBuilder &b, Value input, StringRef tokenTable,
-              StringRef positionTable, Value offset = Value());
+              StringRef positionTable, Value offset = Value(),
+              Value tokenTypes = Value());
   /// Runs `layers` layers of `kind` (weights under `prefix`) and the final
   /// norm `finalNorm` if the model has one. Cached layers also get
   /// `position` and their caches, and `memoryLength` when they read the
@@ -484,7 +486,8 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
 }
 
 Value ModelBuilder::embed(OpBuilder &b, Value input, StringRef tokenTable,
-                          StringRef positionTable, Value offset) {
+                          StringRef positionTable, Value offset,
+                          Value tokenTypes) {
   Value x = input;
   if (c.vocabSize) {
     bool shared = c.architecture == Architecture::EncoderDecoder;
@@ -496,6 +499,13 @@ Value ModelBuilder::embed(OpBuilder &b, Value input, StringRef tokenTable,
     x = EmbeddingOp::create(b, named(tokenTable), input, table,
                             b.getF32FloatAttr(scale));
   }
+  if (tokenTypes) {
+    Value table = weight(b, "type_embed.weight", {*c.typeVocabSize, c.dModel});
+    x = AddOp::create(b, named("type_embed.add"), x,
+                      EmbeddingOp::create(b, named("type_embed.weight"),
+                                          tokenTypes, table,
+                                          b.getF32FloatAttr(1.0f)));
+  }
   if (c.positional == Positional::Sinusoidal)
     x = PositionEncodingOp::create(b, named("positions"), x.getType(),
                                    PositionKind::Sinusoidal, x, Value(),
@@ -504,6 +514,15 @@ Value ModelBuilder::embed(OpBuilder &b, Value input, StringRef tokenTable,
     x = PositionEncodingOp::create(
         b, named(positionTable), x.getType(), PositionKind::Learned, x,
         weight(b, positionTable, {c.maxSeqLen, c.dModel}), offset);
+  if (c.embeddingNorm) {
+    // "embed.weight" -> "embed_norm", "src_embed.weight" -> "src_embed_norm".
+    std::string normName =
+        (tokenTable.drop_back(strlen(".weight")) + "_norm").str();
+    SmallVector<Value> weights;
+    for (const WeightSpec &s : normWeights(normName))
+      weights.push_back(weight(b, s.suffix, s.shape));
+    x = norm(b, named(normName), x, weights);
+  }
   return x;
 }
 
@@ -695,6 +714,10 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   SmallVector<StringRef> inputNames = encDec
                                           ? SmallVector<StringRef>{"src", "tgt"}
                                           : SmallVector<StringRef>{"input"};
+  // The inputs a padding mask can go with; token types come after them.
+  size_t maskable = inputNames.size();
+  if (c.typeVocabSize)
+    inputNames.push_back("token_type_ids");
   SmallVector<Type> inputTypes(inputNames.size(), inputType);
   // Each input's padding mask follows the inputs (contract section 8),
   // unless the attention kind has no keys to hide (linformer mixes every
@@ -708,7 +731,7 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
                                            : "performer attention sums every "
                                              "key into its features"));
   if (masked)
-    inputTypes.append(inputNames.size(), paddingMask());
+    inputTypes.append(maskable, paddingMask());
 
   // Layer functions first, so they read before `forward`, which uses them.
   LayerKind encoderKind{"encoder_layer", c.causal && !encDec, false};
@@ -727,6 +750,11 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
                            builder.getFunctionType(inputTypes, {outputType}));
   for (auto [i, name] : llvm::enumerate(inputNames)) {
     forward.setArgAttr(i, "tfm.input", builder.getStringAttr(name));
+    if (i >= maskable) {
+      // Token types: optional, zeros shaped like the ids when not given.
+      forward.setArgAttr(i, "tfm.zeros_like", builder.getI64IntegerAttr(0));
+      continue;
+    }
     if (!masked)
       continue;
     size_t maskArg = inputNames.size() + i;
@@ -747,10 +775,12 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   StringRef targetTable = "embed.weight";
   switch (c.architecture) {
   case Architecture::Encoder:
-    out = stack(
-        b, embed(b, forward.getArgument(0), "embed.weight", "pos_embed.weight"),
-        Value(), encoderKind, encoderLayer, "layers.", c.numEncoderLayers,
-        "norm", Value(), Value(), maskOf(0));
+    out = stack(b,
+                embed(b, forward.getArgument(0), "embed.weight",
+                      "pos_embed.weight", Value(),
+                      c.typeVocabSize ? forward.getArgument(1) : Value()),
+                Value(), encoderKind, encoderLayer, "layers.",
+                c.numEncoderLayers, "norm", Value(), Value(), maskOf(0));
     break;
   case Architecture::Decoder:
     out = stack(

@@ -59,7 +59,9 @@ const char *const kKnownKeys[] = {"name",
                                   "ffn_gated",
                                   "num_kv_heads",
                                   "bias",
-                                  "attention"};
+                                  "attention",
+                                  "type_vocab_size",
+                                  "embedding_norm"};
 
 /// The kinds of `attention` (contract section 7), and the keys each takes
 /// besides `kind`.
@@ -578,6 +580,7 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
   std::optional<int64_t> maxSeq = readInt("max_seq_len", true, kMaxDim);
   std::optional<int64_t> additiveDim = readInt("additive_dim", false, kMaxDim);
   std::optional<int64_t> kvHeads = readInt("num_kv_heads", false, kMaxDim);
+  std::optional<int64_t> typeVocab = readInt("type_vocab_size", false, kMaxDim);
 
   if (std::optional<size_t> p = readChoice(
           "positional", {"sinusoidal", "learned", "rope", "none"}, false))
@@ -611,6 +614,7 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
   std::optional<bool> tie = readBool("tie_embeddings");
   std::optional<bool> gated = readBool("ffn_gated");
   std::optional<bool> bias = readBool("bias");
+  std::optional<bool> embeddingNorm = readBool("embedding_norm");
 
   // Cross-key rules only make sense once every key read cleanly.
   if (failed || !arch || !dModel || !heads || !dFF || !maxSeq)
@@ -711,6 +715,16 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
   if (c.lmHead && !vocab)
     error("lm_head", "'lm_head' needs 'vocab_size' (the logits' width)");
   c.tieEmbeddings = tie.value_or(true);
+  c.embeddingNorm = embeddingNorm.value_or(false);
+  c.typeVocabSize = typeVocab;
+  if (typeVocab && c.architecture != Architecture::Encoder)
+    error("type_vocab_size",
+          formatv("'type_vocab_size' needs architecture 'encoder' (BERT's "
+                  "token types), not '{0}'",
+                  stringifyArchitecture(c.architecture)));
+  else if (typeVocab && !vocab)
+    error("type_vocab_size", "'type_vocab_size' needs 'vocab_size': token "
+                             "types are added to token embeddings");
   if (tie && !c.lmHead)
     warning("tie_embeddings", "'tie_embeddings' has no effect without an LM "
                               "head");

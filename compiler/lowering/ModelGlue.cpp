@@ -2,6 +2,8 @@
 
 #include "tfm/Lowering/ModelGlue.h"
 
+#include <cstdio>
+
 #include "tfm/IR/TfmOps.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -10,6 +12,7 @@
 
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 
@@ -19,6 +22,23 @@ using namespace mlir::tfm;
 namespace tfm {
 
 namespace {
+
+/// `text` as a C++ string literal (a path, a tensor name).
+std::string cppString(StringRef text) {
+  std::string literal = "\"";
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20) {
+      char octal[8];
+      std::snprintf(octal, sizeof(octal), "\\%03o", unsigned(c));
+      literal += octal;
+      continue;
+    }
+    if (c == '"' || c == '\\')
+      literal += '\\';
+    literal += c;
+  }
+  return literal + "\"";
+}
 
 /// PyTorch's default initialisation of the module a weight belongs to, by
 /// its state_dict name: what `--weights`-less runs fill it with.
@@ -158,15 +178,8 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
 
   // A checkpoint folder's weights file, loaded when the user gives none.
   std::string defaultWeights = "nullptr";
-  if (auto file = module->getAttrOfType<StringAttr>("tfm.weights_file")) {
-    defaultWeights = "\"";
-    for (char c : file.getValue()) {
-      if (c == '"' || c == '\\')
-        defaultWeights += '\\';
-      defaultWeights += c;
-    }
-    defaultWeights += "\"";
-  }
+  if (auto file = module->getAttrOfType<StringAttr>("tfm.weights_file"))
+    defaultWeights = cppString(file.getValue());
 
   // Inputs and the output, from the entry point's signature.
   func::FuncOp entry = glue.entry;
@@ -186,15 +199,25 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
     bool tokens = type.getElementType().isInteger(32);
     if (!tokens)
       dModel = type.getShape().back();
-    inputs.push_back(llvm::formatv("{{\"{0}\", tfm::rt::InputKind::{1}}",
-                                   name ? name.getValue() : "input",
-                                   tokens ? "TokenIds" : "Embeddings")
-                         .str());
+    // The ids' bound: the rows of the table they index.
+    int64_t bound = 0;
+    Value ids = arg;
+    entry.walk([&](EmbeddingOp e) {
+      if (e.getIds() == ids) {
+        bound = e.getTable().getType().getDimSize(0);
+        dModel = e.getTable().getType().getDimSize(1);
+      }
+    });
+    if (inputs.empty())
+      vocab = bound;
+    auto zerosLike = entry.getArgAttrOfType<IntegerAttr>(i, "tfm.zeros_like");
+    inputs.push_back(
+        llvm::formatv("{{\"{0}\", tfm::rt::InputKind::{1}, {2}, {3}}",
+                      name ? name.getValue() : "input",
+                      tokens ? "TokenIds" : "Embeddings", bound,
+                      zerosLike ? zerosLike.getInt() : -1)
+            .str());
   }
-  entry.walk([&](EmbeddingOp e) {
-    vocab = e.getTable().getType().getDimSize(0);
-    dModel = e.getTable().getType().getDimSize(1);
-  });
   auto resultType = cast<RankedTensorType>(entry.getResultTypes()[0]);
   StringRef name = module.getSymName() ? *module.getSymName() : "model";
   StringRef cName = glue.cName;
@@ -224,6 +247,13 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
   bool writesMaps = glue.attentionMapsUnsupported.empty();
   auto masksRefused =
       module->getAttrOfType<StringAttr>("tfm.padding_masks_refused");
+  SmallVector<std::string> ignored;
+  if (auto names = module->getAttrOfType<ArrayAttr>("tfm.ignored_tensors"))
+    for (Attribute name : names)
+      ignored.push_back(cppString(cast<StringAttr>(name).getValue()));
+  if (!ignored.empty())
+    out << "static const char *const kIgnoredTensors[] = {"
+        << llvm::join(ignored, ", ") << "};\n\n";
   if (writesMaps && !maps.empty())
     out << "static const char *const kAttentionMaps[] = {"
         << llvm::join(maps, ", ") << "};\n\n";
@@ -260,7 +290,9 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
       << ",\n    /*masksRefused=*/"
       << (masksRefused ? "\"" + masksRefused.getValue().str() + "\""
                        : std::string("nullptr"))
-      << "};\n\n"
+      << ",\n    /*ignoredTensors=*/"
+      << (ignored.empty() ? "nullptr" : "tfm_generated::kIgnoredTensors")
+      << ", " << ignored.size() << "};\n\n"
       << "// The C API of contract section 5, under the model's name.\n"
       << "extern \"C\" {\n"
       << "tfm_model *" << cName

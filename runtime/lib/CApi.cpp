@@ -176,8 +176,9 @@ static bool checkInputs(tfm_model *model, const tfm_tensor *inputs,
   }
   for (size_t i = 0; i < n_inputs; ++i) {
     const tfm_tensor &tensor = inputs[i];
-    // An absent mask.
-    if (i >= info.numInputs && !tensor.data) {
+    // An absent mask, or an absent optional input (zeros).
+    if ((i >= info.numInputs || info.inputs[i].zerosLike >= 0) &&
+        !tensor.data) {
       model->tensors[firstInput + i] = TensorRef{};
       continue;
     }

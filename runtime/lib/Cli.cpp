@@ -72,6 +72,9 @@ std::string inputNames(const ModelInfo &model) {
     if (i)
       names += i + 1 == model.numInputs ? " and " : ", ";
     names += model.inputs[i].name;
+    if (model.inputs[i].zerosLike >= 0)
+      names += std::string(" (optional: zeros like ") +
+               model.inputs[model.inputs[i].zerosLike].name + ")";
   }
   for (size_t m = 0; m < model.numMasks; ++m)
     names += std::string(m ? ", " : "; optional padding masks: ") +
@@ -260,7 +263,7 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
       std::any_of(options.inputFiles.begin(), options.inputFiles.end(),
                   [](const char *f) { return f != nullptr; });
   for (size_t i = 0; anyInput && i < model.numInputs; ++i)
-    if (!options.inputFiles[i]) {
+    if (!options.inputFiles[i] && model.inputs[i].zerosLike < 0) {
       error = std::string("missing --input ") + model.inputs[i].name +
               "=FILE (this model's inputs: " + inputNames(model) +
               "; give all of them, or none for a random input)";
@@ -318,10 +321,16 @@ void printHelp(const char *program, const ModelInfo &model) {
       program, int(std::strlen(program)), "", model.name,
       model.defaultWeights ? model.defaultWeights : "deterministic random");
   for (size_t i = 0; i < model.numInputs; ++i) {
-    if (model.inputs[i].kind == InputKind::TokenIds)
+    const InputInfo &info = model.inputs[i];
+    if (info.kind == InputKind::TokenIds && info.zerosLike >= 0)
+      std::printf("  %-18s optional token type ids, int32 or int64, the shape "
+                  "of %s, each in\n"
+                  "                     [0, %" PRId64 ") (default zeros)\n",
+                  info.name, model.inputs[info.zerosLike].name, info.idBound);
+    else if (info.kind == InputKind::TokenIds)
       std::printf("  %-18s token ids, int32 or int64, [seq] or [batch, seq], "
                   "each in [0, %" PRId64 ")\n",
-                  model.inputs[i].name, model.vocabSize);
+                  info.name, info.idBound > 0 ? info.idBound : model.vocabSize);
     else
       std::printf("  %-18s embeddings, float32, [seq, %" PRId64
                   "] or [batch, seq, %" PRId64 "]\n",
@@ -461,6 +470,10 @@ int runModelMain(const ModelInfo &model, int argc, char **argv) {
       }
       tensors[i] = files[i].ref();
       sources[i] = file;
+    } else if (model.inputs[i].zerosLike >= 0) {
+      // Optional: prepareInputs writes the zeros.
+      tensors[i] = TensorRef{};
+      sources[i] = model.inputs[i].name;
     } else {
       defaults[i] = makeDefaultInput(model, i);
       if (options.generate && i + 1 == numInputs) {

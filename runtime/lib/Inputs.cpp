@@ -27,21 +27,21 @@ __attribute__((format(printf, 3, 4))) bool fail(char *error, size_t length,
 /// Checks ids against the vocabulary, narrowing int64 ones into `narrowed`.
 template <typename Id>
 bool checkIds(const Id *ids, int64_t batch, int64_t seq, bool hasBatch,
-              int64_t vocabSize, int32_t *narrowed, const char *source,
-              char *error, size_t length) {
+              int64_t vocabSize, const char *what, int32_t *narrowed,
+              const char *source, char *error, size_t length) {
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t s = 0; s < seq; ++s) {
       Id id = ids[b * seq + s];
       if (id < 0 || int64_t(id) >= vocabSize) {
         if (hasBatch)
           return fail(error, length,
-                      "%s: token id %" PRId64 " at position [%" PRId64
-                      ", %" PRId64 "] is out of range [0, %" PRId64 ")",
-                      source, int64_t(id), b, s, vocabSize);
+                      "%s: %s %" PRId64 " at position [%" PRId64 ", %" PRId64
+                      "] is out of range [0, %" PRId64 ")",
+                      source, what, int64_t(id), b, s, vocabSize);
         return fail(error, length,
-                    "%s: token id %" PRId64 " at position [%" PRId64
+                    "%s: %s %" PRId64 " at position [%" PRId64
                     "] is out of range [0, %" PRId64 ")",
-                    source, int64_t(id), s, vocabSize);
+                    source, what, int64_t(id), s, vocabSize);
       }
       if (narrowed)
         narrowed[b * seq + s] = int32_t(id);
@@ -110,16 +110,54 @@ bool prepareOne(const ModelInfo &model, const InputInfo &info,
   view.data = tensor.data;
   if (!ids)
     return true;
+  int64_t bound = info.idBound > 0 ? info.idBound : model.vocabSize;
+  const char *what = info.zerosLike < 0 ? "token id" : "token type id";
   if (tensor.dtype == DType::I32)
     return checkIds(static_cast<const int32_t *>(tensor.data), batch, seq,
-                    hasBatch, model.vocabSize, nullptr, source, error, length);
+                    hasBatch, bound, what, nullptr, source, error, length);
   if (!scratch)
     return fail(error, length,
                 "%s: internal error: no buffer to narrow int64 ids into",
                 source);
   view.data = scratch;
   return checkIds(static_cast<const int64_t *>(tensor.data), batch, seq,
-                  hasBatch, model.vocabSize, scratch, source, error, length);
+                  hasBatch, bound, what, scratch, source, error, length);
+}
+
+/// An optional input (`info.zerosLike`): all zeros in `scratch` when none is
+/// given, else checked as an input of the shape of `like` (already
+/// prepared).
+bool prepareOptional(const ModelInfo &model, const InputInfo &info,
+                     const TensorRef &tensor, const TensorRef &likeTensor,
+                     const InputView &like, const char *source,
+                     const char *likeSource, int32_t *scratch, InputView &view,
+                     bool &hasBatch, char *error, size_t length) {
+  bool likeHasBatch = hasBatch;
+  if (!tensor.data) {
+    if (!scratch)
+      return fail(error, length,
+                  "%s: internal error: no buffer for the default zeros",
+                  source);
+    for (int64_t i = 0; i < like.batch * like.seq; ++i)
+      scratch[i] = 0;
+    view = {scratch, like.batch, like.seq};
+    return true;
+  }
+  if (!prepareOne(model, info, tensor, source, scratch, view, hasBatch, error,
+                  length))
+    return false;
+  int likeRank = likeTensor.rank;
+  bool sameShape = tensor.rank == likeRank;
+  for (int d = 0; sameShape && d < likeRank; ++d)
+    sameShape = tensor.shape[d] == likeTensor.shape[d];
+  if (!sameShape) {
+    ShapeText got(tensor.shape, size_t(tensor.rank));
+    ShapeText expected(likeTensor.shape, size_t(likeRank));
+    return fail(error, length, "%s: shape %s does not match %s (expected %s)",
+                source, got.c_str(), likeSource, expected.c_str());
+  }
+  hasBatch = likeHasBatch;
+  return true;
 }
 
 /// Whether mask element i is 0 or 1 (1 in `real`).
@@ -272,9 +310,22 @@ bool prepareInputs(const ModelInfo &model, const TensorRef *tensors,
                 "internal error: the compiled model has no inputs");
   bool hasBatch = false;
   for (size_t i = 0; i < model.numInputs; ++i) {
-    if (!prepareOne(model, model.inputs[i], tensors[i], sources[i],
-                    idScratch ? idScratch[i] : nullptr, views[i], hasBatch,
-                    error, errorLength))
+    const InputInfo &info = model.inputs[i];
+    int32_t *scratch = idScratch ? idScratch[i] : nullptr;
+    if (info.zerosLike >= 0) {
+      size_t like = size_t(info.zerosLike);
+      if (like >= i || model.inputs[like].kind != InputKind::TokenIds)
+        return fail(error, errorLength,
+                    "internal error: input '%s' takes the shape of input %zu",
+                    info.name, like);
+      if (!prepareOptional(model, info, tensors[i], tensors[like], views[like],
+                           sources[i], sources[like], scratch, views[i],
+                           hasBatch, error, errorLength))
+        return false;
+      continue;
+    }
+    if (!prepareOne(model, info, tensors[i], sources[i], scratch, views[i],
+                    hasBatch, error, errorLength))
       return false;
     if (i > 0 && views[i].batch != views[0].batch)
       return fail(error, errorLength,
@@ -316,7 +367,8 @@ DefaultInput makeDefaultInput(const ModelInfo &model, size_t index) {
     input.dtype = DType::I32;
     input.rank = 2;
     input.ids.resize(count);
-    fillTokenIds(input.ids.data(), count, model.vocabSize, seed);
+    fillTokenIds(input.ids.data(), count,
+                 info.idBound > 0 ? info.idBound : model.vocabSize, seed);
   } else {
     input.dtype = DType::F32;
     input.rank = 3;

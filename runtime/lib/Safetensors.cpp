@@ -21,30 +21,6 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 // levels (object, entry, shape).
 constexpr unsigned kMaxJsonDepth = 64;
 
-/// The offset of the first '[' or '{' (outside strings) nested deeper than
-/// `maxDepth`, or npos.
-size_t findDeepNesting(llvm::StringRef text, unsigned maxDepth) {
-  unsigned depth = 0;
-  bool inString = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (inString) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        inString = false;
-    } else if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > maxDepth)
-        return i;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return llvm::StringRef::npos;
-}
-
 bool parseDType(llvm::StringRef name, TensorDType &dtype) {
   if (name == "F32")
     dtype = TensorDType::F32;
@@ -162,6 +138,28 @@ bool parseEntry(llvm::StringRef name, const llvm::json::Value &value,
 
 } // namespace
 
+size_t findDeepJsonNesting(std::string_view text, unsigned maxDepth) {
+  unsigned depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > maxDepth)
+        return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return std::string_view::npos;
+}
+
 const char *tensorDTypeName(TensorDType dtype) {
   switch (dtype) {
   case TensorDType::F32:
@@ -229,7 +227,7 @@ bool SafetensorsFile::parse(const unsigned char *bytes, size_t size,
   }
   llvm::StringRef headerText(reinterpret_cast<const char *>(bytes + 8),
                              size_t(headerBytes));
-  if (size_t deep = findDeepNesting(headerText, kMaxJsonDepth);
+  if (size_t deep = findDeepJsonNesting(headerText, kMaxJsonDepth);
       deep != llvm::StringRef::npos) {
     problems.add("header nests JSON deeper than " +
                  std::to_string(kMaxJsonDepth) + " levels (at byte " +

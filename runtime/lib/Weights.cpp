@@ -3,6 +3,7 @@
 #include "tfm/runtime/Weights.h"
 #include "tfm/runtime/HalfFloat.h"
 #include "tfm/runtime/Random.h"
+#include "tfm/runtime/SafetensorsIndex.h"
 #include "tfm/runtime/Shape.h"
 #include "tfm/runtime/ThreadPool.h"
 
@@ -103,7 +104,14 @@ std::string describeSources(const std::vector<const SafetensorsTensor *> &ts) {
 bool Weights::load(const ModelInfo &model, const char *path,
                    std::string &error) {
   ptrs.assign(model.numParams, nullptr);
-  if (!file.open(path, error))
+  files.clear();
+  if (isSafetensorsIndexPath(path)) {
+    if (!openShards(path, error))
+      return false;
+    return loadParsed(model, path, error);
+  }
+  files.push_back(std::make_unique<SafetensorsFile>());
+  if (!files.back()->open(path, error))
     return false;
   return loadParsed(model, path, error);
 }
@@ -111,10 +119,59 @@ bool Weights::load(const ModelInfo &model, const char *path,
 bool Weights::loadImage(const ModelInfo &model, const unsigned char *bytes,
                         size_t size, const char *path, std::string &error) {
   ptrs.assign(model.numParams, nullptr);
-  if (!file.parse(bytes, size, path, error))
+  files.clear();
+  files.push_back(std::make_unique<SafetensorsFile>());
+  if (!files.back()->parse(bytes, size, path, error))
     return false;
   return loadParsed(model, path, error);
 }
+
+bool Weights::openShards(const char *path, std::string &error) {
+  SafetensorsIndex index;
+  if (!readSafetensorsIndex(path, index, error))
+    return false;
+  std::string problems;
+  auto problem = [&](const std::string &what) {
+    if (!problems.empty())
+      problems += '\n';
+    problems += what;
+  };
+  for (const std::string &shard : index.shards) {
+    files.push_back(std::make_unique<SafetensorsFile>());
+    std::string shardError;
+    if (!files.back()->open(shard.c_str(), shardError))
+      problem(shardError);
+  }
+  if (problems.empty())
+    for (const auto &[tensor, shard] : index.tensors)
+      if (!files[shard]->find(tensor))
+        problem(std::string(path) + ": the index puts tensor '" + tensor +
+                "' in '" + index.shards[shard] + "', which has no such tensor");
+  if (!problems.empty()) {
+    files.clear();
+    error = std::move(problems);
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+/// Whether `name` is one of `model`'s ignored tensors (an exact name, or a
+/// prefix ending in '.').
+bool isIgnored(const ModelInfo &model, const std::string &name) {
+  for (size_t i = 0; i < model.numIgnoredTensors; ++i) {
+    std::string_view ignored = model.ignoredTensors[i];
+    if (ignored.empty())
+      continue;
+    if (ignored.back() == '.' ? name.compare(0, ignored.size(), ignored) == 0
+                              : name == ignored)
+      return true;
+  }
+  return false;
+}
+
+} // namespace
 
 bool Weights::loadParsed(const ModelInfo &model, const char *path,
                          std::string &error) {
@@ -125,9 +182,35 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
     problems += std::string(path) + ": " + what;
   };
 
+  // Every file's tensors, sorted by name; a name in two shards is an error.
+  std::vector<const SafetensorsTensor *> tensors;
+  for (const auto &file : files)
+    for (const SafetensorsTensor &t : file->tensors())
+      tensors.push_back(&t);
+  std::sort(tensors.begin(), tensors.end(),
+            [](const SafetensorsTensor *a, const SafetensorsTensor *b) {
+              return a->name < b->name;
+            });
+  for (size_t t = 1; t < tensors.size(); ++t)
+    if (tensors[t]->name == tensors[t - 1]->name)
+      problem("tensor '" + tensors[t]->name + "' is in more than one shard");
+  auto find = [&](std::string_view name) -> const SafetensorsTensor * {
+    auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
+                               [](const SafetensorsTensor *t,
+                                  std::string_view n) { return t->name < n; });
+    return it != tensors.end() && (*it)->name == name ? *it : nullptr;
+  };
+  auto indexOf = [&](const SafetensorsTensor *t) {
+    return size_t(
+        std::lower_bound(tensors.begin(), tensors.end(), t->name,
+                         [](const SafetensorsTensor *a, const std::string &n) {
+                           return a->name < n;
+                         }) -
+        tensors.begin());
+  };
+
   // Pass 1: match every parameter to a tensor and check it; nothing is
   // converted until all of them are known to be good.
-  const std::vector<SafetensorsTensor> &tensors = file.tensors();
   std::vector<bool> used(tensors.size(), false);
   std::vector<const SafetensorsTensor *> source(model.numParams, nullptr);
   // Weights a checkpoint stores in parts (param.sources): the parts.
@@ -147,7 +230,7 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
       bool ok = true;
       int64_t rows = 0;
       for (int s = 0; s < param.numSources; ++s) {
-        const SafetensorsTensor *part = file.find(param.sources[s]);
+        const SafetensorsTensor *part = find(param.sources[s]);
         if (!part) {
           std::string part = param.numSources == 1
                                  ? std::string("for '")
@@ -159,7 +242,7 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
           ok = false;
           continue;
         }
-        used[size_t(part - tensors.data())] = true;
+        used[indexOf(part)] = true;
         parts[i].push_back(part);
         if (std::string bad = dtypeProblem(param, *part); !bad.empty()) {
           problem(bad);
@@ -188,9 +271,9 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
         ownedBytes += alignedFloatBytes(elements);
       continue;
     }
-    const SafetensorsTensor *tensor = file.find(param.name);
+    const SafetensorsTensor *tensor = find(param.name);
     if (!tensor && param.alias)
-      tensor = file.find(param.alias);
+      tensor = find(param.alias);
     if (!tensor) {
       std::string what =
           std::string("missing tensor '") + param.name + "' " + shapeOf(param);
@@ -199,7 +282,7 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
       problem(what);
       continue;
     }
-    used[size_t(tensor - tensors.data())] = true;
+    used[indexOf(tensor)] = true;
     if (!sameShape(param, tensor->shape)) {
       std::string what = "tensor '" + tensor->name + "'";
       if (tensor->name != param.name)
@@ -222,11 +305,11 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
       ownedBytes += alignedFloatBytes(elements);
   }
   for (size_t t = 0; t < tensors.size(); ++t)
-    if (!used[t])
-      problem(
-          "unexpected tensor '" + tensors[t].name + "' " +
-          ShapeText(tensors[t].shape.data(), tensors[t].shape.size()).c_str() +
-          " (not a parameter of model '" + model.name + "')");
+    if (!used[t] && !isIgnored(model, tensors[t]->name))
+      problem("unexpected tensor '" + tensors[t]->name + "' " +
+              ShapeText(tensors[t]->shape.data(), tensors[t]->shape.size())
+                  .c_str() +
+              " (not a parameter of model '" + model.name + "')");
   if (!problems.empty()) {
     error = std::move(problems);
     return false;

@@ -106,6 +106,79 @@ TEST(Inputs, OutOfRangeIdNamesPositionAndValue) {
             "ids.npy: token id -3 at position [1] is out of range [0, 10)");
 }
 
+// BERT's inputs: ids of a vocabulary of 10, token types of 2, optional.
+const InputInfo kWithTokenTypes[] = {{"input_ids", InputKind::TokenIds, 10},
+                                     {"token_type_ids", InputKind::TokenIds, 2,
+                                      /*zerosLike=*/0}};
+
+TEST(Inputs, AbsentTokenTypesAreZerosOfTheIdsShape) {
+  ModelInfo m = model(kWithTokenTypes, 2);
+  const int32_t ids[] = {1, 2, 3, 4, 5, 6};
+  const int64_t shape[] = {2, 3};
+  int32_t scratch0[12], scratch1[12];
+  std::fill(std::begin(scratch1), std::end(scratch1), 7);
+  Prepared p =
+      prepare(m, {{DType::I32, 2, shape, ids}, TensorRef{}},
+              {"ids.npy", "input 'token_type_ids'"}, scratch0, scratch1);
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.views[1].data, scratch1);
+  EXPECT_EQ(p.views[1].batch, 2);
+  EXPECT_EQ(p.views[1].seq, 3);
+  EXPECT_TRUE(
+      std::all_of(scratch1, scratch1 + 6, [](int v) { return v == 0; }));
+  EXPECT_EQ(scratch1[6], 7); // nothing past batch * seq
+  EXPECT_EQ(p.output.rank, 3);
+  EXPECT_EQ(p.output.shape[1], 3);
+}
+
+TEST(Inputs, TokenTypesAreCheckedAgainstTheirOwnBound) {
+  ModelInfo m = model(kWithTokenTypes, 2);
+  const int32_t ids[] = {9, 2, 3};
+  const int64_t types[] = {0, 1, 1};
+  const int64_t shape[] = {1, 3};
+  int32_t scratch0[12], scratch1[12];
+  Prepared p =
+      prepare(m, {{DType::I32, 2, shape, ids}, {DType::I64, 2, shape, types}},
+              {"ids.npy", "types.npy"}, scratch0, scratch1);
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.views[1].data, scratch1);
+  EXPECT_EQ(scratch1[0], 0);
+  EXPECT_EQ(scratch1[2], 1);
+
+  // An id the vocabulary has is out of the token types' range.
+  const int32_t badTypes[] = {0, 2, 0};
+  p = prepare(m,
+              {{DType::I32, 2, shape, ids}, {DType::I32, 2, shape, badTypes}},
+              {"ids.npy", "types.npy"}, scratch0, scratch1);
+  EXPECT_FALSE(p.ok);
+  EXPECT_EQ(p.error, "types.npy: token type id 2 at position [0, 1] is out of "
+                     "range [0, 2)");
+}
+
+TEST(Inputs, TokenTypesMustHaveTheIdsShape) {
+  ModelInfo m = model(kWithTokenTypes, 2);
+  const int32_t ids[] = {1, 2, 3, 4, 5, 6};
+  const int64_t shape[] = {2, 3}, other[] = {1, 6}, flat[] = {6};
+  int32_t scratch0[12], scratch1[12];
+  const int32_t zeros[6] = {};
+  Prepared p =
+      prepare(m, {{DType::I32, 2, shape, ids}, {DType::I32, 2, other, zeros}},
+              {"ids.npy", "types.npy"}, scratch0, scratch1);
+  EXPECT_FALSE(p.ok);
+  EXPECT_EQ(p.error,
+            "types.npy: shape [1, 6] does not match ids.npy (expected [2, 3])");
+  p = prepare(m, {{DType::I32, 2, shape, ids}, {DType::I32, 1, flat, zeros}},
+              {"ids.npy", "types.npy"}, scratch0, scratch1);
+  EXPECT_FALSE(p.ok);
+  EXPECT_EQ(p.error,
+            "types.npy: shape [6] does not match ids.npy (expected [2, 3])");
+  // Unbatched ids take unbatched token types.
+  p = prepare(m, {{DType::I32, 1, flat, ids}, {DType::I32, 1, flat, zeros}},
+              {"ids.npy", "types.npy"}, scratch0, scratch1);
+  ASSERT_TRUE(p.ok) << p.error;
+  EXPECT_EQ(p.output.rank, 2);
+}
+
 TEST(Inputs, LimitsSayWhichOptionRaisesThem) {
   ModelInfo m = model(kIds, 1);
   int32_t ids[40] = {};

@@ -15,6 +15,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <string>
 #include <vector>
@@ -34,9 +35,14 @@ struct HuggingFaceCheckpoint {
   std::string description;
   /// By the model's parameter (tfm.param) names.
   llvm::StringMap<WeightSource> weights;
-  /// DIR/model.safetensors, absolute: what the compiled model loads when it
-  /// is given no weights.
+  /// DIR/model.safetensors, or DIR/model.safetensors.index.json when only
+  /// that (a sharded checkpoint) is there; absolute: what the compiled
+  /// model loads when it is given no weights.
   std::string weightsFile;
+  /// Tensors a checkpoint may hold that the model does not read (BERT's
+  /// pooler, GPT-2's causal-mask buffers, a tied head's copy): exact names,
+  /// or prefixes ending in '.'.
+  std::vector<std::string> ignoredTensors;
   /// Mistral's sliding window when it caps the sequence length (within it
   /// the attention is full; beyond, it would not be): 0 when none.
   int64_t slidingWindow = 0;
@@ -57,9 +63,22 @@ readHuggingFaceFolder(llvm::StringRef dir, std::string &configPath,
 
 /// readHuggingFaceFolder's mapping of config.json's `text` (no files read
 /// but the weights file's name, DIR/model.safetensors).
+/// `tensorNames`: the names the folder's safetensors hold (empty when
+/// unknown), which say whether they carry the model class's prefix
+/// (`bert.`, `transformer.`: saved from a class with a head) or not (saved
+/// from the base model).
 std::optional<HuggingFaceCheckpoint>
 mapHuggingFaceConfig(llvm::StringRef text, llvm::StringRef dir,
-                     std::vector<ConfigDiagnostic> &diags);
+                     std::vector<ConfigDiagnostic> &diags,
+                     const llvm::StringSet<> &tensorNames = {});
+
+/// The tensor names of DIR's weights (the header of model.safetensors, or
+/// the weight_map of model.safetensors.index.json) into `names`, and the
+/// file that lists them into `weightsFile` (DIR/model.safetensors when
+/// neither exists). False with `error` set when one exists and cannot be
+/// read.
+bool readCheckpointTensorNames(llvm::StringRef dir, llvm::StringSet<> &names,
+                               std::string &weightsFile, std::string &error);
 
 /// Records the checkpoint's layout on `module` (built from its
 /// description): each tfm.param's `sources`, the inputs' Hugging Face name

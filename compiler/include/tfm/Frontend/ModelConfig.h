@@ -76,6 +76,13 @@ struct ModelConfig {
   int64_t windowBlocks = 1, globalBlocks = 1, randomBlocks = 0;
   bool lmHead = false;
   bool tieEmbeddings = true;
+  /// BERT's token types: a second table (`type_embed.weight`,
+  /// [typeVocabSize, d_model]) indexed by the input `token_type_ids` (zeros
+  /// when not given), added to the token embeddings. Encoder only.
+  std::optional<int64_t> typeVocabSize;
+  /// A norm of the embeddings (tokens, token types and positions summed)
+  /// before the first layer (`embed_norm`: BERT's embeddings.LayerNorm).
+  bool embeddingNorm = false;
 
   int64_t headDim() const { return dModel / numHeads; }
 };

@@ -54,8 +54,14 @@ enum class InputKind : uint8_t {
 };
 
 struct InputInfo {
-  const char *name; // "input", or "src" and "tgt"
+  const char *name; // "input", or "src" and "tgt"; "token_type_ids"
   InputKind kind;
+  /// Token ids lie in [0, idBound): the vocabulary of the table they index
+  /// (vocab_size, or type_vocab_size for token types); 0 for embeddings.
+  int64_t idBound = 0;
+  /// -1, or the input whose shape this one has: then it is optional, and
+  /// all zeros where none is given (BERT's token_type_ids).
+  int zerosLike = -1;
 };
 
 /// A padding mask the forward pass takes (contract section 8): `name`
@@ -155,6 +161,12 @@ struct ModelInfo {
   const char *attentionMapsUnsupported;
   /// Why the model takes no padding mask (the frontend's reason), or null.
   const char *masksRefused;
+  /// Tensors a weights file may hold that the model does not read (a
+  /// checkpoint's pooler, buffers, a tied head's copy): exact names, or
+  /// prefixes ending in '.'. Any other tensor no parameter reads is an
+  /// error.
+  const char *const *ignoredTensors = nullptr;
+  size_t numIgnoredTensors = 0;
 };
 
 /// Defined by the generated code of each compiled model.

@@ -31,6 +31,11 @@ inline bool isFloatDType(TensorDType dtype) {
 }
 
 const char *tensorDTypeName(TensorDType dtype);
+
+/// The offset of the first '[' or '{' (outside strings) nested deeper than
+/// `maxDepth`, or npos: llvm::json parses and destroys values recursively,
+/// so hostile nesting ([[[[...) would overflow the stack.
+size_t findDeepJsonNesting(std::string_view text, unsigned maxDepth);
 size_t tensorDTypeSize(TensorDType dtype);
 
 struct SafetensorsTensor {

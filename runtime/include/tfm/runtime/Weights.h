@@ -7,6 +7,7 @@
 #include "tfm/runtime/Model.h"
 #include "tfm/runtime/Safetensors.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,10 +21,10 @@ class ThreadPool;
 /// converted or generated lives in one 64-byte aligned block.
 class Weights {
 public:
-  /// Checks every tensor of the safetensors file `path` against
-  /// `model.params` (names or aliases, shapes, dtypes, extents) before
-  /// converting any. Every problem is one line of `error`, starting with
-  /// "PATH: ".
+  /// Checks every tensor of the safetensors file `path` (or of the shards
+  /// an index `path`, *.json, lists) against `model.params` (names or
+  /// aliases, shapes, dtypes, extents) before converting any. Every
+  /// problem is one line of `error`, starting with "PATH: ".
   bool load(const ModelInfo &model, const char *path, std::string &error);
 
   /// The same from the image of a whole safetensors file that the caller
@@ -41,10 +42,14 @@ public:
   const float *const *pointers() const { return ptrs.data(); }
 
 private:
-  /// Checks and converts the tensors of `file`, already parsed.
+  /// Checks and converts the tensors of `files`, already parsed.
   bool loadParsed(const ModelInfo &model, const char *path, std::string &error);
+  /// Opens the shards of the index at `path`, checking that each holds the
+  /// tensors the index puts there.
+  bool openShards(const char *path, std::string &error);
 
-  SafetensorsFile file;
+  /// One file, or an index's shards.
+  std::vector<std::unique_ptr<SafetensorsFile>> files;
   AlignedBuffer owned;
   std::vector<const float *> ptrs;
 };
