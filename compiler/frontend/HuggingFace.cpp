@@ -484,7 +484,7 @@ bool readCheckpointTensorNames(StringRef dir, StringSet<> &names,
     weightsFile = index;
     ErrorOr<std::unique_ptr<MemoryBuffer>> file = MemoryBuffer::getFile(index);
     if (!file) {
-      error = "'" + index + "': " + file.getError().message();
+      error = "cannot read it: " + file.getError().message();
       return false;
     }
     StringRef text = (*file)->getBuffer();
@@ -494,9 +494,9 @@ bool readCheckpointTensorNames(StringRef dir, StringSet<> &names,
       if (const json::Object *object = root->getAsObject())
         map = object->getObject("weight_map");
     if (!map) {
-      error = "'" + index + "': " +
-              (root ? std::string("no \"weight_map\" object")
-                    : toString(root.takeError()));
+      error = root ? std::string("no \"weight_map\" object (a safetensors "
+                                 "index maps each tensor to its shard)")
+                   : "invalid JSON: " + toString(root.takeError());
       return false;
     }
     for (const auto &kv : *map)
@@ -516,9 +516,8 @@ bool readCheckpointTensorNames(StringRef dir, StringSet<> &names,
   sys::fs::file_size(weightsFile, size);
   // safetensors' own limit on the header (100 MB).
   if (!file || length == 0 || length > 100'000'000 || length + 8 > size) {
-    error = "'" + weightsFile +
-            "': not a safetensors file (its header length "
-            "does not fit the file)";
+    error = "not a safetensors file (its header length does not fit the "
+            "file)";
     return false;
   }
   file = MemoryBuffer::getFileSlice(weightsFile, length, 8,
@@ -527,7 +526,7 @@ bool readCheckpointTensorNames(StringRef dir, StringSet<> &names,
   Expected<json::Value> root = parseShallowJson(text);
   const json::Object *object = root ? root->getAsObject() : nullptr;
   if (!object) {
-    error = "'" + weightsFile + "': its header is not a JSON object" +
+    error = "its header is not a JSON object" +
             (root ? std::string() : ": " + toString(root.takeError()));
     return false;
   }

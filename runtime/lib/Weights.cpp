@@ -191,9 +191,12 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
             [](const SafetensorsTensor *a, const SafetensorsTensor *b) {
               return a->name < b->name;
             });
+  std::vector<bool> used(tensors.size(), false);
   for (size_t t = 1; t < tensors.size(); ++t)
-    if (tensors[t]->name == tensors[t - 1]->name)
+    if (tensors[t]->name == tensors[t - 1]->name) {
       problem("tensor '" + tensors[t]->name + "' is in more than one shard");
+      used[t] = true; // said once
+    }
   auto find = [&](std::string_view name) -> const SafetensorsTensor * {
     auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
                                [](const SafetensorsTensor *t,
@@ -211,7 +214,6 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
 
   // Pass 1: match every parameter to a tensor and check it; nothing is
   // converted until all of them are known to be good.
-  std::vector<bool> used(tensors.size(), false);
   std::vector<const SafetensorsTensor *> source(model.numParams, nullptr);
   // Weights a checkpoint stores in parts (param.sources): the parts.
   std::vector<std::vector<const SafetensorsTensor *>> parts(model.numParams);

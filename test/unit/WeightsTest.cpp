@@ -424,4 +424,122 @@ TEST(Weights, RandomInitIsEachNamesStream) {
   }
 }
 
+// ---- a sharded checkpoint: model.safetensors.index.json and its shards
+
+/// The file name of `path`, as an index beside it names it.
+std::string baseName(const std::string &path) {
+  return path.substr(path.find_last_of('/') + 1);
+}
+
+/// Writes an index of `entries` (tensor, shard file name) beside the
+/// shards; returns its path.
+std::string
+writeIndex(const std::vector<std::pair<std::string, std::string>> &entries,
+           const std::string &name = "model.safetensors.index.json") {
+  std::string text = "{\"metadata\": {\"total_size\": 0}, \"weight_map\": {";
+  for (size_t i = 0; i < entries.size(); ++i)
+    text += (i ? ", \"" : "\"") + entries[i].first + "\": \"" +
+            entries[i].second + "\"";
+  std::string path = tempPath(name);
+  writeFile(path, text + "}}");
+  return path;
+}
+
+const ParamInfo kShardedParams[] = {
+    {"a", nullptr, 1, {2}, ParamInit::Zeros, 0.0f},
+    {"b", nullptr, 1, {3}, ParamInit::Zeros, 0.0f},
+    {"c", nullptr, 1, {1}, ParamInit::Zeros, 0.0f},
+};
+
+TEST(Weights, LoadsTheShardsAnIndexLists) {
+  ModelInfo model = modelWith(kShardedParams, 3);
+  std::string one = tempPath("model-00001-of-00002.safetensors");
+  std::string two = tempPath("model-00002-of-00002.safetensors");
+  writeFile(one, safetensorsImage({{"a", "F32", {2}, f32Bytes({1.0f, 2.0f})},
+                                   {"c", "F32", {1}, f32Bytes({5.0f})}}));
+  writeFile(two, safetensorsImage(
+                     {{"b", "BF16", {3}, f16Bytes({0x3f80, 0x4000, 0x4040})}}));
+  std::string index = writeIndex(
+      {{"a", baseName(one)}, {"b", baseName(two)}, {"c", baseName(one)}});
+  Weights weights;
+  std::string error;
+  ASSERT_TRUE(weights.load(model, index.c_str(), error)) << error;
+  const float *const *w = weights.pointers();
+  EXPECT_EQ(w[0][0], 1.0f);
+  EXPECT_EQ(w[0][1], 2.0f);
+  EXPECT_EQ(w[1][0], 1.0f);
+  EXPECT_EQ(w[1][2], 3.0f);
+  EXPECT_EQ(w[2][0], 5.0f);
+}
+
+TEST(Weights, ShardProblemsNameTheIndexAndTheShard) {
+  ModelInfo model = modelWith(kShardedParams, 3);
+  std::string one = tempPath("s1.safetensors");
+  std::string two = tempPath("s2.safetensors");
+  writeFile(one, safetensorsImage({{"a", "F32", {2}, zeros(2)},
+                                   {"c", "F32", {1}, zeros(1)}}));
+  writeFile(two, safetensorsImage({{"b", "F32", {3}, zeros(3)},
+                                   {"c", "F32", {1}, zeros(1)}}));
+  Weights weights;
+  std::string error;
+  // The index puts b in the shard that lacks it.
+  std::string index = writeIndex(
+      {{"a", baseName(one)}, {"b", baseName(one)}, {"c", baseName(one)}});
+  EXPECT_FALSE(weights.load(model, index.c_str(), error));
+  EXPECT_EQ(error, index + ": the index puts tensor 'b' in '" + one +
+                       "', which has no such tensor");
+  // c in both shards.
+  index = writeIndex(
+      {{"a", baseName(one)}, {"b", baseName(two)}, {"c", baseName(two)}});
+  EXPECT_FALSE(weights.load(model, index.c_str(), error));
+  EXPECT_EQ(error, index + ": tensor 'c' is in more than one shard");
+  // A shard that is not there.
+  std::string gone = tempPath("gone.safetensors");
+  index = writeIndex({{"a", baseName(one)}, {"b", baseName(gone)}});
+  EXPECT_FALSE(weights.load(model, index.c_str(), error));
+  EXPECT_NE(error.find(gone + ": "), std::string::npos) << error;
+  // Not an index: no weight_map; a shard path outside the index's folder.
+  std::string notIndex = tempPath("x.json");
+  writeFile(notIndex, "{\"metadata\": {}}");
+  EXPECT_FALSE(weights.load(model, notIndex.c_str(), error));
+  EXPECT_EQ(error, notIndex + ": no \"weight_map\" object (a safetensors "
+                              "index maps each tensor to its shard)");
+  index = writeIndex({{"a", "../elsewhere.safetensors"}});
+  EXPECT_FALSE(weights.load(model, index.c_str(), error));
+  EXPECT_EQ(error, index + ": weight_map entry 'a' does not name a file "
+                           "beside the index (a string, no '/')");
+  writeFile(notIndex, "{\"weight_map\": [1, 2");
+  EXPECT_FALSE(weights.load(model, notIndex.c_str(), error));
+  EXPECT_EQ(error.rfind(notIndex + ": not valid JSON: ", 0), 0u) << error;
+}
+
+TEST(Weights, IgnoredTensorsAreNotUnexpected) {
+  const ParamInfo params[] = {{"a", nullptr, 1, {2}, ParamInit::Zeros, 0.0f}};
+  ModelInfo model = modelWith(params, 1);
+  // A prefix (ends in '.') and an exact name.
+  const char *const ignored[] = {"pooler.", "embeddings.position_ids"};
+  model.ignoredTensors = ignored;
+  model.numIgnoredTensors = 2;
+  std::string path;
+  std::string error = loadError(
+      model,
+      safetensorsImage({{"a", "F32", {2}, zeros(2)},
+                        {"pooler.dense.weight", "F32", {1}, zeros(1)},
+                        {"embeddings.position_ids", "I64", {1}, zeros(2)},
+                        {"embeddings.position_ids2", "F32", {1}, zeros(1)},
+                        {"poolerx", "F32", {1}, zeros(1)}}),
+      &path);
+  EXPECT_EQ(error, path +
+                       ": unexpected tensor 'embeddings.position_ids2' [1] "
+                       "(not a parameter of model 'test')\n" +
+                       path +
+                       ": unexpected tensor 'poolerx' [1] (not a "
+                       "parameter of model 'test')");
+  writeFile(path,
+            safetensorsImage({{"a", "F32", {2}, zeros(2)},
+                              {"pooler.dense.bias", "F32", {1}, zeros(1)}}));
+  Weights weights;
+  EXPECT_TRUE(weights.load(model, path.c_str(), error)) << error;
+}
+
 } // namespace

@@ -75,8 +75,8 @@ mapHuggingFaceConfig(llvm::StringRef text, llvm::StringRef dir,
 /// The tensor names of DIR's weights (the header of model.safetensors, or
 /// the weight_map of model.safetensors.index.json) into `names`, and the
 /// file that lists them into `weightsFile` (DIR/model.safetensors when
-/// neither exists). False with `error` set when one exists and cannot be
-/// read.
+/// neither exists). False when that file cannot be read, with `error`
+/// saying why.
 bool readCheckpointTensorNames(llvm::StringRef dir, llvm::StringSet<> &names,
                                std::string &weightsFile, std::string &error);
 
