@@ -69,7 +69,7 @@ void checkHuggingFaceConfig(llvm::StringRef text) {
   MemoryBudget budget{uint64_t(24) << 30, "the fuzzer's 24 GB"};
   CompileLimits limits{config->maxSeqLen, 1};
   if (checkModelMemory(*config, limits, positions, budget) ||
-      config->numDecoderLayers > 64)
+      config->numEncoderLayers > 64 || config->numDecoderLayers > 64)
     return; // the mapping names every layer: keep the map small
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   mlir::ScopedDiagnosticHandler handler(
