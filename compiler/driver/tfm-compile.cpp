@@ -552,6 +552,8 @@ int main(int argc, char **argv) {
   if (!outDir.empty() && !sys::fs::is_directory(outDir))
     return userError("cannot write '" + out + "': folder '" + outDir +
                      "' does not exist");
+  if (sys::fs::is_directory(out))
+    return userError("cannot write '" + out + "': it is a folder");
   SmallString<128> scratchDir;
   if (std::error_code ec =
           sys::fs::createUniqueDirectory("tfm-compile", scratchDir))
