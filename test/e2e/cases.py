@@ -63,6 +63,21 @@ are left out of the comparison (reference.attended_rows).  The
 `mask_err_*` cases expect the executable to refuse its input: exit status
 1 and the name of the input (`expect_error`) on stderr.
 
+The `emb_*` cases: `embedding_norm` (the model's norm on the summed
+embeddings, before the first layer: embed_norm.*, or src_embed_norm.* and
+tgt_embed_norm.*) on every architecture, with float inputs too, and BERT's
+token types (`type_vocab_size`, encoder only: type_embed.weight and the
+optional input `token_type_ids`, shaped as `input`, zeros when left out),
+given (`Case.token_types`: TokenTypes, `--input token_type_ids=FILE`) or
+not, with and without padding masks.  They are checked against (a) and
+(c), which add the same embeddings around their layers.  The `tt_err_*`
+cases give token_type_ids the executable must refuse (an id out of range,
+a shape other than the ids'): exit 1, the input named (its file
+input_token_type_ids.npy) on the line that also says what is wrong in the
+executable's words (`expect_detail`); COMPILE_ERRORS holds the descriptions
+refused for these keys (type_vocab_size on a decoder or an
+encoder_decoder, without vocab_size; embedding_norm not a bool).
+
 `check_coverage()` asserts that every option of the contract is exercised.
 """
 
@@ -147,6 +162,42 @@ class Mask:
         return np.ascontiguousarray(m.astype(self.dtype))
 
 
+# Token type ids (TokenTypes.pattern): "segments" (BERT's sentence pairs:
+# 0 up to a split point, 1 after it), "random" (uniform over the types).
+# Refused ones (tt_err_ cases), each from "random": "range" (the id
+# type_vocab_size at position [0, 1]), "short" (one position less than the
+# ids).
+TYPE_PATTERNS = ("segments", "random")
+TYPE_ERROR_PATTERNS = ("range", "short")
+
+
+@dataclass(frozen=True)
+class TokenTypes:
+    """The optional token_type_ids input of a model with type_vocab_size,
+    shaped as its ids ([batch, seq] or [seq])."""
+    pattern: str = "segments"     # TYPE_PATTERNS, or one of TYPE_ERROR_PATTERNS in a tt_err_ case
+    dtype: str = "int64"          # int32 / int64
+
+    def make(self, rng, batch, seq, n_types):
+        """The ids, from numpy Generator `rng`: segments split each row at
+        a point drawn from 1..seq-1 (every row has both types where seq >=
+        2); random draws each id from 0..n_types-1."""
+        b = batch or 1
+        if self.pattern == "segments":
+            t = np.zeros((b, seq), dtype=np.int64)
+            for r in range(b):
+                t[r, int(rng.integers(1, max(2, seq))):] = 1
+        else:
+            t = rng.integers(0, n_types, size=(b, seq)).astype(np.int64)
+        if self.pattern == "range":
+            t.flat[min(1, t.size - 1)] = n_types
+        elif self.pattern == "short":
+            t = t[:, :-1]
+        if batch is None:
+            t = t[0]
+        return np.ascontiguousarray(t.astype(self.dtype))
+
+
 @dataclass
 class Case:
     name: str
@@ -162,11 +213,18 @@ class Case:
     # of the input it refuses) on stderr; run_args are added to its command.
     expect_error: Optional[str] = None
     run_args: Tuple[str, ...] = ()
+    # With expect_error: what the stderr line naming the input must say as
+    # well (each string), in the executable's words, and what the
+    # reference's refusal says.
+    expect_detail: Tuple[str, ...] = ()
     # block_sparse: the file dtype of every block_pattern (PATTERN_DTYPES).
     pattern_dtype: str = "I32"
     # A weights file the executable must refuse (WEIGHT_FAULTS; with
     # expect_error, the tensor's name on stderr).
     weight_fault: Optional[str] = None
+    # token_type_ids (a model with type_vocab_size): None, not given (the
+    # executable's default zeros).
+    token_types: Optional[TokenTypes] = None
     note: str = ""
 
     def compile_args(self):
@@ -200,7 +258,8 @@ def case_inputs(case, cfg, seed):
     vocabulary or float32 N(0, 1) embeddings from numpy's
     default_rng(seed), then its padding masks (cfg.mask_names' order) from
     default_rng([seed, 8]), so that a case without masks has the inputs it
-    always had."""
+    always had, then its token_type_ids (Case.token_types) from
+    default_rng([seed, 9])."""
     rng = np.random.default_rng(seed)
     out = {}
     for name in cfg.input_names:
@@ -215,6 +274,10 @@ def case_inputs(case, cfg, seed):
         if name in case.masks:
             spec = case.inputs[cfg.mask_of[name]]
             out[name] = case.masks[name].make(mask_rng, spec.batch, spec.seq)
+    if case.token_types is not None:
+        spec = case.inputs[cfg.input_names[0]]
+        out["token_type_ids"] = case.token_types.make(np.random.default_rng([seed, 9]), spec.batch, spec.seq,
+                                                      cfg.type_vocab_size or 1)
     return out
 
 
@@ -261,6 +324,10 @@ LLAMA = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="si
 # The mask_err_ cases' model: as small as it gets (1 layer, d_model 16).
 _TINY_FLOAT = dict(d_model=16, num_heads=2, d_ff=32, num_layers=1)
 _TINY = dict(_TINY_FLOAT, vocab_size=20)
+
+# BERT's embeddings and layers (+ type_vocab_size): post norm (the
+# default), learned positions, gelu, the embedding LayerNorm.
+_BERT = dict(vocab_size=50, positional="learned", activation="gelu", embedding_norm=True)
 
 
 def window(w, g=None, **kw):
@@ -899,7 +966,42 @@ CASES = [
         masks={"mask": Mask("ones", "int64")},
         note="every token real: the same as no mask"),
 
+    # ---- the embeddings: embedding_norm, BERT's token types --------------------
+    # The norm (norm_type, norm_eps) of token embeddings (x embedding_scale)
+    # + token types + absolute positions, before the first layer; token
+    # types: type_embed[token_type_ids], type 0 where the input is left out.
+    enc("emb_bert_t2_segments_mask", ids(13, batch=2), dict(_BERT, type_vocab_size=2),
+        masks={"mask": Mask("right", "int64")}, token_types=TokenTypes("segments", "int64"),
+        note="BERT-like: post norm, learned positions, gelu, embedding LayerNorm; sentence-pair token types "
+             "(int64) and right padding, batch 2"),
+    enc("emb_bert_t2_default_types", ids(7, dtype="int32"), dict(_BERT, type_vocab_size=2),
+        note="token_type_ids left out: type_embed row 0 at every position"),
+    enc("emb_bert_t3_random_unbatched", ids(13, batch=None, dtype="int32"), dict(
+        _BERT, type_vocab_size=3, lm_head=False, norm_eps=1e-12), token_types=TokenTypes("random", "int32"),
+        note="3 token types drawn at random (int32), ids without a batch dimension, hidden states, eps 1e-12"),
+    enc("emb_bert_t3_mask_no_types", ids(11, batch=2), dict(_BERT, type_vocab_size=3, tie_embeddings=False),
+        masks={"mask": Mask("holes", "bool")},
+        note="a bool padding mask but no token_type_ids (zeros); untied head"),
+    dec("emb_norm_dec_rms_rope", ids(7, batch=2), dict(LLAMA, vocab_size=64, num_kv_heads=2, d_ff=44,
+                                                        embedding_norm=True),
+        note="an RMS embedding norm (weight only) on a llama-like pre-norm decoder with rope (no absolute "
+             "positions: the norm of the token embeddings alone)"),
+    encdec("emb_norm_encdec_shared", src_tgt(7, 5, batch=2), dict(
+        vocab_size=64, embedding_norm=True, embedding_scale="sqrt_d_model", positional="learned",
+        num_layers=1), shared_embeddings=True, masks={"src_mask": Mask("right", "int32")},
+        note="src_embed_norm and tgt_embed_norm over one shared embed.weight (x sqrt(d_model)), learned "
+             "positions, src padding"),
+    enc("emb_norm_enc_float", floats(7, batch=2), dict(embedding_norm=True, norm="pre", norm_eps=1e-6),
+        note="float inputs: the norm of input + sinusoidal positions"),
+
     # Inputs the executable must refuse: exit 1, naming the input.
+    enc("tt_err_range", ids(5, batch=2), dict(_TINY, type_vocab_size=3), token_types=TokenTypes("range", "int32"),
+        expect_error="token_type_ids", expect_detail=("token type id 3 at position [0, 1] is out of range [0, 3)",),
+        note="a token type id equal to type_vocab_size"),
+    enc("tt_err_shape", ids(5, batch=2), dict(_TINY, type_vocab_size=2, embedding_norm=True),
+        token_types=TokenTypes("short"), expect_error="token_type_ids",
+        expect_detail=("shape [2, 4] does not match", "(expected [2, 5])"),
+        note="token_type_ids [2, 4] for ids [2, 5]"),
     enc("mask_err_shape", ids(7, batch=2), _TINY, masks={"mask": Mask("short")}, expect_error="mask",
         note="a mask [2, 6] for ids [2, 7]"),
     enc("mask_err_value2", ids(7, batch=2), _TINY, masks={"mask": Mask("value2", "int32")},
@@ -1041,6 +1143,25 @@ COMPILE_ERRORS += [
 ]
 
 
+def _emb_error(name, arch="encoder", **kw):
+    return _model(name, arch, **dict(_TINY_FLOAT, **kw))
+
+
+COMPILE_ERRORS += [
+    CompileError("tt_err_decoder", _emb_error("tt_err_decoder", "decoder", vocab_size=20, type_vocab_size=2),
+                 "'type_vocab_size' needs architecture 'encoder' (BERT's token types), not 'decoder'",
+                 "needs architecture 'encoder'", note="at type_vocab_size's value"),
+    CompileError("tt_err_encdec", _emb_error("tt_err_encdec", "encoder_decoder", vocab_size=20, type_vocab_size=2),
+                 "'type_vocab_size' needs architecture 'encoder' (BERT's token types), not 'encoder_decoder'",
+                 "needs architecture 'encoder'", note="at type_vocab_size's value"),
+    CompileError("tt_err_no_vocab", _emb_error("tt_err_no_vocab", type_vocab_size=2),
+                 "'type_vocab_size' needs 'vocab_size': token types are added to token embeddings",
+                 "needs 'vocab_size'", note="float inputs have no token embeddings"),
+    CompileError("emb_err_norm_not_bool", _emb_error("emb_err_norm_not_bool", vocab_size=20, embedding_norm=1),
+                 "'embedding_norm' must be true or false, got 1", "'embedding_norm'", note="at the value"),
+]
+
+
 def reference_refusal(e):
     """The oracle's refusal of CompileError e, or None if it takes it: the
     description's ConfigError; with `--max-seq-len N` in e.args, a
@@ -1113,6 +1234,7 @@ def validate():
             problems.append("%s: --max-seq-len above max_seq_len with linformer (E and F have "
                             "max_seq_len columns)" % c.name)
         problems += _validate_block_sparse(c, cfg)
+        problems += _validate_token_types(c, cfg)
         problems += _validate_masks(c, cfg)
     for e in COMPILE_ERRORS:
         if e.name in seen:
@@ -1207,6 +1329,32 @@ def weight_file(case, cfg, arrays, patterns):
     return arrays, {k: (tuple(np.asarray(v).shape), dtypes[k]) for k, v in arrays.items()}
 
 
+def _validate_token_types(c, cfg):
+    """The token_type_ids of case c (Case.token_types) and their error cases."""
+    problems = []
+    tt = c.token_types
+    if tt is None:
+        if c.expect_detail and not c.masks:
+            problems.append("%s: expect_detail without an input it is about" % c.name)
+        return problems
+    if not cfg.type_vocab_size:
+        problems.append("%s: token_types for a model without type_vocab_size" % c.name)
+    if tt.pattern not in TYPE_PATTERNS + TYPE_ERROR_PATTERNS:
+        problems.append("%s: token type pattern %r" % (c.name, tt.pattern))
+    if tt.dtype not in ("int32", "int64"):
+        problems.append("%s: token type dtype %r" % (c.name, tt.dtype))
+    if (tt.pattern in TYPE_ERROR_PATTERNS) != (c.expect_error is not None):
+        problems.append("%s: token type pattern %r %s an error case" % (
+            c.name, tt.pattern, "needs" if tt.pattern in TYPE_ERROR_PATTERNS else "in"))
+    if tt.pattern in TYPE_ERROR_PATTERNS and c.masks:
+        problems.append("%s: a token type error case with masks (one refused input at a time)" % c.name)
+    if tt.pattern == "segments" and c.inputs[cfg.input_names[0]].seq < 2:
+        problems.append("%s: segments need seq >= 2" % c.name)
+    if tt.pattern == "random" and cfg.type_vocab_size and cfg.type_vocab_size < 2:
+        problems.append("%s: random token types of one type are all zeros" % c.name)
+    return problems
+
+
 def _validate_masks(c, cfg):
     """The padding masks (section 8) and error cases of case c."""
     import reference
@@ -1233,8 +1381,10 @@ def _validate_masks(c, cfg):
     if c.expect_error is not None and c.weight_fault is not None:
         return problems     # _validate_block_sparse's
     if c.expect_error is not None:
-        if not c.masks or not c.expect_error:
-            problems.append("%s: an error case needs masks and the input name stderr must show" % c.name)
+        refused_types = c.token_types is not None and c.token_types.pattern in TYPE_ERROR_PATTERNS
+        if not (c.masks or refused_types) or not c.expect_error:
+            problems.append("%s: an error case needs masks (or refused token_type_ids) and the input name "
+                            "stderr must show" % c.name)
             return problems
         # The oracle must agree that it is an error: the reference refuses
         # the masks naming the input, or (--generate) they are good masks
@@ -1243,9 +1393,10 @@ def _validate_masks(c, cfg):
         if "--generate" in c.run_args:
             if found or not cfg.lm_head:
                 problems.append("%s: --generate error case with bad masks %s or no LM head" % (c.name, found))
-        elif not any(c.expect_error in msg for _, msg in found):
-            problems.append("%s: the reference does not refuse its masks naming %r (%s)"
-                            % (c.name, c.expect_error, found or "accepted"))
+        elif not any(c.expect_error in msg and all(d in msg for d in c.expect_detail) for _, msg in found):
+            problems.append("%s: the reference does not refuse its inputs naming %r%s (%s)"
+                            % (c.name, c.expect_error, " and saying %s" % (c.expect_detail,)
+                               if c.expect_detail else "", found or "accepted"))
     elif c.masks:
         if cfg.linformer or cfg.performer:
             problems.append("%s: %s refuses a mask input: an error case" % (c.name, cfg.attention_kind))
@@ -1278,9 +1429,12 @@ def coverage():
                 add("mask error=--generate", n)
             if c.weight_fault is not None:
                 add("block_sparse load error=" + c.weight_fault, n)
+            if c.token_types is not None and c.token_types.pattern in TYPE_ERROR_PATTERNS:
+                add("token_type_ids error=" + c.token_types.pattern, n)
             continue
         if c.masks:
             _mask_coverage(c, cfg, add)
+        _embedding_coverage(c, cfg, add)
         add("architecture=" + cfg.architecture, n)
         add("positional=" + cfg.positional, n)
         if cfg.positional == "rope":
@@ -1509,6 +1663,37 @@ def _block_sparse_coverage(c, cfg, add, b):
         add("block_sparse mask %s %s" % (name, mk.pattern), n)
 
 
+def _embedding_coverage(c, cfg, add):
+    """embedding_norm and the token types (type_vocab_size, token_type_ids)."""
+    n = c.name
+    b = next(iter(c.inputs.values())).batch
+    batch = "=none" if b is None else "=1" if b == 1 else ">1"
+    if cfg.embedding_norm:
+        add("embedding_norm(%s)" % cfg.architecture, n)
+        add("embedding_norm norm_type=%s(%s)" % (cfg.norm_type, cfg.norm), n)
+        add("embedding_norm positional=" + cfg.positional, n)
+        add("embedding_norm inputs=" + ("ids" if cfg.tokens else "float32"), n)
+        if cfg.embedding_scale != "none":
+            add("embedding_norm+embedding_scale", n)
+        if c.shared_embeddings:
+            add("embedding_norm encdec shared embeddings", n)
+        if c.masks:
+            add("embedding_norm+mask", n)
+        if cfg.uses_section11():
+            add("embedding_norm section 11", n)
+    if cfg.type_vocab_size:
+        add("type_vocab_size=%d" % cfg.type_vocab_size, n)
+        tt = c.token_types
+        add("token_type_ids " + ("given " + tt.dtype if tt else "left out"), n)
+        if tt:
+            add("token_type_ids pattern=" + tt.pattern, n)
+        add("token types %s mask" % ("with" if c.masks else "without"), n)
+        add("token types batch" + batch, n)
+        add("token types " + ("lm_head" if cfg.lm_head else "hidden states"), n)
+        if cfg.embedding_norm:
+            add("token types+embedding_norm", n)
+
+
 def reference_rows(cfg):
     """Rows of block_pattern: ceil(max_seq_len / block)."""
     return -(-cfg.max_seq_len // cfg.block)
@@ -1635,6 +1820,20 @@ REQUIRED = (
        "mask unattended rows(encoder)", "mask unattended rows(decoder)", "mask unattended rows(encoder_decoder)"]
     + ["mask error=" + p for p in MASK_ERROR_PATTERNS]
     + ["mask error=linformer", "mask error=--generate", "mask error names mask", "mask error names src_mask"]
+    # the embeddings: embedding_norm, type_vocab_size and token_type_ids
+    + ["embedding_norm(%s)" % a for a in ("encoder", "decoder", "encoder_decoder")]
+    + ["embedding_norm norm_type=layer_norm(post)", "embedding_norm norm_type=layer_norm(pre)",
+       "embedding_norm norm_type=rms_norm(pre)", "embedding_norm positional=learned",
+       "embedding_norm positional=sinusoidal", "embedding_norm positional=rope", "embedding_norm inputs=ids",
+       "embedding_norm inputs=float32", "embedding_norm+embedding_scale", "embedding_norm encdec shared embeddings",
+       "embedding_norm+mask", "embedding_norm section 11"]
+    + ["type_vocab_size=2", "type_vocab_size=3", "token_type_ids given int32", "token_type_ids given int64",
+       "token_type_ids left out", "token_type_ids pattern=segments", "token_type_ids pattern=random",
+       "token types with mask", "token types without mask", "token types batch=none", "token types batch=1",
+       "token types batch>1", "token types lm_head", "token types hidden states", "token types+embedding_norm"]
+    + ["token_type_ids error=" + p for p in TYPE_ERROR_PATTERNS]
+    + ["compile error " + e for e in ("tt_err_decoder", "tt_err_encdec", "tt_err_no_vocab",
+                                      "emb_err_norm_not_bool")]
 )
 
 

@@ -132,6 +132,9 @@ KNOWN_KEYS = (
     "norm_type", "ffn_gated", "num_kv_heads", "bias",
     # contract section 7 (attention kinds)
     "attention",
+    # embeddings: a norm after the summed embeddings (any architecture);
+    # BERT's token types (encoder only)
+    "embedding_norm", "type_vocab_size",
 )
 
 _CHOICES = {
@@ -313,6 +316,21 @@ class Config:
             raise ConfigError("num_kv_heads %d does not divide num_heads %d"
                               % (self.num_kv_heads, self.num_heads))
         self.bias = boolean("bias", True)
+        # The embeddings' norm (norm_type, norm_eps: embed_norm.*, or
+        # src_embed_norm.* / tgt_embed_norm.*) after token embeddings (times
+        # embedding_scale), token types and absolute positions are summed;
+        # BERT's token types (type_embed.weight [type_vocab_size, d_model],
+        # the optional input token_type_ids): an encoder with vocab_size only.
+        self.embedding_norm = boolean("embedding_norm", False)
+        self.type_vocab_size = desc.get("type_vocab_size")
+        if self.type_vocab_size is not None:
+            pos_int("type_vocab_size", self.type_vocab_size)
+            if self.architecture != "encoder":
+                raise ConfigError("'type_vocab_size' needs architecture 'encoder' (BERT's token types), not %r"
+                                  % self.architecture)
+            if self.vocab_size is None:
+                raise ConfigError("'type_vocab_size' needs 'vocab_size': token types are added to token "
+                                  "embeddings")
         # Section 7: the kind of every self-attention (of every stack; the
         # encoder's of an encoder_decoder too).  Cross-attention is full.
         self.__dict__.update(_parse_attention(desc.get("attention", {"kind": "full"})))
@@ -349,6 +367,18 @@ class Config:
     @property
     def input_names(self):
         return ("src", "tgt") if self.is_encdec else ("input",)
+
+    @property
+    def type_input(self):
+        """The optional token-type input (BERT's token_type_ids: ids in
+        [0, type_vocab_size), shaped as `input`, all zeros when not given),
+        or None for a model without type_vocab_size."""
+        return "token_type_ids" if self.type_vocab_size else None
+
+    @property
+    def optional_inputs(self):
+        """Optional inputs that are not padding masks: token_type_ids."""
+        return (self.type_input,) if self.type_input else ()
 
     @property
     def mask_names(self):
@@ -466,7 +496,11 @@ def expected_weights(cfg, shared_embeddings=False):
     with performer, features [num_heads, M, dk] (the W_h, per query head
     with grouped-query attention too); with block_sparse and random_blocks
     R >= 1, block_pattern [ceil(max_seq_len / block), R] (integer key-block
-    ids; none without random blocks: there is nothing to read)."""
+    ids; none without random blocks: there is nothing to read).  The
+    embeddings: type_embed.weight [type_vocab_size, d_model] with token
+    types; with embedding_norm, the norm embed_norm.* (encoder_decoder:
+    src_embed_norm.* and tgt_embed_norm.*, shared token embeddings or not;
+    weight only with rms_norm)."""
     cfg = as_config(cfg)
     d, f, h, dk, a = cfg.d_model, cfg.d_ff, cfg.num_heads, cfg.head_dim, cfg.additive_dim
     qkv = (h + 2 * cfg.num_kv_heads) * dk   # 3 d without grouped-query attention
@@ -522,6 +556,9 @@ def expected_weights(cfg, shared_embeddings=False):
         if cfg.positional == "learned":
             out["src_pos_embed.weight"] = (cfg.max_seq_len, d)
             out["tgt_pos_embed.weight"] = (cfg.max_seq_len, d)
+        if cfg.embedding_norm:
+            norm("src_embed_norm.")
+            norm("tgt_embed_norm.")
         for i in range(cfg.num_encoder_layers):
             layer("encoder.layers.%d." % i, cross=False)
         if cfg.final_norm:
@@ -533,8 +570,12 @@ def expected_weights(cfg, shared_embeddings=False):
     else:
         if cfg.tokens:
             out["embed.weight"] = (cfg.vocab_size, d)
+        if cfg.type_vocab_size:
+            out["type_embed.weight"] = (cfg.type_vocab_size, d)
         if cfg.positional == "learned":
             out["pos_embed.weight"] = (cfg.max_seq_len, d)
+        if cfg.embedding_norm:
+            norm("embed_norm.")
         for i in range(cfg.num_layers):
             layer("layers.%d." % i, cross=False)
         if cfg.final_norm:
@@ -689,8 +730,50 @@ MASK_FORMS = ("keys", "additive")
 MASK_MISTAKES = ("self_ignored", "no_cross_mask", "first_layer_only", "inverted", "shifted")
 
 
-class MaskError(ValueError):
+class InputError(ValueError):
+    """An input the contract refuses; the message names the input."""
+
+
+class MaskError(InputError):
     """A padding mask the contract refuses; the message names the input."""
+
+
+class TokenTypeError(InputError):
+    """Token type ids (token_type_ids) refused; the message names the input."""
+
+
+TYPE_ID_DTYPES = ("int32", "int64")
+
+
+def token_type_problems(cfg, inputs):
+    """What is refused in the token_type_ids of `inputs` (a model with
+    type_vocab_size): a list of (name, message naming it), as the
+    executables word them after the input's name: a dtype other than int32
+    and int64, no `input` beside it, another shape than the ids' ("shape
+    [1, 6] does not match input 'input' (expected [2, 3])"), an id outside
+    [0, type_vocab_size) ("token type id 2 at position [0, 1] is out of
+    range [0, 2)", the first one in row-major order)."""
+    cfg = as_config(cfg)
+    name = cfg.type_input
+    if name is None or name not in inputs:
+        return []
+    t = _as_numpy(inputs[name])
+    if t.dtype.name not in TYPE_ID_DTYPES:
+        return [(name, "input '%s': dtype %s, token type ids are %s" % (name, t.dtype.name,
+                                                                      " or ".join(TYPE_ID_DTYPES)))]
+    of = cfg.input_names[0]
+    if of not in inputs:
+        return [(name, "input '%s' without input '%s'" % (name, of))]
+    want = tuple(_as_numpy(inputs[of]).shape)
+    bad = (t < 0) | (t >= cfg.type_vocab_size)
+    if bad.any():
+        at = [int(i) for i in np.argwhere(bad)[0]]
+        return [(name, "input '%s': token type id %d at position %s is out of range [0, %d)"
+                 % (name, int(t[tuple(at)]), at, cfg.type_vocab_size))]
+    if tuple(t.shape) != want:
+        return [(name, "input '%s': shape %s does not match input '%s' (expected %s)"
+                 % (name, list(t.shape), of, list(want)))]
+    return []
 
 
 def _as_numpy(a):
@@ -707,15 +790,19 @@ def mask_problems(cfg, inputs):
     any mask on a linformer or performer model, a dtype other than int32, int64, bool
     and float32, a shape other than its input's ids (an unbatched input's
     mask has no batch dimension either), a value other than 0 and 1, and a
-    row with no real token."""
+    row with no real token.  The model's token_type_ids too
+    (token_type_problems), which is no mask but an optional input."""
     cfg = as_config(cfg)
     out = []
     for name in inputs:
         if name in cfg.input_names:
             continue
+        if name in cfg.optional_inputs:
+            out += token_type_problems(cfg, inputs)
+            continue
         if name not in cfg.mask_names:
             out.append((name, "unknown input '%s' (this model takes %s)"
-                        % (name, ", ".join(cfg.input_names + cfg.mask_names))))
+                        % (name, ", ".join(cfg.input_names + cfg.optional_inputs + cfg.mask_names))))
             continue
         if cfg.linformer or cfg.performer:
             out.append((name, "input '%s': a model with %s attention refuses a mask input"
@@ -758,7 +845,7 @@ def padding_masks(cfg, inputs):
     cfg = as_config(cfg)
     problems = mask_problems(cfg, inputs)
     if problems:
-        raise MaskError(problems[0][1])
+        raise (TokenTypeError if problems[0][0] in cfg.optional_inputs else MaskError)(problems[0][1])
     data = {k: v for k, v in inputs.items() if k in cfg.input_names}
     if set(data) != set(cfg.input_names):
         raise ValueError("inputs %s, expected %s" % (sorted(inputs), cfg.input_names))
@@ -769,6 +856,21 @@ def padding_masks(cfg, inputs):
             m = m if isinstance(m, torch.Tensor) else torch.from_numpy(np.array(m))
             real[cfg.mask_of[name]] = m != 0
     return data, real
+
+
+def token_types(cfg, inputs):
+    """The token_type_ids of `inputs` as an int64 tensor shaped as the ids
+    (checked: a bad one is a TokenTypeError naming it), or None where not
+    given (the models then use zeros) or the model has no token types."""
+    cfg = as_config(cfg)
+    if cfg.type_input is None or cfg.type_input not in inputs:
+        return None
+    problems = token_type_problems(cfg, inputs)
+    if problems:
+        raise TokenTypeError(problems[0][1])
+    t = inputs[cfg.type_input]
+    t = t if isinstance(t, torch.Tensor) else torch.from_numpy(np.array(t))
+    return t.long()
 
 
 def attended_rows(cfg, inputs, block_patterns=None):
@@ -1541,6 +1643,9 @@ class FormulaModel(nn.Module):
             if cfg.positional == "learned":
                 self.src_pos_embed = _Embedding(cfg.max_seq_len, d)
                 self.tgt_pos_embed = _Embedding(cfg.max_seq_len, d)
+            if cfg.embedding_norm:
+                self.src_embed_norm = _norm(cfg)
+                self.tgt_embed_norm = _norm(cfg)
             self.encoder = _Stack(cfg, cfg.num_encoder_layers, cross=False, form=attention_form,
                                   mask_form=mask_form)
             self.decoder = _Stack(cfg, cfg.num_decoder_layers, cross=True, form=attention_form,
@@ -1548,8 +1653,12 @@ class FormulaModel(nn.Module):
         else:
             if cfg.tokens:
                 self.embed = _Embedding(cfg.vocab_size, d)
+            if cfg.type_vocab_size:
+                self.type_embed = _Embedding(cfg.type_vocab_size, d)
             if cfg.positional == "learned":
                 self.pos_embed = _Embedding(cfg.max_seq_len, d)
+            if cfg.embedding_norm:
+                self.embed_norm = _norm(cfg)
             self.layers = nn.ModuleList([FormulaEncoderLayer(cfg, attention_form, mask_form)
                                          for _ in range(cfg.num_layers)])
             self.norm = _norm(cfg) if cfg.final_norm else None
@@ -1570,13 +1679,24 @@ class FormulaModel(nn.Module):
             return self.src_pos_embed if which == "src" else self.tgt_pos_embed
         return self.pos_embed
 
-    def _embed(self, x, which):
+    def _embed_norm(self, which):
+        if self.cfg.is_encdec:
+            return self.src_embed_norm if which == "src" else self.tgt_embed_norm
+        return self.embed_norm
+
+    def _embed(self, x, which, types=None):
+        """Token embeddings (times embedding_scale) or the float inputs,
+        plus the token types' embeddings (`types` [B, S], None: type 0
+        everywhere), plus absolute positions, then the embedding norm."""
         cfg = self.cfg
         dt = self._dtype()
         if cfg.tokens:
-            x = self._tok_embed(which)(x.long())
+            ids = x.long()
+            x = self._tok_embed(which)(ids)
             if cfg.embedding_scale == "sqrt_d_model":
                 x = x * math.sqrt(cfg.d_model)
+            if cfg.type_vocab_size:
+                x = x + self.type_embed(types if types is not None else torch.zeros_like(ids))
         else:
             x = x.to(dt)
         s = x.shape[1]
@@ -1587,6 +1707,8 @@ class FormulaModel(nn.Module):
                 raise ValueError("sequence %d longer than max_seq_len %d with learned positions"
                                  % (s, cfg.max_seq_len))
             x = x + self._pos_embed(which).weight[:s]
+        if cfg.embedding_norm:
+            x = self._embed_norm(which)(x)
         return x
 
     def _rope(self, s):
@@ -1622,11 +1744,13 @@ class FormulaModel(nn.Module):
 
     def forward(self, **inputs):
         cfg = self.cfg
+        types = token_types(cfg, inputs)
         inputs, real = padding_masks(cfg, inputs)
         batched = inputs[cfg.input_names[0]].dim() == (2 if cfg.tokens else 3)
         if not batched:
             inputs = {k: v.unsqueeze(0) for k, v in inputs.items()}
             real = {k: v.unsqueeze(0) for k, v in real.items()}
+            types = types.unsqueeze(0) if types is not None else None
         if cfg.is_encdec:
             src = self._embed(inputs["src"], "src")
             rope = self._rope(src.shape[1])
@@ -1643,7 +1767,7 @@ class FormulaModel(nn.Module):
             if self.decoder.norm is not None:
                 x = self.decoder.norm(x)
         else:
-            x = self._embed(inputs["input"], "input")
+            x = self._embed(inputs["input"], "input", types)
             rope = self._rope(x.shape[1])
             for li, layer in enumerate(self.layers):
                 x = layer(x, causal=cfg.causal, rope=rope, key_mask=self._key_masks(real, "input", li))
@@ -1679,8 +1803,17 @@ def _tutorial_positional_encoding(seq_len, d_model):
 
 
 class _TorchEmbedMixin:
-    def _init_embeddings(self, cfg, shared_embeddings):
+    """The embeddings of (a) and (c), as a PyTorch user writes them around
+    the layers: nn.Embedding tables (token types too, BERT's
+    token_type_embeddings), the positional table, and with embedding_norm
+    one norm module per stack (`make_norm`: nn.LayerNorm for (a), the
+    Hugging Face style norm for (c))."""
+
+    def _init_embeddings(self, cfg, shared_embeddings, make_norm=None):
         d = cfg.d_model
+        if make_norm is None:
+            def make_norm():
+                return nn.LayerNorm(d, eps=cfg.norm_eps)
         if cfg.is_encdec:
             if cfg.tokens:
                 if shared_embeddings:
@@ -1691,25 +1824,40 @@ class _TorchEmbedMixin:
             if cfg.positional == "learned":
                 self.src_pos_embed = nn.Embedding(cfg.max_seq_len, d)
                 self.tgt_pos_embed = nn.Embedding(cfg.max_seq_len, d)
+            if cfg.embedding_norm:
+                self.src_embed_norm = make_norm()
+                self.tgt_embed_norm = make_norm()
         else:
             if cfg.tokens:
                 self.embed = nn.Embedding(cfg.vocab_size, d)
+            if cfg.type_vocab_size:
+                self.type_embed = nn.Embedding(cfg.type_vocab_size, d)
             if cfg.positional == "learned":
                 self.pos_embed = nn.Embedding(cfg.max_seq_len, d)
+            if cfg.embedding_norm:
+                self.embed_norm = make_norm()
         if cfg.untied_head:
             self.lm_head = nn.Linear(d, cfg.vocab_size, bias=False)
 
-    def _embed_input(self, x, tok, pos):
+    def _embed_input(self, x, tok, pos, norm=None, types=None):
+        """norm: the stack's embedding norm module (None: none); types: the
+        token_type_ids (None: BERT's default, type 0 everywhere, added as
+        the table's first row)."""
         cfg = self.cfg
         if cfg.tokens:
-            x = tok(x.long())
+            ids = x
+            x = tok(ids.long())
             if cfg.embedding_scale == "sqrt_d_model":
                 x = x * math.sqrt(cfg.d_model)
+            if cfg.type_vocab_size:
+                x = x + (self.type_embed(types.long()) if types is not None else self.type_embed.weight[0])
         s = x.shape[-2]
         if cfg.positional == "sinusoidal":
             x = x + _tutorial_positional_encoding(s, cfg.d_model).to(x.dtype)
         elif cfg.positional == "learned":
             x = x + pos(torch.arange(s))
+        if norm is not None:
+            x = norm(x)
         return x
 
     def _lm_head(self, h, tied_weight):
@@ -1791,10 +1939,13 @@ class TorchSingleStack(nn.TransformerEncoder, _TorchEmbedMixin):
         self.cfg = cfg
         self._init_embeddings(cfg, False)
 
-    def forward(self, input, mask=None):  # noqa: A002 - the contract's input names
+    def forward(self, input, mask=None, token_type_ids=None):  # noqa: A002 - the contract's input names
         cfg = self.cfg
-        _, real = padding_masks(cfg, dict(input=input, **({} if mask is None else {"mask": mask})))
-        x = self._embed_input(input, getattr(self, "embed", None), getattr(self, "pos_embed", None))
+        given = dict(input=input)
+        given.update({k: v for k, v in (("mask", mask), ("token_type_ids", token_type_ids)) if v is not None})
+        _, real = padding_masks(cfg, given)
+        x = self._embed_input(input, getattr(self, "embed", None), getattr(self, "pos_embed", None),
+                              getattr(self, "embed_norm", None), token_types(cfg, given))
         attn_mask, key_padding = _torch_masks(cfg, x.shape[-2], cfg.causal, real.get("input"), x.dtype)
         h = super().forward(x, mask=attn_mask, src_key_padding_mask=key_padding)
         return self._lm_head(h, self.embed.weight if cfg.tokens else None)
@@ -1837,8 +1988,8 @@ class TorchEncoderDecoder(nn.Transformer, _TorchEmbedMixin):
             te = self.embed if self.shared_embeddings else self.tgt_embed
         else:
             se = te = None
-        s = self._embed_input(src, se, getattr(self, "src_pos_embed", None))
-        t = self._embed_input(tgt, te, getattr(self, "tgt_pos_embed", None))
+        s = self._embed_input(src, se, getattr(self, "src_pos_embed", None), getattr(self, "src_embed_norm", None))
+        t = self._embed_input(tgt, te, getattr(self, "tgt_pos_embed", None), getattr(self, "tgt_embed_norm", None))
         # A sliding window is on both self-attentions (the encoder's never
         # causal); the cross-attention stays full, masking only src's padding.
         s_attn, s_pad = _torch_masks(cfg, s.shape[-2], False, real.get("src"), s.dtype)
@@ -2116,7 +2267,7 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
         self.cfg = cfg
         self.shared_embeddings = shared_embeddings
         self.mistake = mistake
-        self._init_embeddings(cfg, shared_embeddings)
+        self._init_embeddings(cfg, shared_embeddings, lambda: _hf_norm(cfg, mistake))
         if cfg.is_encdec:
             self.encoder = HFStack(cfg, cfg.num_encoder_layers, False, mistake)
             self.decoder = HFStack(cfg, cfg.num_decoder_layers, True, mistake)
@@ -2235,11 +2386,13 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
     # -- forward -----------------------------------------------------------
     def forward(self, **inputs):
         cfg = self.cfg
+        types = token_types(cfg, inputs)
         inputs, real = padding_masks(cfg, inputs)
         batched = inputs[cfg.input_names[0]].dim() == (2 if cfg.tokens else 3)
         if not batched:
             inputs = {k: v.unsqueeze(0) for k, v in inputs.items()}
             real = {k: v.unsqueeze(0) for k, v in real.items()}
+            types = types.unsqueeze(0) if types is not None else None
         dtype = self.o_dtype()
 
         def rotary(s):
@@ -2251,9 +2404,9 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
             else:
                 se = te = None
             s = self._embed_input(inputs["src"].to(dtype) if not cfg.tokens else inputs["src"], se,
-                                  getattr(self, "src_pos_embed", None))
+                                  getattr(self, "src_pos_embed", None), getattr(self, "src_embed_norm", None))
             t = self._embed_input(inputs["tgt"].to(dtype) if not cfg.tokens else inputs["tgt"], te,
-                                  getattr(self, "tgt_pos_embed", None))
+                                  getattr(self, "tgt_pos_embed", None), getattr(self, "tgt_embed_norm", None))
             memory = self.encoder(s, rotary=rotary(s.shape[1]), attention_mask=real.get("src"))   # never causal
             h = self.decoder(t, memory, causal=cfg.causal, rotary=rotary(t.shape[1]),
                              attention_mask=real.get("tgt"), memory_mask=real.get("src"))
@@ -2261,7 +2414,7 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
         else:
             x = inputs["input"]
             e = self._embed_input(x if cfg.tokens else x.to(dtype), getattr(self, "embed", None),
-                                  getattr(self, "pos_embed", None))
+                                  getattr(self, "pos_embed", None), getattr(self, "embed_norm", None), types)
             h = self.model(e, causal=cfg.causal, rotary=rotary(e.shape[1]), attention_mask=real.get("input"))
             out = self._lm_head(h, self.embed.weight if cfg.tokens else None)
         return out if batched else out.squeeze(0)
@@ -2432,13 +2585,13 @@ def load_weights(model, weights):
 
 def to_torch_inputs(cfg, inputs, dtype=torch.float32):
     """name -> np.ndarray (ids int32/int64, or float32) to torch tensors:
-    ids as int64, floats as `dtype`; padding masks (section 8) as they are
-    (the models check and read them)."""
+    ids as int64, floats as `dtype`; padding masks (section 8) and
+    token_type_ids as they are (the models check and read them)."""
     out = {}
     for k, v in inputs.items():
         t = torch.from_numpy(np.array(v)) if isinstance(v, np.ndarray) else torch.as_tensor(v)
-        if k in cfg.mask_names:
-            out[k] = t
+        if k in cfg.mask_names or k in cfg.optional_inputs:
+            out[k] = t   # checked, then read as integers, by the models
         else:
             out[k] = t.long() if cfg.tokens else t.to(dtype)
     return out
@@ -2881,7 +3034,7 @@ def _negative_controls(check_differs):
     mutated("gelu instead of relu", lambda w2: None, {"activation": "gelu"})
 
 
-def self_test(verbose=False, extra_descs=(), mask_cases=()):
+def self_test(verbose=False, extra_descs=(), mask_cases=(), embed_cases=()):
     torch.set_num_threads(1)
     failures = []
     worst = 0.0
@@ -3216,6 +3369,13 @@ def self_test(verbose=False, extra_descs=(), mask_cases=()):
     #     planted mistakes.
     _block_sparse_self_test(check, check_differs, gen, check_attention, extra_descs)
 
+    # 13. The embeddings (embedding_norm, type_vocab_size and the
+    #     token_type_ids input): the keys, the listing, the input's checks,
+    #     whole models in (b), (a) and (c) with token types given and not
+    #     (and padding masks), left-out types as zeros, planted mistakes, the
+    #     norm of the summed rows spot-checked.
+    _embedding_self_test(check, check_differs, gen, embed_cases)
+
     print("reference self-test: %d checks, worst normalised diff %.3g (bound 1e-5), %d failed"
           % (n_checks, worst, len(failures)))
     return not failures
@@ -3224,7 +3384,7 @@ def self_test(verbose=False, extra_descs=(), mask_cases=()):
 def _short(desc):
     keys = ("architecture", "norm", "activation", "positional", "attention_score",
             "vocab_size", "tie_embeddings", "lm_head", "final_norm", "causal", "embedding_scale", "d_model",
-            "norm_type", "ffn_gated", "num_kv_heads", "bias")
+            "norm_type", "ffn_gated", "num_kv_heads", "bias", "embedding_norm", "type_vocab_size")
     out = ["%s=%s" % (k, desc[k]) for k in keys if k in desc]
     a = desc.get("attention")
     if isinstance(a, dict):
@@ -4691,7 +4851,7 @@ def _mask_self_test(check, check_differs, gen, mask_cases):
         weights = make_weights(cfg, seed=1300 + idx, shared_embeddings=shared)
         forms = _masked_forms(cfg, shared, weights)
         rows = torch.from_numpy(attended_rows(cfg, inputs, _block_patterns(cfg, weights)))
-        bare = {k: v for k, v in inputs.items() if k in cfg.input_names}
+        bare = {k: v for k, v in inputs.items() if k not in cfg.mask_names}   # token types kept
         in64 = {k: (v.double() if (k in cfg.input_names and not cfg.tokens) else v) for k, v in inputs.items()}
         with torch.no_grad():
             outs = [(f, m(**(in64 if is64 else inputs)), is64) for f, m, is64 in forms]
@@ -4798,6 +4958,313 @@ def _mask_self_test(check, check_differs, gen, mask_cases):
                               _max_diff(m(**inputs)[rows], want[rows]))
 
 
+# ---------------------------------------------------------------------------
+# The embeddings: embedding_norm and BERT's token types.
+# ---------------------------------------------------------------------------
+
+# Deliberate mistakes _EmbedMistakeModel plants (self-test only): the norm
+# taken before the positions are added, token_type_ids ignored (type 0
+# everywhere), the type embedding scaled by embedding_scale with the token
+# embedding, no embedding norm, the source's norm on the target (an
+# encoder_decoder), the norm's eps read as 1.
+EMBED_MISTAKES = ("norm_before_positions", "types_ignored", "types_scaled", "no_norm", "src_norm_for_tgt",
+                  "norm_eps")
+
+
+class _EmbedMistakeModel(FormulaModel):
+    """(b) with one of EMBED_MISTAKES in its embeddings."""
+
+    def __init__(self, cfg, mistake, shared_embeddings=False):
+        super().__init__(cfg, shared_embeddings)
+        if mistake not in EMBED_MISTAKES:
+            raise ValueError(mistake)
+        self.mistake = mistake
+
+    def _embed(self, x, which, types=None):
+        cfg, m = self.cfg, self.mistake
+        norm = self._embed_norm(which) if cfg.embedding_norm else None
+        if m == "src_norm_for_tgt" and cfg.is_encdec:
+            norm = self.src_embed_norm
+        if cfg.tokens:
+            ids = x.long()
+            x = self._tok_embed(which)(ids)
+            scale = math.sqrt(cfg.d_model) if cfg.embedding_scale == "sqrt_d_model" else 1.0
+            if m != "types_scaled":
+                x = x * scale
+            if cfg.type_vocab_size:
+                tt = types if (types is not None and m != "types_ignored") else torch.zeros_like(ids)
+                x = x + self.type_embed(tt)
+            if m == "types_scaled":
+                x = x * scale
+        else:
+            x = x.to(self._dtype())
+        if norm is not None and m == "norm_before_positions":
+            x = norm(x)
+        s = x.shape[1]
+        if cfg.positional == "sinusoidal":
+            x = x + sinusoidal_table(s, cfg.d_model).to(x.dtype)
+        elif cfg.positional == "learned":
+            x = x + self._pos_embed(which).weight[:s]
+        if norm is not None and m not in ("norm_before_positions", "no_norm"):
+            if m == "norm_eps":
+                x = rms_norm(x, norm.weight, 1.0) if cfg.rms else layer_norm(x, norm.weight, norm.bias, 1.0)
+            else:
+                x = norm(x)
+        return x
+
+
+def _embedding_variants():
+    """Models with embedding_norm and/or type_vocab_size for the self-test:
+    (description, token-type pattern: None (not given), "segments" or
+    "random", padding-mask pattern or None)."""
+    base = dict(d_model=32, num_heads=4, d_ff=48, max_seq_len=16)
+    bert = dict(base, architecture="encoder", num_layers=2, vocab_size=29, positional="learned",
+                activation="gelu", embedding_norm=True)
+    llama = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu", ffn_gated=True,
+                 bias=False, num_kv_heads=2)
+    return [
+        (dict(bert, type_vocab_size=2), "segments", None),
+        (dict(bert, type_vocab_size=2), None, None),
+        (dict(bert, type_vocab_size=3, lm_head=False, norm_eps=1e-12), "random", "right"),
+        (dict(bert, type_vocab_size=3, tie_embeddings=False), None, "holes"),
+        (dict(base, architecture="encoder", num_layers=1, vocab_size=29, type_vocab_size=2,
+              embedding_scale="sqrt_d_model"), "random", None),               # token types, no norm
+        (dict(base, architecture="encoder", num_layers=2, vocab_size=29, type_vocab_size=4, **llama),
+         "random", "left"),                                                   # (c): rms embedding norm
+        (dict(base, architecture="encoder", num_layers=2, vocab_size=29, type_vocab_size=2, embedding_norm=True,
+              norm_type="rms_norm", positional="sinusoidal"), "segments", None),
+        (dict(base, architecture="encoder", num_layers=2, embedding_norm=True, norm="pre"), None, None),  # floats
+        (dict(base, architecture="encoder", num_layers=1, embedding_norm=True, positional="none"), None, "holes"),
+        (dict(base, architecture="decoder", num_layers=2, vocab_size=29, embedding_norm=True, **llama), None, None),
+        (dict(base, architecture="decoder", num_layers=2, vocab_size=29, embedding_norm=True, positional="learned",
+              norm="pre"), None, "left"),
+        (dict(base, architecture="decoder", num_layers=1, vocab_size=29, embedding_norm=True,
+              positional="rope", attention_score="bilinear", embedding_scale="sqrt_d_model"), None, None),
+        (dict(base, architecture="encoder_decoder", num_layers=1, vocab_size=29, embedding_norm=True,
+              positional="learned"), None, None),
+        (dict(base, architecture="encoder_decoder", num_layers=1, embedding_norm=True, norm="pre"), None, None),
+        (dict(base, architecture="encoder_decoder", num_encoder_layers=1, num_decoder_layers=2, vocab_size=29,
+              embedding_norm=True, **dict(llama, num_kv_heads=1)), None, None),
+    ]
+
+
+def _type_ids(pattern, gen, batch, seq, n_types):
+    """Token type ids [batch, seq] ([seq] for batch 0): "segments" (BERT's
+    sentence pairs: 0 up to a split, 1 after), "random" (uniform over the
+    types)."""
+    rows = []
+    for _ in range(max(batch, 1)):
+        if pattern == "segments":
+            split = int(torch.randint(1, seq, (1,), generator=gen))
+            rows.append(torch.cat([torch.zeros(split, dtype=torch.long), torch.ones(seq - split, dtype=torch.long)]))
+        else:
+            rows.append(torch.randint(0, n_types, (seq,), generator=gen))
+    out = torch.stack(rows)
+    return out if batch else out[0]
+
+
+def _embedding_self_test(check, check_differs, gen, embed_cases=()):
+    """Section 13 of the self-test: embedding_norm and type_vocab_size.
+    embed_cases: (name, description, numpy inputs) of cases.py's cases
+    with either key."""
+    # The keys: good values accepted, bad ones refused naming the key.
+    tiny = dict(d_model=16, num_heads=2, d_ff=8, max_seq_len=16)
+    good = [dict(tiny, architecture=a, embedding_norm=v, **({"num_layers": 1}))
+            for a in ("encoder", "decoder", "encoder_decoder") for v in (True, False)]
+    good += [dict(tiny, architecture="encoder", num_layers=1, vocab_size=11, type_vocab_size=t) for t in (1, 2, 7)]
+    bad = [(dict(tiny, architecture="encoder", num_layers=1, embedding_norm=1), "'embedding_norm'"),
+           (dict(tiny, architecture="encoder", num_layers=1, embedding_norm="true"), "'embedding_norm'"),
+           (dict(tiny, architecture="decoder", num_layers=1, vocab_size=11, type_vocab_size=2),
+            "'type_vocab_size' needs architecture 'encoder'"),
+           (dict(tiny, architecture="encoder_decoder", num_layers=1, vocab_size=11, type_vocab_size=2),
+            "'type_vocab_size' needs architecture 'encoder'"),
+           (dict(tiny, architecture="encoder", num_layers=1, type_vocab_size=2), "needs 'vocab_size'"),
+           (dict(tiny, architecture="encoder", num_layers=1, vocab_size=11, type_vocab_size=0), "'type_vocab_size'"),
+           (dict(tiny, architecture="encoder", num_layers=1, vocab_size=11, type_vocab_size=-1), "'type_vocab_size'"),
+           (dict(tiny, architecture="encoder", num_layers=1, vocab_size=11, type_vocab_size=2.5),
+            "'type_vocab_size'"),
+           (dict(tiny, architecture="encoder", num_layers=1, vocab_size=11, type_vocab_size=True),
+            "'type_vocab_size'")]
+    accepted = 0
+    for d in good:
+        try:
+            Config(d)
+            accepted += 1
+        except ConfigError:
+            pass
+    refused = 0
+    for d, needle in bad:
+        try:
+            Config(d)
+        except ConfigError as e:
+            refused += needle in str(e)
+    check("embedding keys: %d of %d good descriptions accepted, %d of %d bad ones refused naming the key"
+          % (accepted, len(good), refused, len(bad)), float(len(good) - accepted + len(bad) - refused), 0.5)
+
+    # The listing, written out: what each key adds to the model without it.
+    def added(desc, shared=False):
+        without = {k: v for k, v in desc.items() if k not in ("embedding_norm", "type_vocab_size")}
+        a, b = expected_weights(Config(desc), shared), expected_weights(Config(without), shared)
+        return {k: v for k, v in a.items() if k not in b} if set(b) <= set(a) else None
+    d, n = 16, dict(tiny, num_layers=1)
+    listings = [
+        (dict(n, architecture="encoder", vocab_size=11, type_vocab_size=3, embedding_norm=True), False,
+         {"type_embed.weight": (3, d), "embed_norm.weight": (d,), "embed_norm.bias": (d,)}),
+        (dict(n, architecture="encoder", vocab_size=11, type_vocab_size=2), False, {"type_embed.weight": (2, d)}),
+        (dict(n, architecture="encoder", vocab_size=11, type_vocab_size=2, embedding_norm=True,
+              norm_type="rms_norm"), False, {"type_embed.weight": (2, d), "embed_norm.weight": (d,)}),
+        (dict(n, architecture="encoder", embedding_norm=True), False,
+         {"embed_norm.weight": (d,), "embed_norm.bias": (d,)}),
+        (dict(n, architecture="decoder", vocab_size=11, embedding_norm=True, norm_type="rms_norm"), False,
+         {"embed_norm.weight": (d,)}),
+        (dict(n, architecture="encoder_decoder", vocab_size=11, embedding_norm=True), False,
+         {"src_embed_norm.weight": (d,), "src_embed_norm.bias": (d,), "tgt_embed_norm.weight": (d,),
+          "tgt_embed_norm.bias": (d,)}),
+        (dict(n, architecture="encoder_decoder", vocab_size=11, embedding_norm=True), True,
+         {"src_embed_norm.weight": (d,), "src_embed_norm.bias": (d,), "tgt_embed_norm.weight": (d,),
+          "tgt_embed_norm.bias": (d,)}),
+        (dict(n, architecture="encoder_decoder", embedding_norm=True, norm_type="rms_norm"), False,
+         {"src_embed_norm.weight": (d,), "tgt_embed_norm.weight": (d,)}),
+        (dict(n, architecture="encoder", vocab_size=11, embedding_norm=False), False, {})]
+    wrong = [i for i, (desc, shared, want) in enumerate(listings) if added(desc, shared) != want]
+    check("embedding listing: the keys add exactly the tensors written out (%d of %d wrong%s)"
+          % (len(wrong), len(listings), ": %s" % wrong if wrong else ""), float(len(wrong)), 0.5)
+
+    # Token type inputs: good ones accepted, bad ones refused naming the
+    # input (by token_type_problems and by every model), in the executables'
+    # words.
+    enc = Config(dict(n, architecture="encoder", vocab_size=11, type_vocab_size=2))
+    plain = Config(dict(n, architecture="encoder", vocab_size=11))
+    ids = np.zeros((2, 3), np.int64)
+    good_in = [(enc, dict(input=ids, token_type_ids=np.array([[0, 1, 1], [1, 0, 0]], dt))) for dt in TYPE_ID_DTYPES]
+    good_in += [(enc, dict(input=ids)), (enc, dict(input=ids[0], token_type_ids=np.array([1, 1, 0]))),
+                (enc, dict(input=ids, token_type_ids=np.ones((2, 3), np.int32), mask=np.ones((2, 3), np.int32)))]
+    bad_in = [(enc, dict(input=ids, token_type_ids=np.array([[0, 2, 1], [0, 0, 0]], np.int32)),
+               "token type id 2 at position [0, 1] is out of range [0, 2)"),
+              (enc, dict(input=ids, token_type_ids=np.array([[0, 1, 1], [0, -1, 0]], np.int64)),
+               "token type id -1 at position [1, 1] is out of range [0, 2)"),
+              (enc, dict(input=ids, token_type_ids=np.zeros((1, 6), np.int64)),
+               "shape [1, 6] does not match input 'input' (expected [2, 3])"),
+              (enc, dict(input=ids, token_type_ids=np.zeros(3, np.int64)),
+               "shape [3] does not match input 'input' (expected [2, 3])"),
+              (enc, dict(input=ids, token_type_ids=np.zeros((2, 3), np.float32)), "dtype float32"),
+              (enc, dict(input=ids, token_type_ids=np.zeros((2, 3), np.int16)), "dtype int16"),
+              (plain, dict(input=ids, token_type_ids=np.zeros((2, 3), np.int64)), "unknown input")]
+    ok_in = sum(not mask_problems(c, i) for c, i in good_in)
+    refused = sum(any(("'token_type_ids'" in m and needle in m) for _, m in mask_problems(c, i))
+                  for c, i, needle in bad_in)
+    models_refuse = 0
+    for c, i, needle in bad_in:
+        for build in ((build_formula_model, build_hf_model, lambda c: TorchSingleStack(c).eval())):
+            try:
+                with torch.no_grad():
+                    run_model(build(c), c, i)
+            except InputError as e:
+                models_refuse += "'token_type_ids'" in str(e) and needle in str(e)
+    check("token_type_ids: %d of %d good ones accepted, %d of %d bad ones refused in the executables' words "
+          "(models: %d of %d)" % (ok_in, len(good_in), refused, len(bad_in), models_refuse, 3 * len(bad_in)),
+          float(len(good_in) - ok_in + len(bad_in) - refused + 3 * len(bad_in) - models_refuse), 0.5)
+
+    # Whole models: (b) against (a) where it applies and (c) always, with
+    # token types given and not, batched and unbatched, with padding masks;
+    # float64 (b) against fp32 (b).
+    items = []
+    for idx, (desc, tpat, mpat) in enumerate(_embedding_variants()):
+        cfg = Config(desc)
+        for batch in (3, 0):
+            seqs = ((9, 7) if batch else (6, 5)) if cfg.is_encdec else ((11,) if batch else (6,))
+            inputs = _random_inputs(cfg, gen, batch, seqs)
+            if tpat:
+                inputs["token_type_ids"] = _type_ids(tpat, gen, batch, seqs[0], cfg.type_vocab_size)
+            if mpat:
+                inputs[cfg.mask_names[-1]] = _mask_rows(mpat, batch, seqs[-1])
+            items.append(("embedding model %d %s types=%s mask=%s batch=%d" % (
+                idx, _short(desc), tpat, mpat, batch), desc, inputs, idx % 4 == 0 and cfg.is_encdec and cfg.tokens))
+    for name, desc, inputs in embed_cases:
+        items.append(("embedding case %s" % name, desc, to_torch_inputs(Config(desc), inputs), False))
+    for idx, (label, desc, inputs, shared) in enumerate(items):
+        cfg = Config(desc)
+        weights = make_weights(cfg, seed=2100 + idx, shared_embeddings=shared)
+        masked = any(k in inputs for k in cfg.mask_names)
+        rows = torch.from_numpy(attended_rows(cfg, inputs))
+        fm = load_weights(build_formula_model(cfg, shared), weights)
+        others = [("(c)", build_hf_model(cfg, shared))]
+        if cfg.torch_supported():
+            others.append(("(a)", build_torch_model(cfg, shared, masked=masked)))
+        names_ok = True
+        for what, m in others:
+            got = {k: tuple(v.shape) for k, v in m.state_dict().items()}
+            if got != expected_weights(cfg, shared):
+                check("%s: %s names differ from the listing: %s" % (label, what, sorted(
+                    set(got.items()) ^ set(expected_weights(cfg, shared).items()))), 1.0, 0.5)
+                names_ok = False
+        if not names_ok:
+            continue
+        for _, m in others:
+            load_weights(m, weights)
+        in64 = {k: (v.double() if (k in cfg.input_names and not cfg.tokens) else v) for k, v in inputs.items()}
+        with torch.no_grad():
+            want = fm(**inputs)
+            sc = want[rows].abs().max().item()
+            for what, m in others:
+                check("%s: (b) vs %s" % (label, what), _max_diff(m(**inputs)[rows], want[rows]), scale=sc)
+            y64 = load_weights(build_formula_model(cfg, shared).double(), weights)(**in64)
+            check("%s: (b) fp32 vs float64" % label, _max_diff(y64[rows], want[rows]), scale=sc)
+            if cfg.type_input:
+                given = cfg.type_input in inputs
+                bare = {k: v for k, v in inputs.items() if k != cfg.type_input}
+                shape = inputs[cfg.input_names[0]].shape
+                zeros = dict(bare, token_type_ids=torch.zeros(shape, dtype=torch.int32))
+                for what, m in [("(b)", fm)] + others:
+                    # Left out is type 0 everywhere: exactly.
+                    check("%s: %s token_type_ids left out == all zeros" % (label, what),
+                          _max_diff(m(**bare), m(**zeros)), 1e-300)
+                if given and bool((inputs[cfg.type_input] != 0).any()):
+                    check_differs("%s: the token types matter" % label, _max_diff(fm(**bare)[rows], want[rows]))
+                # Row 0 of type_embed is added where no types are given.
+                w2 = dict(weights)
+                w2["type_embed.weight"] = weights["type_embed.weight"].clone()
+                w2["type_embed.weight"][0] += torch.randn(cfg.d_model, generator=gen) * 0.5   # not constant: a norm removes that
+                check_differs("%s: type_embed row 0 matters without token_type_ids" % label,
+                              _max_diff(load_weights(build_formula_model(cfg, shared), w2)(**bare)[rows],
+                                        fm(**bare)[rows]))
+            # The planted mistakes show, against (c).
+            ref = others[0][1](**inputs)
+            for mistake in EMBED_MISTAKES:
+                if (mistake in ("types_ignored", "types_scaled") and not (
+                        cfg.type_input in inputs and (mistake == "types_ignored"
+                                                      or cfg.embedding_scale == "sqrt_d_model")))\
+                        or (mistake in ("norm_before_positions", "no_norm", "norm_eps") and not cfg.embedding_norm)\
+                        or (mistake == "norm_before_positions" and cfg.positional not in ("learned", "sinusoidal"))\
+                        or (mistake == "src_norm_for_tgt" and not (cfg.is_encdec and cfg.embedding_norm)):
+                    continue
+                if mistake == "types_ignored" and not bool((inputs[cfg.type_input] != 0).any()):
+                    continue
+                bad_m = load_weights(_EmbedMistakeModel(cfg, mistake, shared).eval(), weights)
+                check_differs("%s: (b) with embedding mistake %s" % (label, mistake),
+                              _max_diff(bad_m(**inputs)[rows], ref[rows]))
+
+    # The embedding norm, spot-checked: a one-layer encoder's embeddings
+    # are F.layer_norm / an RMS norm of token + type + position rows.
+    for rms in (False, True):
+        desc = dict(tiny, architecture="encoder", num_layers=1, vocab_size=11, type_vocab_size=3, embedding_norm=True,
+                    positional="learned", norm_eps=1e-6, **({"norm_type": "rms_norm"} if rms else {}))
+        cfg = Config(desc)
+        w = make_weights(cfg, seed=2099)
+        fm = load_weights(build_formula_model(cfg), w)
+        tok = torch.tensor([[3, 1, 4, 1, 5]])
+        tt = torch.tensor([[0, 2, 1, 1, 2]])
+        summed = (w["embed.weight"][tok] + w["type_embed.weight"][tt] + w["pos_embed.weight"][:5]).double()
+        if rms:
+            want = summed * torch.rsqrt(summed.pow(2).mean(-1, keepdim=True) + 1e-6) * w["embed_norm.weight"].double()
+        else:
+            want = F.layer_norm(summed, (16,), w["embed_norm.weight"].double(), w["embed_norm.bias"].double(), 1e-6)
+        with torch.no_grad():
+            got = fm._embed(tok, "input", tt)
+        check("embedding norm (%s) of token + type + position rows" % ("rms_norm" if rms else "layer_norm"),
+              _max_diff(got, want), 1e-5)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--self-test", action="store_true", help="run the self-test")
@@ -4808,17 +5275,22 @@ def main(argv=None):
     if not args.self_test:
         p.print_help()
         return 0
-    extra, masked = [], []
+    extra, masked, embedded = [], [], []
     if args.with_cases:
         try:
             import cases
             extra = [c.model for c in cases.CASES]
+            # The cases with embedding_norm or token types, on their own
+            # inputs (token_type_ids given or not).
+            embedded = [(c.name, c.model, cases.case_inputs(c, Config(c.model), cases.case_seed(c.name)))
+                        for c in cases.CASES if c.expect_error is None
+                        and ("embedding_norm" in c.model or "type_vocab_size" in c.model)]
             # The mask_* cases with their masks, as run_e2e.py makes them.
             masked = [(c.name, (c.model, cases.case_inputs(c, Config(c.model), cases.case_seed(c.name))))
                       for c in cases.CASES if c.masks and c.expect_error is None]
         except ImportError:
             pass
-    return 0 if self_test(args.verbose, extra, masked) else 1
+    return 0 if self_test(args.verbose, extra, masked, embedded) else 1
 
 
 if __name__ == "__main__":

@@ -30,11 +30,16 @@ src_mask / tgt_mask) compares the rows whose query has a key to attend
 (reference.attended_rows): a row whose allowed keys are all padding (left
 padding in a causal model) has unspecified values, left out of the
 tolerance, the finiteness check and the comparison, but not of the
-bit-identity of --threads 1 and 2.  An error case (cases.py
-`expect_error`: a mask the contract refuses, or an option refused with
-one) does steps 1, 2 and 4, then runs the executable once with
+bit-identity of --threads 1 and 2.  A model with type_vocab_size takes
+the optional input token_type_ids (cases.py `token_types`; left out, the
+executable uses zeros), passed like the others as --input
+token_type_ids=FILE.  An error case (cases.py `expect_error`: a mask the
+contract refuses, token_type_ids it refuses, or an option refused with
+a mask) does steps 1, 2 and 4, then runs the executable once with
 --threads 1 (and the case's run_args): it must exit with status 1 and
-name the input (expect_error) on stderr.
+name the input (expect_error) on stderr, on a line that also says each of
+the case's expect_detail (the error in the executable's words, which the
+reference's refusal says too).
 
 One line per case (PASS/FAIL), the last line `N passed, M failed`; the exit
 status is 1 if any case failed.
@@ -194,9 +199,11 @@ def prepare_reference(case, case_dir):
         if "--generate" in case.run_args:
             if problems:
                 raise CaseFailure("case table: %s with bad masks: %s" % (" ".join(case.run_args), problems))
-        elif not any(case.expect_error in msg for _, msg in problems):
-            raise CaseFailure("case table: the reference does not refuse the masks naming %r: %s"
-                              % (case.expect_error, problems or "accepted"))
+        elif not any(case.expect_error in msg and all(d in msg for d in case.expect_detail)
+                     for _, msg in problems):
+            raise CaseFailure("case table: the reference does not refuse the inputs naming %r%s: %s"
+                              % (case.expect_error, " and saying %s" % (case.expect_detail,)
+                                 if case.expect_detail else "", problems or "accepted"))
         info.update(ref=None, problems=problems)
         return info
 
@@ -369,7 +376,8 @@ def compile_exe(case, info, tfm_compile, case_dir, timeout, backend, simd=None):
 
 def _run_command(exe, info, out, threads, extra=()):
     """The executable's command line: the weights, every input (padding
-    masks too) as --input NAME=FILE, the output, the threads."""
+    masks and token_type_ids too) as --input NAME=FILE, the output, the
+    threads."""
     cmd = [exe, "--weights", info["weights"]]
     for name, path in info["inputs"].items():
         cmd += ["--input", "%s=%s" % (name, path)]
@@ -403,6 +411,10 @@ def expect_refusal(case, info, exe, case_dir, timeout, run_env):
     if line is None:
         raise CaseFailure("executable exited 1, but its stderr does not name %r: %s"
                           % (case.expect_error, _tail(p.stderr)))
+    missing = [d for d in case.expect_detail if d not in line]
+    if missing:
+        raise CaseFailure("executable exited 1 naming %r, but its line does not say %s: %s"
+                          % (case.expect_error, " and ".join(repr(d) for d in missing), _clip(line, 200)))
     return line
 
 

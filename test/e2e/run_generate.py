@@ -350,6 +350,12 @@ class KVCacheDecoder:
             pe = fm.pos_embed if not cfg.is_encdec else (
                 fm.src_pos_embed if which == "src" else fm.tgt_pos_embed)
             x = x + pe.weight[p0:p1]
+        if cfg.embedding_norm:
+            # The embedding norm of each new position, after its (absolute,
+            # offset) position is added: a decode step's one row too.
+            norm = fm.embed_norm if not cfg.is_encdec else (
+                fm.src_embed_norm if which == "src" else fm.tgt_embed_norm)
+            x = norm(x)
         return x
 
     def _rope(self, p0, p1):
@@ -1212,6 +1218,9 @@ def self_test(verbose=False):
                  dict(positional="sinusoidal", attention_score="dot", embedding_scale="sqrt_d_model"),
                  dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu", ffn_gated=True,
                       num_kv_heads=1, bias=False),
+                 # embedding_norm: each step's row normed after its offset position
+                 dict(positional="learned", norm="pre", embedding_norm=True),
+                 dict(positional="sinusoidal", embedding_norm=True, norm_type="rms_norm"),
                  dict(positional="rope", attention=dict(kind="sliding_window", window=2, global_tokens=1)),
                  dict(positional="learned", attention_score="additive", norm="pre",
                       attention=dict(kind="sliding_window", window=3)),
@@ -1233,7 +1242,8 @@ def self_test(verbose=False):
         fm = R.load_weights(R.build_formula_model(cfg), R.make_weights(cfg, 3))
         seq = np.random.default_rng(0).integers(0, 23, size=(2, 11))
         full = full_rows(fm, seq)
-        label = desc["positional"] + (" performer M=%d" % cfg.performer_m if cfg.performer else "")
+        label = desc["positional"] + (" performer M=%d" % cfg.performer_m if cfg.performer else "") + (
+            " embedding_norm" if cfg.embedding_norm else "")
         for chunks in ((11,), (4, 1, 6), (1,) * 11):
             kv = KVCacheDecoder(fm)
             outs, at, shapes = [], 0, set()
@@ -1258,6 +1268,7 @@ def self_test(verbose=False):
                                num_encoder_layers=2, num_decoder_layers=1), False),
                          (dict(positional="sinusoidal", embedding_scale="sqrt_d_model"), True),
                          (dict(positional="none", final_norm=True), False),
+                         (dict(positional="learned", embedding_norm=True, norm="pre"), True),
                          (dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu",
                                ffn_gated=True, num_kv_heads=1, bias=False), False),
                          (dict(positional="rope", attention_score="bilinear",
@@ -1279,8 +1290,9 @@ def self_test(verbose=False):
         fm = R.load_weights(R.build_formula_model(cfg, shared), R.make_weights(cfg, 3, shared))
         rng = np.random.default_rng(1)
         tgt = rng.integers(0, 23, size=(2, 11))
-        label = "encdec kv cache %s%s%s" % (desc["positional"], " shared" if shared else "",
-                                            " performer M=%d" % cfg.performer_m if cfg.performer else "")
+        label = "encdec kv cache %s%s%s%s" % (desc["positional"], " shared" if shared else "",
+                                              " performer M=%d" % cfg.performer_m if cfg.performer else "",
+                                              " embedding_norm" if cfg.embedding_norm else "")
         for src_len in (7, 12, 1):
             src = rng.integers(0, 23, size=(2, src_len))
             full = full_rows(fm, tgt, src)
@@ -1303,6 +1315,28 @@ def self_test(verbose=False):
         d = float(np.max(np.abs(rows_kv - rows_f)))
         check("%s greedy: same ids, logits %.3g" % (label, d),
               np.array_equal(ids_kv, ids_f) and d < 1e-5 * max(1.0, float(np.max(np.abs(rows_f)))))
+    # The KV-cache check sees a decode step whose embeddings are not normed
+    # (the norm on the prefill only) or normed before its position is added.
+    desc = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=24, num_layers=2, max_seq_len=12,
+                vocab_size=23, positional="learned", embedding_norm=True)
+    cfg = R.Config(desc)
+    fm_n = R.load_weights(R.build_formula_model(cfg), R.make_weights(cfg, 4))
+    seq = np.random.default_rng(2).integers(0, 23, size=(2, 11))
+    full = full_rows(fm_n, seq)
+    for mistake in ("decode steps not normed", "norm before the position"):
+        kv = KVCacheDecoder(fm_n)
+        right = kv._embed
+
+        def wrong(ids, which, p0, p1, right=right, mistake=mistake):
+            if mistake == "decode steps not normed" and p0 > 0:
+                return fm_n.embed.weight[torch_ids(ids)] + fm_n.pos_embed.weight[p0:p1]
+            if mistake == "norm before the position":
+                return fm_n.embed_norm(fm_n.embed.weight[torch_ids(ids)]) + fm_n.pos_embed.weight[p0:p1]
+            return right(ids, which, p0, p1)
+        kv._embed = wrong
+        outs = [kv.step(seq[:, :4]).numpy()] + [kv.step(seq[:, t:t + 1]).numpy() for t in range(4, 11)]
+        d = float(np.max(np.abs(np.concatenate(outs, axis=1) - full)))
+        check("kv cache with embedding_norm mistake (%s) differs from full forwards: %.3g" % (mistake, d), d > 1e-3)
     try:
         KVCacheDecoder(fm)
         check("encdec KVCacheDecoder without src is refused", False)
