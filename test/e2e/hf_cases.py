@@ -1,17 +1,21 @@
 #!/usr/bin/python3
 """The cases of run_hf.py: tiny Hugging Face checkpoints (config.json +
 model.safetensors as `save_pretrained(..., safe_serialization=True)` writes
-them) for `tfm-compile DIR` (contract section 11).
+them, or the shards of model.safetensors.index.json) for `tfm-compile DIR`
+(contract section 11).
 
 A case is one of three kinds:
 
 * "model": a supported checkpoint. run_hf.py checks `--emit=model-json`
-  against `expected_model_json`, the logits of every input against
-  transformers (threads 1 and 2 bit-identical), `--weights` with a second
-  checkpoint, and `--generate` against `model.generate`.
+  against `expected_model_json`, the output of every input against
+  transformers (threads 1 and 2 bit-identical): logits of a causal LM, the
+  last hidden state of a bert (BertModel); inputs with token_type_ids
+  (bert) and with an attention_mask (right and left padding); `--weights`
+  with a second checkpoint; and, for a causal LM, `--generate` against
+  `model.generate`.
 * "either": a config value that changes the maths, which tfm may support or
   not: tfm-compile either exits 1 with a message naming `reject_key`, or
-  compiles and then passes every check of a "model" case (logits only).
+  compiles and then passes every check of a "model" case (outputs only).
 * "error": something tfm must reject (see `check` below): an unsupported
   model_type, a config key it does not support, a sliding window shorter
   than the sequence, missing or mismatched weights.
@@ -24,8 +28,44 @@ import sys
 from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
-SUPPORTED = ("llama", "mistral", "gpt2")   # tfm-compile DIR, first step (contract section 11)
+# tfm-compile DIR's model types (contract section 11), as its message lists them.
+SUPPORTED = ("bert", "gpt2", "llama", "mistral")
+CAUSAL_LM = ("gpt2", "llama", "mistral")   # an LM head: logits, --generate
 GEN_NEW_TOKENS = 16
+LAYOUTS = ("", "gpt2_hub", "tied_lm_head")
+
+
+@dataclass(frozen=True)
+class Inp:
+    """One more forward input: ids of `shape` ([seq] or [batch, seq]) and
+    `dtype`; with `types`, random token_type_ids (bert, int64) in [0,
+    type_vocab_size); with `mask` "right" or "left", an attention_mask of
+    that padding (1 real, 0 padding; at least one real token a row, at
+    least one row padded) written as `mask_dtype`."""
+    shape: tuple
+    dtype: str = "int64"
+    types: bool = False
+    mask: str = ""                    # "", "right", "left"
+    mask_dtype: str = "int64"         # int32, int64, bool, float32
+
+
+# Every causal LM case: right padding (every position compared: a padded
+# query row still has the real keys before it) and left padding (compared
+# only where a real key is at or before the position: contract section 8
+# leaves a row with no key to attend unspecified).
+LM_MASKED = (Inp((2, 13), mask="right"),
+             Inp((11,), mask="right", mask_dtype="float32"),
+             Inp((2, 9), dtype="int32", mask="right", mask_dtype="int32"),
+             Inp((2, 10), mask="left", mask_dtype="bool"))
+# Every bert case: token types, padding masks (every position compared:
+# padded query rows are computed like any other, and attend to the real
+# keys), both together.
+BERT_MORE = (Inp((2, 13), types=True),
+             Inp((7,), dtype="int32", types=True),
+             Inp((2, 13), mask="right"),
+             Inp((11,), mask="right", mask_dtype="bool"),
+             Inp((2, 17), dtype="int32", types=True, mask="right", mask_dtype="int32"),
+             Inp((2, 9), mask="left", mask_dtype="float32"))
 
 
 @dataclass
@@ -38,9 +78,27 @@ class Case:
     # Forward inputs: shapes ([seq] or [batch, seq]), and their dtype.
     inputs: Tuple[tuple, ...] = ((1,), (2, 1), (9,), (2, 21))
     int32_input: tuple = (1, 5)       # one more input, written as int32
-    # Prompts for --generate GEN_NEW_TOKENS ([seq] or [batch, seq]).
+    # Inputs with token types or a mask (Inp); None: LM_MASKED for a causal
+    # LM, BERT_MORE for bert (see more_inputs).
+    extra_inputs: Optional[Tuple[Inp, ...]] = None
+    # Prompts for --generate GEN_NEW_TOKENS ([seq] or [batch, seq]); causal LMs only.
     prompts: Tuple[tuple, ...] = ((1, 6),)
     seed: Optional[int] = None        # default: crc32 of the name
+    # The transformers class built and saved (default: AutoModelForCausalLM
+    # for a causal LM, AutoModel otherwise); when set, the reference is its
+    # base_model (BertForMaskedLM: its .bert, a BertModel without pooler).
+    hf_class: str = ""
+    # save_pretrained(..., max_shard_size=...): the folder then has
+    # model.safetensors.index.json and its shards (at least 3), no
+    # model.safetensors; --weights gets ALT/model.safetensors.index.json.
+    max_shard_size: str = ""
+    # model.safetensors rewritten after save_pretrained (and alt's too):
+    #   "gpt2_hub"      the Hub's old gpt2 layout: no "transformer." prefix,
+    #                   h.N.attn.bias [1, 1, n_pos, n_pos] and h.N.attn.masked_bias
+    #                   [] buffers added
+    #   "tied_lm_head"  a tied model's redundant lm_head.weight (a copy of the
+    #                   embedding) added
+    layout: str = ""
     # "either": the key tfm-compile's message must name if it rejects the case
     reject_key: str = ""
     # "error": what is checked:
@@ -64,7 +122,15 @@ class Case:
 
     @property
     def is_causal_lm(self):
-        return self.model_type in SUPPORTED
+        return self.model_type in CAUSAL_LM
+
+    @property
+    def more_inputs(self):
+        if self.extra_inputs is not None:
+            return self.extra_inputs
+        if self.is_causal_lm:
+            return LM_MASKED
+        return BERT_MORE if self.model_type == "bert" else ()
 
 
 def _llama(**kw):
@@ -88,6 +154,14 @@ def _mistral(**kw):
 def _gpt2(**kw):
     base = dict(vocab_size=128, n_embd=64, n_head=4, n_layer=2, n_positions=64,
                 activation_function="gelu_new", layer_norm_epsilon=1e-5, initializer_range=0.1)
+    base.update(kw)
+    return base
+
+
+def _bert(**kw):
+    base = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                intermediate_size=128, max_position_embeddings=64, type_vocab_size=2,
+                initializer_range=0.1)
     base.update(kw)
     return base
 
@@ -116,6 +190,34 @@ CASES = [
               "tied head, biases"),
     Case("gpt2_n_inner", "model", "gpt2", _gpt2(n_inner=96, layer_norm_epsilon=1e-6),
          note="n_inner 96 (not 4 n_embd), layer_norm_epsilon 1e-6", prompts=((2, 4),)),
+    Case("gpt2_hub_layout", "model", "gpt2", _gpt2(n_layer=3),
+         layout="gpt2_hub",
+         note="model.safetensors in the Hub's old gpt2 layout: no transformer. prefix, "
+              "per-layer attn.bias / attn.masked_bias buffers"),
+    Case("llama_tied_lm_head", "model", "llama", _llama(tie_word_embeddings=True),
+         layout="tied_lm_head",
+         note="tied, and the file has a redundant lm_head.weight (the embedding's copy)"),
+    Case("llama_sharded", "model", "llama", _llama(), max_shard_size="150KB",
+         note="sharded: model.safetensors.index.json + shards, no model.safetensors; "
+              "--weights ALT/model.safetensors.index.json"),
+    Case("bert", "model", "bert", _bert(),
+         note="BertModel (pooler ignored): last hidden state; token types, padding masks"),
+    Case("bert_types3_eps", "model", "bert", _bert(type_vocab_size=3, layer_norm_eps=1e-5),
+         note="type_vocab_size 3, layer_norm_eps 1e-5"),
+    Case("bert_gelu_new", "model", "bert", _bert(hidden_act="gelu_new", intermediate_size=96),
+         note="hidden_act gelu_new (tanh gelu), intermediate_size 96"),
+    Case("bert_odd", "model", "bert",
+         _bert(vocab_size=97, hidden_size=48, num_attention_heads=6, intermediate_size=100,
+               num_hidden_layers=3, max_position_embeddings=40, hidden_act="relu"),
+         note="odd sizes: vocab 97, hidden 48 of 6 heads (head dim 8), d_ff 100, 3 layers, "
+              "max_position_embeddings 40, hidden_act relu"),
+    Case("bert_mlm", "model", "bert", _bert(), hf_class="BertForMaskedLM",
+         note="saved from BertForMaskedLM: bert. prefixes and the cls. head; the reference is "
+              "model.bert (BertModel, no pooler)"),
+    Case("bert_sharded", "model", "bert", _bert(hidden_act="gelu_pytorch_tanh"),
+         max_shard_size="100KB",
+         note="sharded BertModel folder; hidden_act gelu_pytorch_tanh; --weights "
+              "ALT/model.safetensors.index.json"),
 
     # -- maths-changing values: supported or rejected, never ignored ------------
     Case("either_llama_bias", "either", "llama", _llama(attention_bias=True, mlp_bias=True),
@@ -130,10 +232,10 @@ CASES = [
          note="scores also divided by the layer number"),
 
     # -- what tfm must reject ------------------------------------------------------
-    Case("unsupported_bert", "error", "bert",
+    Case("unsupported_roberta", "error", "roberta",
          dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-              intermediate_size=128, max_position_embeddings=64),
-         check="model_type", note="a BertModel folder (model_type bert: not in this step)"),
+              intermediate_size=128, max_position_embeddings=66),
+         check="model_type", note="a RobertaModel folder (model_type roberta)"),
     Case("unsupported_t5", "error", "t5",
          dict(vocab_size=128, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4),
          check="model_type", note="a T5ForConditionalGeneration folder"),
@@ -146,6 +248,15 @@ CASES = [
     Case("llama_hidden_act_swish2", "error", "llama", _llama(),
          edit_config={"hidden_act": "swish2"}, check="key", reject_key="hidden_act",
          note="hidden_act swish2 (hand-edited config.json)"),
+    Case("bert_relative_key", "error", "bert", _bert(position_embedding_type="relative_key"),
+         check="key", reject_key="position_embedding_type",
+         note="position_embedding_type relative_key"),
+    Case("bert_is_decoder", "error", "bert", _bert(is_decoder=True),
+         check="key", reject_key="is_decoder", note="is_decoder true (causal BertModel)"),
+    Case("bert_cross_attention", "error", "bert", _bert(),
+         edit_config={"add_cross_attention": True}, check="key", reject_key="add_cross_attention",
+         note="add_cross_attention true (hand-edited config.json: transformers needs "
+              "is_decoder for it)"),
     Case("mistral_window_8", "error", "mistral", _mistral(sliding_window=8),
          check="sliding", lengths=(8, 12),
          note="sliding_window 8: rejected, or 12 tokens rejected at run time and with "
@@ -178,18 +289,40 @@ def validate():
             problems.append("%s: check %r" % (c.name, c.check))
         if c.check == "key" and not c.reject_key:
             problems.append("%s: check key needs reject_key" % c.name)
+        if c.layout not in LAYOUTS:
+            problems.append("%s: layout %r" % (c.name, c.layout))
+        if c.layout == "gpt2_hub" and c.model_type != "gpt2":
+            problems.append("%s: layout gpt2_hub needs model_type gpt2" % c.name)
+        if c.layout == "tied_lm_head" and not c.config.get("tie_word_embeddings", c.model_type == "gpt2"):
+            problems.append("%s: layout tied_lm_head needs tied embeddings" % c.name)
+        if (c.layout or c.max_shard_size) and c.kind != "model":
+            problems.append("%s: layout and max_shard_size are for model cases" % c.name)
+        if c.layout and c.max_shard_size:
+            problems.append("%s: a layout rewrites model.safetensors, not shards" % c.name)
+        if c.hf_class and c.is_causal_lm:
+            problems.append("%s: hf_class is for models without an LM head" % c.name)
+        for x in c.more_inputs:
+            if not isinstance(x, Inp) or x.mask not in ("", "right", "left") or \
+                    x.mask_dtype not in ("int32", "int64", "bool", "float32") or \
+                    x.dtype not in ("int32", "int64"):
+                problems.append("%s: bad extra input %r" % (c.name, x))
+            elif x.types and c.model_type != "bert":
+                problems.append("%s: token_type_ids are bert's" % c.name)
+            elif x.mask and x.shape[-1] < 2:
+                problems.append("%s: a padded input needs 2 tokens or more" % c.name)
         if c.check == "sliding" and len(c.lengths) != 2:
             problems.append("%s: sliding needs lengths (within, beyond)" % c.name)
         if c.kind == "model":
             maxlen = c.config.get("max_position_embeddings", c.config.get("n_positions"))
-            for s in c.inputs + (c.int32_input,):
+            for s in c.inputs + (c.int32_input,) + tuple(x.shape for x in c.more_inputs):
                 if s[-1] > maxlen:
                     problems.append("%s: input %s longer than %d" % (c.name, s, maxlen))
-            for s in c.prompts:
+            for s in (c.prompts if c.is_causal_lm else ()):
                 if s[-1] + GEN_NEW_TOKENS > maxlen:
                     problems.append("%s: prompt %s + %d longer than %d"
                                     % (c.name, s, GEN_NEW_TOKENS, maxlen))
-            if any(len(s) not in (1, 2) for s in c.inputs + c.prompts):
+            if any(len(s) not in (1, 2) for s in c.inputs + c.prompts +
+                   tuple(x.shape for x in c.more_inputs)):
                 problems.append("%s: an input is not [seq] or [batch, seq]" % c.name)
     for kind in ("model", "either", "error"):
         if not any(c.kind == kind for c in CASES):

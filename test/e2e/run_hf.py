@@ -4,48 +4,75 @@ against the `transformers` library (contract section 11).
 
 For each case of hf_cases.py ("model" cases; "either" and "error" below):
   1. build the tiny config, torch.manual_seed(crc32 of the name), the
-     model (AutoModelForCausalLM.from_config, eager attention) in eval mode;
-     every parameter that its init leaves constant (norm weights: ones;
-     biases: zeros) gets random values, so that a dropped norm weight or bias
-     shows; save_pretrained(DIR, safe_serialization=True); then the oracle
-     is transformers itself running that folder: from_pretrained(DIR), whose
-     parameters must equal the saved model's bit for bit;
-  2. the reference: logits of every input (int64 ids, [seq] and [batch,
-     seq], lengths 1 to 24, and one int32 input), and the float64 model's
-     within a tenth of the tolerance (else the case is "ill-conditioned");
-     for --generate: model.generate(ids, max_new_tokens=16, do_sample=False)
-     for each prompt, which must equal a full-forward greedy loop, and whose
-     top-2 logit gap must be above 2 tol at every step (else
-     "ill-conditioned": choose another seed or config, never a flake);
+     model (the case's hf_class, else AutoModelForCausalLM for gpt2, llama
+     and mistral, AutoModel (BertModel) for bert; eager attention) in eval
+     mode; every parameter that its init leaves constant (norm weights:
+     ones; biases: zeros) gets random values, so that a dropped norm weight
+     or bias shows; save_pretrained(DIR, safe_serialization=True), with the
+     case's max_shard_size (then DIR must hold model.safetensors.index.json
+     and >= 3 shards, no model.safetensors), and its layout rewrite of
+     model.safetensors with the safetensors package (gpt2_hub: the Hub's
+     old gpt2 names, no "transformer." prefix, the h.N.attn.bias and
+     h.N.attn.masked_bias buffers added; tied_lm_head: a tied model's
+     redundant lm_head.weight added); then the oracle is transformers
+     itself running that folder: from_pretrained(DIR) of the same class,
+     whose parameters must equal the saved model's bit for bit; with
+     hf_class (BertForMaskedLM: "bert."-prefixed names plus the "cls." head)
+     the oracle is its base_model (model.bert, a BertModel);
+  2. the reference: the output of every input, logits for a causal LM, the
+     last hidden state [batch, seq, hidden] for bert (int64 ids, [seq] and
+     [batch, seq], lengths 1 to 24, one int32 input; then the case's
+     more_inputs: for bert random token_type_ids in [0, type_vocab_size),
+     and for every case an attention_mask (int32, int64, bool or float32
+     0/1) of right padding (some rows padded, at least one real token a
+     row) and of left padding), and the float64 model's within a tenth of
+     the tolerance (else the case is "ill-conditioned"; not done where a
+     left-padded causal row has no key: transformers' float64 model is NaN
+     there); for --generate (causal LMs only): model.generate(ids,
+     max_new_tokens=16, do_sample=False) for each prompt, which must equal
+     a full-forward greedy loop, and whose top-2 logit gap must be above 2
+     tol at every step (else "ill-conditioned": choose another seed or
+     config, never a flake);
   3. `tfm-compile DIR --emit=model-json` (stdout, and with -o FILE the same
      JSON): it parses, and the keys of expected_model_json (architecture,
-     sizes, num_kv_heads, positional, rope_base, norm_type, norm_eps,
-     activation, ffn_gated, bias, tie_embeddings, ...) have their values,
-     a key left out counting as its contract section 2 / 11 default;
+     sizes, num_kv_heads, type_vocab_size, positional, rope_base, norm,
+     norm_type, norm_eps, embedding_norm, activation, ffn_gated, bias,
+     tie_embeddings, lm_head, ...) have their values, a key left out
+     counting as its contract section 2 / 11 default;
   4. `tfm-compile DIR -o CASE.exe [--backend=B] [--max-batch 2]`;
-  5. CASE.exe without --weights (it reads DIR/model.safetensors) on each
-     input, --threads 1 and 2: float32, the reference's shape (batch
+  5. CASE.exe without --weights (it reads DIR/model.safetensors, or the
+     shards of DIR/model.safetensors.index.json) on each input (--input
+     input_ids=, and token_type_ids= and attention_mask= where the input
+     has them), --threads 1 and 2: float32, the reference's shape (batch
      dimension iff the input had one), finite, max|out - ref| <= 1e-4 (1 +
-     max|ref|) (contract section 6), the two runs bit-identical;
-  6. --weights ALT/model.safetensors (a second checkpoint, another seed,
-     same config) against that checkpoint's logits;
-  7. --generate 16 --input input_ids=PROMPT --output IDS, --threads 1 and
-     2: int32 [batch, 16] (or [16] for an unbatched prompt), the last stdout
-     line `generate: prefill_tok_s=... decode_tok_s=... new_tokens=16
-     threads=T`, the ids equal transformers' token for token, and the same
-     for both thread counts.
+     max|ref|) (contract section 6) at every position (padded query rows
+     included: contract section 8), except, with left padding in a causal
+     model, the positions before a row's first real token (no key to
+     attend: unspecified), the two runs bit-identical (every position);
+  6. --weights ALT/model.safetensors (or ALT/model.safetensors.index.json
+     for a sharded case; a second checkpoint saved as the first, another
+     seed, same config) against that checkpoint's output (bert: with
+     token_type_ids); for a sharded case, --weights of an index whose
+     shard is missing exits 1 naming that shard;
+  7. (causal LMs) --generate 16 --input input_ids=PROMPT --output IDS,
+     --threads 1 and 2: int32 [batch, 16] (or [16] for an unbatched
+     prompt), the last stdout line `generate: prefill_tok_s=...
+     decode_tok_s=... new_tokens=16 threads=T`, the ids equal
+     transformers' token for token, and the same for both thread counts.
 
 "either" cases (a maths-changing value tfm may or may not support):
 tfm-compile exits 1 with a message naming the key, or compiles and passes
-step 5.  "error" cases: an unsupported model_type (a saved BertModel or T5
-folder, a config.json edited to mixtral) must exit exactly 1 with one stderr
-line naming it and every supported type, for --emit=model-json and for the
-executable; an unsupported key (rope_scaling, hidden_act swish2) exits 1
-naming it; a mistral sliding_window shorter than an input is rejected (at
-compile time, or the longer input at run time, and a short one then
-matches); missing weights (model.safetensors moved away after compiling, a
-folder without it, --weights of a missing file or of another model's
-shapes) make the executable exit 1 naming the file, never crash.
+step 5.  "error" cases: an unsupported model_type (a saved RobertaModel or
+T5 folder, a config.json edited to mixtral) must exit exactly 1 with one
+stderr line naming it and every supported type, for --emit=model-json and
+for the executable; an unsupported key (rope_scaling, hidden_act swish2,
+bert's position_embedding_type relative_key, is_decoder,
+add_cross_attention) exits 1 naming it; a mistral sliding_window shorter
+than an input is rejected (at compile time, or the longer input at run
+time, and a short one then matches); missing weights (model.safetensors
+moved away after compiling, a folder without it, --weights of a missing
+file or of another model's shapes) make the executable exit 1 naming the
+file, never crash.
 
 One line per case, `PASS name (...)` or `FAIL name: reason`; the last line
 `N passed, M failed`; the exit status is 1 if a case failed, 2 on a harness
@@ -64,9 +91,25 @@ or the default venv, whichever comes first.
                                                       # transformers (TFM_HF_FAKE_MODE, below)
   run_hf.py --list
 
-Each case's directory keeps hf/ (the checkpoint), alt/ (the --weights one),
-in_*.npy, ref_*.npy, prompt_*.npy, gen_*.npy, model.json, CASE.exe, and per
-command TAG.cmd, TAG.stdout, TAG.stderr.
+Each case's directory keeps hf/ (the checkpoint), alt/ (the --weights one;
+alt_missing_shard/ for a sharded case), in_*.npy, tt_*.npy (token types),
+mask_*.npy (attention masks), ref_*.npy, out_*.npy, prompt_*.npy, gen_*.npy,
+model.json, CASE.exe, and per command TAG.cmd, TAG.stdout, TAG.stderr.
+
+--fake: tfm-compile is this script (--fake-compile): it rejects what the
+real one must (the model types and keys of the cases), prints
+expected_model_json, and writes an executable that runs this script
+(--fake-exe): transformers on DIR's model.safetensors or index, or on
+--weights FILE (an index if it ends in .json), with --input input_ids=,
+token_type_ids= (bert), attention_mask=.  TFM_HF_FAKE_MODE plants one bug
+for the harness to catch: exact (none), noisy (one value off), threads
+(--threads 2 one ulp off), flip (one generated id off), norm_ones (norm
+weights ones), no_bias (biases zero), ignore_weights (--weights ignored),
+json_kv (num_kv_heads left out of the description), accept_any (nothing
+rejected), err_multiline (a second stderr line), err_rc2 (exit 2 for
+exit 1), missing_crash (abort on a missing weights file or shard),
+int64_ids (generated ids int64), no_mask (attention_mask ignored),
+no_types (token_type_ids ignored).
 """
 
 import argparse
@@ -111,7 +154,8 @@ AMBIGUITY = 2.0        # generation: the top-2 gap must be above AMBIGUITY * tol
 GEN_LINE_RE = re.compile(r"^generate: prefill_tok_s=(\S+) decode_tok_s=(\S+) "
                          r"new_tokens=(\d+) threads=(\d+)$")
 FAKE_MODES = ("exact", "noisy", "threads", "flip", "norm_ones", "no_bias", "ignore_weights",
-              "json_kv", "accept_any", "err_multiline", "err_rc2", "missing_crash", "int64_ids")
+              "json_kv", "accept_any", "err_multiline", "err_rc2", "missing_crash", "int64_ids",
+              "no_mask", "no_types")
 
 
 class CaseFailure(Exception):
@@ -192,6 +236,7 @@ def hf():
     if hasattr(gen_utils, "is_fsdp_managed_module"):
         gen_utils.is_fsdp_managed_module = lambda module: False
     transformers.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()   # "Loading checkpoint shards" bars
     _HF = (torch, transformers)
     return _HF
 
@@ -255,20 +300,29 @@ def make_config(case):
 
 
 def build_model(case, seed):
-    """The case's model with seeded random weights, in eval mode; every
-    parameter the init leaves constant (ones or zeros: norm weights,
-    biases) perturbed.  Returns (model, names perturbed)."""
+    """The case's model (its hf_class, else AutoModelForCausalLM for a
+    causal LM, else AutoModel; eager attention) with seeded random weights,
+    in eval mode; every parameter the init leaves constant (ones or zeros:
+    norm weights, biases) perturbed.  Returns (model, names perturbed)."""
     torch, tr = hf()
     cfg = make_config(case)
     torch.manual_seed(seed)
-    if case.is_causal_lm:
+    if case.hf_class:
+        model = getattr(tr, case.hf_class)._from_config(cfg, attn_implementation="eager")
+    elif case.is_causal_lm:
         model = tr.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
     elif case.model_type == "t5":
         model = tr.AutoModelForSeq2SeqLM.from_config(cfg)
     else:
-        model = tr.AutoModel.from_config(cfg)
+        model = tr.AutoModel.from_config(cfg, attn_implementation="eager")
     model.eval()
     return model, perturb_constants(model, seed)
+
+
+def reference_module(case, model):
+    """What the executable computes: the model itself, or (hf_class set,
+    e.g. BertForMaskedLM) its base model (BertModel)."""
+    return model.base_model if case.hf_class else model
 
 
 def perturb_constants(model, seed):
@@ -291,10 +345,23 @@ def perturb_constants(model, seed):
     return changed
 
 
-def save_checkpoint(model, d, edit_config=None):
+def save_checkpoint(model, d, edit_config=None, case=None):
+    """save_pretrained(d, safe_serialization=True), with the case's
+    max_shard_size (then checked: an index, >= 3 shards, no
+    model.safetensors) and its layout rewrite; then edit_config."""
     if os.path.isdir(d):
         shutil.rmtree(d)
-    model.save_pretrained(d, safe_serialization=True)
+    kw = {"max_shard_size": case.max_shard_size} if case is not None and case.max_shard_size else {}
+    model.save_pretrained(d, safe_serialization=True, **kw)
+    if kw:
+        shards = shard_files(d)
+        if len(shards) < 3 or os.path.exists(os.path.join(d, "model.safetensors")):
+            raise CaseFailure("harness: max_shard_size %s gave %d shards (and model.safetensors %s): "
+                              "expected >= 3 shards and no model.safetensors"
+                              % (case.max_shard_size, len(shards),
+                                 os.path.exists(os.path.join(d, "model.safetensors"))))
+    if case is not None and case.layout:
+        rewrite_layout(case, model, os.path.join(d, "model.safetensors"))
     if edit_config:
         path = os.path.join(d, "config.json")
         with open(path) as f:
@@ -304,9 +371,59 @@ def save_checkpoint(model, d, edit_config=None):
             json.dump(cfg, f, indent=2)
 
 
+def shard_files(d):
+    """The shard files d/model.safetensors.index.json lists (sorted), or []."""
+    path = os.path.join(d, "model.safetensors.index.json")
+    if not os.path.isfile(path):
+        return []
+    with open(path) as f:
+        return sorted(set(json.load(f)["weight_map"].values()))
+
+
+def weights_path(d):
+    """The file --weights gets for checkpoint folder d: its model.safetensors,
+    or its index."""
+    w = os.path.join(d, "model.safetensors")
+    return w if os.path.exists(w) else os.path.join(d, "model.safetensors.index.json")
+
+
+def rewrite_layout(case, model, path):
+    """Rewrites the saved model.safetensors in the case's layout (see
+    hf_cases.Case.layout)."""
+    torch, _ = hf()
+    from safetensors.torch import load_file, save_file
+    tensors = load_file(path)
+    if case.layout == "gpt2_hub":
+        out = {}
+        for k, v in tensors.items():
+            if not k.startswith("transformer."):
+                raise CaseFailure("harness: gpt2 tensor %s has no transformer. prefix" % k)
+            out[k[len("transformer."):]] = v
+        n_pos = model.config.n_positions
+        causal = torch.tril(torch.ones((n_pos, n_pos), dtype=torch.float32)).view(1, 1, n_pos, n_pos)
+        for i in range(model.config.n_layer):
+            out["h.%d.attn.bias" % i] = causal.clone()
+            out["h.%d.attn.masked_bias" % i] = torch.tensor(-1e4, dtype=torch.float32)
+    elif case.layout == "tied_lm_head":
+        if "lm_head.weight" in tensors:
+            raise CaseFailure("harness: a tied checkpoint already has lm_head.weight")
+        out = dict(tensors)
+        out["lm_head.weight"] = model.get_input_embeddings().weight.detach().clone().contiguous()
+    else:
+        raise CaseFailure("harness: layout %r" % case.layout)
+    save_file(out, path, metadata={"format": "pt"})
+
+
 def load_checkpoint(case, d):
+    """transformers' from_pretrained(d) of the class the case saved, eager attention."""
     torch, tr = hf()
-    return tr.AutoModelForCausalLM.from_pretrained(d, attn_implementation="eager").eval()
+    if case.hf_class:
+        cls = getattr(tr, case.hf_class)
+    elif case.is_causal_lm:
+        cls = tr.AutoModelForCausalLM
+    else:
+        cls = tr.AutoModel
+    return cls.from_pretrained(d, attn_implementation="eager").eval()
 
 
 def same_parameters(a, b):
@@ -321,18 +438,30 @@ def same_parameters(a, b):
     return None
 
 
-def forward_logits(model, ids):
-    """numpy logits of ids ([seq] or [batch, seq], any int dtype), float32
-    for a float32 model; batch dimension iff the input had one."""
+def forward_logits(model, ids, token_types=None, mask=None):
+    """numpy logits (a model without an LM head, e.g. BertModel: its last
+    hidden state) of ids ([seq] or [batch, seq], any int dtype), with
+    token_type_ids and an attention_mask (0/1, any dtype) of the same
+    shape if given; float32 for a float32 model; batch dimension iff the
+    input had one."""
     torch, _ = hf()
     n = np()
-    t = torch.from_numpy(n.ascontiguousarray(ids, dtype=n.int64))
-    unbatched = t.dim() == 1
-    if unbatched:
-        t = t[None]
+
+    def tensor(a):
+        t = torch.from_numpy(n.ascontiguousarray(a, dtype=n.int64))
+        return t[None] if t.dim() == 1 else t
+    kw = {"input_ids": tensor(ids)}
+    if token_types is not None:
+        kw["token_type_ids"] = tensor(token_types)
+    if mask is not None:
+        kw["attention_mask"] = tensor(mask)
     with torch.no_grad():
-        out = model(input_ids=t).logits.numpy()
-    return out[0] if unbatched else out
+        res = model(**kw)
+    out = getattr(res, "logits", None)
+    if out is None:
+        out = res.last_hidden_state
+    out = out.numpy()
+    return out[0] if n.ndim(ids) == 1 else out
 
 
 def greedy_loop(model, prompt2d, n_new):
@@ -393,12 +522,16 @@ def generation_reference(model, prompt, n_new):
     return (ids[0] if prompt.ndim == 1 else ids), min_ratio
 
 
-def f64_check(model, ids, ref, tol):
-    """The float32 reference must be within F64_FRACTION * tol of float64."""
+def f64_check(model, ids, ref, tol, token_types=None, mask=None, where=None):
+    """The float32 reference must be within F64_FRACTION * tol of float64
+    (at the positions where selects, [seq] or [batch, seq], if given)."""
     n = np()
     m64 = copy.deepcopy(model).double()
-    r64 = forward_logits(m64, ids)
-    err = float(n.max(n.abs(r64 - ref.astype(n.float64))))
+    r64 = forward_logits(m64, ids, token_types, mask)
+    diff = n.abs(r64 - ref.astype(n.float64))
+    if where is not None:
+        diff = diff[where]
+    err = float(n.max(diff)) if diff.size else 0.0
     if not err <= F64_FRACTION * tol:
         raise CaseFailure("ill-conditioned: float32 logits of %s are %.3g from float64 > %g*tol"
                           % (list(ids.shape), err, F64_FRACTION))
@@ -416,6 +549,11 @@ JSON_DEFAULTS = {
     "bias": True, "tie_embeddings": True, "embedding_scale": "none",
     "attention_score": "scaled_dot",
 }
+
+
+# bert's hidden_act -> the description's activation.
+BERT_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+                    "relu": "relu", "silu": "silu", "swish": "silu"}
 
 
 def expected_model_json(cfg):
@@ -446,6 +584,20 @@ def expected_model_json(cfg):
             "final_norm": True, "activation": "gelu_tanh", "ffn_gated": False, "bias": True,
             "tie_embeddings": bool(cfg.get("tie_word_embeddings", True)),
             "embedding_scale": "none", "attention_score": "scaled_dot",
+        }
+    if mt == "bert":
+        heads = cfg["num_attention_heads"]
+        return {
+            "architecture": "encoder", "d_model": cfg["hidden_size"], "num_heads": heads,
+            "num_kv_heads": heads, "d_ff": cfg["intermediate_size"],
+            "num_layers": cfg["num_hidden_layers"], "vocab_size": cfg["vocab_size"],
+            "type_vocab_size": cfg.get("type_vocab_size", 2),
+            "max_seq_len": cfg.get("max_position_embeddings", 512), "positional": "learned",
+            "norm": "post", "norm_type": "layer_norm",
+            "norm_eps": float(cfg.get("layer_norm_eps", 1e-12)), "final_norm": False,
+            "embedding_norm": True, "activation": BERT_ACTIVATIONS[cfg.get("hidden_act", "gelu")],
+            "ffn_gated": False, "bias": True, "lm_head": False, "embedding_scale": "none",
+            "attention_score": "scaled_dot",
         }
     raise ValueError("no expected model description for model_type %s" % mt)
 
@@ -483,16 +635,22 @@ def check_model_json(desc, expected):
 # Checks of the executable's outputs (shared by the cases and the self-test).
 # ---------------------------------------------------------------------------
 
-def check_logits(tag, out, ref, tol):
-    """Contract section 6; returns max_err."""
+def check_logits(tag, out, ref, tol, where=None):
+    """Contract section 6; returns max_err.  where (bool, the output's
+    shape without its last dimension): the positions compared (the others,
+    e.g. a left-padded causal row with no real key, may hold anything)."""
     n = np()
     if out.dtype != n.float32:
         raise CaseFailure("%s: output dtype %s, expected float32" % (tag, out.dtype))
     if out.shape != ref.shape:
         raise CaseFailure("%s: output shape %s, expected %s" % (tag, list(out.shape), list(ref.shape)))
-    if not n.all(n.isfinite(out)):
-        raise CaseFailure("%s: output has %d non-finite values" % (tag, int(n.sum(~n.isfinite(out)))))
-    err_arr = n.abs(out.astype(n.float64) - ref.astype(n.float64))
+    sel = n.ones(out.shape, dtype=bool) if where is None else \
+        n.broadcast_to(n.asarray(where, dtype=bool)[..., None], out.shape)
+    bad = ~n.isfinite(out) & sel
+    if n.any(bad):
+        raise CaseFailure("%s: output has %d non-finite values" % (tag, int(n.sum(bad))))
+    with n.errstate(invalid="ignore"):
+        err_arr = n.where(sel, n.abs(out.astype(n.float64) - ref.astype(n.float64)), 0.0)
     err = float(n.max(err_arr)) if err_arr.size else 0.0
     if not err <= tol:
         idx = n.unravel_index(int(n.argmax(err_arr)), err_arr.shape)
@@ -606,40 +764,110 @@ def load_npy(path, tag):
         raise CaseFailure("%s: output unreadable: %s" % (tag, e))
 
 
-def run_forward(r, exe, ids_path, out_path, threads, tag, weights=None):
+def run_forward(r, exe, ids_path, out_path, threads, tag, weights=None, more=()):
+    """The executable on --input input_ids=ids_path and the (name, path)
+    pairs of more (token_type_ids, attention_mask)."""
     if os.path.exists(out_path):
         os.remove(out_path)
     args = [] if weights is None else ["--weights", weights]
-    args += ["--input", "input_ids=" + ids_path, "--output", out_path, "--threads", str(threads)]
+    args += ["--input", "input_ids=" + ids_path]
+    for name, path in more:
+        args += ["--input", "%s=%s" % (name, path)]
+    args += ["--output", out_path, "--threads", str(threads)]
     r.exe_ok(exe, args, tag)
     return load_npy(out_path, tag)
 
 
-def forward_checks(r, exe, model, case_dir, shapes, dtypes, seed):
-    """Step 5 for each input; returns (worst err/tol, count)."""
+def input_plan(case):
+    """The case's forward inputs (hf_cases.Inp): inputs (int64),
+    int32_input, more_inputs; and the largest batch of them and the prompts."""
+    Inp = cases_mod.Inp
+    specs = [Inp(tuple(s)) for s in case.inputs] + [Inp(tuple(case.int32_input), "int32")]
+    specs += list(case.more_inputs)
+    shapes = [x.shape for x in specs] + (list(case.prompts) if case.is_causal_lm else [])
+    batch = max([s[0] for s in shapes if len(s) == 2] + [1])
+    return specs, batch
+
+
+def make_mask(rng, shape, side):
+    """A 0/1 int64 mask of shape ([seq] or [batch, seq]) padded on side
+    ("right" or "left"): each row 1 to seq real tokens, at least one row
+    padded."""
+    n = np()
+    rows = 1 if len(shape) == 1 else shape[0]
+    seq = shape[-1]
+    lens = rng.integers(1, seq + 1, size=rows)
+    if n.all(lens == seq):
+        lens[rng.integers(0, rows)] = rng.integers(1, seq)
+    pos = n.arange(seq)[None, :]
+    real = pos < lens[:, None] if side == "right" else pos >= (seq - lens)[:, None]
+    m = real.astype(n.int64)
+    return m[0] if len(shape) == 1 else m
+
+
+def compared_positions(mask, causal):
+    """The positions whose outputs are compared: every one, except, in a
+    causal model, those with no real key at or before them (left padding:
+    contract section 8 leaves them unspecified)."""
+    n = np()
+    if mask is None or not causal:
+        return None
+    return n.maximum.accumulate(n.asarray(mask) != 0, axis=-1)
+
+
+def _input_name(x):
+    name = "%s_%s" % (_shape_tag(x.shape), x.dtype)
+    if x.types:
+        name += "_tt"
+    if x.mask:
+        name += "_m%s_%s" % (x.mask, x.mask_dtype)
+    return name
+
+
+def forward_checks(r, exe, model, case_dir, specs, seed, causal=True):
+    """Step 5 for each input spec (hf_cases.Inp); returns (worst err/tol, count)."""
     n = np()
     rng = n.random.default_rng(seed)
     vocab = model.config.vocab_size
     worst = 0.0
-    for shape, dt in zip(shapes, dtypes):
-        name = "%s_%s" % (_shape_tag(shape), dt)
-        ids = rng.integers(0, vocab, size=shape).astype(dt)
+    for x in specs:
+        name = _input_name(x)
+        ids = rng.integers(0, vocab, size=x.shape).astype(x.dtype)
         path = os.path.join(case_dir, "in_%s.npy" % name)
         n.save(path, ids)
-        ref = forward_logits(model, ids)
-        tol = tolerance(ref)
-        f64_check(model, ids, ref, tol)
+        more, types, mask = [], None, None
+        if x.types:
+            types = rng.integers(0, model.config.type_vocab_size, size=x.shape).astype(n.int64)
+            more.append(("token_type_ids", os.path.join(case_dir, "tt_%s.npy" % name)))
+            n.save(more[-1][1], types)
+        if x.mask:
+            mask = make_mask(rng, x.shape, x.mask)
+            more.append(("attention_mask", os.path.join(case_dir, "mask_%s.npy" % name)))
+            n.save(more[-1][1], mask.astype(x.mask_dtype))
+        where = compared_positions(mask, causal)
+        ref = forward_logits(model, ids, types, mask)
+        tol = tolerance(ref if where is None else ref[where])
+        if where is None or n.all(where):
+            # (Not with a position that has no key: transformers' eager
+            # attention takes its softmax in float32, where the float64
+            # mask value is -inf, so such a row is NaN in the float64 model
+            # and spreads to the others through 0 * NaN.)
+            f64_check(model, ids, ref, tol, types, mask, where)
         n.save(os.path.join(case_dir, "ref_%s.npy" % name), ref)
         if r is None:
             continue
         outs = {}
         for t in (1, 2):
             tag = "run_%s_t%d" % (name, t)
-            outs[t] = run_forward(r, exe, path, os.path.join(case_dir, "out_%s_t%d.npy" % (name, t)), t, tag)
-        err = check_logits("input %s %s" % (list(shape), dt), outs[1], ref, tol)
-        check_identical("input %s %s" % (list(shape), dt), outs[1], outs[2])
+            outs[t] = run_forward(r, exe, path, os.path.join(case_dir, "out_%s_t%d.npy" % (name, t)),
+                                  t, tag, more=more)
+        what = "input %s %s%s%s" % (list(x.shape), x.dtype, " token_type_ids" if x.types else "",
+                                    " attention_mask %s-padded %s" % (x.mask, x.mask_dtype)
+                                    if x.mask else "")
+        err = check_logits(what, outs[1], ref, tol, where)
+        check_identical(what, outs[1], outs[2])
         worst = max(worst, err / tol)
-    return worst, len(shapes)
+    return worst, len(specs)
 
 
 def generate_checks(r, exe, model, case_dir, prompts, seed):
@@ -710,36 +938,32 @@ def model_json_checks(r, hf_dir, case_dir, expected):
 # The cases.
 # ---------------------------------------------------------------------------
 
-def _input_plan(case):
-    shapes = list(case.inputs) + [case.int32_input]
-    dtypes = ["int64"] * len(case.inputs) + ["int32"]
-    batch = max([s[0] for s in shapes if len(s) == 2] + [s[0] for s in case.prompts if len(s) == 2] + [1])
-    return shapes, dtypes, batch
-
-
-def prepare_model(case, case_dir, seed, edit=None):
-    """Build, save, reload; returns (reloaded model, hf dir, perturbed names)."""
+def prepare_model(case, case_dir, seed, edit=None, sub="hf"):
+    """Build, save (case_dir/sub), reload; returns (the reloaded model's
+    reference module, hf dir, perturbed names)."""
     model, changed = build_model(case, seed)
-    d = os.path.join(case_dir, "hf")
-    save_checkpoint(model, d, edit)
+    d = os.path.join(case_dir, sub)
+    save_checkpoint(model, d, edit, case)
     ref = load_checkpoint(case, d)
     why = same_parameters(model, ref)
     if why:
         raise CaseFailure("harness: from_pretrained(DIR) is not the saved model: %s" % why)
-    return ref, d, changed
+    return reference_module(case, ref), d, changed
 
 
 def run_model_case(case, case_dir, opts):
     seed = case_seed(case)
     model, d, changed = prepare_model(case, case_dir, seed)
-    shapes, dtypes, batch = _input_plan(case)
+    specs, batch = input_plan(case)
+    causal = case.is_causal_lm
+    gen = case.kind == "model" and causal
     if opts["reference_only"]:
-        forward_checks(None, None, model, case_dir, shapes, dtypes, seed)
-        margin = float("nan")
-        if case.kind == "model":
-            margin = generate_checks(None, None, model, case_dir, case.prompts, seed)
-        return "reference only: %d perturbed tensors, %d inputs, min gen gap/tol=%.3g" % (
-            len(changed), len(shapes), margin)
+        forward_checks(None, None, model, case_dir, specs, seed, causal)
+        note = "reference only: %d perturbed tensors, %d inputs" % (len(changed), len(specs))
+        if gen:
+            note += ", min gen gap/tol=%.3g" % generate_checks(None, None, model, case_dir,
+                                                                case.prompts, seed)
+        return note
     r = Runner(opts, case_dir)
     notes = []
     if case.kind == "model":
@@ -766,37 +990,73 @@ def run_model_case(case, case_dir, opts):
             raise CaseFailure("tfm-compile succeeded but wrote no executable %s" % exe)
     else:
         r.compile_exe(d, exe, extra=extra)
-    worst, count = forward_checks(r, exe, model, case_dir, shapes, dtypes, seed)
-    notes.insert(0, "max_err/tol=%.3g over %d inputs" % (worst, count))
+    worst, count = forward_checks(r, exe, model, case_dir, specs, seed, causal)
+    masked = sum(1 for x in specs if x.mask)
+    notes.insert(0, "max_err/tol=%.3g over %d inputs (%d masked)" % (worst, count, masked))
+    if case.max_shard_size:
+        notes.append("%d shards" % len(shard_files(d)))
     if case.kind == "either":
         return "supported; " + ", ".join(notes)
-    # --weights: another checkpoint of the same config.
-    alt, _ = build_model(case, seed + 1)
-    alt_dir = os.path.join(case_dir, "alt")
-    save_checkpoint(alt, alt_dir)
-    alt_w = os.path.join(alt_dir, "model.safetensors")
+    # --weights: another checkpoint of the same config (as the main one is
+    # saved: sharded, rewritten).
+    alt, alt_dir, _ = prepare_model(case, case_dir, seed + 1, sub="alt")
+    alt_w = weights_path(alt_dir)
+    alt_tag = "--weights alt/" + os.path.basename(alt_w)
     n = np()
-    ids = n.random.default_rng(seed + 1).integers(0, alt.config.vocab_size, size=(batch, 11)).astype(n.int64)
+    rng = n.random.default_rng(seed + 1)
+    ids = rng.integers(0, alt.config.vocab_size, size=(batch, 11)).astype(n.int64)
     ids_path = os.path.join(case_dir, "in_alt.npy")
     n.save(ids_path, ids)
-    ref_alt, ref_main = forward_logits(alt, ids), forward_logits(model, ids)
+    more, types = [], None
+    if case.model_type == "bert":
+        types = rng.integers(0, alt.config.type_vocab_size, size=ids.shape).astype(n.int64)
+        more.append(("token_type_ids", os.path.join(case_dir, "tt_alt.npy")))
+        n.save(more[-1][1], types)
+    ref_alt, ref_main = forward_logits(alt, ids, types), forward_logits(model, ids, types)
     tol = tolerance(ref_alt)
     if not float(n.max(n.abs(ref_alt - ref_main))) > 10 * tol:
         raise CaseFailure("harness: the --weights checkpoint is too close to the main one")
     out = run_forward(r, exe, ids_path, os.path.join(case_dir, "out_alt.npy"), 1, "run_weights",
-                      weights=alt_w)
-    err = check_logits("--weights alt/model.safetensors", out, ref_alt, tol)
+                      weights=alt_w, more=more)
+    err = check_logits(alt_tag, out, ref_alt, tol)
     notes.append("weights_err/tol=%.3g" % (err / tol))
-    margin = generate_checks(r, exe, model, case_dir, case.prompts, seed)
-    notes.append("generate %d prompts, min gap/tol=%.3g" % (len(case.prompts), margin))
+    if case.max_shard_size:
+        notes.append(missing_shard_check(r, exe, alt_dir, case_dir, ids_path, more))
+    if gen:
+        margin = generate_checks(r, exe, model, case_dir, case.prompts, seed)
+        notes.append("generate %d prompts, min gap/tol=%.3g" % (len(case.prompts), margin))
     return ", ".join(notes)
+
+
+def missing_shard_check(r, exe, alt_dir, case_dir, ids_path, more):
+    """--weights of an index one of whose shards is missing: exit 1 naming
+    that shard (contract section 4: bad input is exit 1, never a crash)."""
+    shards = shard_files(alt_dir)
+    part = os.path.join(case_dir, "alt_missing_shard")
+    if os.path.isdir(part):
+        shutil.rmtree(part)
+    os.makedirs(part)
+    gone = shards[len(shards) // 2]
+    for f in ["config.json", "model.safetensors.index.json"] + shards:
+        if f != gone:
+            shutil.copy(os.path.join(alt_dir, f), os.path.join(part, f))
+    args = ["--weights", os.path.join(part, "model.safetensors.index.json"),
+            "--input", "input_ids=" + ids_path]
+    for name, path in more:
+        args += ["--input", "%s=%s" % (name, path)]
+    rc, _, err = r.exe(exe, args + ["--output", os.path.join(case_dir, "out_missing_shard.npy")],
+                       "run_missing_shard")
+    why = check_rejected("executable --weights of an index without %s" % gone, rc, err, [gone])
+    if why:
+        raise CaseFailure(why)
+    return "missing shard rejected"
 
 
 def run_error_case(case, case_dir, opts):
     seed = case_seed(case)
     model, _ = build_model(case, seed)
     d = os.path.join(case_dir, "hf")
-    save_checkpoint(model, d, case.edit_config)
+    save_checkpoint(model, d, case.edit_config, case)
     if opts["reference_only"]:
         return "reference only: folder written"
     r = Runner(opts, case_dir)
@@ -833,7 +1093,7 @@ def run_error_case(case, case_dir, opts):
                               % (rc, _tail(err)))
         ref_model = load_checkpoint(case, d)
         within, beyond = case.lengths
-        worst, _ = forward_checks(r, exe, ref_model, case_dir, [(within,)], ["int64"], seed)
+        worst, _ = forward_checks(r, exe, ref_model, case_dir, [cases_mod.Inp((within,))], seed)
         n = np()
         ids = n.random.default_rng(seed).integers(0, 100, size=(beyond,)).astype(n.int64)
         p = os.path.join(case_dir, "in_beyond.npy")
@@ -1033,6 +1293,12 @@ def fake_compile(argv):
     elif mt == "gpt2":
         checks = [("activation_function", cfg.get("activation_function") != "gelu_new"),
                   ("scale_attn_by_inverse_layer_idx", bool(cfg.get("scale_attn_by_inverse_layer_idx")))]
+    elif mt == "bert":
+        checks = [("position_embedding_type",
+                   cfg.get("position_embedding_type", "absolute") != "absolute"),
+                  ("is_decoder", bool(cfg.get("is_decoder"))),
+                  ("add_cross_attention", bool(cfg.get("add_cross_attention"))),
+                  ("hidden_act", cfg.get("hidden_act", "gelu") not in BERT_ACTIVATIONS)]
     for key, bad in checks:
         if bad and mode != "accept_any":
             return _fake_reject("%s: %s=%s is not supported" % (cfg_path, key, json.dumps(cfg.get(key))),
@@ -1068,21 +1334,45 @@ def fake_exe(argv):
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--generate", type=int, default=0)
     a = ap.parse_args(argv)
-    weights = a.weights or os.path.join(src, "model.safetensors")
+    # DIR's model.safetensors, else its index; --weights FILE (an index if it ends in .json).
+    default = os.path.join(src, "model.safetensors")
+    if not os.path.exists(default) and os.path.exists(os.path.join(src, "model.safetensors.index.json")):
+        default = os.path.join(src, "model.safetensors.index.json")
+    weights = a.weights or default
     if mode == "ignore_weights":
-        weights = os.path.join(src, "model.safetensors")
+        weights = default
     if not os.path.isfile(weights):
         if mode == "missing_crash":
             os.abort()
         sys.stderr.write("error: cannot open weights file %s: No such file or directory\n" % weights)
         return 1
     torch, tr = hf()
+    with open(os.path.join(src, "config.json")) as f:
+        causal = json.load(f).get("model_type") in cases_mod.CAUSAL_LM
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copy(os.path.join(src, "config.json"), os.path.join(tmp, "config.json"))
-        os.symlink(os.path.abspath(weights), os.path.join(tmp, "model.safetensors"))
+        if weights.endswith(".json"):
+            os.symlink(os.path.abspath(weights), os.path.join(tmp, "model.safetensors.index.json"))
+            try:
+                with open(weights) as f:
+                    shards = sorted(set(json.load(f)["weight_map"].values()))
+            except (OSError, ValueError, KeyError) as e:
+                sys.stderr.write("error: %s: not an index: %s\n" % (weights, e))
+                return 1
+            for sh in shards:
+                path = os.path.join(os.path.dirname(os.path.abspath(weights)), sh)
+                if not os.path.isfile(path):
+                    if mode == "missing_crash":
+                        os.abort()
+                    sys.stderr.write("error: %s: shard %s: No such file or directory\n" % (weights, path))
+                    return 1
+                os.symlink(path, os.path.join(tmp, sh))
+        else:
+            os.symlink(os.path.abspath(weights), os.path.join(tmp, "model.safetensors"))
+        cls = tr.AutoModelForCausalLM if causal else tr.AutoModel
         try:
-            model = tr.AutoModelForCausalLM.from_pretrained(tmp, attn_implementation="eager").eval()
+            model = cls.from_pretrained(tmp, attn_implementation="eager").eval()
         except Exception as e:  # noqa: BLE001
             sys.stderr.write("error: %s: %s\n" % (weights, _clip(str(e).splitlines()[0], 200)))
             return 1
@@ -1093,11 +1383,28 @@ def fake_exe(argv):
             if mode == "no_bias" and name.endswith("bias"):
                 p.zero_()
     inputs = dict(s.split("=", 1) for s in a.input)
-    if set(inputs) != {"input_ids"}:
-        sys.stderr.write("error: expected --input input_ids=FILE, got %s\n" % sorted(inputs))
+    allowed = {"input_ids", "attention_mask"} | (set() if causal else {"token_type_ids"})
+    if "input_ids" not in inputs or not set(inputs) <= allowed:
+        sys.stderr.write("error: expected --input input_ids=FILE [%s], got %s\n"
+                         % (" ".join(sorted(allowed - {"input_ids"})), sorted(inputs)))
         return 1
     ids = n.load(inputs["input_ids"])
+    more = {}
+    for k in ("token_type_ids", "attention_mask"):
+        if k in inputs:
+            more[k] = n.load(inputs[k])
+            if more[k].shape != ids.shape:
+                sys.stderr.write("error: %s: shape %s, input_ids %s\n"
+                                 % (k, list(more[k].shape), list(ids.shape)))
+                return 1
+    if mode == "no_mask":
+        more.pop("attention_mask", None)
+    if mode == "no_types":
+        more.pop("token_type_ids", None)
     if a.generate:
+        if not causal or more:
+            sys.stderr.write("error: --generate takes input_ids only, of a causal LM\n")
+            return 1
         p2 = ids[None] if ids.ndim == 1 else ids
         out, _, _ = greedy_loop(model, p2, a.generate)
         out = out.astype(n.int64 if mode == "int64_ids" else n.int32)
@@ -1107,7 +1414,8 @@ def fake_exe(argv):
         print("generate: prefill_tok_s=1.0 decode_tok_s=1.0 new_tokens=%d threads=%d"
               % (a.generate, a.threads))
         return 0
-    out = forward_logits(model, ids).astype(n.float32)
+    out = forward_logits(model, ids, more.get("token_type_ids"),
+                         more.get("attention_mask")).astype(n.float32)
     if mode == "noisy":
         out.reshape(-1)[out.size // 2] += 3e-3 * (1 + float(n.max(n.abs(out))))
     if mode == "threads" and a.threads == 2:
@@ -1219,6 +1527,33 @@ def self_test():
             check("%s: identical passes" % cname, passes(lambda: check_identical("t", ref, ref.copy())))
             check("%s: fp32 vs fp64 within %.1f tol" % (cname, F64_FRACTION),
                   passes(lambda: f64_check(model, ids, ref, tol)))
+            # Padding masks: right padding (every position compared) moves
+            # the padded rows (an executable that ignores the mask FAILs)
+            # and leaves the real ones; left padding's rows without a key
+            # are left out of the comparison, and only they.
+            rm = make_mask(n.random.default_rng(3), (2, 9), "right")
+            mref = forward_logits(model, ids, None, rm)
+            pad_rows = rm == 0
+            moved = float(n.max(n.abs(mref - ref)[pad_rows]))
+            still = float(n.max(n.abs(mref - ref)[~pad_rows]))
+            check("%s: right padding %s moves the padded rows by %.3g > 10 tol, the real ones by "
+                  "%.3g <= tol" % (cname, rm.sum(axis=-1).tolist(), moved, still),
+                  moved > 10 * tol and still <= tol and compared_positions(rm, True).all())
+            lm = make_mask(n.random.default_rng(4), (2, 9), "left")
+            where = compared_positions(lm, True)
+            check("%s: left padding %s: compared positions are those from the first real token"
+                  % (cname, lm.sum(axis=-1).tolist()),
+                  n.array_equal(where, n.cumsum(lm, axis=-1) > 0) and not where.all())
+            lref = forward_logits(model, ids, None, lm)
+            junk = lref.copy()
+            junk[~where] = n.nan
+            check("%s: left padding: NaN at the positions without a key passes" % cname,
+                  passes(lambda: check_logits("t", junk, lref, tolerance(lref[where]), where)))
+            i, j = n.argwhere(where)[0]
+            junk[i, j, 0] += 1.5 * tolerance(lref[where])
+            check("%s: left padding: +1.5 tol at the first real position FAILs" % cname,
+                  raises(lambda: check_logits("t", junk, lref, tolerance(lref[where]), where),
+                         r"max_err=.* > tol=.* at \[%d, %d, 0\]" % (i, j)))
             # Generation: generate vs the loop, and the ids check.
             for shape in case.prompts:
                 prompt = n.random.default_rng(2).integers(0, model.config.vocab_size, size=shape)
@@ -1262,6 +1597,8 @@ def self_test():
                 w.pop("num_kv_heads")
                 check("%s: model-json without num_kv_heads FAILs" % cname,
                       check_model_json(w, exp) is not None)
+        bert_self_test(cases, tmp, check, raises, passes)
+        layout_self_test(cases, tmp, check)
         # Ill-conditioning is caught: a head of zeros ties every logit.
         case = cases["llama_gqa"]
         model, _ = build_model(case, 1)
@@ -1271,10 +1608,10 @@ def self_test():
         check("a tied argmax is flagged ill-conditioned",
               raises(lambda: generation_reference(model, prompt, 4), "ill-conditioned: .*top-2 gap 0"))
         # The rejection check.
-        one = ("tfm-compile: error: hf/config.json: model_type 'bert' is not supported "
-               "(supported: llama, mistral, gpt2)\n")
-        names = ["bert"] + list(cases_mod.SUPPORTED)
-        check("rejection: one line naming bert and the supported types passes",
+        one = ("tfm-compile: error: hf/config.json: model_type 'roberta' is not supported "
+               "(supported: bert, gpt2, llama, mistral)\n")
+        names = ["roberta"] + list(cases_mod.SUPPORTED)
+        check("rejection: one line naming roberta and the supported types passes",
               check_rejected("t", 1, one, names, one_line=True) is None)
         check("rejection: exit 2 FAILs", "exited 2" in (check_rejected("t", 2, one, names) or ""))
         check("rejection: exit 0 FAILs", "exited 0" in (check_rejected("t", 0, one, names) or ""))
@@ -1282,13 +1619,140 @@ def self_test():
         check("rejection: two lines FAIL",
               "2 stderr lines" in (check_rejected("t", 1, one + "more\n", names, one_line=True) or ""))
         check("rejection: not naming mistral FAILs",
-              "mistral" in (check_rejected("t", 1, one.replace("mistral, ", ""), names) or ""))
+              "mistral" in (check_rejected("t", 1, one.replace(", mistral", ""), names) or ""))
         check("rejection: empty stderr FAILs",
               "nothing on stderr" in (check_rejected("t", 1, "", names) or ""))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("self-test: %d failed" % len(fails))
     return not fails
+
+
+def bert_self_test(cases, tmp, check, raises, passes):
+    """--self-test's bert part: the perturbation, token types and masks
+    matter, BertForMaskedLM's reference is transformers' own BertModel of
+    that folder, the model-json check."""
+    torch, tr = hf()
+    n = np()
+    from safetensors import safe_open
+    for cname in ("bert", "bert_mlm"):
+        case = cases[cname]
+        cdir = os.path.join(tmp, cname)
+        os.makedirs(cdir)
+        model, d, changed = prepare_model(case, cdir, case_seed(case))
+        check("%s: the reference is a %s" % (cname, type(model).__name__),
+              type(model).__name__ == "BertModel")
+        consts = [k for k, p in model.named_parameters()
+                  if p.numel() > 1 and bool(torch.all(p == p.reshape(-1)[0]))]
+        check("%s: no constant parameter left (%d perturbed)" % (cname, len(changed)),
+              not consts and changed)
+        with safe_open(os.path.join(d, "model.safetensors"), "pt") as f:
+            names = list(f.keys())
+        if cname == "bert":
+            check("bert: unprefixed names, a pooler",
+                  "embeddings.word_embeddings.weight" in names and "pooler.dense.weight" in names)
+            ids = n.random.default_rng(1).integers(0, model.config.vocab_size, size=(2, 9))
+            ref = forward_logits(model, ids)
+            tol = tolerance(ref)
+            check("bert: output is the last hidden state [2, 9, %d]" % model.config.hidden_size,
+                  ref.shape == (2, 9, model.config.hidden_size))
+            types = n.random.default_rng(2).integers(0, 2, size=ids.shape)
+            d_t = float(n.max(n.abs(forward_logits(model, ids, types) - ref)))
+            check("bert: token_type_ids move the output by %.3g > 10 tol" % d_t, d_t > 10 * tol)
+            check("bert: token_type_ids of zeros are the default",
+                  n.array_equal(forward_logits(model, ids, n.zeros_like(ids)), ref))
+            rm = make_mask(n.random.default_rng(3), (2, 9), "right")
+            d_m = float(n.max(n.abs(forward_logits(model, ids, None, rm) - ref)[rm == 1]))
+            check("bert: a right-padding mask moves the real positions by %.3g > 10 tol" % d_m,
+                  d_m > 10 * tol and compared_positions(rm, False) is None)
+            for what, pred in (("norm weights set to ones", lambda k, p: p.dim() == 1 and
+                                "LayerNorm.weight" in k),
+                               ("biases zeroed", lambda k, p: k.endswith("bias"))):
+                m2 = copy.deepcopy(model)
+                with torch.no_grad():
+                    for k, p in m2.named_parameters():
+                        if pred(k, p):
+                            p.copy_(torch.ones_like(p) if what.startswith("norm") else torch.zeros_like(p))
+                d2 = float(n.max(n.abs(forward_logits(m2, ids) - ref)))
+                check("bert: %s moves the output by %.3g > 10 tol" % (what, d2), d2 > 10 * tol)
+            tm_ref = forward_logits(model, ids, types, rm)
+            check("bert: fp32 vs fp64 within %.1f tol (token types, a mask)" % F64_FRACTION,
+                  passes(lambda: f64_check(model, ids, tm_ref, tolerance(tm_ref), types, rm)))
+            with open(os.path.join(d, "config.json")) as f:
+                cfg = json.load(f)
+            exp = expected_model_json(cfg)
+            check("bert: expected model-json passes", check_model_json(dict(exp), exp) is None)
+            trimmed = {k: v for k, v in exp.items() if JSON_DEFAULTS.get(k, object()) != v}
+            trimmed.pop("final_norm")
+            trimmed.pop("num_kv_heads")
+            check("bert: defaults left out pass (%d keys)" % len(trimmed),
+                  check_model_json(trimmed, exp) is None)
+            for k, v in (("norm", "pre"), ("embedding_norm", False), ("type_vocab_size", 3),
+                         ("activation", "gelu_tanh"), ("lm_head", True), ("norm_eps", 1e-5),
+                         ("architecture", "decoder")):
+                w = dict(exp)
+                w[k] = v
+                check("bert: model-json %s=%r FAILs" % (k, v), check_model_json(w, exp) is not None)
+            w = dict(exp)
+            w.pop("embedding_norm")
+            check("bert: model-json without embedding_norm FAILs", check_model_json(w, exp) is not None)
+            check("bert: gelu_new is gelu_tanh",
+                  expected_model_json(dict(cfg, hidden_act="gelu_new"))["activation"] == "gelu_tanh")
+        else:
+            check("bert_mlm: bert.-prefixed names and the cls. head, no pooler",
+                  "bert.embeddings.word_embeddings.weight" in names
+                  and any(k.startswith("cls.") for k in names)
+                  and not any("pooler" in k for k in names))
+            base = tr.AutoModel.from_pretrained(d, attn_implementation="eager").eval()
+            ids = n.random.default_rng(1).integers(0, model.config.vocab_size, size=(2, 9))
+            check("bert_mlm: model.bert == AutoModel.from_pretrained(DIR) on an input",
+                  n.array_equal(forward_logits(model, ids), forward_logits(base, ids)))
+
+
+def layout_self_test(cases, tmp, check):
+    """--self-test's file layouts: shards, the Hub's gpt2 layout, a tied
+    checkpoint with lm_head.weight."""
+    torch, _ = hf()
+    from safetensors import safe_open
+
+    def names_shapes(path):
+        with safe_open(path, "pt") as f:
+            return {k: list(f.get_slice(k).get_shape()) for k in f.keys()}
+    for cname in ("llama_sharded", "bert_sharded", "gpt2_hub_layout", "llama_tied_lm_head"):
+        case = cases[cname]
+        cdir = os.path.join(tmp, cname)
+        os.makedirs(cdir)
+        try:
+            model, d, _ = prepare_model(case, cdir, case_seed(case))
+        except CaseFailure as e:
+            check("%s: %s" % (cname, e), False)
+            continue
+        if case.max_shard_size:
+            shards = shard_files(d)
+            stored = set()
+            for sh in shards:
+                stored |= set(names_shapes(os.path.join(d, sh)))
+            with open(os.path.join(d, "model.safetensors.index.json")) as f:
+                listed = set(json.load(f)["weight_map"])
+            check("%s: %d shards, no model.safetensors, the index lists what they hold (%d tensors)"
+                  % (cname, len(shards), len(stored)),
+                  len(shards) >= 3 and not os.path.exists(os.path.join(d, "model.safetensors"))
+                  and listed == stored and weights_path(d).endswith(".index.json"))
+            continue
+        ns = names_shapes(os.path.join(d, "model.safetensors"))
+        if case.layout == "gpt2_hub":
+            n_pos, n_layer = model.config.n_positions, model.config.n_layer
+            check("gpt2_hub_layout: no transformer. prefix, wte.weight, h.N.attn.bias [1, 1, %d, %d] "
+                  "and h.N.attn.masked_bias [] for %d layers" % (n_pos, n_pos, n_layer),
+                  not any(k.startswith("transformer.") for k in ns) and "wte.weight" in ns
+                  and all(ns.get("h.%d.attn.bias" % i) == [1, 1, n_pos, n_pos]
+                          and ns.get("h.%d.attn.masked_bias" % i) == [] for i in range(n_layer)))
+        else:
+            with safe_open(os.path.join(d, "model.safetensors"), "pt") as f:
+                same = torch.equal(f.get_tensor("lm_head.weight"),
+                                   f.get_tensor("model.embed_tokens.weight"))
+            check("llama_tied_lm_head: lm_head.weight is in the file, equal to the embedding",
+                  same and model.config.tie_word_embeddings)
 
 
 # ---------------------------------------------------------------------------
