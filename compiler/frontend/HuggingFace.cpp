@@ -427,8 +427,12 @@ bool mapBert(ConfigJson &config, json::Object &desc,
   // ids buffer older transformers saved.
   ckpt.ignoredTensors.push_back((prefix + "pooler.").str());
   ckpt.ignoredTensors.push_back(e + "position_ids");
+  // The heads of BertForPreTraining and BertForMaskedLM (cls.),
+  // BertFor{Sequence,Token,MultipleChoice}Classification (classifier.) and
+  // BertForQuestionAnswering (qa_outputs.): tfm computes BertModel's output.
   if (!prefix.empty())
-    ckpt.ignoredTensors.push_back("cls.");
+    for (const char *head : {"cls.", "classifier.", "qa_outputs."})
+      ckpt.ignoredTensors.push_back(head);
   return true;
 }
 
