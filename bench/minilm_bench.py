@@ -585,7 +585,9 @@ def main():
         ratios[t] = (r_med, r_best)
         cells2.append([str(t), "%.1f" % rows[("tfm", t)]["sps"], "%.1f" % rows[("hf", t)]["sps"],
                        "%.1f" % rows[("ort", t)]["sps"] if ("ort", t) in rows else "-", names[fast],
-                       "%.2f" % r_med, "%.2f" % r_best, "yes" if r_med >= 1.2 else "no"])
+                       "%.2f" % r_med, "%.2f" % r_best,
+                       ("yes" if r_med >= 1.2 else "no") +
+                       (" (torch without OpenBLAS)" if fast == "hf" and not hf_info.get("openblas_core") else "")])
     if tfm_flops:
         mine = statistics.median(tfm_flops)
         if abs(mine - fl) > 0.02 * fl:
