@@ -228,12 +228,24 @@ std::vector<WeightSpec> ModelBuilder::feedForwardWeights() {
   int64_t d = c.dModel, ff = c.dFF;
   // A gated FFN's linear1 holds the gate rows, then the up rows.
   int64_t firstRows = c.ffnGated ? 2 * ff : ff;
-  std::vector<WeightSpec> specs = {{"linear1.weight", {firstRows, d}}};
-  if (c.bias)
-    specs.push_back({"linear1.bias", {firstRows}});
-  specs.push_back({"linear2.weight", {d, ff}});
-  if (c.bias)
-    specs.push_back({"linear2.bias", {d}});
+  auto linears = [&](const std::string &prefix) {
+    std::vector<WeightSpec> specs = {
+        {prefix + "linear1.weight", {firstRows, d}}};
+    if (c.bias)
+      specs.push_back({prefix + "linear1.bias", {firstRows}});
+    specs.push_back({prefix + "linear2.weight", {d, ff}});
+    if (c.bias)
+      specs.push_back({prefix + "linear2.bias", {d}});
+    return specs;
+  };
+  if (!c.experts)
+    return linears("");
+  // The router, then each expert's linears (contract section 7).
+  std::vector<WeightSpec> specs = {
+      {"moe.gate.weight", {c.experts->experts, d}}};
+  for (int64_t e = 0; e < c.experts->experts; ++e)
+    llvm::append_range(specs,
+                       linears("moe.experts." + std::to_string(e) + "."));
   return specs;
 }
 
@@ -335,6 +347,23 @@ Value ModelBuilder::cache(OpBuilder &b, StringRef name, bool self) {
 
 Value ModelBuilder::feedForward(OpBuilder &b, Location loc, Value x,
                                 ValueRange w) {
+  if (c.experts) {
+    // w: the gate, then per expert linear1 (bias), linear2 (bias).
+    size_t perExpert = c.bias ? 4 : 2;
+    SmallVector<Value> w1, b1, w2, b2;
+    for (int64_t e = 0; e < c.experts->experts; ++e) {
+      ValueRange expert = w.slice(1 + e * perExpert, perExpert);
+      w1.push_back(expert[0]);
+      w2.push_back(expert[c.bias ? 2 : 1]);
+      if (c.bias) {
+        b1.push_back(expert[1]);
+        b2.push_back(expert[3]);
+      }
+    }
+    return MixtureOfExpertsOp::create(
+        b, loc, activations(), c.activation, c.ffnGated, c.experts->topK, x,
+        w[0], w1, b1, w2, b2);
+  }
   if (!c.bias)
     return FeedForwardOp::create(b, loc, activations(), c.activation,
                                  c.ffnGated, x, w[0], Value(), w[1], Value());

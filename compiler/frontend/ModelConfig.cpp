@@ -27,6 +27,8 @@ namespace {
 
 constexpr int64_t kMaxDim = int64_t(1) << 24;
 constexpr int64_t kMaxLayers = 4096;
+/// Experts of an MoE FFN (DeepSeek-V3 has 256).
+constexpr int64_t kMaxExperts = 1024;
 /// llvm::json parses, prints and destroys values recursively: deep enough
 /// nesting ([[[[...) overflows the stack. A description needs one level.
 constexpr unsigned kMaxJsonDepth = 64;
@@ -61,16 +63,17 @@ const char *const kKnownKeys[] = {"name",
                                   "bias",
                                   "attention",
                                   "type_vocab_size",
-                                  "embedding_norm"};
+                                  "embedding_norm",
+                                  "ffn"};
 
-/// The kinds of `attention` (contract section 7), and the keys each takes
-/// besides `kind`.
-struct AttentionKindKeys {
+/// A kind of a `{"kind": ..., ...}` key (`attention`, `ffn`: contract
+/// section 7) and the keys it takes besides `kind`.
+struct KindKeys {
   const char *kind;
   std::vector<const char *> keys;
   bool supported;
 };
-const AttentionKindKeys kAttentionKinds[] = {
+const KindKeys kAttentionKinds[] = {
     {"full", {}, true},
     {"sliding_window", {"window", "global_tokens"}, true},
     {"block_sparse",
@@ -78,6 +81,10 @@ const AttentionKindKeys kAttentionKinds[] = {
      true},
     {"linformer", {"k"}, true},
     {"performer", {"features"}, true},
+};
+const KindKeys kFfnKinds[] = {
+    {"dense", {}, true},
+    {"moe", {"experts", "top_k"}, true},
 };
 
 struct Position {
@@ -270,8 +277,36 @@ private:
   }
 
   void checkKeys();
+  /// A `{"kind": ..., ...}` value: its kind and where its keys are.
+  struct KindObject {
+    StringRef key, kind;
+    const json::Object *object = nullptr;
+    std::vector<KeyLocation> inner;
+    size_t objectOffset = 0;
+    StringRef text;
+    /// Where `name`'s key (or value) starts, or the object when absent.
+    Position keyPos(StringRef name, bool value) const {
+      for (const KeyLocation &k : llvm::reverse(inner))
+        if (k.key == name)
+          return positionOf(text, value ? k.valueOffset : k.keyOffset);
+      return positionOf(text, objectOffset);
+    }
+  };
+  /// Reads top-level `key`, an object whose `kind` is one of `kinds`, and
+  /// checks its keys against the kind's (errors at each); nullopt when
+  /// absent or in error. `example` shows a valid value.
+  std::optional<KindObject> readKindObject(StringRef key,
+                                           ArrayRef<KindKeys> kinds,
+                                           StringRef example);
+  /// `key` of `kind`'s object: an integer from `min` (what the value
+  /// counts, `meaning`, says why) to kMaxDim.
+  std::optional<int64_t> readKindCount(const KindObject &kind, StringRef key,
+                                       bool required, int64_t min,
+                                       StringRef meaning);
   /// Reads the `attention` object into `c` (its kind and the kind's keys).
   void readAttention(ModelConfig &c);
+  /// Reads the `ffn` object into `c`.
+  void readFeedForward(ModelConfig &c);
   std::optional<int64_t> readInt(StringRef key, bool required, int64_t max);
   std::optional<double> readPositiveFloat(StringRef key);
   std::optional<bool> readBool(StringRef key);
@@ -311,148 +346,175 @@ void ConfigReader::checkKeys() {
   }
 }
 
-void ConfigReader::readAttention(ModelConfig &c) {
-  const json::Value *v = object.get("attention");
+std::optional<ConfigReader::KindObject>
+ConfigReader::readKindObject(StringRef key, ArrayRef<KindKeys> kinds,
+                             StringRef example) {
+  const json::Value *v = object.get(key);
   if (!v)
-    return;
-  const json::Object *attention = v->getAsObject();
-  std::vector<std::string> kinds;
-  for (const AttentionKindKeys &k : kAttentionKinds)
-    kinds.push_back(k.kind);
-  if (!attention) {
-    error("attention",
-          formatv("'attention' must be an object such as {{\"kind\": "
-                  "\"sliding_window\", \"window\": 256}, got {0}",
-                  describe(*v)));
-    return;
+    return std::nullopt;
+  const json::Object *kindObject = v->getAsObject();
+  std::vector<std::string> kindNames;
+  for (const KindKeys &k : kinds)
+    kindNames.push_back(k.kind);
+  if (!kindObject) {
+    error(key, formatv("'{0}' must be an object such as {1}, got {2}", key,
+                       example, describe(*v)));
+    return std::nullopt;
   }
+  KindObject result;
+  result.key = key;
+  result.object = kindObject;
+  result.text = text;
   // Where each key of the object and its value start.
-  size_t objectOffset = 0, start = 0;
+  size_t start = 0;
   for (const KeyLocation &k : llvm::reverse(keys))
-    if (k.key == "attention") {
+    if (k.key == key) {
       start = k.valueOffset;
       break;
     }
-  std::vector<KeyLocation> inner = scanObjectKeys(text, start, objectOffset);
-  auto keyPos = [&](StringRef key, bool value) {
-    for (const KeyLocation &k : llvm::reverse(inner))
-      if (k.key == key)
-        return positionOf(text, value ? k.valueOffset : k.keyOffset);
-    return positionOf(text, objectOffset);
-  };
+  result.inner = scanObjectKeys(text, start, result.objectOffset);
 
-  const AttentionKindKeys *kind = nullptr;
-  const json::Value *kindValue = attention->get("kind");
+  const KindKeys *kind = nullptr;
+  const json::Value *kindValue = kindObject->get("kind");
   std::optional<StringRef> kindName =
       kindValue ? kindValue->getAsString() : std::nullopt;
   if (!kindValue) {
-    error(positionOf(text, objectOffset),
-          formatv("'attention' needs a 'kind': one of {0}",
-                  llvm::join(kinds, ", ")));
+    error(positionOf(text, result.objectOffset),
+          formatv("'{0}' needs a 'kind': one of {1}", key,
+                  llvm::join(kindNames, ", ")));
   } else {
-    for (const AttentionKindKeys &k : kAttentionKinds)
+    for (const KindKeys &k : kinds)
       if (kindName && *kindName == k.kind)
         kind = &k;
     if (!kind)
-      error(keyPos("kind", true),
-            formatv("'attention' kind must be one of {0}; got {1}",
-                    llvm::join(kinds, ", "), describe(*kindValue)));
+      error(result.keyPos("kind", true),
+            formatv("'{0}' kind must be one of {1}; got {2}", key,
+                    llvm::join(kindNames, ", "), describe(*kindValue)));
   }
   // Every key: known, given once, and one of its kind's.
-  for (auto [i, k] : llvm::enumerate(inner)) {
+  for (auto [i, k] : llvm::enumerate(result.inner)) {
     Position at = positionOf(text, k.keyOffset);
     bool duplicate = false;
     for (size_t j = 0; j < i && !duplicate; ++j)
-      duplicate = inner[j].key == k.key;
+      duplicate = result.inner[j].key == k.key;
     if (duplicate) {
-      error(at, formatv("duplicate key '{0}' in 'attention'", k.key));
+      error(at, formatv("duplicate key '{0}' in '{1}'", k.key, key));
       continue;
     }
     if (k.key == "kind")
       continue;
-    const AttentionKindKeys *owner = nullptr;
-    for (const AttentionKindKeys &candidate : kAttentionKinds)
+    const KindKeys *owner = nullptr;
+    for (const KindKeys &candidate : kinds)
       if (llvm::is_contained(candidate.keys, StringRef(k.key)))
         owner = &candidate;
     if (!owner)
-      error(at, formatv("unknown key '{0}' in 'attention'{1}", k.key,
+      error(at, formatv("unknown key '{0}' in '{1}'{2}", k.key, key,
                         kind && !kind->keys.empty()
                             ? formatv(" (kind '{0}' takes {1})", kind->kind,
                                       llvm::join(kind->keys, ", "))
                                   .str()
                             : std::string()));
     else if (kind && owner != kind)
-      error(at, formatv("'{0}' is a key of attention kind '{1}', not of "
-                        "'{2}'",
-                        k.key, owner->kind, kind->kind));
+      error(at, formatv("'{0}' is a key of {1} kind '{2}', not of '{3}'",
+                        k.key, key, owner->kind, kind->kind));
   }
   if (!kind)
-    return;
+    return std::nullopt;
   if (!kind->supported) {
     std::vector<std::string> supported;
-    for (const AttentionKindKeys &k : kAttentionKinds)
+    for (const KindKeys &k : kinds)
       if (k.supported)
         supported.push_back(k.kind);
-    error(keyPos("kind", true),
-          formatv("attention kind '{0}' is not supported yet; supported: {1}",
+    error(result.keyPos("kind", true),
+          formatv("{0} kind '{1}' is not supported yet; supported: {2}", key,
                   kind->kind, llvm::join(supported, ", ")));
-    return;
+    return std::nullopt;
   }
-  // A count of keys or tokens: an integer from 0 to kMaxDim.
-  auto count = [&](StringRef key, bool required) -> std::optional<int64_t> {
-    const json::Value *value = attention->get(key);
-    if (!value) {
-      if (required)
-        error(positionOf(text, objectOffset),
-              formatv("attention kind '{0}' needs '{1}'", kind->kind, key));
-      return std::nullopt;
-    }
-    std::optional<int64_t> n = value->getAsInteger();
-    if (!n || *n < 0 || *n > kMaxDim) {
-      error(keyPos(key, true),
-            formatv("'{0}' must be an integer from 0 to {1}, got {2}", key,
-                    kMaxDim, describe(*value)));
-      return std::nullopt;
-    }
-    return n;
+  result.kind = kind->kind;
+  return result;
+}
+
+std::optional<int64_t> ConfigReader::readKindCount(const KindObject &kind,
+                                                   StringRef key, bool required,
+                                                   int64_t min,
+                                                   StringRef meaning) {
+  const json::Value *value = kind.object->get(key);
+  if (!value) {
+    if (required)
+      error(positionOf(text, kind.objectOffset),
+            formatv("{0} kind '{1}' needs '{2}'", kind.key, kind.kind, key));
+    return std::nullopt;
+  }
+  std::optional<int64_t> n = value->getAsInteger();
+  if (!n || *n < 0 || *n > kMaxDim) {
+    error(kind.keyPos(key, true),
+          formatv("'{0}' must be an integer from {1} to {2}, got {3}", key,
+                  min, kMaxDim, describe(*value)));
+    return std::nullopt;
+  }
+  if (*n < min) {
+    error(kind.keyPos(key, true),
+          formatv("'{0}' must be at least {1} ({2}), got {3}", key, min,
+                  meaning, *n));
+    return std::nullopt;
+  }
+  return n;
+}
+
+void ConfigReader::readAttention(ModelConfig &c) {
+  std::optional<KindObject> kind = readKindObject(
+      "attention", kAttentionKinds,
+      "{\"kind\": \"sliding_window\", \"window\": 256}");
+  if (!kind)
+    return;
+  auto count = [&](StringRef key, bool required, int64_t min = 0,
+                   StringRef meaning = "") {
+    return readKindCount(*kind, key, required, min, meaning);
   };
-  if (StringRef(kind->kind) == "sliding_window") {
+  if (kind->kind == "sliding_window") {
     c.window = count("window", true);
     c.globalTokens = count("global_tokens", false).value_or(0);
   }
-  if (StringRef(kind->kind) == "block_sparse") {
-    c.block = count("block", true);
-    if (c.block && *c.block < 1) {
-      error(keyPos("block", true),
-            formatv("'block' must be at least 1 (the positions of a block), "
-                    "got {0}",
-                    *c.block));
-      c.block.reset();
-    }
+  if (kind->kind == "block_sparse") {
+    c.block = count("block", true, 1, "the positions of a block");
     c.windowBlocks = count("window_blocks", false).value_or(1);
     c.globalBlocks = count("global_blocks", false).value_or(1);
     c.randomBlocks = count("random_blocks", false).value_or(0);
   }
-  if (StringRef(kind->kind) == "linformer") {
-    c.linformerK = count("k", true);
-    if (c.linformerK && *c.linformerK < 1) {
-      error(keyPos("k", true),
-            formatv("'k' must be at least 1 (the rows linformer projects "
-                    "the keys and values to), got {0}",
-                    *c.linformerK));
-      c.linformerK.reset();
-    }
+  if (kind->kind == "linformer")
+    c.linformerK = count("k", true, 1,
+                         "the rows linformer projects the keys and values to");
+  if (kind->kind == "performer")
+    c.performerFeatures = count(
+        "features", true, 1,
+        "the random features performer maps each query and key to");
+}
+
+void ConfigReader::readFeedForward(ModelConfig &c) {
+  std::optional<KindObject> kind = readKindObject(
+      "ffn", kFfnKinds, "{\"kind\": \"moe\", \"experts\": 8, \"top_k\": 2}");
+  if (!kind || kind->kind != "moe")
+    return;
+  std::optional<int64_t> experts =
+      readKindCount(*kind, "experts", true, 1, "the FFNs a token is routed to");
+  std::optional<int64_t> topK = readKindCount(
+      *kind, "top_k", true, 1, "the experts each token is routed to");
+  if (!experts || !topK)
+    return;
+  if (*topK > *experts) {
+    error(kind->keyPos("top_k", true),
+          formatv("'top_k' {0} is more than 'experts' {1}: each token picks "
+                  "top_k distinct experts",
+                  *topK, *experts));
+    return;
   }
-  if (StringRef(kind->kind) == "performer") {
-    c.performerFeatures = count("features", true);
-    if (c.performerFeatures && *c.performerFeatures < 1) {
-      error(keyPos("features", true),
-            formatv("'features' must be at least 1 (the random features "
-                    "performer maps each query and key to), got {0}",
-                    *c.performerFeatures));
-      c.performerFeatures.reset();
-    }
+  if (*experts > kMaxExperts) {
+    error(kind->keyPos("experts", true),
+          formatv("'experts' is {0}, above the supported maximum {1}",
+                  *experts, kMaxExperts));
+    return;
   }
+  c.experts = MixtureOfExperts{*experts, *topK};
 }
 
 std::optional<int64_t> ConfigReader::readInt(StringRef key, bool required,
@@ -610,6 +672,7 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
     c.score = static_cast<ScoreKind>(*s);
   std::optional<bool> causal = readBool("causal");
   readAttention(c);
+  readFeedForward(c);
   std::optional<bool> lmHead = readBool("lm_head");
   std::optional<bool> tie = readBool("tie_embeddings");
   std::optional<bool> gated = readBool("ffn_gated");

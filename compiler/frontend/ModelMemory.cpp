@@ -59,9 +59,9 @@ double layerElements(const ModelConfig &c, bool cross) {
   if (c.block) // a self-attention's block_pattern [blocks, R]
     n += double((c.maxSeqLen + *c.block - 1) / *c.block) *
          double(c.randomBlocks);
-  n += firstRows * d + d * ff; // linear1, linear2
-  if (c.bias)
-    n += firstRows + d;
+  // linear1, linear2 (of each expert, and the router)
+  double ffn = firstRows * d + d * ff + (c.bias ? firstRows + d : 0);
+  n += c.experts ? double(c.experts->experts) * (ffn + d) : ffn;
   n += normElements(c) * (cross ? 3 : 2);
   return n;
 }
@@ -90,6 +90,8 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
 
   double tokens = double(limits.maxBatch) * double(limits.maxSeqLen);
   double width = d + 3 * d + double(c.dFF); // x, Q/K/V, FFN hidden
+  if (c.experts) // each token's rows gathered for its top_k experts
+    width += double(c.experts->topK) * (d + 2 * double(c.dFF));
   if (encDec)
     width += d; // the encoder's output, read by every decoder layer
   width += c.lmHead ? double(*c.vocabSize) : d;

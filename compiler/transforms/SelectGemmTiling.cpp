@@ -36,8 +36,8 @@ namespace {
 /// The most rows `op` multiplies: its input's leading dimensions, a dynamic
 /// one bounded by the module's tfm.max_batch (the first of three or more)
 /// or tfm.max_seq_len (the others; both for a lone dynamic dimension).
-std::optional<int64_t> maxRows(LinearOp op, std::string &whyNot) {
-  ArrayRef<int64_t> shape = op.getInput().getType().getShape().drop_back();
+std::optional<int64_t> maxRows(Operation *op, ArrayRef<int64_t> shape,
+                               std::string &whyNot) {
   auto module = op->getParentOfType<ModuleOp>();
   std::optional<FrameBounds> bounds =
       module ? moduleFrameBounds(module) : std::nullopt;
@@ -74,37 +74,54 @@ struct SelectGemmTilingPass
       return signalPassFailure();
     }
     CacheSizes cache{int64_t(l1Bytes), int64_t(l2Bytes)};
-    getOperation()->walk([&](LinearOp op) {
-      if (getGemmTiling(op)) {
-        if (remarks)
-          remarkAt(op) << "GEMM tiling kept: it was already chosen";
-        return;
+    getOperation()->walk([&](Operation *op) {
+      if (auto linear = dyn_cast<LinearOp>(op))
+        select(op, linear.getWeight().getType(),
+               linear.getInput().getType().getShape().drop_back(),
+               gemmWeight(linear).columns(), cache);
+      // An expert's GEMM takes each token at most once: its rows are the
+      // tokens', not the (token, slot) pairs'.
+      if (auto grouped = dyn_cast<GroupedLinearOp>(op)) {
+        auto weight = cast<RankedTensorType>(grouped.getWeights()[0].getType());
+        select(op, weight,
+               grouped.getInput().getType().getShape().drop_back(2),
+               weight.getDimSize(0), cache);
       }
-      RankedTensorType weight = op.getWeight().getType();
-      if (!weight.hasStaticShape() || weight.getNumElements() == 0) {
-        if (remarks)
-          remarkAt(op) << "no GEMM tiling chosen: the weight " << weight
-                       << " has no static, non-empty shape to pack in panels";
-        return;
-      }
-      std::string whyNot;
-      std::optional<int64_t> rows = maxRows(op, whyNot);
-      if (!rows) {
-        if (remarks)
-          remarkAt(op) << "no GEMM tiling chosen: " << whyNot;
-        return;
-      }
-      GemmTiling tiling = chooseGemmTiling(*rows, weight.getDimSize(1),
-                                           gemmWeight(op).columns(), cache);
-      const RegisterTiles &t = tiling.tiles;
-      op->setAttr(GemmTilingName::getNameStr(),
-                  GemmTilingAttr::get(op.getContext(), t.v512.rows, t.v512.cols,
-                                      t.v256.rows, t.v256.cols, t.v128.rows,
-                                      t.v128.cols, tiling.l2Columns,
-                                      tiling.prefetch));
-      if (remarks)
-        remarkAt(op) << "GEMM tiling: " << tiling.why;
     });
+  }
+
+  /// Chooses the tiling of GEMM `op`, of `weight` over rows of `shape`
+  /// making `columns` columns.
+  void select(Operation *op, RankedTensorType weight, ArrayRef<int64_t> shape,
+              int64_t columns, const CacheSizes &cache) {
+    if (getGemmTiling(op)) {
+      if (remarks)
+        remarkAt(op) << "GEMM tiling kept: it was already chosen";
+      return;
+    }
+    if (!weight.hasStaticShape() || weight.getNumElements() == 0) {
+      if (remarks)
+        remarkAt(op) << "no GEMM tiling chosen: the weight " << weight
+                     << " has no static, non-empty shape to pack in panels";
+      return;
+    }
+    std::string whyNot;
+    std::optional<int64_t> rows = maxRows(op, shape, whyNot);
+    if (!rows) {
+      if (remarks)
+        remarkAt(op) << "no GEMM tiling chosen: " << whyNot;
+      return;
+    }
+    GemmTiling tiling =
+        chooseGemmTiling(*rows, weight.getDimSize(1), columns, cache);
+    const RegisterTiles &t = tiling.tiles;
+    op->setAttr(GemmTilingName::getNameStr(),
+                GemmTilingAttr::get(op->getContext(), t.v512.rows, t.v512.cols,
+                                    t.v256.rows, t.v256.cols, t.v128.rows,
+                                    t.v128.cols, tiling.l2Columns,
+                                    tiling.prefetch));
+    if (remarks)
+      remarkAt(op) << "GEMM tiling: " << tiling.why;
   }
 };
 

@@ -225,6 +225,11 @@ class Case:
     # token_type_ids (a model with type_vocab_size): None, not given (the
     # executable's default zeros).
     token_types: Optional[TokenTypes] = None
+    # A mixture-of-experts model's gate rows made for the case (MOE_GATES,
+    # moe_gate_rows()): ("dominant", e), expert e chosen by every token of
+    # every layer, or ("starved", e), expert e chosen by none; None: the
+    # gates as reference.make_weights draws them.
+    moe_gate: Optional[Tuple[str, int]] = None
     note: str = ""
 
     def compile_args(self):
@@ -366,6 +371,58 @@ def block_sparse(b, wb=None, gb=None, r=None, **kw):
     return dict(kw, attention=a)
 
 
+def moe(e, k, **kw):
+    """Contract section 7's mixture of experts in every layer of every
+    stack: `ffn: {kind: moe, experts: e, top_k: k}`."""
+    return dict(kw, ffn=dict(kind="moe", experts=e, top_k=k))
+
+
+# Case.moe_gate's kinds (moe_gate_rows()).
+MOE_GATES = ("dominant", "starved")
+
+
+def moe_gate_rows(cfg, arrays, how, expert):
+    """The weights `arrays` (name -> numpy array) with row `expert` of
+    every layer's moe.gate.weight replaced so that its logit is the same
+    constant for every input: the FFN reads a LayerNorm's output y = n * w
+    + b (w, b the norm's weight and bias: norm2 of an encoder layer or
+    norm3 of a cross-attention layer with pre norm, norm1 / norm2 with
+    post norm), whose n sums to 0 and has norm at most sqrt(d_model), so
+    the row c / w gives every token the logit c * sum(b / w), and any
+    other row g_o a logit of at most |g_o| (sqrt(d_model) max|w| + |b|) in
+    size.  c is chosen for a logit 1 above ("dominant": the expert is
+    every token's first choice) or 1 below ("starved": never chosen, as
+    top_k < experts) every other logit any input can give."""
+    out = dict(arrays)
+    d = cfg.d_model
+    for name in [k for k in arrays if k.endswith("moe.gate.weight")]:
+        prefix = name[: -len("moe.gate.weight")]
+        cross = cfg.is_encdec and prefix.startswith("decoder.")
+        norm = ("norm3." if cross else "norm2.") if cfg.norm == "pre" else ("norm2." if cross else "norm1.")
+        w = np.asarray(arrays[prefix + norm + "weight"], np.float64)
+        b = np.asarray(arrays[prefix + norm + "bias"], np.float64)
+        g = np.array(arrays[name], np.float64)
+        bound = max(np.linalg.norm(g[o]) for o in range(g.shape[0]) if o != expert) * (
+            np.sqrt(d) * np.max(np.abs(w)) + np.linalg.norm(b))
+        target = (bound + 1.0) * (1.0 if how == "dominant" else -1.0)
+        g[expert] = target / np.sum(b / w) / w
+        out[name] = g.astype(np.float32)
+    return out
+
+
+def moe_gate_constant(cfg, arrays):
+    """The smallest |sum(b / w)| over the layers (moe_gate_rows()' constant
+    before scaling): near 0, the row c / w would need a huge c."""
+    out = []
+    for name in [k for k in arrays if k.endswith("moe.gate.weight")]:
+        prefix = name[: -len("moe.gate.weight")]
+        cross = cfg.is_encdec and prefix.startswith("decoder.")
+        norm = ("norm3." if cross else "norm2.") if cfg.norm == "pre" else ("norm2." if cross else "norm1.")
+        out.append(abs(float(np.sum(np.asarray(arrays[prefix + norm + "bias"], np.float64)
+                                    / np.asarray(arrays[prefix + norm + "weight"], np.float64)))))
+    return min(out) if out else 0.0
+
+
 # block_sparse's block_pattern in the weights file: int32 or int64 ids.
 PATTERN_DTYPES = ("I32", "I64")
 # Weights files the executable must refuse (Case.weight_fault): every
@@ -375,6 +432,11 @@ PATTERN_DTYPES = ("I32", "I64")
 # 0 (an unexpected tensor); the first linear2.bias stored as I32 (a float
 # weight as integers).
 WEIGHT_FAULTS = ("pattern_f32", "pattern_transposed", "pattern_unexpected", "float_as_i32")
+# Mixture-of-experts weights files the executable must refuse: the first
+# layer's moe.experts.1.linear2.weight left out (a missing expert tensor);
+# the first layer's moe.gate.weight transposed ([d_model, E] for [E,
+# d_model]).
+MOE_WEIGHT_FAULTS = ("moe_missing_expert", "moe_gate_transposed")
 
 
 def stack_lengths(cfg, case_inputs_spec):
@@ -1042,6 +1104,67 @@ CASES = [
 ]
 
 
+# ---- contract section 7: mixture-of-experts FFNs (Mixtral routing) ------------
+# Every layer of every stack: logits = x G^T (moe.gate.weight [E, d_model],
+# no bias), the top_k experts with the largest logits (ties: the lower
+# index), weights = the softmax over those K logits, out = the weighted sum
+# of their FFNs (linear1 -> activation -> linear2, ffn_gated and bias as
+# the dense FFN).  Checked against (c) (every expert on every token, a
+# dense [tokens, E] routing matrix) or, for linformer, (b)'s factored form
+# with the dense routing too, against (b)'s Mixtral loop; the oracle's
+# self-test checks each case's routing margin (reference.MOE_MIN_GAP).
+CASES += [
+    enc("moe_enc_e4k2_post", floats(7, batch=2), moe(4, 2, d_ff=50),
+        note="encoder, post norm, relu, E 4, K 2, float inputs, batch 2"),
+    enc("moe_enc_e8k2_pre_gelu", ids(13), moe(8, 2, vocab_size=50, norm="pre", activation="gelu", d_ff=50,
+                                               lm_head=False),
+        note="E 8, K 2, pre norm, exact gelu, ids, hidden states"),
+    dec("moe_dec_e8k1_rope_gelu_tanh", ids(13, batch=2, dtype="int32"), moe(
+        8, 1, vocab_size=64, positional="rope", norm="pre", activation="gelu_tanh", d_ff=50),
+        note="causal decoder, E 8, K 1 (each token's weight 1), rope, gelu_tanh, int32 ids, batch 2"),
+    dec("moe_dec_e3k3_every_expert", ids(7), moe(3, 3, vocab_size=64, positional="learned", d_ff=50),
+        note="K = E = 3: every expert on every token, weighted by the softmax of all 3 logits; post norm"),
+    dec("moe_dec_e5k3_llama_gqa", ids(7, batch=2), moe(5, 3, **dict(LLAMA, vocab_size=64, num_kv_heads=2, d_ff=45,
+                                                                    tie_embeddings=False)),
+        note="llama-like: rms norms, gated silu experts (linear1 [90, 32]), rope, 2 kv heads of 4, no biases, "
+             "untied head; E 5, K 3"),
+    enc("moe_enc_silu_nobias_unbatched", floats(13, batch=None), moe(
+        4, 2, d_model=21, num_heads=3, d_ff=25, activation="silu", bias=False),
+        note="silu experts, not gated, no biases; d_model 21, d_ff 25; no batch dimension"),
+    dec("moe_dec_weights_bf16", ids(7), moe(4, 2, vocab_size=64, norm="pre", positional="rope", d_ff=50),
+        weight_dtype="BF16", note="BF16 weights: the gate and the experts rounded in the file"),
+    encdec("moe_encdec_e4k2", src_tgt(7, 5, batch=2), moe(4, 2, vocab_size=64, d_ff=50),
+           note="both stacks MoE (the encoder's 2 layers, the decoder's 2 after their cross-attention), post "
+                "norm, batch 2"),
+    encdec("moe_encdec_geglu_pre_shared_unbatched", src_tgt(13, 7, batch=None), moe(
+        5, 3, vocab_size=64, norm="pre", ffn_gated=True, activation="gelu", d_ff=25,
+        num_encoder_layers=1, num_decoder_layers=2), shared_embeddings=True,
+        note="gated gelu experts (GeGLU, biases), pre norm, shared embeddings, no batch dimension; E 5, K 3"),
+    dec("moe_win_dec_e4k2", ids(13, batch=2), moe(4, 2, **window(2, 1, vocab_size=64, positional="rope", d_ff=50)),
+        note="a sliding window (W 2, G 1) with MoE FFNs: the attention kind and the FFN kind together"),
+    enc("moe_lin_enc_e8k2", floats(12, batch=2), moe(8, 2, **linformer(4, d_ff=50)),
+        note="linformer attention (k 4) with MoE FFNs; second form (b) factored with the dense routing"),
+    enc("moe_enc_long_e8k2", floats(100, batch=2), moe(8, 2, max_seq_len=128, norm="pre", d_ff=50),
+        note="seq 100, batch 2: 200 tokens a layer, about 50 per expert"),
+    enc("moe_mask_enc_right", ids(13, batch=3), moe(4, 2, vocab_size=50, d_ff=50),
+        masks={"mask": Mask("right", "int64")},
+        note="right padding, batch 3: padded tokens are routed like any other token"),
+    enc("moe_enc_same_expert", floats(13, batch=2), moe(4, 1, norm="pre", d_ff=50), moe_gate=("dominant", 2),
+        note="every token of every layer picks expert 2 (its gate row c / w of the norm weight: one constant "
+             "logit above any other), weight 1; the other experts get no token"),
+    dec("moe_dec_starved_expert", ids(13, batch=2), moe(5, 2, vocab_size=64, d_ff=50), moe_gate=("starved", 3),
+        note="expert 3 gets no token in any layer (its gate row a constant logit below any other); post norm"),
+    dec("moe_dec_e8_seq1_unbatched", ids(1, batch=None), moe(8, 2, vocab_size=64, norm="pre", d_ff=50),
+        note="one token: 2 experts of 8 get it, 6 get none, in each layer"),
+    # Weights files the executable must refuse: exit 1 naming the tensor.
+    enc("moe_load_missing_expert", floats(7, batch=2), moe(4, 2, **_TINY_FLOAT), weight_fault="moe_missing_expert",
+        expect_error="moe.experts.1.linear2.weight",
+        note="layers.0.moe.experts.1.linear2.weight left out of the file"),
+    dec("moe_load_gate_transposed", ids(7), moe(4, 2, **_TINY), weight_fault="moe_gate_transposed",
+        expect_error="moe.gate.weight", note="layers.0.moe.gate.weight [16, 4] for [4, 16]"),
+]
+
+
 @dataclass(frozen=True)
 class CompileError:
     """A model description tfm-compile must refuse (contract section 7:
@@ -1162,6 +1285,61 @@ COMPILE_ERRORS += [
 ]
 
 
+def _moe_error(name, ffn, arch="encoder", **kw):
+    m = _model(name, arch, **dict(_TINY_FLOAT, **kw))
+    m["ffn"] = ffn
+    return m
+
+
+# The `ffn` key's errors (contract section 7), each at its line and column;
+# the messages are frontend/ModelConfig.cpp's wording for `ffn` (its kind
+# objects' messages, as for `attention`).
+COMPILE_ERRORS += [
+    CompileError("moe_err_not_object", _moe_error("moe_err_not_object", "moe"),
+                 "'ffn' must be an object such as {\"kind\": \"moe\", \"experts\": 8, \"top_k\": 2}, got \"moe\"",
+                 "'ffn' must be an object", note="at the value"),
+    CompileError("moe_err_kind_missing", _moe_error("moe_err_kind_missing", {"experts": 4, "top_k": 2}),
+                 "'ffn' needs a 'kind': one of dense, moe", "'ffn' needs a", note="at the object's opening brace"),
+    CompileError("moe_err_kind_unknown", _moe_error("moe_err_kind_unknown", {"kind": "sparse"}),
+                 "'ffn' kind must be one of dense, moe; got \"sparse\"", "'ffn' kind", note="at the kind's value"),
+    CompileError("moe_err_experts_missing", _moe_error("moe_err_experts_missing", {"kind": "moe", "top_k": 2}),
+                 "ffn kind 'moe' needs 'experts'", "needs \"experts\"", note="at the object's opening brace"),
+    CompileError("moe_err_top_k_missing", _moe_error("moe_err_top_k_missing", {"kind": "moe", "experts": 4},
+                                                     arch="decoder"),
+                 "ffn kind 'moe' needs 'top_k'", "needs \"top_k\"", note="a decoder; at the opening brace"),
+    CompileError("moe_err_experts_zero", _moe_error("moe_err_experts_zero",
+                                                    {"kind": "moe", "experts": 0, "top_k": 1}),
+                 "'experts' must be at least 1 (the FFNs a token is routed to), got 0", "'experts'",
+                 note="at the value"),
+    CompileError("moe_err_top_k_zero", _moe_error("moe_err_top_k_zero", {"kind": "moe", "experts": 4, "top_k": 0}),
+                 "'top_k' must be at least 1 (the experts each token is routed to), got 0", "'top_k'",
+                 note="at the value"),
+    CompileError("moe_err_top_k_negative", _moe_error("moe_err_top_k_negative",
+                                                      {"kind": "moe", "experts": 4, "top_k": -1}),
+                 "'top_k' must be an integer from 1 to 16777216, got -1", "'top_k'", note="at the value"),
+    CompileError("moe_err_top_k_above_experts", _moe_error("moe_err_top_k_above_experts",
+                                                           {"kind": "moe", "experts": 2, "top_k": 3},
+                                                           arch="encoder_decoder"),
+                 "'top_k' 3 is more than 'experts' 2: each token picks top_k distinct experts",
+                 "'top_k' 3 is more than 'experts' 2", note="an encoder_decoder; at top_k's value"),
+    CompileError("moe_err_experts_fraction", _moe_error("moe_err_experts_fraction",
+                                                        {"kind": "moe", "experts": 2.5, "top_k": 1}),
+                 "'experts' must be an integer from 1 to 16777216, got 2.5", "'experts'", note="at the value"),
+    CompileError("moe_err_experts_bool", _moe_error("moe_err_experts_bool",
+                                                    {"kind": "moe", "experts": True, "top_k": 1}),
+                 "'experts' must be an integer from 1 to 16777216, got true", "'experts'", note="at the value"),
+    CompileError("moe_err_top_k_string", _moe_error("moe_err_top_k_string",
+                                                    {"kind": "moe", "experts": 4, "top_k": "2"}),
+                 "'top_k' must be an integer from 1 to 16777216, got \"2\"", "'top_k'", note="at the value"),
+    CompileError("moe_err_unknown_key", _moe_error("moe_err_unknown_key",
+                                                   {"kind": "moe", "experts": 4, "top_k": 2, "capacity_factor": 1.25}),
+                 "unknown key 'capacity_factor' in 'ffn' (kind 'moe' takes experts, top_k)",
+                 "unknown keys in 'ffn'", note="at the key"),
+    CompileError("moe_err_dense_key", _moe_error("moe_err_dense_key", {"kind": "dense", "experts": 4}),
+                 "'experts' is a key of ffn kind 'moe', not of 'dense'", "a key of kind 'moe'", note="at the key"),
+]
+
+
 def reference_refusal(e):
     """The oracle's refusal of CompileError e, or None if it takes it: the
     description's ConfigError; with `--max-seq-len N` in e.args, a
@@ -1234,6 +1412,7 @@ def validate():
             problems.append("%s: --max-seq-len above max_seq_len with linformer (E and F have "
                             "max_seq_len columns)" % c.name)
         problems += _validate_block_sparse(c, cfg)
+        problems += _validate_moe(c, cfg)
         problems += _validate_token_types(c, cfg)
         problems += _validate_masks(c, cfg)
     for e in COMPILE_ERRORS:
@@ -1272,7 +1451,7 @@ def _validate_block_sparse(c, cfg):
             problems.append("%s: no pattern id adds a key block to its row: the random blocks do not matter"
                             % c.name)
     if c.weight_fault is not None:
-        if c.weight_fault not in WEIGHT_FAULTS:
+        if c.weight_fault not in WEIGHT_FAULTS + MOE_WEIGHT_FAULTS:
             problems.append("%s: weight fault %r" % (c.name, c.weight_fault))
         elif c.expect_error is None or c.masks:
             problems.append("%s: a weight fault needs expect_error (the tensor's name) and no masks" % c.name)
@@ -1293,8 +1472,11 @@ def weight_file(case, cfg, arrays, patterns):
     """What the case writes: (name -> numpy array, name -> (shape, file
     dtype)), in the listing's order: the float weights in the case's
     weight_dtype, each block_pattern as `patterns` has it (block_patterns())
-    in pattern_dtype, then the case's weight_fault applied (WEIGHT_FAULTS)."""
+    in pattern_dtype, the case's MoE gate rows (moe_gate_rows()), then the
+    case's weight_fault applied (WEIGHT_FAULTS, MOE_WEIGHT_FAULTS)."""
     arrays = dict(arrays)
+    if case.moe_gate is not None:
+        arrays = moe_gate_rows(cfg, arrays, *case.moe_gate)
     dtypes = {}
     for k in arrays:
         if k in patterns:
@@ -1326,7 +1508,61 @@ def weight_file(case, cfg, arrays, patterns):
         k = next(k for k in arrays if k.endswith("linear2.bias"))
         arrays[k] = np.rint(np.asarray(arrays[k]) * 100).astype(np.int32)
         dtypes[k] = "I32"
+    elif fault == "moe_missing_expert":
+        k = next(k for k in arrays if k.endswith("moe.experts.1.linear2.weight"))
+        del arrays[k]
+        del dtypes[k]
+    elif fault == "moe_gate_transposed":
+        k = next(k for k in arrays if k.endswith("moe.gate.weight"))
+        arrays[k] = np.ascontiguousarray(np.asarray(arrays[k]).T)
     return arrays, {k: (tuple(np.asarray(v).shape), dtypes[k]) for k, v in arrays.items()}
+
+
+def case_weights(case, cfg):
+    """The case's weights as its file holds them, name -> numpy array:
+    reference.make_weights with the case's seed, its block patterns, MoE
+    gate rows and weight fault (weight_file()), each rounded to its file
+    dtype as the harness reads them back."""
+    import reference
+    import safetensors as st
+    made = reference.make_weights(reference.Config(case.model), case_seed(case.name), case.shared_embeddings)
+    arrays, tensors = weight_file(case, cfg, {k: v.numpy() for k, v in made.items()}, case_block_patterns(case, cfg))
+    return {k: st.round_to_dtype(a, tensors[k][1]) for k, a in arrays.items()}
+
+
+def _validate_moe(c, cfg):
+    """A mixture-of-experts case's gate rows (Case.moe_gate) and weight
+    faults.  (Its routing margin, reference.MOE_MIN_GAP, is the oracle's
+    self-test's, on the weights and inputs the harness makes.)"""
+    problems = []
+    if c.weight_fault in MOE_WEIGHT_FAULTS and not cfg.moe:
+        problems.append("%s: weight fault %r needs a mixture-of-experts model" % (c.name, c.weight_fault))
+    if c.weight_fault == "moe_missing_expert" and cfg.moe and cfg.moe_experts < 2:
+        problems.append("%s: moe_missing_expert needs 2 experts or more" % c.name)
+    if c.weight_fault == "moe_gate_transposed" and cfg.moe and cfg.moe_experts == cfg.d_model:
+        problems.append("%s: moe_gate_transposed of a square gate is no fault" % c.name)
+    if c.moe_gate is None:
+        return problems
+    how, expert = c.moe_gate
+    if not cfg.moe:
+        problems.append("%s: moe_gate for a model without a mixture of experts" % c.name)
+        return problems
+    if how not in MOE_GATES or not 0 <= expert < cfg.moe_experts:
+        problems.append("%s: moe_gate %s (kinds %s, experts 0..%d)" % (c.name, c.moe_gate, MOE_GATES,
+                                                                       cfg.moe_experts - 1))
+    if cfg.rms:
+        problems.append("%s: moe_gate needs layer_norm (a norm bias to make a constant logit of)" % c.name)
+    if how == "starved" and cfg.moe_top_k >= cfg.moe_experts:
+        problems.append("%s: a starved expert needs top_k < experts" % c.name)
+    if c.weight_fault is not None or c.weight_dtype != "F32":
+        problems.append("%s: moe_gate with a weight fault or rounded weights" % c.name)
+    if not problems:
+        import reference
+        made = reference.make_weights(cfg, case_seed(c.name), c.shared_embeddings)
+        if moe_gate_constant(cfg, {k: v.numpy() for k, v in made.items()}) < 0.05:
+            problems.append("%s: a norm's sum(bias / weight) is below 0.05: moe_gate_rows() would need a huge "
+                            "gate row (pick another case)" % c.name)
+    return problems
 
 
 def _validate_token_types(c, cfg):
@@ -1427,7 +1663,9 @@ def coverage():
                 add("performer mask error names " + ",".join(sorted(c.masks)), n)
             if "--generate" in c.run_args:
                 add("mask error=--generate", n)
-            if c.weight_fault is not None:
+            if c.weight_fault in MOE_WEIGHT_FAULTS:
+                add("moe load error=" + c.weight_fault, n)
+            elif c.weight_fault is not None:
                 add("block_sparse load error=" + c.weight_fault, n)
             if c.token_types is not None and c.token_types.pattern in TYPE_ERROR_PATTERNS:
                 add("token_type_ids error=" + c.token_types.pattern, n)
@@ -1594,6 +1832,10 @@ def coverage():
             _block_sparse_coverage(c, cfg, add, b)
         elif "attention" in c.model:
             add("attention kind=full explicit", n)
+        if cfg.moe:
+            _moe_coverage(c, cfg, add, b)
+        elif "ffn" in c.model:
+            add("ffn kind=dense explicit", n)
         if cfg.uses_section11():
             add("section 11 batch" + ("=none" if b is None else "=1" if b == 1 else ">1"), n)
             add("section 11 weights " + c.weight_dtype, n)
@@ -1609,6 +1851,42 @@ def coverage():
     for e in COMPILE_ERRORS:
         add("compile error " + e.name, e.name)
     return feats
+
+
+def _moe_coverage(c, cfg, add, b):
+    """Mixture-of-experts FFNs: E/K, the FFN's options, the architectures,
+    attention kinds and inputs they meet, and the routing extremes."""
+    n, e, k = c.name, cfg.moe_experts, cfg.moe_top_k
+    add("moe(%s%s)" % (cfg.architecture, ",causal" if cfg.causal else ""), n)
+    add("moe E=%d K=%d" % (e, k), n)
+    add("moe " + ("K=1" if k == 1 else "K=E" if k == e else "1<K<E"), n)
+    add("moe norm=" + cfg.norm, n)
+    add("moe norm_type=" + cfg.norm_type, n)
+    add("moe activation=" + cfg.activation, n)
+    if cfg.ffn_gated:
+        add("moe ffn_gated(%s)" % cfg.activation, n)
+    add("moe bias=%s" % cfg.bias, n)
+    add("moe attention=" + cfg.attention_kind, n)
+    add("moe batch" + ("=none" if b is None else "=1" if b == 1 else ">1"), n)
+    add("moe inputs=" + ("ids" if cfg.tokens else "float32"), n)
+    if cfg.lm_head:
+        add("moe lm_head " + ("tied" if cfg.tie_embeddings else "untied"), n)
+    if cfg.num_kv_heads != cfg.num_heads:
+        add("moe gqa", n)
+    if c.masks:
+        add("moe mask", n)
+    if c.shared_embeddings:
+        add("moe encdec shared embeddings", n)
+    add("moe weights " + c.weight_dtype, n)
+    if cfg.d_model % 2 or cfg.d_ff % 2:
+        add("moe odd sizes", n)
+    tokens = max((i.batch or 1) * i.seq for i in c.inputs.values())
+    if tokens == 1:
+        add("moe one token (experts without a token)", n)
+    if tokens > 64:
+        add("moe tokens>64", n)
+    if c.moe_gate is not None:
+        add("moe gate " + c.moe_gate[0], n)
 
 
 def _block_sparse_coverage(c, cfg, add, b):
@@ -1808,6 +2086,20 @@ REQUIRED = (
        "block_sparse weights BF16", "block_sparse mask mask right", "block_sparse mask mask left",
        "block_sparse mask src_mask holes", "block_sparse mask tgt_mask right"]
     + ["block_sparse load error=" + f for f in WEIGHT_FAULTS]
+    # section 7: mixture-of-experts FFNs
+    + ["moe(encoder)", "moe(decoder,causal)", "moe(encoder_decoder,causal)"]
+    + ["moe E=%d K=%d" % ek for ek in ((4, 2), (8, 2), (8, 1), (3, 3), (5, 3))]
+    + ["moe K=1", "moe K=E", "moe 1<K<E", "moe norm=pre", "moe norm=post", "moe norm_type=layer_norm",
+       "moe norm_type=rms_norm"]
+    + ["moe activation=" + a for a in ("relu", "gelu", "gelu_tanh", "silu")]
+    + ["moe ffn_gated(silu)", "moe ffn_gated(gelu)", "moe bias=True", "moe bias=False",
+       "moe attention=full", "moe attention=sliding_window", "moe attention=linformer", "moe batch=none",
+       "moe batch=1", "moe batch>1", "moe inputs=ids", "moe inputs=float32", "moe lm_head tied",
+       "moe lm_head untied", "moe gqa", "moe mask", "moe encdec shared embeddings", "moe weights F32",
+       "moe weights BF16", "moe odd sizes", "moe one token (experts without a token)", "moe tokens>64",
+       "moe gate dominant", "moe gate starved"]
+    + ["moe load error=" + f for f in MOE_WEIGHT_FAULTS]
+    + ["compile error " + e.name for e in COMPILE_ERRORS if e.name.startswith("moe_err_")]
     + ["compile error " + e for e in ("bs_err_block_missing", "bs_err_block_zero", "bs_err_window_key",
                                       "bs_err_max_seq_len")]
     # section 8: padding masks

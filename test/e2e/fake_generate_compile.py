@@ -44,6 +44,10 @@ TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
                attention (must FAIL on gen_bs_* cases: step logits)
   bs_step_row  block_sparse: a decode step's query block from its row in the
                step (0) instead of its position (must FAIL on gen_bs_* cases)
+  no_moe       a mixture-of-experts model: ignores the routing, every token
+               through expert 0 alone (weight 1), the gate and the other
+               experts' tensors unread (must FAIL on gen_moe_* cases: step
+               logits)
 """
 
 import argparse
@@ -57,7 +61,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ("exact", "unsupported", "noisy", "flip", "threads", "sample_nondet", "fixed_seed",
          "greedy_sample", "topk",
          "no_line", "int64", "no_limit", "crash", "no_src_limit", "src_short", "no_window",
-         "no_performer", "no_block_sparse", "bs_step_row")
+         "no_performer", "no_block_sparse", "bs_step_row", "no_moe")
 
 
 def compile_main(argv):
@@ -164,7 +168,15 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
         cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
         weights = {k: v for k, v in weights.items() if not k.endswith("self_attn.features")}
     shared = cfg.is_encdec and "embed.weight" in weights
+    if mode == "no_moe" and cfg.moe:
+        # Expert 0 alone: the gate and the other experts unread (zeros).
+        for k, shape in reference.expected_weights(cfg, shared).items():
+            if ".moe.gate." in k or (".moe.experts." in k and ".moe.experts.0." not in k):
+                weights[k] = np.zeros(shape, np.float32)
     fm = reference.load_weights(reference.build_formula_model(cfg, shared), weights)
+    if mode == "no_moe":
+        for m in reference.moe_modules(fm):
+            m.mistake = "expert0"
     if mode in ("no_limit", "no_src_limit") and cfg.positional == "learned":
         with torch.no_grad():  # let the fake run past its table
             for name in (("src_pos_embed", "tgt_pos_embed") if cfg.is_encdec else ("pos_embed",)):

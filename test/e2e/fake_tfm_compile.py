@@ -55,6 +55,10 @@ TFM_FAKE_MODE (read when compiling) selects a behaviour:
   ids_wrap      block_sparse: reads block_pattern ids as int32 (an I64 id truncated) and a
                 negative id -m as block nb - m (Python's indexing) instead of ignoring them:
                 must FAIL on the bs_* cases whose planted ids then add a key block (tolerance)
+  no_moe        a mixture-of-experts model: ignores the routing, every token through expert 0
+                alone (weight 1), reading (and checking) neither the gate nor the other experts'
+                tensors: must FAIL on every moe_* case (tolerance; the moe_load_* cases, a missing
+                moe.experts.1.linear2.weight and a transposed moe.gate.weight, by exiting 0)
 
 Like tfm-compile, it refuses a linformer model, or a block_sparse one with
 random blocks, with --max-seq-len above the model's max_seq_len (E and F
@@ -74,7 +78,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe",
          "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window", "no_linformer",
-         "no_performer", "no_mask", "no_block_sparse", "ids_wrap")
+         "no_performer", "no_mask", "no_block_sparse", "ids_wrap", "no_moe")
 EMITS = ("exe", "mlir")
 
 
@@ -185,6 +189,12 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
     weights, dtypes = st.load_file(args.weights, with_dtypes=True)
     shared = cfg.is_encdec and "embed.weight" in weights
     expected = reference.expected_weights(cfg, shared)
+    if mode == "no_moe" and cfg.moe:
+        # Expert 0 alone: the gate and the other experts are neither read
+        # nor checked (zeros stand in for them).
+        unread = [k for k in expected if ".moe.gate." in k or (".moe.experts." in k and ".moe.experts.0." not in k)]
+        for k in unread:
+            weights[k], dtypes[k] = np.zeros(expected[k], np.float32), "F32"
     for name, shape in expected.items():
         if name not in weights:
             print("model: error: %s: missing tensor %s" % (args.weights, name), file=sys.stderr)
@@ -263,6 +273,9 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
             p = weights[k].astype(np.int32).astype(np.int64)
             weights[k] = np.where((p < 0) & (p >= -nb), p + nb, p)
     model = reference.load_weights(reference.build_formula_model(cfg, shared), weights)
+    if mode == "no_moe":
+        for m in reference.moe_modules(model):
+            m.mistake = "expert0"
     out = reference.run_model(model, cfg, inputs).numpy().astype(np.float32)
     flat = out.reshape(-1)
     if mode == "noisy" and flat.size:

@@ -56,6 +56,14 @@ with 2 kv heads in self- and cross-attention and no biases.  Their
 reference checks include run_generate's KV cache, which keeps num_kv_heads
 heads per layer like the compiled model.
 
+Section 7 (`ffn` of kind moe, Mixtral routing, every layer of every stack):
+decoders with E 4, K 2 (rope, batch 2, sampled), E 8, K 1 (learned
+positions, an unbatched prompt, too_long) and llama-like with gated silu
+experts, E 5, K 3 and 2 kv heads of 4, and an encoder_decoder with E 4,
+K 2 in both stacks (too_long); pre norm.  A decode step routes its new
+token alone; the oracle's self-test checks the routing margin of every
+token of each greedy path (moe_case_sequence()).
+
 embedding_norm (the model's norm on the summed embeddings): a decoder with
 learned positions, so that every decode step's row is normed after its
 offset position is added (run_generate's KVCacheDecoder norms each new
@@ -197,6 +205,11 @@ SEED_BS_1, SEED_BS_2, SEED_BS_3, SEED_BS_4 = 52, 5, 3, 1
 # gen_embnorm_learned_post's seed, picked (of 1..40) for varied greedy paths
 # (10 and 6 distinct ids), a top-2 gap of 95 tol and fp32 noise of 0.034 tol.
 SEED_EMBNORM = 27
+# The gen_moe_* cases' seeds, picked (of 1..40) for varied greedy paths (6
+# to 18 distinct ids a row), top-2 gaps of 73-87 tol, fp32 noise of
+# 0.015-0.047 tol and routing margins of 0.0034-0.0086 (the top_k-th gate
+# logit minus the next, every token of the greedy path).
+SEED_MOE_1, SEED_MOE_2, SEED_MOE_3, SEED_MOE_4 = 18, 20, 11, 29
 
 
 def gen(name, prompt, model=None, **kw):
@@ -381,6 +394,71 @@ CASES += [
         note="embedding LayerNorm after token + learned position rows: the decode steps' offset "
              "positions are normed too; post norm, batch 2"),
 ]
+
+
+# ---- section 7: mixture-of-experts FFNs ----------------------------------------------
+# Every decoder layer (and the encoder's of an encoder_decoder) routes each
+# token to its top_k experts; a decode step routes its one new token, the
+# prefill the prompt's.  The oracle's self-test checks the routing margin
+# of every token on the greedy path (moe_case_sequence()).
+CASES += [
+    gen("gen_moe_e4k2_pre", prompt(6, batch=2), dict(norm="pre", positional="rope", d_ff=50,
+                                                    ffn=dict(kind="moe", experts=4, top_k=2)),
+        extras=("sample",), seed=SEED_MOE_1,
+        note="E 4, K 2, pre norm, rope; two prompts; greedy and sampled"),
+    gen("gen_moe_e8k1_pre_unbatched", prompt(5, batch=None, dtype="int32"), dict(
+        norm="pre", positional="learned", activation="gelu", d_ff=50, ffn=dict(kind="moe", experts=8, top_k=1)),
+        extras=("too_long",), seed=SEED_MOE_2,
+        note="E 8, K 1, learned positions, gelu; an unbatched prompt"),
+    gen("gen_moe_llama_e5k3", prompt(4, batch=2), dict(LLAMA, num_kv_heads=2, d_ff=45, tie_embeddings=False,
+                                                      ffn=dict(kind="moe", experts=5, top_k=3)), seed=SEED_MOE_3,
+        note="llama-like (gated silu experts, rms norms, no biases), 2 kv heads of 4, untied head; E 5, K 3"),
+    gen_ed("gen_moe_ed_e4k2", prompt(7), prompt(3), dict(norm="pre", d_ff=50, ffn=dict(kind="moe", experts=4, top_k=2)),
+           extras=("too_long",), seed=SEED_MOE_4,
+           note="encoder_decoder: both stacks MoE (the encoder's routing once, the decoder's per step); E 4, K 2"),
+]
+
+
+def case_weights(case, cfg):
+    """The case's weights as run_generate.py writes them (its
+    prepare_reference()): reference.make_weights with the case's seed,
+    every in_proj / out_proj / linear1 / linear2 weight (the experts' too)
+    times weight_gain, rounded to weight_dtype; name -> numpy array."""
+    import reference
+    import safetensors as st
+    w = reference.make_weights(reference.Config(case.model), case.effective_seed(), case.shared_embeddings)
+    gained = ("in_proj_weight", "out_proj.weight", "linear1.weight", "linear2.weight")
+    if case.weight_gain != 1.0:
+        w = {k: (v * case.weight_gain if k.endswith(gained) else v) for k, v in w.items()}
+    return {k: st.round_to_dtype(v.numpy(), case.weight_dtype) for k, v in w.items()}
+
+
+def moe_case_sequence(case):
+    """(weights, inputs) of a --generate case as one forward sees them: the
+    prompt as run_generate.py draws it (numpy default_rng(seed): the
+    decoder's prompt or the tgt start first, then src), followed by the
+    reference's greedy ids but the last (no forward reads it), so that one
+    forward routes every token the harness's forwards route (causal: a
+    token's routing does not depend on later ones)."""
+    import numpy as np
+    import reference
+    import run_generate
+    cfg = reference.Config(case.model)
+    w = case_weights(case, cfg)
+    rng = np.random.default_rng(case.effective_seed())
+
+    def draw(spec):
+        shape = (spec.seq,) if spec.batch is None else (spec.batch, spec.seq)
+        a = rng.integers(0, cfg.vocab_size, size=shape).astype(np.int64)
+        return a if spec.batch is not None else a[None, :]
+    prompt2d = draw(case.prompt)
+    src2d = draw(case.src) if cfg.is_encdec else None
+    fm = reference.load_weights(reference.build_formula_model(cfg, case.shared_embeddings), w)
+    ids, _ = run_generate.greedy_full(fm, prompt2d, case.new_tokens, src2d)
+    seq = np.concatenate([prompt2d, ids[:, :-1]], axis=1)
+    if cfg.is_encdec:
+        return w, {"src": src2d, "tgt": seq}
+    return w, {"input": seq}
 
 
 def by_name():
@@ -568,6 +646,17 @@ def coverage():
                 add(a + "performer section 11", n)
             for e in c.extras:
                 add(a + "performer extra " + e, n)
+        if cfg.moe:
+            add(a + "moe", n)
+            add(a + "moe E=%d K=%d" % (cfg.moe_experts, cfg.moe_top_k), n)
+            add(a + "moe norm=" + cfg.norm, n)
+            add(a + "moe prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
+            if cfg.ffn_gated:
+                add(a + "moe ffn_gated(%s)" % cfg.activation, n)
+            if cfg.uses_section11():
+                add(a + "moe section 11", n)
+            for e in c.extras:
+                add(a + "moe extra " + e, n)
         if cfg.uses_section11():
             add(a + "section 11 prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
             if c.prompt.seq == 1:
@@ -622,6 +711,10 @@ REQUIRED = (
        "block_sparse extra sample", "block_sparse extra too_long"]
     # the embeddings' norm, the decode steps' rows at offset positions
     + ["embedding_norm positional=learned"]
+    # section 7: mixture-of-experts FFNs
+    + ["moe E=4 K=2", "moe E=8 K=1", "moe norm=pre", "moe prompt batch=none", "moe prompt batch=2",
+       "moe ffn_gated(silu)", "moe section 11", "moe extra sample", "moe extra too_long", "encdec moe",
+       "encdec moe E=4 K=2", "encdec moe extra too_long"]
 )
 
 

@@ -130,8 +130,8 @@ KNOWN_KEYS = (
     "causal", "lm_head", "tie_embeddings",
     # contract section 11 (modern decoder keys)
     "norm_type", "ffn_gated", "num_kv_heads", "bias",
-    # contract section 7 (attention kinds)
-    "attention",
+    # contract section 7 (attention kinds, mixture-of-experts FFNs)
+    "attention", "ffn",
     # embeddings: a norm after the summed embeddings (any architecture);
     # BERT's token types (encoder only)
     "embedding_norm", "type_vocab_size",
@@ -158,6 +158,8 @@ ATTENTION_KINDS = {"full": (), "sliding_window": ("window", "global_tokens"), "l
 # The largest count a kind's key takes (features, block, ...): tfm-compile's
 # bound on every dimension, 2^24.
 MAX_COUNT = 1 << 24
+# Contract section 7's FFN kinds: the keys each takes (besides "kind").
+FFN_KINDS = {"dense": (), "moe": ("experts", "top_k")}
 
 
 class ConfigError(ValueError):
@@ -221,6 +223,39 @@ def _parse_attention(a):
             raise ConfigError("attention kind 'sliding_window' needs \"window\" (an integer >= 0)")
         out.update(window=non_neg_int("window", a["window"]),
                    global_tokens=non_neg_int("global_tokens", a.get("global_tokens", 0)))
+    return out
+
+
+def _parse_ffn(f):
+    """The model-level `ffn` object -> a dict of the Config attributes it
+    sets: ffn_kind ("dense" or "moe"), moe_experts (E) and moe_top_k (K),
+    None for a dense FFN.  moe: integers 1 <= K <= E (E up to MAX_COUNT)."""
+    if not isinstance(f, dict):
+        raise ConfigError("'ffn' must be an object {\"kind\": \"dense\"} or {\"kind\": \"moe\", \"experts\": E, "
+                          "\"top_k\": K}, got %r" % (f,))
+    if "kind" not in f:
+        raise ConfigError("'ffn' needs a \"kind\" (one of %s)" % ", ".join(FFN_KINDS))
+    kind = f["kind"]
+    if not isinstance(kind, str) or kind not in FFN_KINDS:
+        raise ConfigError("'ffn' kind must be one of %s, got %r" % (tuple(FFN_KINDS), kind))
+    unknown = sorted(set(f) - {"kind"} - set(FFN_KINDS[kind]))
+    if unknown:
+        other = ["%r (a key of kind %r)" % (key, o) for key in unknown for o, keys in FFN_KINDS.items()
+                 if key in keys]
+        raise ConfigError("unknown keys in 'ffn' of kind %r: %s%s"
+                          % (kind, unknown, "; " + ", ".join(other) if other else ""))
+    out = dict(ffn_kind=kind, moe_experts=None, moe_top_k=None)
+    if kind == "moe":
+        for k in ("experts", "top_k"):
+            if k not in f:
+                raise ConfigError("ffn kind 'moe' needs \"%s\" (an integer from 1 to %d)" % (k, MAX_COUNT))
+            v = f[k]
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_COUNT:
+                raise ConfigError("ffn '%s' must be an integer from 1 to %d, got %r" % (k, MAX_COUNT, v))
+        if f["top_k"] > f["experts"]:
+            raise ConfigError("ffn 'top_k' %d is more than 'experts' %d (each token picks top_k distinct "
+                              "experts)" % (f["top_k"], f["experts"]))
+        out.update(moe_experts=f["experts"], moe_top_k=f["top_k"])
     return out
 
 
@@ -345,6 +380,9 @@ class Config:
             if self.attention_score != "scaled_dot":
                 raise ConfigError("attention kind 'linformer' takes attention_score 'scaled_dot' only, got %r"
                                   % self.attention_score)
+        # Section 7: the FFN of every layer (of every stack): dense, or a
+        # mixture of experts (Mixtral routing).
+        self.__dict__.update(_parse_ffn(desc.get("ffn", {"kind": "dense"})))
         if self.performer and self.attention_score != "scaled_dot":
             # Performer: FAVOR+ approximates softmax(q k^T / sqrt(dk)) alone
             # (its dk^(1/4) scaling is scaled_dot's); causal is allowed.
@@ -437,6 +475,17 @@ class Config:
         on top."""
         return self.attention_kind == "block_sparse"
 
+    @property
+    def moe(self):
+        """Whether every layer's FFN is section 7's mixture of experts
+        (Mixtral routing): logits = x G^T (G: the layer's moe.gate.weight
+        [E, d_model], no bias), the top_k experts with the largest logits
+        (ties: the lower expert index first), their weights the softmax
+        over those K logits; the output the weighted sum of the chosen
+        experts' FFNs (linear1 -> activation -> linear2, ffn_gated and bias
+        as for the dense FFN)."""
+        return self.ffn_kind == "moe"
+
     def uses_section11(self):
         """Whether a section 11 key changes the maths (a default value given
         explicitly does not): nn.Transformer cannot express such a model."""
@@ -447,7 +496,7 @@ class Config:
         """Whether implementation (a), PyTorch's own modules, can express it."""
         return (self.attention_score == "scaled_dot" and self.positional != "rope"
                 and not self.uses_section11() and not self.linformer and not self.performer
-                and not self.block_sparse)
+                and not self.block_sparse and not self.moe)
 
     def second_form(self):
         """The independent implementation the harnesses compare (b) with:
@@ -463,7 +512,13 @@ class Config:
         or their running sums when causal, instead of the [q, k] matrix
         phi(Q) phi(K)^T: every performer model), "blocks" ((b) with its
         block_sparse attention gathering each query block's key blocks
-        instead of the dense mask), or None ((b) alone)."""
+        instead of the dense mask), or None ((b) alone).  A mixture-of-experts
+        model (nn.Transformer has no MoE FFN) is compared with (c), whose
+        MoE block runs every expert on every token through a dense
+        [tokens, E] routing matrix, against (b)'s Mixtral loop (each
+        expert on the tokens routed to it); with linformer, performer or
+        block_sparse attention, which (c) does not express, with (b) in
+        that kind's second form and its MoE FFN in the dense form too."""
         if self.linformer:
             return "factored"
         if self.performer:
@@ -472,7 +527,7 @@ class Config:
             return "blocks"
         if self.torch_supported():
             return "torch"
-        if self.uses_section11():
+        if self.uses_section11() or self.moe:
             return "hf"
         if self.sliding_window:
             return "banded"
@@ -500,7 +555,11 @@ def expected_weights(cfg, shared_embeddings=False):
     embeddings: type_embed.weight [type_vocab_size, d_model] with token
     types; with embedding_norm, the norm embed_norm.* (encoder_decoder:
     src_embed_norm.* and tgt_embed_norm.*, shared token embeddings or not;
-    weight only with rms_norm)."""
+    weight only with rms_norm).  With section 7's mixture of experts, each
+    layer's linear1.* / linear2.* are replaced by moe.gate.weight
+    [experts, d_model] (no bias) and, per expert e, moe.experts.{e}.linear1.*
+    and moe.experts.{e}.linear2.* of the dense FFN's shapes (gated, biased
+    or not as it is); the norms keep their names."""
     cfg = as_config(cfg)
     d, f, h, dk, a = cfg.d_model, cfg.d_ff, cfg.num_heads, cfg.head_dim, cfg.additive_dim
     qkv = (h + 2 * cfg.num_kv_heads) * dk   # 3 d without grouped-query attention
@@ -533,16 +592,24 @@ def expected_weights(cfg, shared_embeddings=False):
         if self_attention and cfg.block_sparse and cfg.random_blocks:
             out[prefix + "block_pattern"] = (-(-cfg.max_seq_len // cfg.block), cfg.random_blocks)
 
-    def layer(prefix, cross):
-        attn(prefix + "self_attn.")
-        if cross:
-            attn(prefix + "multihead_attn.", self_attention=False)
+    def ffn(prefix):
         out[prefix + "linear1.weight"] = (f1, d)
         if cfg.bias:
             out[prefix + "linear1.bias"] = (f1,)
         out[prefix + "linear2.weight"] = (d, f)
         if cfg.bias:
             out[prefix + "linear2.bias"] = (d,)
+
+    def layer(prefix, cross):
+        attn(prefix + "self_attn.")
+        if cross:
+            attn(prefix + "multihead_attn.", self_attention=False)
+        if cfg.moe:
+            out[prefix + "moe.gate.weight"] = (cfg.moe_experts, d)
+            for e in range(cfg.moe_experts):
+                ffn(prefix + "moe.experts.%d." % e)
+        else:
+            ffn(prefix)
         for i in range(1, 4 if cross else 3):
             norm(prefix + "norm%d." % i)
 
@@ -1539,19 +1606,178 @@ def _ffn_inner(layer, x):
     return activation_fn(layer.act, y[..., :f]) * y[..., f:]
 
 
+class _Expert(nn.Module):
+    """One FFN: linear2(act(linear1(x))), gated or not, biased or not, as
+    the dense FFN of the model (an MoE layer's expert)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.act = cfg.activation
+        self.d_ff, self.gated = cfg.d_ff, cfg.ffn_gated
+        self.linear1 = _Linear(cfg.d_model, cfg.d_ff * (2 if cfg.ffn_gated else 1), bias=cfg.bias)
+        self.linear2 = _Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
+
+    def forward(self, x):
+        return self.linear2(_ffn_inner(self, x))
+
+
+# How (b) computes a mixture-of-experts FFN: "loop", Mixtral's reference
+# loop (Hugging Face's MixtralSparseMoeBlock: for each expert, the tokens
+# routed to it, their expert outputs times their routing weights added into
+# the output with index_add), or "dense" (every expert on every token,
+# combined through a [tokens, E] routing matrix that is zero for the
+# experts a token is not routed to).
+MOE_FORMS = ("loop", "dense")
+# Deliberate mistakes FormulaMoE.mistake plants in the loop form (the
+# self-test's negative controls; "expert0" is also fake_tfm_compile.py's
+# no_moe): top_k - 1 experts; the softmax over all E logits (not
+# renormalised over the K chosen); the K smallest logits; weights 1/K (no
+# softmax); ties to the higher expert index; expert 0 alone for every token
+# (weight 1: routing ignored); the mean of every expert (routing ignored).
+MOE_MISTAKES = ("top_k_minus_1", "softmax_all", "lowest_k", "uniform", "ties_high", "expert0", "average")
+
+
+class FormulaMoE(nn.Module):
+    """Section 7's mixture of experts (Mixtral routing), in plain ops:
+    logits = x G^T (gate [E, d_model], no bias); each token's K experts
+    with the largest logits, ties to the lower expert index; weights =
+    softmax over those K logits; out = sum over them of weight * expert(x).
+    form: MOE_FORMS.  While `record` is a list, every call appends its
+    gate logits [tokens, E] (moe_routing())."""
+
+    def __init__(self, cfg, form="loop", mistake=None):
+        super().__init__()
+        if form not in MOE_FORMS:
+            raise ValueError(form)
+        self.num_experts, self.top_k = cfg.moe_experts, cfg.moe_top_k
+        self.gate = _Linear(cfg.d_model, cfg.moe_experts, bias=False)
+        self.experts = nn.ModuleList([_Expert(cfg) for _ in range(cfg.moe_experts)])
+        self.form = form
+        self.mistake = mistake
+        self.record = None
+
+    def forward(self, x):
+        if self.mistake is not None and self.mistake not in MOE_MISTAKES:
+            raise ValueError(self.mistake)
+        shape = x.shape
+        h = x.reshape(-1, shape[-1])
+        logits = self.gate(h)                    # [tokens, E]
+        if self.record is not None:
+            self.record.append(logits.detach().clone())
+        if self.mistake == "expert0":
+            out = self.experts[0](h)
+        elif self.mistake == "average":
+            out = sum(e(h) for e in self.experts) / self.num_experts
+        elif self.form == "dense" and self.mistake is None:
+            out = self._dense(h, logits)
+        else:
+            out = self._loop(h, logits)
+        return out.reshape(shape)
+
+    def route(self, logits):
+        """(weights [tokens, K], experts [tokens, K]): each token's K largest
+        logits (a stable descending sort: ties to the lower expert index),
+        best first, and the softmax over them."""
+        k, m = self.top_k, self.mistake
+        if m == "ties_high":        # the higher index first among equals: wrong
+            order = self.num_experts - 1 - torch.sort(logits.flip(-1), dim=-1, descending=True,
+                                                      stable=True).indices
+        else:
+            order = torch.sort(logits, dim=-1, descending=m != "lowest_k", stable=True).indices
+        if m == "top_k_minus_1":
+            k = max(1, k - 1)
+        chosen = order[:, :k]
+        if m == "softmax_all":
+            w = softmax_last(logits).gather(-1, chosen)
+        elif m == "uniform":
+            w = torch.full(chosen.shape, 1.0 / k, dtype=logits.dtype)
+        else:
+            w = softmax_last(logits.gather(-1, chosen))
+        return w, chosen
+
+    def _loop(self, h, logits):
+        """Mixtral's loop: expert_mask [E, tokens, K] (one_hot of the chosen
+        experts); per expert, the (token, slot) pairs routed to it, its
+        output on those tokens times their weights, index_add'ed into the
+        output rows."""
+        w, chosen = self.route(logits)
+        out = torch.zeros_like(h)
+        expert_mask = chosen[None, :, :] == torch.arange(self.num_experts)[:, None, None]
+        for e, expert in enumerate(self.experts):
+            top_x, idx = torch.where(expert_mask[e])
+            if top_x.numel() == 0:
+                continue        # no token routed to this expert
+            y = expert(h[top_x]) * w[top_x, idx, None]
+            out.index_add_(0, top_x, y)
+        return out
+
+    def _dense(self, h, logits):
+        """Every expert on every token: R [tokens, E], R[t, e] = the softmax
+        of the chosen logits for the K experts ranked first (expert e's
+        rank: the experts with a larger logit, or an equal one at a lower
+        index), 0 for the others; out = sum_e R[:, e] * expert_e(h)."""
+        n = self.num_experts
+        e_idx = torch.arange(n)
+        le, lj = logits[:, :, None], logits[:, None, :]          # [T, e, 1], [T, 1, j]
+        before = (lj > le) | ((lj == le) & (e_idx[None, None, :] < e_idx[None, :, None]))
+        chosen = before.sum(-1) < self.top_k                      # [T, E]
+        z = torch.exp(logits - logits.amax(-1, keepdim=True)) * chosen
+        r = z / z.sum(-1, keepdim=True)
+        ys = torch.stack([expert(h) for expert in self.experts], dim=1)   # [T, E, d]
+        return (r[..., None] * ys).sum(1)
+
+
+def moe_modules(model):
+    """The MoE FFN modules of a model of (b) (FormulaMoE) or (c)
+    (HFSparseMoeBlock), in layer order."""
+    return [m for m in model.modules() if isinstance(m, (FormulaMoE, HFSparseMoeBlock))]
+
+
+@torch.no_grad()
+def moe_routing(model, run):
+    """The gate logits every MoE layer of (b) `model` saw while `run()`
+    ran (a list, in call order, of [tokens, E] tensors), and run()'s
+    result."""
+    mods = [m for m in moe_modules(model) if isinstance(m, FormulaMoE)]
+    for m in mods:
+        m.record = []
+    try:
+        result = run()
+        seen = [t for m in mods for t in m.record]
+    finally:
+        for m in mods:
+            m.record = None
+    return seen, result
+
+
+def routing_gap(logits, k):
+    """The smallest margin of a top-k choice over the rows of logits
+    [tokens, E]: the k-th largest logit minus the (k+1)-th (inf when k = E:
+    every expert is chosen)."""
+    if k >= logits.shape[-1] or logits.numel() == 0:
+        return math.inf
+    s = torch.sort(logits.double(), dim=-1, descending=True).values
+    return float((s[:, k - 1] - s[:, k]).min())
+
+
 class FormulaEncoderLayer(nn.Module):
-    def __init__(self, cfg, form="dense", mask_form="keys"):
+    def __init__(self, cfg, form="dense", mask_form="keys", ffn_form="loop"):
         super().__init__()
         self.pre = cfg.norm == "pre"
         self.act = cfg.activation
         self.self_attn = FormulaAttention(cfg, form=form, mask_form=mask_form)
         self.d_ff, self.gated = cfg.d_ff, cfg.ffn_gated
-        self.linear1 = _Linear(cfg.d_model, cfg.d_ff * (2 if cfg.ffn_gated else 1), bias=cfg.bias)
-        self.linear2 = _Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
+        if cfg.moe:
+            self.moe = FormulaMoE(cfg, ffn_form)
+        else:
+            self.linear1 = _Linear(cfg.d_model, cfg.d_ff * (2 if cfg.ffn_gated else 1), bias=cfg.bias)
+            self.linear2 = _Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
         self.norm1 = _norm(cfg)
         self.norm2 = _norm(cfg)
 
     def ff(self, x):
+        if hasattr(self, "moe"):
+            return self.moe(x)
         return self.linear2(_ffn_inner(self, x))
 
     def forward(self, x, causal, rope, key_mask=None):
@@ -1565,20 +1791,25 @@ class FormulaEncoderLayer(nn.Module):
 
 
 class FormulaDecoderLayer(nn.Module):
-    def __init__(self, cfg, form="dense", mask_form="keys"):
+    def __init__(self, cfg, form="dense", mask_form="keys", ffn_form="loop"):
         super().__init__()
         self.pre = cfg.norm == "pre"
         self.act = cfg.activation
         self.self_attn = FormulaAttention(cfg, form=form, mask_form=mask_form)
         self.multihead_attn = FormulaAttention(cfg, self_attention=False, mask_form=mask_form)   # always full
         self.d_ff, self.gated = cfg.d_ff, cfg.ffn_gated
-        self.linear1 = _Linear(cfg.d_model, cfg.d_ff * (2 if cfg.ffn_gated else 1), bias=cfg.bias)
-        self.linear2 = _Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
+        if cfg.moe:
+            self.moe = FormulaMoE(cfg, ffn_form)
+        else:
+            self.linear1 = _Linear(cfg.d_model, cfg.d_ff * (2 if cfg.ffn_gated else 1), bias=cfg.bias)
+            self.linear2 = _Linear(cfg.d_ff, cfg.d_model, bias=cfg.bias)
         self.norm1 = _norm(cfg)
         self.norm2 = _norm(cfg)
         self.norm3 = _norm(cfg)
 
     def ff(self, x):
+        if hasattr(self, "moe"):
+            return self.moe(x)
         return self.linear2(_ffn_inner(self, x))
 
     def forward(self, x, mem, causal, rope, key_mask=None, mem_mask=None):
@@ -1596,10 +1827,10 @@ class FormulaDecoderLayer(nn.Module):
 
 
 class _Stack(nn.Module):
-    def __init__(self, cfg, n, cross, form="dense", mask_form="keys"):
+    def __init__(self, cfg, n, cross, form="dense", mask_form="keys", ffn_form="loop"):
         super().__init__()
         make = FormulaDecoderLayer if cross else FormulaEncoderLayer
-        self.layers = nn.ModuleList([make(cfg, form, mask_form) for _ in range(n)])
+        self.layers = nn.ModuleList([make(cfg, form, mask_form, ffn_form) for _ in range(n)])
         self.norm = _norm(cfg) if cfg.final_norm else None
 
 
@@ -1618,14 +1849,18 @@ class FormulaModel(nn.Module):
     `mask`, or `src_mask` / `tgt_mask`, optional inputs): mask_form "keys"
     (padded keys left out: padded_keys_attention, or masked in the rows of
     the banded form) or "additive" (additive_padding_mask on the scores);
-    mask_mistake (self-test only) plants one of MASK_MISTAKES."""
+    mask_mistake (self-test only) plants one of MASK_MISTAKES.  ffn_form:
+    how a mixture-of-experts FFN is computed (MOE_FORMS), Mixtral's loop
+    ("loop", each expert on the tokens routed to it) or "dense" (every
+    expert on every token, a [tokens, E] routing matrix)."""
 
     def __init__(self, cfg, shared_embeddings=False, attention_form="dense", mask_form="keys",
-                 mask_mistake=None):
+                 mask_mistake=None, ffn_form="loop"):
         super().__init__()
         cfg = as_config(cfg)
         self.cfg = cfg
         self.attention_form = attention_form
+        self.ffn_form = ffn_form
         if mask_mistake is not None and mask_mistake not in MASK_MISTAKES:
             raise ValueError(mask_mistake)
         self.mask_mistake = mask_mistake
@@ -1647,9 +1882,9 @@ class FormulaModel(nn.Module):
                 self.src_embed_norm = _norm(cfg)
                 self.tgt_embed_norm = _norm(cfg)
             self.encoder = _Stack(cfg, cfg.num_encoder_layers, cross=False, form=attention_form,
-                                  mask_form=mask_form)
+                                  mask_form=mask_form, ffn_form=ffn_form)
             self.decoder = _Stack(cfg, cfg.num_decoder_layers, cross=True, form=attention_form,
-                                  mask_form=mask_form)
+                                  mask_form=mask_form, ffn_form=ffn_form)
         else:
             if cfg.tokens:
                 self.embed = _Embedding(cfg.vocab_size, d)
@@ -1659,7 +1894,7 @@ class FormulaModel(nn.Module):
                 self.pos_embed = _Embedding(cfg.max_seq_len, d)
             if cfg.embedding_norm:
                 self.embed_norm = _norm(cfg)
-            self.layers = nn.ModuleList([FormulaEncoderLayer(cfg, attention_form, mask_form)
+            self.layers = nn.ModuleList([FormulaEncoderLayer(cfg, attention_form, mask_form, ffn_form)
                                          for _ in range(cfg.num_layers)])
             self.norm = _norm(cfg) if cfg.final_norm else None
         if cfg.untied_head:
@@ -1934,6 +2169,8 @@ class TorchSingleStack(nn.TransformerEncoder, _TorchEmbedMixin):
         cfg = as_config(cfg)
         if cfg.linformer or cfg.performer or cfg.block_sparse:
             raise ConfigError("nn.Transformer does not express %s attention" % cfg.attention_kind)
+        if cfg.moe:
+            raise ConfigError("nn.Transformer does not express a mixture-of-experts FFN")
         norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.final_norm else None
         super().__init__(_encoder_layer(cfg), cfg.num_layers, norm=norm, enable_nested_tensor=False)
         self.cfg = cfg
@@ -1959,6 +2196,8 @@ class TorchEncoderDecoder(nn.Transformer, _TorchEmbedMixin):
         cfg = as_config(cfg)
         if cfg.linformer or cfg.performer or cfg.block_sparse:
             raise ConfigError("nn.Transformer does not express %s attention" % cfg.attention_kind)
+        if cfg.moe:
+            raise ConfigError("nn.Transformer does not express a mixture-of-experts FFN")
         enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.final_norm else None
         dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.norm_eps) if cfg.final_norm else None
         encoder = nn.TransformerEncoder(_encoder_layer(cfg), cfg.num_encoder_layers, norm=enc_norm,
@@ -2086,6 +2325,34 @@ class HFMLP(nn.Module):
         if self.gated:
             return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
         return self.down_proj(self.act_fn(self.up_proj(x)))
+
+
+class HFSparseMoeBlock(nn.Module):
+    """A mixture-of-experts FFN with Mixtral's router (MixtralSparseMoeBlock:
+    `gate` an nn.Linear without bias, F.softmax over the E logits,
+    torch.topk of the probabilities, renormalised over the K chosen, which
+    is the softmax of the K largest logits) and experts that are LlamaMLPs
+    (HFMLP), written in the dense form: every expert runs on every token,
+    and a [tokens, E] routing matrix (the renormalised weights scattered
+    into zeros) combines them (einsum), where (b) loops over the experts."""
+
+    def __init__(self, cfg, mistake):
+        super().__init__()
+        self.num_experts, self.top_k = cfg.moe_experts, cfg.moe_top_k
+        self.gate = nn.Linear(cfg.d_model, cfg.moe_experts, bias=False)
+        self.experts = nn.ModuleList([HFMLP(cfg, mistake) for _ in range(cfg.moe_experts)])
+
+    def forward(self, hidden_states):
+        batch_size, sequence_length, hidden_dim = hidden_states.shape
+        hidden_states = hidden_states.view(-1, hidden_dim)
+        router_logits = self.gate(hidden_states)
+        routing_weights = F.softmax(router_logits, dim=1, dtype=router_logits.dtype)
+        routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
+        routing_weights = routing_weights / routing_weights.sum(dim=-1, keepdim=True)
+        routing = torch.zeros_like(router_logits).scatter(1, selected_experts, routing_weights)
+        expert_states = torch.stack([expert(hidden_states) for expert in self.experts], dim=1)
+        out = torch.einsum("te,ted->td", routing, expert_states)
+        return out.reshape(batch_size, sequence_length, hidden_dim)
 
 
 def _rotate_half(x):
@@ -2217,7 +2484,7 @@ class HFLayer(nn.Module):
         if cross:
             self.cross_attn = HFAttention(cfg, mistake, cross=True)
             self.cross_norm = _hf_norm(cfg, mistake)
-        self.mlp = HFMLP(cfg, mistake)
+        self.mlp = HFSparseMoeBlock(cfg, mistake) if cfg.moe else HFMLP(cfg, mistake)
         self.mlp_norm = _hf_norm(cfg, mistake)
 
     def _sub(self, norm, fn, h):
@@ -2285,6 +2552,16 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
                        for i in range(cfg.num_decoder_layers)])
         return [("layers.%d." % i, "model.layers.%d." % i, False) for i in range(cfg.num_layers)]
 
+    def _ffn_prefixes(self, cp, hp):
+        """A layer's FFNs: (contract prefix, (c) prefix) of its linear1 /
+        linear2 and gate_proj / up_proj / down_proj: the layer's own, or
+        each expert's of a mixture of experts (moe.experts.{e}. and
+        mlp.experts.{e}.)."""
+        if self.cfg.moe:
+            return [("%smoe.experts.%d." % (cp, e), "%smlp.experts.%d." % (hp, e))
+                    for e in range(self.cfg.moe_experts)]
+        return [(cp, hp + "mlp.")]
+
     def _renames(self):
         """Whole tensors: contract name -> (c) name."""
         cfg = self.cfg
@@ -2301,10 +2578,13 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
                     out[cp + ca + "out_proj." + leaf] = hp + ha + "o_proj." + leaf
                 for c, h in _HF_SCORE.items():
                     out[cp + ca + c] = hp + ha + h
-            for leaf in ("weight", "bias"):
-                out[cp + "linear2." + leaf] = hp + "mlp.down_proj." + leaf
-                if not cfg.ffn_gated:
-                    out[cp + "linear1." + leaf] = hp + "mlp.up_proj." + leaf
+            if cfg.moe:
+                out[cp + "moe.gate.weight"] = hp + "mlp.gate.weight"
+            for fp, mp in self._ffn_prefixes(cp, hp):
+                for leaf in ("weight", "bias"):
+                    out[fp + "linear2." + leaf] = mp + "down_proj." + leaf
+                    if not cfg.ffn_gated:
+                        out[fp + "linear1." + leaf] = mp + "up_proj." + leaf
         for leaf in ("weight", "bias"):
             if cfg.is_encdec:
                 out["encoder.norm." + leaf] = "encoder.norm." + leaf
@@ -2326,11 +2606,12 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
                     out[cp + ca + cl] = [(hp + ha + p + "." + hl, n * dk) for p, n in
                                          (("q_proj", h), ("k_proj", kv), ("v_proj", kv))]
             if cfg.ffn_gated:
-                for leaf in ("weight", "bias"):
-                    parts = [(hp + "mlp.gate_proj." + leaf, f), (hp + "mlp.up_proj." + leaf, f)]
-                    if self.mistake == "gate_up_swapped":
-                        parts = [(parts[1][0], f), (parts[0][0], f)]
-                    out[cp + "linear1." + leaf] = parts
+                for fp, mp in self._ffn_prefixes(cp, hp):
+                    for leaf in ("weight", "bias"):
+                        parts = [(mp + "gate_proj." + leaf, f), (mp + "up_proj." + leaf, f)]
+                        if self.mistake == "gate_up_swapped":
+                            parts = [(parts[1][0], f), (parts[0][0], f)]
+                        out[fp + "linear1." + leaf] = parts
         return out
 
     def load_state_dict(self, state_dict, strict=True):
@@ -2434,8 +2715,9 @@ def build_hf_model(cfg, shared_embeddings=False, mistake=None):
 # ---------------------------------------------------------------------------
 
 def build_formula_model(cfg, shared_embeddings=False, attention_form="dense", mask_form="keys",
-                        mask_mistake=None):
-    return FormulaModel(as_config(cfg), shared_embeddings, attention_form, mask_form, mask_mistake).eval()
+                        mask_mistake=None, ffn_form="loop"):
+    return FormulaModel(as_config(cfg), shared_embeddings, attention_form, mask_form, mask_mistake,
+                        ffn_form).eval()
 
 
 def build_torch_model(cfg, shared_embeddings=False, masked=False):
@@ -2449,7 +2731,11 @@ def build_torch_model(cfg, shared_embeddings=False, masked=False):
     model, (b) in the linear form (phi(K)^T V and phi(K)^T 1, the running
     sums when causal) instead of the [q, k] matrix; for a block_sparse one,
     (b) gathering each query block's key blocks; None
-    otherwise ((b) alone).  `masked` (inputs with padding masks, section 8): (a) and (c)
+    otherwise ((b) alone).  A mixture-of-experts model: (c), whose MoE block
+    is the dense form (every expert on every token), or (b) in its
+    attention kind's second form with the MoE FFN in the dense form too
+    (FormulaModel(ffn_form="dense")), against (b)'s Mixtral loop.
+    `masked` (inputs with padding masks, section 8): (a) and (c)
     take the masks as PyTorch's key_padding_mask / Hugging Face's additive
     mask, the banded form masks the padded keys in its rows, and a model
     that none of those is for gets (b) with the dense additive mask
@@ -2461,7 +2747,8 @@ def build_torch_model(cfg, shared_embeddings=False, masked=False):
     if form == "hf":
         return build_hf_model(cfg, shared_embeddings)
     if form in ("banded", "factored", "linear", "blocks"):
-        return build_formula_model(cfg, shared_embeddings, attention_form=form)
+        return build_formula_model(cfg, shared_embeddings, attention_form=form,
+                                   ffn_form="dense" if cfg.moe else "loop")
     if form is None:
         return None
     if cfg.is_encdec:
@@ -3034,7 +3321,7 @@ def _negative_controls(check_differs):
     mutated("gelu instead of relu", lambda w2: None, {"activation": "gelu"})
 
 
-def self_test(verbose=False, extra_descs=(), mask_cases=(), embed_cases=()):
+def self_test(verbose=False, extra_descs=(), mask_cases=(), embed_cases=(), moe_cases=()):
     torch.set_num_threads(1)
     failures = []
     worst = 0.0
@@ -3375,6 +3662,13 @@ def self_test(verbose=False, extra_descs=(), mask_cases=(), embed_cases=()):
     #     (and padding masks), left-out types as zeros, planted mistakes, the
     #     norm of the summed rows spot-checked.
     _embedding_self_test(check, check_differs, gen, embed_cases)
+
+    # 14. Mixture-of-experts FFNs (section 7): the key, the listing, the
+    #     block against a per-token float64 loop (ties too) and (c)'s, the
+    #     dense FFN as one expert (against (a)), whole models in both forms
+    #     and the second form, the cases' routing margins and gate rows,
+    #     planted routing mistakes.
+    _moe_self_test(check, check_differs, gen, moe_cases)
 
     print("reference self-test: %d checks, worst normalised diff %.3g (bound 1e-5), %d failed"
           % (n_checks, worst, len(failures)))
@@ -5265,6 +5559,347 @@ def _embedding_self_test(check, check_differs, gen, embed_cases=()):
               _max_diff(got, want), 1e-5)
 
 
+# ---------------------------------------------------------------------------
+# Self-test: mixture-of-experts FFNs (contract section 7).
+# ---------------------------------------------------------------------------
+
+# The smallest routing margin (the top_k-th largest gate logit minus the
+# next one, float64, over every token of every MoE layer) a case may have:
+# an fp32 run (the reference's, the compiled model's) moves the logits by
+# ~1e-6 here, so a margin of 1e-4 cannot flip a choice, and a flipped
+# choice changes the output by far more than the tolerance.
+MOE_MIN_GAP = 1e-4
+
+
+def _moe(e, k):
+    return dict(kind="moe", experts=e, top_k=k)
+
+
+def _moe_variants():
+    """MoE models for the self-test: every architecture (both stacks of an
+    encoder_decoder), both norm placements and types, every activation,
+    gated or not, biases on and off, E/K 4/2, 8/1, 3/3, 5/3, 8/2, 1/1, 8/8,
+    2/1, grouped-query heads with rope, odd sizes, and every attention kind
+    (sliding_window, linformer, performer, block_sparse)."""
+    ek = ((4, 2), (8, 1), (3, 3), (5, 3), (8, 2), (1, 1), (8, 8), (2, 1))
+    archs = ("encoder", "decoder", "encoder_decoder")
+    acts = ("relu", "gelu", "gelu_tanh", "silu")
+    out = []
+    for n in range(16):
+        e, k = ek[n % len(ek)]
+        d = dict(architecture=archs[n % 3], d_model=32, num_heads=4, d_ff=48, max_seq_len=16,
+                 norm=("post", "pre")[(n // 3) % 2], activation=acts[n % 4], ffn=_moe(e, k))
+        if d["architecture"] == "encoder_decoder":
+            d.update(num_encoder_layers=1 + n % 2, num_decoder_layers=2 - n % 2)
+        else:
+            d["num_layers"] = 2
+        if n % 2 == 0:
+            d["vocab_size"] = 29
+        if n % 5 == 1:
+            d.update(ffn_gated=True, d_ff=25)
+        if n % 4 == 2:
+            d["bias"] = False
+        if n % 6 == 3:
+            d["norm_type"] = "rms_norm"
+        if n % 7 == 4:
+            d.update(num_kv_heads=2, positional="rope")
+        if n % 5 == 3:
+            d.update(d_model=21, num_heads=3, d_ff=45)
+        out.append(d)
+    tiny = dict(d_model=32, num_heads=4, d_ff=40, max_seq_len=16, num_layers=2)
+    out += [dict(tiny, architecture="decoder", vocab_size=29, positional="rope", ffn=_moe(4, 2),
+                 attention=dict(kind="sliding_window", window=2, global_tokens=1)),
+            dict(tiny, architecture="encoder", causal=False, ffn=_moe(5, 2), attention=dict(kind="linformer", k=4)),
+            dict(tiny, architecture="decoder", vocab_size=29, norm="pre", ffn=_moe(3, 2),
+                 attention=dict(kind="performer", features=8)),
+            dict(tiny, architecture="encoder_decoder", vocab_size=29, ffn=_moe(4, 1),
+                 attention=dict(kind="block_sparse", block=3, random_blocks=1))]
+    return out
+
+
+def _naive_expert(ex, x, gated, act, f):
+    """One expert on one token x [d] (float64): W2 act(W1 x + b1) + b2, the
+    gate rows first when gated (act(gate) * up); ex has linear1 / linear2
+    (FormulaMoE's experts)."""
+    y = torch.mv(ex.linear1.weight.double(), x)
+    if ex.linear1.bias is not None:
+        y = y + ex.linear1.bias.double()
+    y = activation_fn(act, y[:f]) * y[f:] if gated else activation_fn(act, y)
+    z = torch.mv(ex.linear2.weight.double(), y)
+    return z + ex.linear2.bias.double() if ex.linear2.bias is not None else z
+
+
+def _naive_moe(moe, h, gated, act, f):
+    """A third formulation of FormulaMoE, per token in float64: the logits
+    l_e = g_e . x one by one; the experts sorted by (-l_e, e) (ties: the
+    lower index first), the first K; weights exp(l_e - l_max) over their
+    sum; out = the weighted sum of those experts' outputs."""
+    g = moe.gate.weight.double()
+    out = torch.zeros(h.shape, dtype=torch.float64)
+    for t in range(h.shape[0]):
+        x = h[t].double()
+        lg = [float(torch.dot(g[e], x)) for e in range(moe.num_experts)]
+        order = sorted(range(moe.num_experts), key=lambda e: (-lg[e], e))[:moe.top_k]
+        ws = [math.exp(lg[e] - lg[order[0]]) for e in order]
+        for w, e in zip(ws, order):
+            out[t] += w / sum(ws) * _naive_expert(moe.experts[e], x, gated, act, f)
+    return out
+
+
+def _hf_moe_from(moe, cfg):
+    """(c)'s HFSparseMoeBlock (float64) with the parameters of FormulaMoE
+    `moe`: gate; each expert's linear1 cut into gate_proj / up_proj (gated:
+    gate rows first) or up_proj, linear2 as down_proj."""
+    hm = HFSparseMoeBlock(cfg, None).double()
+    f = cfg.d_ff
+    with torch.no_grad():
+        hm.gate.weight.copy_(moe.gate.weight)
+        for ex, hx in zip(moe.experts, hm.experts):
+            w1, b1 = ex.linear1.weight, ex.linear1.bias
+            if cfg.ffn_gated:
+                hx.gate_proj.weight.copy_(w1[:f])
+                hx.up_proj.weight.copy_(w1[f:])
+                if b1 is not None:
+                    hx.gate_proj.bias.copy_(b1[:f])
+                    hx.up_proj.bias.copy_(b1[f:])
+            else:
+                hx.up_proj.weight.copy_(w1)
+                if b1 is not None:
+                    hx.up_proj.bias.copy_(b1)
+            hx.down_proj.weight.copy_(ex.linear2.weight)
+            if ex.linear2.bias is not None:
+                hx.down_proj.bias.copy_(ex.linear2.bias)
+    return hm
+
+
+def moe_choices(logits, k):
+    """Each token's chosen experts [tokens, k] (the K largest logits, ties
+    to the lower index), as FormulaMoE routes."""
+    return torch.sort(logits, dim=-1, descending=True, stable=True).indices[:, :k]
+
+
+def _moe_mistake_applies(mistake, e, k, tied=False):
+    """Whether MOE_MISTAKES' `mistake` changes the output of a model with E
+    experts and top_k K (ties_high: only where some logits tie)."""
+    return {"top_k_minus_1": k >= 2, "softmax_all": k < e, "lowest_k": k < e, "uniform": k >= 2,
+            "ties_high": tied and k < e, "expert0": e >= 2, "average": e >= 2}[mistake]
+
+
+def _with_moe_mistake(model, mistake):
+    for m in moe_modules(model):
+        m.mistake = mistake
+    return model
+
+
+def _moe_self_test(check, check_differs, gen, moe_cases=()):
+    """Section 14 of the self-test: mixture-of-experts FFNs.  moe_cases:
+    (name, description, weights, numpy inputs, shared embeddings, gate)
+    of cases.py's and generate_cases.py's MoE cases, on the weights and
+    inputs their harnesses use (a --generate case: the prompt and its
+    greedy ids as one sequence); gate: cases.py's Case.moe_gate or None."""
+    # The key: good values parse, bad ones are refused naming the problem.
+    base = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=8, num_layers=1, max_seq_len=8)
+    good = [(None, ("dense", None, None)), ({"kind": "dense"}, ("dense", None, None)),
+            (_moe(1, 1), ("moe", 1, 1)), (_moe(8, 2), ("moe", 8, 2)), (_moe(3, 3), ("moe", 3, 3)),
+            (_moe(5, 3), ("moe", 5, 3)), (_moe(MAX_COUNT, 1), ("moe", MAX_COUNT, 1))]
+    parsed = 0
+    for f, want in good:
+        cfg = Config(base if f is None else dict(base, ffn=f))
+        parsed += (cfg.ffn_kind, cfg.moe_experts, cfg.moe_top_k) == want
+    bad = [([], "'ffn' must be an object"), ("moe", "'ffn' must be an object"), ({}, "'ffn' needs a"),
+           ({"experts": 4, "top_k": 2}, "'ffn' needs a"), ({"kind": "sparse"}, "'ffn' kind"),
+           ({"kind": ["moe"]}, "'ffn' kind"), ({"kind": "moe", "top_k": 2}, 'needs "experts"'),
+           ({"kind": "moe", "experts": 4}, 'needs "top_k"'), (_moe(0, 1), "'experts'"), (_moe(4, 0), "'top_k'"),
+           (_moe(-1, 1), "'experts'"), (_moe(4, -1), "'top_k'"), (_moe(True, 1), "'experts'"),
+           (_moe(4, True), "'top_k'"), (_moe(4.0, 2), "'experts'"), (_moe(2.5, 1), "'experts'"),
+           (_moe("4", 2), "'experts'"), (_moe(4, "2"), "'top_k'"), (_moe(None, 1), "'experts'"),
+           (_moe(2, 3), "'top_k' 3 is more than 'experts' 2"), (_moe(MAX_COUNT + 1, 1), "'experts'"),
+           (dict(_moe(4, 2), capacity_factor=1.25), "unknown keys in 'ffn'"),
+           ({"kind": "dense", "experts": 4}, "a key of kind 'moe'"),
+           ({"kind": "dense", "top_k": 2}, "a key of kind 'moe'"),
+           (dict(_moe(4, 2), window=2), "unknown keys in 'ffn'")]
+    refused = 0
+    for f, needle in bad:
+        try:
+            Config(dict(base, ffn=f))
+        except ConfigError as e:
+            refused += needle in str(e)
+    check("ffn key: %d of %d good values parse, %d of %d bad ones refused naming the problem"
+          % (parsed, len(good), refused, len(bad)), float(len(good) - parsed + len(bad) - refused), 0.5)
+    dense_cfg = Config(dict(base, ffn={"kind": "dense"}))
+    check("ffn {kind: dense} is today's FFN (the listing, the second form)",
+          0.0 if (expected_weights(dense_cfg) == expected_weights(Config(base))
+                  and dense_cfg.second_form() == Config(base).second_form() == "torch") else 1.0, 0.5)
+
+    # The listing, written out for one layer: the gate, then each expert's
+    # linears in the dense FFN's shapes; no linear1 / linear2 of the layer.
+    for arch, gated, bias in (("encoder", False, True), ("decoder", True, False), ("encoder_decoder", True, True)):
+        desc = dict(architecture=arch, d_model=16, num_heads=2, d_ff=6, num_layers=1, max_seq_len=8,
+                    ffn_gated=gated, bias=bias, ffn=_moe(3, 2))
+        cfg = Config(desc)
+        dense = expected_weights(Config(dict(desc, ffn={"kind": "dense"})))
+        prefixes = ("encoder.layers.0.", "decoder.layers.0.") if cfg.is_encdec else ("layers.0.",)
+        want = {}
+        for k, v in dense.items():
+            p = next((p for p in prefixes if k.startswith(p)), None)
+            leaf = k[len(p):] if p else ""
+            if leaf.startswith(("linear1.", "linear2.")):
+                if leaf == "linear1.weight":
+                    want[p + "moe.gate.weight"] = (3, 16)
+                for e in range(3):
+                    want["%smoe.experts.%d.%s" % (p, e, leaf)] = v
+            else:
+                want[k] = v
+        got = expected_weights(cfg)
+        spot = got.get(prefixes[-1] + "moe.experts.2.linear1.weight") == ((12 if gated else 6), 16)
+        names = [{k: tuple(v.shape) for k, v in m.state_dict().items()}
+                 for m in (build_formula_model(cfg), build_formula_model(cfg, ffn_form="dense"), build_hf_model(cfg))]
+        check("moe listing %s gated=%s bias=%s: the dense listing with each layer's linears per expert and "
+              "the gate; (b) in both forms and (c) name exactly it" % (arch, gated, bias),
+              0.0 if got == want and spot and all(n == got for n in names) else 1.0, 0.5)
+
+    # The block against the per-token float64 formulation, and (c)'s block
+    # on the same parameters: E/K of every kind, gated or not, biases or
+    # not, every activation; ties (zero gate rows: logits exactly 0) in
+    # (b)'s two forms, which order them by the lower expert index.
+    acts = ("relu", "gelu", "gelu_tanh", "silu")
+    for n, (e, k) in enumerate(((1, 1), (4, 2), (8, 1), (3, 3), (5, 3), (8, 8), (6, 4), (8, 2))):
+        for gated, bias in ((False, True), (True, False), (True, True)):
+            act = acts[(n + gated + 2 * bias) % 4]
+            cfg = Config(dict(base, d_model=12, d_ff=7, ffn_gated=gated, bias=bias, activation=act, ffn=_moe(e, k)))
+            loop = FormulaMoE(cfg, "loop").double()
+            with torch.no_grad():
+                for prm in loop.parameters():
+                    prm.copy_(torch.randn(prm.shape, generator=gen, dtype=torch.float64) * 0.5)
+            dense = FormulaMoE(cfg, "dense").double()
+            dense.load_state_dict(loop.state_dict())
+            h = torch.randn(9, 12, generator=gen, dtype=torch.float64)
+            label = "moe block E=%d K=%d gated=%s bias=%s %s" % (e, k, gated, bias, act)
+            want = _naive_moe(loop, h, gated, act, 7)
+            with torch.no_grad():
+                for form, m in (("loop", loop), ("dense", dense), ("(c)", _hf_moe_from(loop, cfg))):
+                    check("%s: %s vs per-token float64" % (label, form), _max_diff(m(h[None])[0], want), 1e-12)
+                if e >= 3:
+                    for zero in ((0, e - 1), (0, 1, e - 1)):
+                        for m in (loop, dense):
+                            m.gate.weight[list(zero)] = 0.0
+                        want = _naive_moe(loop, h, gated, act, 7)
+                        for form, m in (("loop", loop), ("dense", dense)):
+                            check("%s: gate rows %s zero (tied logits), %s vs per-token float64"
+                                  % (label, zero, form), _max_diff(m(h[None])[0], want), 1e-12)
+    # Every logit equal (a zero gate): experts 0..K-1, weights 1/K.
+    for e, k in ((4, 2), (8, 3), (3, 1)):
+        cfg = Config(dict(base, d_model=12, d_ff=7, ffn=_moe(e, k)))
+        for form in MOE_FORMS:
+            m = FormulaMoE(cfg, form).double()
+            with torch.no_grad():
+                for prm in m.parameters():
+                    prm.copy_(torch.randn(prm.shape, generator=gen, dtype=torch.float64))
+                m.gate.weight.zero_()
+                h = torch.randn(1, 5, 12, generator=gen, dtype=torch.float64)
+                want = sum(m.experts[i](h) for i in range(k)) / k
+                check("moe zero gate E=%d K=%d (%s): the mean of experts 0..%d" % (e, k, form, k - 1),
+                      _max_diff(m(h), want), 1e-12)
+                if form == "loop":
+                    m.mistake = "ties_high"
+                    check_differs("moe zero gate E=%d K=%d: ties to the higher index" % (e, k),
+                                  _max_diff(m(h), want))
+
+    # Anchors to the dense FFN: one expert (E = K = 1) is the dense FFN with
+    # its weights, against (a) (nn.Transformer's own layers); and E copies
+    # of one expert, whatever the routing, too (the weights sum to 1).
+    for arch in ("encoder", "decoder", "encoder_decoder"):
+        dense_desc = dict(architecture=arch, d_model=32, num_heads=4, d_ff=40, max_seq_len=16, num_layers=2,
+                          vocab_size=29, norm=("post", "pre")[arch == "decoder"], activation="gelu")
+        for e, k in ((1, 1), (4, 2), (3, 3)):
+            cfg = Config(dict(dense_desc, ffn=_moe(e, k)))
+            w = make_weights(cfg, seed=1700 + e)
+            for key in list(w):
+                if ".moe.experts." in key:
+                    prefix, rest = key.split(".moe.experts.", 1)
+                    w[key] = w["%s.moe.experts.0.%s" % (prefix, rest.split(".", 1)[1])].clone()
+            dense_w = {key.replace("moe.experts.0.", ""): v for key, v in w.items()
+                       if ".moe.experts.0." in key or ".moe." not in key}
+            ref = load_weights(build_torch_model(dense_desc), dense_w)
+            inputs = _random_inputs(cfg, gen, 2, (7, 5))
+            with torch.no_grad():
+                want = ref(**inputs)
+                for form in MOE_FORMS:
+                    got = load_weights(build_formula_model(cfg, ffn_form=form), w)(**inputs)
+                    check("moe %s E=%d K=%d of one expert's copies (%s) vs the dense FFN in (a)"
+                          % (arch, e, k, form), _max_diff(got, want), scale=want.abs().max().item())
+                got = load_weights(build_hf_model(cfg), w)(**inputs)
+                check("moe %s E=%d K=%d of one expert's copies ((c)) vs the dense FFN in (a)" % (arch, e, k),
+                      _max_diff(got, want), scale=want.abs().max().item())
+
+    # Whole models: the loop against the dense form in fp32 (1e-5) and
+    # float64 (1e-12), against the second form (c) (or (b) in the
+    # attention kind's second form with the dense FFN), batched and not;
+    # the routing matters (planted mistakes) where it can.
+    for idx, desc in enumerate(_moe_variants()):
+        cfg = Config(desc)
+        shared = cfg.is_encdec and cfg.tokens and idx % 3 == 1
+        label = "moe model %d %s%s" % (idx, _short(desc), " shared" if shared else "")
+        w = make_weights(cfg, seed=1800 + idx, shared_embeddings=shared)
+        if cfg.linformer:
+            seqs2 = (11,)
+        else:
+            seqs2 = (9, 7) if cfg.is_encdec else (11,)
+        for batch, seqs in ((2, seqs2), (0, (5, 3) if cfg.is_encdec else (13,))):
+            inputs = {k: v.numpy() for k, v in _random_inputs(cfg, gen, batch, seqs).items()}
+            _check_moe_model(check, check_differs, "%s batch=%d" % (label, batch), cfg, shared, w, inputs,
+                             mistakes=batch == 2)
+
+    # The cases, on their own weights and inputs.
+    for name, desc, w, inputs, shared, gate in moe_cases:
+        cfg = Config(desc)
+        logits = _check_moe_model(check, check_differs, "moe case %s" % name, cfg, shared, w, inputs,
+                                  mistakes=True, min_gap=True)
+        if gate is not None:
+            how, expert = gate
+            picked = [bool((moe_choices(t, cfg.moe_top_k) == expert).any(-1).all()) for t in logits]
+            never = [not bool((moe_choices(t, cfg.moe_top_k) == expert).any()) for t in logits]
+            ok = all(picked) if how == "dominant" else all(never)
+            check("moe case %s: expert %d %s in every layer (%d layers)"
+                  % (name, expert, "chosen by every token" if how == "dominant" else "chosen by no token",
+                     len(logits)), 0.0 if ok else 1.0, 0.5)
+
+
+def _check_moe_model(check, check_differs, label, cfg, shared, w, inputs, mistakes=False, min_gap=False):
+    """One MoE model on numpy `inputs`: (b)'s loop against its dense form
+    (fp32 1e-5, float64 1e-12) and against the second form; its routing
+    margin at least MOE_MIN_GAP (min_gap); each of MOE_MISTAKES that
+    applies must move the output by more than 1e-3 (mistakes).  Returns the
+    gate logits of every layer (float64)."""
+    loop = load_weights(build_formula_model(cfg, shared), w)
+    dense = load_weights(build_formula_model(cfg, shared, ffn_form="dense"), w)
+    second = load_weights(build_torch_model(cfg, shared), w)
+    loop64 = load_weights(build_formula_model(cfg, shared).double(), w)
+    dense64 = load_weights(build_formula_model(cfg, shared, ffn_form="dense").double(), w)
+    yl = run_model(loop, cfg, inputs)
+    sc = yl.abs().max().item()
+    check("%s: loop vs dense" % label, _max_diff(yl, run_model(dense, cfg, inputs)), scale=sc)
+    check("%s: loop vs second form %s" % (label, cfg.second_form()), _max_diff(yl, run_model(second, cfg, inputs)),
+          scale=sc)
+    logits, y64 = moe_routing(loop64, lambda: run_model(loop64, cfg, inputs))
+    check("%s: loop vs dense, float64" % label, _max_diff(y64, run_model(dense64, cfg, inputs)), 1e-12,
+          scale=y64.abs().max().item())
+    if min_gap:
+        gap = min(routing_gap(t, cfg.moe_top_k) for t in logits)
+        n_used = [len(set(moe_choices(t, cfg.moe_top_k).flatten().tolist())) for t in logits]
+        ok = gap >= MOE_MIN_GAP
+        check("%s: routing margin %.3g (at least %g), experts used per layer %s"
+              % (label, gap, MOE_MIN_GAP, n_used), 0.0 if ok else 1.0, 0.5)
+    if mistakes:
+        tied = any(bool((torch.sort(t, dim=-1).values.diff(dim=-1) == 0).any()) for t in logits)
+        for mistake in MOE_MISTAKES:
+            if not _moe_mistake_applies(mistake, cfg.moe_experts, cfg.moe_top_k, tied):
+                continue
+            m = _with_moe_mistake(load_weights(build_formula_model(cfg, shared), w), mistake)
+            check_differs("%s: %s" % (label, mistake), _max_diff(run_model(m, cfg, inputs), yl))
+    return logits
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--self-test", action="store_true", help="run the self-test")
@@ -5275,10 +5910,11 @@ def main(argv=None):
     if not args.self_test:
         p.print_help()
         return 0
-    extra, masked, embedded = [], [], []
+    extra, masked, embedded, moe = [], [], [], []
     if args.with_cases:
         try:
             import cases
+            import generate_cases
             extra = [c.model for c in cases.CASES]
             # The cases with embedding_norm or token types, on their own
             # inputs (token_type_ids given or not).
@@ -5288,9 +5924,21 @@ def main(argv=None):
             # The mask_* cases with their masks, as run_e2e.py makes them.
             masked = [(c.name, (c.model, cases.case_inputs(c, Config(c.model), cases.case_seed(c.name))))
                       for c in cases.CASES if c.masks and c.expect_error is None]
+            # The MoE cases on the weights and inputs their harnesses use
+            # (a --generate case: its prompt and greedy ids).
+            for c in cases.CASES:
+                if Config(c.model).moe and c.expect_error is None:
+                    cfg = Config(c.model)
+                    moe.append((c.name, c.model, cases.case_weights(c, cfg),
+                                cases.case_inputs(c, cfg, cases.case_seed(c.name)), c.shared_embeddings,
+                                c.moe_gate))
+            for c in generate_cases.CASES:
+                if Config(c.model).moe:
+                    w, inputs = generate_cases.moe_case_sequence(c)
+                    moe.append((c.name, c.model, w, inputs, c.shared_embeddings, None))
         except ImportError:
             pass
-    return 0 if self_test(args.verbose, extra, masked, embedded) else 1
+    return 0 if self_test(args.verbose, extra, masked, embedded, moe) else 1
 
 
 if __name__ == "__main__":

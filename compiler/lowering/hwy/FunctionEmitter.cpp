@@ -385,6 +385,9 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       .Case([&](AddOp o) { return emitAdd(o); })
       .Case([&](AddLayerNormOp o) { return emitAddLayerNorm(o); })
       .Case([&](GluOp o) { return emitGlu(o); })
+      .Case([&](RouteExpertsOp o) { return emitRouteExperts(o); })
+      .Case([&](GatherRowsOp o) { return emitGatherRows(o); })
+      .Case([&](GroupedLinearOp o) { return emitGroupedLinear(o); })
       .Case([&](func::CallOp o) { return emitCall(o); })
       .Case([&](func::ReturnOp o) { return emitReturn(o); })
       .Default([&](Operation *o) {

@@ -53,6 +53,15 @@ struct Buffer {
 /// in_proj) be used whole or in parts.
 using ::tfm::PackSpec;
 
+/// Where a grouped GEMM's rows go when they scatter back to their tokens
+/// (tfm.grouped_linear's `scatter`): GEMM row r, times `weights[r]`, is
+/// added to row `tokens[r]` of `dest` (rows `destStride` floats apart);
+/// C++ expressions of the group's first pair.
+struct GemmScatter {
+  std::string tokens, weights, dest;
+  int64_t destStride;
+};
+
 /// What the callers of an emitted function need to know about it.
 struct FunctionSummary {
   std::string name;
@@ -121,6 +130,9 @@ private:
   mlir::LogicalResult emitAdd(mlir::tfm::AddOp op);
   mlir::LogicalResult emitAddLayerNorm(mlir::tfm::AddLayerNormOp op);
   mlir::LogicalResult emitGlu(mlir::tfm::GluOp op);
+  mlir::LogicalResult emitRouteExperts(mlir::tfm::RouteExpertsOp op);
+  mlir::LogicalResult emitGatherRows(mlir::tfm::GatherRowsOp op);
+  mlir::LogicalResult emitGroupedLinear(mlir::tfm::GroupedLinearOp op);
   mlir::LogicalResult emitCall(mlir::func::CallOp op);
   mlir::LogicalResult emitReturn(mlir::func::ReturnOp op);
 
@@ -146,7 +158,8 @@ private:
                   const std::string &bias, const std::string &out,
                   int64_t outStride, std::optional<mlir::tfm::Activation> act,
                   const std::string &residual,
-                  mlir::tfm::codegen::GemmTilingAttr tiling);
+                  mlir::tfm::codegen::GemmTilingAttr tiling,
+                  const GemmScatter *scatter = nullptr);
 
   /// A strided view of per-head rows ([batch, heads, seq, dk]): element
   /// (b, h, i, c) is at ptr + b*batchStride + h*headStride + i*rowStride +

@@ -25,7 +25,8 @@ void FunctionEmitter::emitMatmul(
     int64_t xStride, const std::string &packedW, int64_t firstSegment,
     int64_t segments, int64_t segmentRows, int64_t k, const std::string &bias,
     const std::string &out, int64_t outStride, std::optional<Activation> act,
-    const std::string &residual, GemmTilingAttr tilingAttr) {
+    const std::string &residual, GemmTilingAttr tilingAttr,
+    const GemmScatter *scatter) {
   int64_t n = segments * segmentRows;
   os << "{ // " << what << ": [" << rows << ", " << k << "] x [" << n << ", "
      << k << "]^T (packed) -> [" << rows << ", " << n << "]\n";
@@ -131,11 +132,28 @@ void FunctionEmitter::emitMatmul(
           "firstLine) : 0;\n";
     prefetchArgs = ", nullptr, l2At, size_t(l2Lines)";
   }
-  os << "k::GemmTileRows<tileRows, size_t(panelCols)>(nRows, " << x
-     << " + r0 * " << xStride << ", " << xStride << ", " << panelAt << ", " << k
-     << ", " << biasArg << ", " << out << " + r0 * " << outStride << " + col, "
-     << outStride << ", cols" << prefetchArgs << ");\n";
-  if (act) {
+  if (scatter) {
+    // The tile goes to a buffer on the stack, then each row, times its
+    // routing weight, into its token's row, while in L1.
+    os << "alignas(64) float tile[tileRows * panelCols];\n";
+    os << "k::GemmTileRows<tileRows, size_t(panelCols)>(nRows, " << x
+       << " + r0 * " << xStride << ", " << xStride << ", " << panelAt << ", "
+       << k << ", " << biasArg << ", tile, size_t(panelCols), cols"
+       << prefetchArgs << ");\n";
+    os << "for (int64_t r = 0; r < nRows; ++r) {\n";
+    if (act)
+      os << "  k::" << activationKernel(*act) << "(tile + r * panelCols, cols);\n";
+    os << "  k::Axpy(" << scatter->weights << "[r0 + r], tile + r * panelCols, "
+       << scatter->dest << " + int64_t(" << scatter->tokens << "[r0 + r]) * "
+       << scatter->destStride << " + col, cols);\n";
+    os << "}\n";
+  } else {
+    os << "k::GemmTileRows<tileRows, size_t(panelCols)>(nRows, " << x
+       << " + r0 * " << xStride << ", " << xStride << ", " << panelAt << ", "
+       << k << ", " << biasArg << ", " << out << " + r0 * " << outStride
+       << " + col, " << outStride << ", cols" << prefetchArgs << ");\n";
+  }
+  if (act && !scatter) {
     os << "for (int64_t r = 0; r < nRows; ++r)\n";
     os << "  k::" << activationKernel(*act) << "(" << out << " + (r0 + r) * "
        << outStride << " + col, cols);\n";
@@ -156,7 +174,7 @@ void FunctionEmitter::emitMatmul(
 namespace {
 /// The panel widths `op`'s GEMM reads where the code runs with 512-, 256-
 /// and 128-bit vectors: its register tiles' columns.
-std::array<int64_t, 3> panelColumns(LinearOp op) {
+std::array<int64_t, 3> panelColumns(Operation *op) {
   GemmTilingAttr tiling = getGemmTiling(op);
   if (!tiling)
     return {32, 32, 32}; // emitLinear reports the missing tiling
@@ -166,14 +184,11 @@ std::array<int64_t, 3> panelColumns(LinearOp op) {
 
 LogicalResult FunctionEmitter::findPackedArguments() {
   summary.argPacking.assign(func.getNumArguments(), std::nullopt);
-  WalkResult result = func.walk([&](LinearOp linear) -> WalkResult {
-    GemmWeight w = gemmWeight(linear);
-    auto arg = dyn_cast<BlockArgument>(w.packed);
+  // Each GEMM weight that is an argument, in the layout `spec`.
+  auto record = [&](Value packed, const PackSpec &spec) {
+    auto arg = dyn_cast<BlockArgument>(packed);
     if (!arg)
       return WalkResult::advance();
-    PackSpec spec{0, w.segments, w.segmentRows,
-                  linear.getWeight().getType().getDimSize(1),
-                  panelColumns(linear)};
     std::optional<PackSpec> &slot = summary.argPacking[arg.getArgNumber()];
     if (slot && !slot->sameLayout(spec)) {
       func.emitError("argument ")
@@ -183,6 +198,24 @@ LogicalResult FunctionEmitter::findPackedArguments() {
       return WalkResult::interrupt();
     }
     slot = spec;
+    return WalkResult::advance();
+  };
+  WalkResult result = func.walk([&](Operation *op) -> WalkResult {
+    if (auto linear = dyn_cast<LinearOp>(op)) {
+      GemmWeight w = gemmWeight(linear);
+      return record(w.packed,
+                    PackSpec{0, w.segments, w.segmentRows,
+                             linear.getWeight().getType().getDimSize(1),
+                             panelColumns(linear)});
+    }
+    if (auto grouped = dyn_cast<GroupedLinearOp>(op))
+      for (Value weight : grouped.getWeights()) {
+        auto type = cast<RankedTensorType>(weight.getType());
+        if (record(weight, PackSpec{0, 1, type.getDimSize(0),
+                                    type.getDimSize(1), panelColumns(op)})
+                .wasInterrupted())
+          return WalkResult::interrupt();
+      }
     return WalkResult::advance();
   });
   return failure(result.wasInterrupted());
@@ -242,6 +275,107 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
   std::string text =
       "GEMM over the weight packed into panels of the register tile's "
       "columns on the target that runs";
+  if (!epilogue.empty())
+    text += "; as each register tile is stored, while in cache: " +
+            llvm::join(epilogue, ", ");
+  remark(op, text);
+  return success();
+}
+
+} // namespace tfm::hwy
+
+namespace tfm::hwy {
+
+LogicalResult FunctionEmitter::emitGroupedLinear(GroupedLinearOp op) {
+  Buffer x = buffers[op.getInput()];
+  auto weightType = cast<RankedTensorType>(op.getWeights()[0].getType());
+  int64_t n = weightType.getDimSize(0), k = weightType.getDimSize(1);
+  int64_t groups = op.getNumGroups();
+  GemmTilingAttr tiling = getGemmTiling(op);
+  if (!tiling)
+    return op.emitError(
+        "tfm.grouped_linear has no tfm_codegen.gemm_tiling: the Highway "
+        "backend follows tfm-select-gemm-tiling");
+  bool scatter = bool(op.getTokens());
+  // Without scatter the result keeps the input's rows; with it, the
+  // tokens' rows (the slot dimension dropped).
+  Dims outDims(x.dims.begin(), x.dims.end());
+  outDims.back() = staticDim(n);
+  if (scatter)
+    outDims.erase(outDims.end() - 2);
+  Buffer out = allocate(op.getResult(), outDims);
+  std::optional<Activation> act = op.getActivation();
+  PackSpec layout{0, 1, n, k, panelColumns(op)};
+
+  os << "{ // " << groups << " groups of rows, each through its own weight\n";
+  os.indent();
+  os << "const int32_t *starts = reinterpret_cast<const int32_t *>("
+     << buffers[op.getStarts()].ptr << ");\n";
+  os << "const float *const packed[" << groups << "] = {";
+  for (auto [e, w] : llvm::enumerate(op.getWeights()))
+    os << (e ? ", " : "") << packedWeight(w, layout);
+  os << "};\n";
+  if (!op.getBiases().empty()) {
+    os << "const float *const biases[" << groups << "] = {";
+    for (auto [e, b] : llvm::enumerate(op.getBiases()))
+      os << (e ? ", " : "") << buffers[b].ptr;
+    os << "};\n";
+  }
+  std::optional<GemmScatter> target;
+  if (scatter) {
+    // Every token's row starts as its residual (or zeros); the groups add
+    // to it one after another, so each row's sum has one order.
+    os << "pool.parallelFor(" << product(ArrayRef<Dim>(outDims).drop_back())
+       << ", [&](int64_t r) {\n";
+    if (op.getResidual())
+      os << "  std::copy_n(" << buffers[op.getResidual()].ptr << " + r * " << n
+         << ", " << n << ", " << out.ptr << " + r * " << n << ");\n";
+    else
+      os << "  k::Zero(" << out.ptr << " + r * " << n << ", " << n << ");\n";
+    os << "});\n";
+    os << "const int32_t *tokenOf = reinterpret_cast<const int32_t *>("
+       << buffers[op.getTokens()].ptr << ");\n";
+    target = GemmScatter{"(tokenOf + first)",
+                         "(" + buffers[op.getRoutingWeights()].ptr +
+                             " + first)",
+                         out.ptr, n};
+  }
+  os << "for (int64_t group = 0; group < " << groups << "; ++group) {\n";
+  os.indent();
+  os << "const int64_t first = starts[group], groupRows = starts[group + 1] - "
+        "first;\n";
+  os << "// A group of no rows (an expert no token chose): its weight is "
+        "never read.\n";
+  os << "if (groupRows <= 0)\n  continue;\n";
+  std::string what = "group's linear";
+  if (act)
+    what += " + " + stringifyActivation(*act).str();
+  if (scatter)
+    what += ", scattered to its tokens";
+  emitMatmul(what, "groupRows", x.ptr + " + first * " + num(k), k,
+             "packed[group]", 0, 1, n, k,
+             op.getBiases().empty() ? "" : "biases[group]",
+             out.ptr + " + first * " + num(n), n, act, "", tiling,
+             target ? &*target : nullptr);
+  os.unindent();
+  os << "}\n";
+  os.unindent();
+  os << "}\n";
+  if (!facts.remarks)
+    return success();
+  std::string text = "GEMM per group over its rows only (groups with no "
+                     "rows skipped), each weight packed into panels of the "
+                     "register tile's columns";
+  SmallVector<std::string> epilogue;
+  if (!op.getBiases().empty())
+    epilogue.push_back("bias");
+  if (act)
+    epilogue.push_back(stringifyActivation(*act).str());
+  if (scatter)
+    epilogue.push_back("the routing weight and the add into its token's row" +
+                       std::string(op.getResidual() ? " (which starts as "
+                                                      "the residual)"
+                                                    : ""));
   if (!epilogue.empty())
     text += "; as each register tile is stored, while in cache: " +
             llvm::join(epilogue, ", ");

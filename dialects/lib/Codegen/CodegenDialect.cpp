@@ -187,8 +187,9 @@ LogicalResult TfmCodegenDialect::verifyOperationAttribute(Operation *op,
       return op->emitError()
              << "'" << name << "' must be a #tfm_codegen.gemm_tiling, got "
              << value;
-    if (!isa<LinearOp>(op))
-      return op->emitError() << "'" << name << "' belongs on a tfm.linear";
+    if (!isa<LinearOp, GroupedLinearOp>(op))
+      return op->emitError()
+             << "'" << name << "' belongs on a tfm.linear or tfm.grouped_linear";
     return success();
   }
   if (name == AttentionTilingName::getNameStr()) {

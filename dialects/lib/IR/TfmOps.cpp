@@ -1148,6 +1148,153 @@ static void printFeedForwardWeights(OpAsmPrinter &printer, Operation *,
     printer << ", " << b2;
 }
 
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+LogicalResult MixtureOfExpertsOp::verify() {
+  Diag diag(*this);
+  RankedTensorType input = getInput().getType();
+  if (failed(expectRankAtLeast(diag, "input", input, 1, "[..., d_model]")))
+    return failure();
+  int64_t experts = getNumExperts();
+  if (experts < 1)
+    return emitOpError("needs at least one expert (linear1 and linear2 "
+                       "weights)");
+  if (int64_t(getW2().size()) != experts)
+    return emitOpError("has ") << experts << " linear1 weights but "
+                               << getW2().size() << " linear2 weights";
+  if (getB1().size() != getB2().size() ||
+      (!getB1().empty() && int64_t(getB1().size()) != experts))
+    return emitOpError("biases come per expert and together: ")
+           << experts << " of each or none, got " << getB1().size()
+           << " and " << getB2().size();
+  if (getTopK() < 1 || getTopK() > experts)
+    return emitOpError("top ")
+           << getTopK() << " must be from 1 to the " << experts << " experts";
+  int64_t dModel = input.getDimSize(input.getRank() - 1);
+  if (failed(expectShape(diag, "gate", getGate().getType(),
+                         {experts, dModel})))
+    return failure();
+  // Every expert is a tfm.ffn of this op's kind; each checks as one.
+  for (int64_t e = 0; e < experts; ++e) {
+    RankedTensorType w1 = tensorType(getW1()[e]), w2 = tensorType(getW2()[e]);
+    RankedTensorType first = tensorType(getW1()[0]),
+                     second = tensorType(getW2()[0]);
+    if (w1 != first || w2 != second)
+      return emitOpError("expert ")
+             << e << "'s weights " << Type(w1) << ", " << Type(w2)
+             << " differ from expert 0's " << Type(first) << ", "
+             << Type(second);
+    int64_t firstRows = getGated() ? 2 : 1;
+    int64_t dFF = dimOr(w2, 2, 1);
+    if (failed(expectShape(diag, "linear1 weight", w1,
+                           {isDynamic(dFF) ? dFF : firstRows * dFF, dModel})) ||
+        failed(expectShape(diag, "linear2 weight", w2, {dModel, dFF})))
+      return failure();
+    if (!getB1().empty() &&
+        (failed(expectShape(diag, "linear1 bias", tensorType(getB1()[e]),
+                            {dimOr(w1, 2, 0)})) ||
+         failed(expectShape(diag, "linear2 bias", tensorType(getB2()[e]),
+                            {dModel}))))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult RouteExpertsOp::verify() {
+  Diag diag(*this);
+  RankedTensorType logits = getLogits().getType();
+  if (failed(expectRankAtLeast(diag, "logits", logits, 1, "[..., experts]")))
+    return failure();
+  int64_t experts = logits.getShape().back();
+  if (isDynamic(experts))
+    return emitOpError("logits need a static number of experts, got ")
+           << Type(logits);
+  if (getTopK() < 1 || getTopK() > experts)
+    return emitOpError("top ")
+           << getTopK() << " must be from 1 to the " << experts << " experts";
+  SmallVector<int64_t> slots(logits.getShape());
+  slots.back() = getTopK();
+  if (failed(expectShape(diag, "tokens", getTokens().getType(), slots)) ||
+      failed(expectShape(diag, "weights", getWeights().getType(), slots)) ||
+      failed(expectShape(diag, "starts", getStarts().getType(),
+                         {experts + 1})))
+    return failure();
+  return success();
+}
+
+LogicalResult GatherRowsOp::verify() {
+  Diag diag(*this);
+  RankedTensorType input = getInput().getType(),
+                   tokens = getTokens().getType();
+  if (failed(expectRankAtLeast(diag, "input", input, 1, "[..., d]")))
+    return failure();
+  SmallVector<int64_t> slots(input.getShape().drop_back());
+  slots.push_back(tokens.getRank() > 0 ? tokens.getShape().back()
+                                       : ShapedType::kDynamic);
+  if (failed(expectShape(diag, "tokens", tokens, slots)))
+    return failure();
+  SmallVector<int64_t> rows(tokens.getShape());
+  rows.push_back(input.getShape().back());
+  return expectShape(diag, "result", getResult().getType(), rows);
+}
+
+SizeSum GatherRowsOp::getResultSize(unsigned, int64_t dim) {
+  return {{getTokens(), dim}};
+}
+
+LogicalResult GroupedLinearOp::verify() {
+  Diag diag(*this);
+  RankedTensorType input = getInput().getType();
+  if (failed(expectRankAtLeast(diag, "input", input, 2,
+                               "[..., slots, in_features]")))
+    return failure();
+  int64_t groups = getNumGroups();
+  if (groups < 1)
+    return emitOpError("needs at least one weight");
+  if (!getBiases().empty() && int64_t(getBiases().size()) != groups)
+    return emitOpError("has ")
+           << groups << " weights but " << getBiases().size()
+           << " biases (one per weight, or none)";
+  if (failed(expectShape(diag, "groups", getStarts().getType(), {groups + 1})))
+    return failure();
+  RankedTensorType first = tensorType(getWeights()[0]);
+  int64_t in = input.getShape().back();
+  if (failed(expectShape(diag, "weight 0", first, {ShapedType::kDynamic, in})))
+    return failure();
+  int64_t out = first.getDimSize(0);
+  for (auto [e, w] : llvm::enumerate(getWeights()))
+    if (w.getType() != first)
+      return emitOpError("weight ")
+             << e << " is " << w.getType() << ", weight 0 " << Type(first);
+  for (Value b : getBiases())
+    if (failed(expectShape(diag, "bias", tensorType(b), {out})))
+      return failure();
+  if (bool(getTokens()) != bool(getRoutingWeights()))
+    return emitOpError("scatter takes tokens and routing weights together");
+  SmallVector<int64_t> shape(input.getShape());
+  shape.back() = out;
+  if (getTokens()) {
+    ArrayRef<int64_t> slots = input.getShape().drop_back();
+    if (failed(expectShape(diag, "scatter tokens", getTokens().getType(),
+                           slots)) ||
+        failed(expectShape(diag, "routing weights",
+                           getRoutingWeights().getType(), slots)))
+      return failure();
+    shape.erase(shape.end() - 2); // the slots go back to their tokens
+  }
+  if (getResidual()) {
+    if (!getTokens())
+      return emitOpError("adds a residual only with scatter (the result "
+                         "rows are the tokens')");
+    if (failed(expectShape(diag, "residual", getResidual().getType(), shape)))
+      return failure();
+  }
+  return expectShape(diag, "result", getResult().getType(), shape);
+}
+
+
 LogicalResult
 GluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                         Adaptor adaptor,

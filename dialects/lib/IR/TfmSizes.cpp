@@ -94,6 +94,18 @@ FlopCount LinearOp::getMatmulFlops() {
   return FlopCount().add(2.0, sizes);
 }
 
+FlopCount GroupedLinearOp::getMatmulFlops() {
+  // 2 x rows x out x in over every (token, slot) row: each row goes
+  // through one group's weight.
+  SmallVector<SizeAtom> sizes;
+  int64_t rank = getInput().getType().getRank();
+  for (int64_t i = 0; i + 1 < rank; ++i)
+    sizes.push_back({getInput(), i});
+  sizes.push_back({getWeights()[0], 0});
+  sizes.push_back({getWeights()[0], 1});
+  return FlopCount().add(2.0, sizes);
+}
+
 FlopCount SequenceProjectionOp::getMatmulFlops() {
   // 2 x K x n x d per leading index.
   RankedTensorType input = getInput().getType();

@@ -26,6 +26,12 @@ enum class NormPlacement { Post, Pre };
 enum class EmbeddingScale { None, SqrtDModel };
 enum class NormType { LayerNorm, RmsNorm };
 
+/// An FFN of `experts` experts, each token routed to `topK` of them
+/// (`ffn` kind moe).
+struct MixtureOfExperts {
+  int64_t experts = 0, topK = 0;
+};
+
 struct ModelConfig {
   std::string name;
   Architecture architecture = Architecture::Encoder;
@@ -74,6 +80,8 @@ struct ModelConfig {
   /// `randomBlocks` ids of its row of the weight `block_pattern`.
   std::optional<int64_t> block;
   int64_t windowBlocks = 1, globalBlocks = 1, randomBlocks = 0;
+  /// `ffn` kind moe: every layer's FFN a mixture of experts. None: dense.
+  std::optional<MixtureOfExperts> experts;
   bool lmHead = false;
   bool tieEmbeddings = true;
   /// BERT's token types: a second table (`type_embed.weight`,

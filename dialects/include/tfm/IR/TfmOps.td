@@ -165,6 +165,7 @@ def Tfm_MaskAttr : AttrDef<Tfm_Dialect, "Mask"> {
 
 def Tfm_Tensor : RankedTensorOf<[F32]>;
 def Tfm_TokenTensor : RankedTensorOf<[I32, I64]>;
+def Tfm_IndexTensor : RankedTensorOf<[I32]>;
 
 //===----------------------------------------------------------------------===//
 // Parameters
@@ -967,6 +968,153 @@ def Tfm_FeedForwardOp : Tfm_Op<"ffn", [Pure, AllTypesMatch<["input", "result"]>,
   let extraClassDeclaration = [{
     /// The hidden width d_ff (w2's input features).
     int64_t getHiddenSize() { return getW2().getType().getDimSize(1); }
+  }];
+}
+
+def Tfm_MixtureOfExpertsOp : Tfm_Op<"moe", [Pure,
+     AllTypesMatch<["input", "result"]>, AttrSizedOperandSegments]> {
+  let summary = "mixture of experts: each token through its top-k experts' FFNs";
+  let description = [{
+    Mixtral's routing: per row of `input` (a token), logits = x Gᵀ with the
+    router `gate` `[E, d_model]` (no bias); the `top_k` experts with the
+    largest logits (on a tie, the lower expert first); their weights are the
+    softmax over those k logits, and the result is the weighted sum of the
+    chosen experts' FFNs. Expert `e` is `tfm.ffn` over `w1[e]` (`b1[e]`),
+    `w2[e]` (`b2[e]`) with this op's `activation` and `gated`: `w1`, `w2`
+    (and, when given, `b1`, `b2`) hold one tensor per expert.
+
+    Decomposed by `--tfm-fuse-epilogue` into `tfm.route_experts`,
+    `tfm.gather_rows` and two `tfm.grouped_linear`s.
+
+    ```mlir
+    %y = tfm.moe <gelu> %x, %gate top 2
+        linear1(%w1_0, %w1_1, %w1_2) bias(%b1_0, %b1_1, %b1_2)
+        linear2(%w2_0, %w2_1, %w2_2) bias(%b2_0, %b2_1, %b2_2)
+        : (tensor<?x?x32xf32>, tensor<3x32xf32>, ...) -> tensor<?x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_ActivationAttr:$activation, UnitAttr:$gated,
+                       I64Attr:$top_k, Tfm_Tensor:$input, Tfm_Tensor:$gate,
+                       Variadic<Tfm_Tensor>:$w1, Variadic<Tfm_Tensor>:$b1,
+                       Variadic<Tfm_Tensor>:$w2, Variadic<Tfm_Tensor>:$b2);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $activation (`gated` $gated^)? $input `,` $gate `top` $top_k
+    `linear1` `(` $w1 `)` (`bias` `(` $b1^ `)`)?
+    `linear2` `(` $w2 `)` (`bias` `(` $b2^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The number of experts E.
+    int64_t getNumExperts() { return getW1().size(); }
+  }];
+}
+
+def Tfm_RouteExpertsOp : Tfm_Op<"route_experts", [Tfm_SizedResultsOpInterface,
+     Pure]> {
+  let summary = "top-k routing, the (token, slot) pairs grouped by expert";
+  let description = [{
+    For router `logits` `[..., E]` (one row per token): each token's
+    `top_k` experts (largest logits; on a tie the lower expert) and their
+    routing weights, the softmax over those k logits. The `[..., k]`
+    results hold the token's pairs grouped by expert, not by token: the
+    pairs routed to expert 0 first, then expert 1's, each group in token
+    order (so the order is fixed whatever the threads). `tokens` holds the
+    flat index of each pair's token (its row of `logits`), `weights` its
+    routing weight, and `starts` `[E + 1]` where each expert's group begins
+    (the last entry: the number of pairs). An expert no token chose has an
+    empty group.
+
+    ```mlir
+    %tokens, %weights, %starts = tfm.route_experts %logits top 2
+        : tensor<?x?x4xf32> -> tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<5xi32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$logits, I64Attr:$top_k);
+  let results = (outs Tfm_IndexTensor:$tokens, Tfm_Tensor:$weights,
+                      Tfm_IndexTensor:$starts);
+  let assemblyFormat = [{
+    $logits `top` $top_k attr-dict `:` type($logits) `->` type($tokens) `,`
+    type($weights) `,` type($starts)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_GatherRowsOp : Tfm_Op<"gather_rows",
+    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface, ["getResultSize"]>,
+     Pure]> {
+  let summary = "the rows of `input` that `tokens` names, in its order";
+  let description = [{
+    For `input` `[..., d]` and `tokens` (flat row indices of `input`, as
+    `tfm.route_experts` makes them), the result `tokens.shape + [d]`: row
+    i is `input`'s row `tokens[i]`. `tokens` has one more dimension than
+    `input`'s rows (the slots of a token), its leading ones `input`'s.
+
+    ```mlir
+    %xs = tfm.gather_rows %x, %tokens
+        : (tensor<?x?x32xf32>, tensor<?x?x2xi32>) -> tensor<?x?x2x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input, Tfm_IndexTensor:$tokens);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $tokens attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_GroupedLinearOp : Tfm_Op<"grouped_linear",
+    [Tfm_SizedResultsOpInterface,
+     DeclareOpInterfaceMethods<Tfm_MatmulFlopsOpInterface>, Pure,
+     AttrSizedOperandSegments]> {
+  let summary = "a linear per group of rows, each group its own weight";
+  let description = [{
+    The experts' linears of a mixture of experts: `input` `[..., k, in]`
+    holds rows grouped by expert (`tfm.route_experts`); rows
+    [starts[e], starts[e + 1]) are multiplied by `weights[e]`
+    `[out, in]` (plus `biases[e]`), as `tfm.linear` does, then
+    `activation`. A group of no rows reads nothing of its weight.
+
+    With `scatter %tokens, %routing_weights` the rows go back to their
+    tokens: the result is `[..., out]` (the input's shape without the slot
+    dimension) and its row t is `residual`'s row t (zeros without one) plus,
+    for each expert in order, routing_weight x (that expert's row for token
+    t): the weighted combine, done as each tile of a group's GEMM is stored.
+    Without `scatter` the result is `[..., k, out]`, the rows in the
+    input's order.
+
+    The Highway backend takes its register tile from
+    `tfm_codegen.gemm_tiling`, as for `tfm.linear`.
+
+    ```mlir
+    %h = tfm.grouped_linear %xs groups %starts weights(%w0, %w1) bias(%b0, %b1)
+        activation <relu>
+        : (tensor<?x?x2x32xf32>, tensor<3xi32>, tensor<64x32xf32>, tensor<64x32xf32>,
+           tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x2x64xf32>
+    %y = tfm.grouped_linear %h groups %starts weights(%v0, %v1)
+        scatter %tokens, %weights
+        : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>,
+           tensor<?x?x2xi32>, tensor<?x?x2xf32>) -> tensor<?x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input, Tfm_IndexTensor:$starts,
+                       Variadic<Tfm_Tensor>:$weights,
+                       Variadic<Tfm_Tensor>:$biases,
+                       OptionalAttr<Tfm_ActivationAttr>:$activation,
+                       Optional<Tfm_IndexTensor>:$tokens,
+                       Optional<Tfm_Tensor>:$routing_weights,
+                       Optional<Tfm_Tensor>:$residual);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $input `groups` $starts `weights` `(` $weights `)`
+    (`bias` `(` $biases^ `)`)? (`activation` $activation^)?
+    (`scatter` $tokens^ `,` $routing_weights)? (`residual` $residual^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumGroups() { return getWeights().size(); }
   }];
 }
 

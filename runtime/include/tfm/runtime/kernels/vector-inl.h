@@ -12,6 +12,7 @@
 #define TFM_RUNTIME_KERNELS_VECTOR_INL_H_
 #endif
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -148,6 +149,34 @@ HWY_INLINE bool AllEqual(const float *x, size_t n, float value) {
     if (x[i] != value)
       return false;
   return true;
+}
+
+/// The `k` largest of x[0..n) (on a tie the lower index first; a NaN is
+/// never larger), largest first, into `index`, and the softmax over
+/// those k values into `weight`: a mixture of experts' routing of one
+/// token (k <= n; k and n are small, a few to a few hundred).
+HWY_INLINE void TopKSoftmax(const float *x, size_t n, size_t k,
+                            int32_t *index, float *weight) {
+  for (size_t s = 0; s < k; ++s) {
+    size_t best = n;
+    for (size_t e = 0; e < n; ++e) {
+      bool taken = false;
+      for (size_t j = 0; j < s && !taken; ++j)
+        taken = size_t(index[j]) == e;
+      if (!taken && (best == n || x[e] > x[best]))
+        best = e;
+    }
+    index[s] = int32_t(best);
+  }
+  // index[0] holds the largest: every exponent is at most 0.
+  const float top = x[index[0]];
+  float sum = 0.0f;
+  for (size_t s = 0; s < k; ++s) {
+    weight[s] = std::exp(x[index[s]] - top);
+    sum += weight[s];
+  }
+  for (size_t s = 0; s < k; ++s)
+    weight[s] /= sum;
 }
 
 /// y[i] = 0
