@@ -448,8 +448,8 @@ std::optional<int64_t> ConfigReader::readKindCount(const KindObject &kind,
   std::optional<int64_t> n = value->getAsInteger();
   if (!n || *n < 0 || *n > kMaxDim) {
     error(kind.keyPos(key, true),
-          formatv("'{0}' must be an integer from {1} to {2}, got {3}", key,
-                  min, kMaxDim, describe(*value)));
+          formatv("'{0}' must be an integer from 0 to {1}, got {2}", key,
+                  kMaxDim, describe(*value)));
     return std::nullopt;
   }
   if (*n < min) {

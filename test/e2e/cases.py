@@ -78,6 +78,19 @@ executable's words (`expect_detail`); COMPILE_ERRORS holds the descriptions
 refused for these keys (type_vocab_size on a decoder or an
 encoder_decoder, without vocab_size; embedding_norm not a bool).
 
+The `moe_*` cases (`ffn` of kind moe, Mixtral routing, in every layer of
+every stack: moe.gate.weight [E, d_model] and moe.experts.{e}.linear1 /
+linear2 for linear1 / linear2) are checked against (c), whose MoE block
+runs every expert on every token through a dense [tokens, E] routing
+matrix (a linformer one against (b)'s factored form with that routing),
+against (b)'s Mixtral loop; the oracle's self-test checks each case's
+routing margin on the harness's weights and inputs.  `Case.moe_gate`
+makes one expert every token's first choice, or nobody's
+(moe_gate_rows()); the `moe_load_*` cases write a weights file without an
+expert tensor or with a transposed gate (MOE_WEIGHT_FAULTS): exit 1 naming
+the tensor.  COMPILE_ERRORS holds the `ffn` values tfm-compile must refuse
+(`moe_err_*`).
+
 `check_coverage()` asserts that every option of the contract is exercised.
 """
 

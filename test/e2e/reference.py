@@ -56,6 +56,18 @@ attention_form="blocks", its second form), padding masks included; the
 layer's block_pattern [ceil(max_seq_len / block), R] holds integer ids
 (int32 or int64 in the file), kept integers by load_weights.
 
+Section 7's `ffn` (dense, or a mixture of experts with Mixtral routing in
+every layer of every stack: logits = x G^T with the layer's
+moe.gate.weight [E, d_model], the top_k largest (ties: the lower expert
+index), their softmax the weights of the chosen experts' FFNs,
+moe.experts.{e}.linear1 / linear2): (b) computes it as Mixtral's reference
+loop (each expert on the tokens routed to it, index_add; FormulaMoE, the
+default) or dense (every expert on every token, a [tokens, E] routing
+matrix; FormulaModel(ffn_form="dense")); (c)'s HFSparseMoeBlock is
+Mixtral's router (F.softmax, torch.topk, renormalised) in the dense form.
+nn.Transformer has no MoE FFN: an MoE model's second form is (c), or (b)
+in its attention kind's second form with the dense routing.
+
 Section 8's padding masks (optional inputs `mask`, or `src_mask` /
 `tgt_mask`: int32, int64, bool or float32, shaped as the input's ids, 1 for
 a real token; mask_problems() lists what the contract refuses, each
@@ -104,7 +116,11 @@ against each other and the per-element loop, causality, planted mistakes;
 see _performer_self_test) and block-sparse attention (the rule's two forms
 against each other and the contract's words, the attention against the
 per-element loop with and without padding masks, the kinds it reduces to,
-planted mistakes; see _block_sparse_self_test).
+planted mistakes; see _block_sparse_self_test) and mixture-of-experts FFNs
+(the key, the listing, the block in both forms and (c)'s against a
+per-token float64 loop, ties, the dense FFN as copies of one expert against
+(a), whole models and the cases' routing margins, planted routing
+mistakes; see _moe_self_test).
 """
 
 import argparse
@@ -2776,6 +2792,9 @@ def make_weights(cfg, seed, shared_embeddings=False, perturb=True):
     overflow.  block_sparse's block_pattern [rows, R] (int32): key-block
     ids uniform in -1 .. rows, so some are outside [0, block count) and
     ignored (-1 always; rows and more at run time for a shorter input).
+    A mixture of experts' moe.gate.weight [E, d_model]: like a Linear,
+    U(+-1/sqrt(d_model)), so the logits of a normed input are about 0.6
+    apart; its experts' linears like the dense FFN's.
     """
     cfg = as_config(cfg)
     g = torch.Generator().manual_seed(int(seed))
@@ -3680,6 +3699,9 @@ def _short(desc):
             "vocab_size", "tie_embeddings", "lm_head", "final_norm", "causal", "embedding_scale", "d_model",
             "norm_type", "ffn_gated", "num_kv_heads", "bias", "embedding_norm", "type_vocab_size")
     out = ["%s=%s" % (k, desc[k]) for k in keys if k in desc]
+    f = desc.get("ffn")
+    if isinstance(f, dict):
+        out.append("ffn=%s" % ":".join(str(f[k]) for k in ("kind", "experts", "top_k") if k in f))
     a = desc.get("attention")
     if isinstance(a, dict):
         keys = ("kind", "window", "global_tokens", "k", "features", "block", "window_blocks", "global_blocks",
