@@ -107,7 +107,10 @@ LogicalResult FunctionEmitter::emitMergeHeads(MergeHeadsOp op) {
       !isa_and_present<AttentionOp, LinearAttentionOp>(core))
     return op.emitError("the Highway backend merges the heads of a "
                         "tfm.attention or tfm.linear_attention result only");
-  buffers[op.getResult()] = it->second;
+  // Copied out first: inserting the result may grow the map and move the
+  // entry `it` points to.
+  Buffer merged = it->second;
+  buffers[op.getResult()] = std::move(merged);
   return success();
 }
 
