@@ -293,5 +293,85 @@ TEST_F(GeluTest, MatchesReferences) {
 }
 
 //===----------------------------------------------------------------------===//
+// TopKSoftmax (a mixture of experts' routing)
+//===----------------------------------------------------------------------===//
+
+/// The reference: indices sorted by value, largest first, a tie to the
+/// lower index (a stable sort), then the softmax over the first k in
+/// double.
+void topKReference(const std::vector<float> &x, size_t k,
+                   std::vector<int32_t> &index, std::vector<double> &weight) {
+  std::vector<int32_t> order(x.size());
+  for (size_t e = 0; e < x.size(); ++e)
+    order[e] = int32_t(e);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int32_t a, int32_t b) { return x[a] > x[b]; });
+  index.assign(order.begin(), order.begin() + k);
+  double sum = 0;
+  weight.clear();
+  for (size_t s = 0; s < k; ++s) {
+    weight.push_back(std::exp(double(x[index[s]]) - double(x[index[0]])));
+    sum += weight.back();
+  }
+  for (double &w : weight)
+    w /= sum;
+}
+
+class TopKSoftmaxTest : public KernelTest {};
+
+TEST_F(TopKSoftmaxTest, ChoosesTheLargestLowerIndexOnTies) {
+  SCOPED_TRACE("target " + targetName());
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> level(-3, 3);
+  std::normal_distribution<float> value(0.0f, 4.0f);
+  for (size_t n : {1, 2, 3, 5, 8, 16, 64, 257})
+    for (size_t k : {size_t(1), size_t(2), size_t(3), n})
+      for (bool ties : {false, true}) {
+        if (k > n)
+          continue;
+        std::vector<float> x(n);
+        // With ties: a few levels only, so many experts share a logit.
+        for (float &v : x)
+          v = ties ? float(level(rng)) : value(rng);
+        std::vector<int32_t> index(k + 1, -7), want;
+        std::vector<float> weight(k + 1, kSentinel);
+        std::vector<double> wantWeight;
+        k::TopKSoftmax(x.data(), n, k, index.data(), weight.data());
+        topKReference(x, k, want, wantWeight);
+        SCOPED_TRACE("n " + std::to_string(n) + ", k " + std::to_string(k) +
+                     (ties ? ", ties" : ""));
+        EXPECT_EQ(index[k], -7) << "wrote past k indices";
+        EXPECT_TRUE(sameBits(weight[k], kSentinel)) << "wrote past k weights";
+        double sum = 0;
+        for (size_t s = 0; s < k; ++s) {
+          EXPECT_EQ(index[s], want[s]) << "slot " << s;
+          EXPECT_NEAR(weight[s], wantWeight[s], 1e-6) << "slot " << s;
+          sum += weight[s];
+        }
+        EXPECT_NEAR(sum, 1.0, 1e-7 * double(k + 8)); // k float roundings
+      }
+}
+
+TEST_F(TopKSoftmaxTest, NaNLogitsStillChooseDistinctExperts) {
+  SCOPED_TRACE("target " + targetName());
+  // A NaN is never larger: the real logits win, and every slot names a
+  // distinct expert in range even when all are NaN (never out of bounds).
+  std::vector<float> x = {kNaN, 1.0f, kNaN, 3.0f, 2.0f};
+  int32_t index[3];
+  float weight[3];
+  k::TopKSoftmax(x.data(), x.size(), 3, index, weight);
+  EXPECT_EQ(index[0], 3);
+  EXPECT_EQ(index[1], 4);
+  EXPECT_EQ(index[2], 1);
+  std::vector<float> nans(4, kNaN);
+  int32_t all[4];
+  float allWeight[4];
+  k::TopKSoftmax(nans.data(), nans.size(), 4, all, allWeight);
+  std::vector<int32_t> sorted(all, all + 4);
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(sorted, (std::vector<int32_t>{0, 1, 2, 3}));
+}
+
+//===----------------------------------------------------------------------===//
 
 } // namespace

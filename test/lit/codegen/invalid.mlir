@@ -162,7 +162,7 @@ func.func @attention_tiling_missing_block(%q: tensor<?x4x?x8xf32>) -> tensor<?x4
 
 // A GEMM's tiling is not an attention's.
 func.func @attention_tiling_of_gemm(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
-  // expected-error @+1 {{'tfm_codegen.gemm_tiling' belongs on a tfm.linear}}
+  // expected-error @+1 {{'tfm_codegen.gemm_tiling' belongs on a tfm.linear or tfm.grouped_linear}}
   %0 = tfm.attention <scaled_dot> %q, %q, %q {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch = l2>} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
 }

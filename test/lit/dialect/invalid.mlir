@@ -1267,6 +1267,380 @@ func.func @ffn_result_type(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: 
 // -----
 
 //===----------------------------------------------------------------------===//
+// tfm.moe
+//===----------------------------------------------------------------------===//
+
+func.func @moe_scalar(%x: tensor<f32>, %g: tensor<2x1xf32>, %w: tensor<1x1xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'tfm.moe' op input must be [..., d_model] (rank >= 1), got 'tensor<f32>'}}
+  %0 = tfm.moe <relu> %x, %g top 1 linear1(%w, %w) linear2(%w, %w) : (tensor<f32>, tensor<2x1xf32>, tensor<1x1xf32>, tensor<1x1xf32>, tensor<1x1xf32>, tensor<1x1xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @moe_no_experts(%x: tensor<?x?x32xf32>, %g: tensor<0x32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op needs at least one expert (linear1 and linear2 weights)}}
+  %0 = tfm.moe <relu> %x, %g top 1 linear1() linear2() : (tensor<?x?x32xf32>, tensor<0x32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @moe_linear2_count(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op has 2 linear1 weights but 1 linear2 weights}}
+  %0 = tfm.moe <relu> %x, %g top 1 linear1(%w1, %w1) linear2(%w2) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// The biases come together (linear1's and linear2's)...
+func.func @moe_bias_alone(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op biases come per expert and together: 2 of each or none, got 2 and 0}}
+  %0 = tfm.moe <relu> %x, %g top 1 linear1(%w1, %w1) bias(%b1, %b1) linear2(%w2, %w2) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// ...one of each per expert.
+func.func @moe_bias_count(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op biases come per expert and together: 2 of each or none, got 1 and 1}}
+  %0 = tfm.moe <relu> %x, %g top 1 linear1(%w1, %w1) bias(%b1) linear2(%w2, %w2) bias(%b2) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @moe_top_zero(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op top 0 must be from 1 to the 2 experts}}
+  %0 = tfm.moe <relu> %x, %g top 0 linear1(%w1, %w1) linear2(%w2, %w2) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @moe_top_too_many(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op top 3 must be from 1 to the 2 experts}}
+  %0 = tfm.moe <relu> %x, %g top 3 linear1(%w1, %w1) linear2(%w2, %w2) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// The router has a row of d_model per expert.
+func.func @moe_gate(%x: tensor<?x?x32xf32>, %g: tensor<3x32xf32>, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op gate must be [2, 32], got 'tensor<3x32xf32>'}}
+  %0 = tfm.moe <relu> %x, %g top 1 linear1(%w1, %w1) linear2(%w2, %w2) : (tensor<?x?x32xf32>, tensor<3x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Every expert has expert 0's weight types.
+func.func @moe_expert_differs(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32xf32>, %w1b: tensor<48x32xf32>, %w2: tensor<32x64xf32>, %w2b: tensor<32x48xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op expert 1's weights 'tensor<48x32xf32>', 'tensor<32x48xf32>' differ from expert 0's 'tensor<64x32xf32>', 'tensor<32x64xf32>'}}
+  %0 = tfm.moe <relu> %x, %g top 1 linear1(%w1, %w1b) linear2(%w2, %w2b) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<48x32xf32>, tensor<32x64xf32>, tensor<32x48xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @moe_linear1(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x16xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op linear1 weight must be [64, 32], got 'tensor<64x16xf32>'}}
+  %0 = tfm.moe <relu> %x, %g top 1 linear1(%w1, %w1) linear2(%w2, %w2) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x16xf32>, tensor<64x16xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// A gated expert's linear1 holds the gate's rows, then the up projection's:
+// 2 d_ff of them.
+func.func @moe_gated_linear1(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op linear1 weight must be [128, 32], got 'tensor<64x32xf32>'}}
+  %0 = tfm.moe <silu> gated %x, %g top 1 linear1(%w1, %w1) linear2(%w2, %w2) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @moe_linear2(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32xf32>, %w2: tensor<16x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op linear2 weight must be [32, 64], got 'tensor<16x64xf32>'}}
+  %0 = tfm.moe <relu> %x, %g top 1 linear1(%w1, %w1) linear2(%w2, %w2) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @moe_linear1_bias(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<32xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op linear1 bias must be [64], got 'tensor<32xf32>'}}
+  %0 = tfm.moe <gelu> %x, %g top 1 linear1(%w1, %w1) bias(%b1, %b1) linear2(%w2, %w2) bias(%b2, %b2) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Each expert's biases check on their own: expert 1's linear2 bias here.
+func.func @moe_linear2_bias(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>, %b2b: tensor<64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op linear2 bias must be [32], got 'tensor<64xf32>'}}
+  %0 = tfm.moe <gelu> %x, %g top 1 linear1(%w1, %w1) bias(%b1, %b1) linear2(%w2, %w2) bias(%b2, %b2b) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xf32>, tensor<64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @moe_result_type(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'tfm.moe' op failed to verify that all of {input, result} have same type}}
+  %0 = tfm.moe <relu> %x, %g top 1 linear1(%w1, %w1) linear2(%w2, %w2) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.route_experts
+//===----------------------------------------------------------------------===//
+
+func.func @route_experts_scalar(%l: tensor<f32>) {
+  // expected-error @+1 {{'tfm.route_experts' op logits must be [..., experts] (rank >= 1), got 'tensor<f32>'}}
+  %t, %w, %s = tfm.route_experts %l top 1 : tensor<f32> -> tensor<1xi32>, tensor<1xf32>, tensor<2xi32>
+  return
+}
+
+// -----
+
+// The number of experts fixes `starts`: it is static.
+func.func @route_experts_dynamic(%l: tensor<?x?xf32>) {
+  // expected-error @+1 {{'tfm.route_experts' op logits need a static number of experts, got 'tensor<?x?xf32>'}}
+  %t, %w, %s = tfm.route_experts %l top 1 : tensor<?x?xf32> -> tensor<?x1xi32>, tensor<?x1xf32>, tensor<?xi32>
+  return
+}
+
+// -----
+
+func.func @route_experts_top_zero(%l: tensor<?x?x4xf32>) {
+  // expected-error @+1 {{'tfm.route_experts' op top 0 must be from 1 to the 4 experts}}
+  %t, %w, %s = tfm.route_experts %l top 0 : tensor<?x?x4xf32> -> tensor<?x?x0xi32>, tensor<?x?x0xf32>, tensor<5xi32>
+  return
+}
+
+// -----
+
+func.func @route_experts_top_too_many(%l: tensor<?x?x4xf32>) {
+  // expected-error @+1 {{'tfm.route_experts' op top 5 must be from 1 to the 4 experts}}
+  %t, %w, %s = tfm.route_experts %l top 5 : tensor<?x?x4xf32> -> tensor<?x?x5xi32>, tensor<?x?x5xf32>, tensor<5xi32>
+  return
+}
+
+// -----
+
+// A token's k pairs: the logits' rows, the last dimension top_k.
+func.func @route_experts_tokens(%l: tensor<2x?x4xf32>) {
+  // expected-error @+1 {{'tfm.route_experts' op tokens must be [2, ?, 2], got 'tensor<2x?x4xi32>'}}
+  %t, %w, %s = tfm.route_experts %l top 2 : tensor<2x?x4xf32> -> tensor<2x?x4xi32>, tensor<2x?x2xf32>, tensor<5xi32>
+  return
+}
+
+// -----
+
+func.func @route_experts_weights(%l: tensor<2x?x4xf32>) {
+  // expected-error @+1 {{'tfm.route_experts' op weights must be [2, ?, 2], got 'tensor<3x?x2xf32>'}}
+  %t, %w, %s = tfm.route_experts %l top 2 : tensor<2x?x4xf32> -> tensor<2x?x2xi32>, tensor<3x?x2xf32>, tensor<5xi32>
+  return
+}
+
+// -----
+
+// Where each of the E groups begins, and the number of pairs: E + 1.
+func.func @route_experts_starts(%l: tensor<?x?x4xf32>) {
+  // expected-error @+1 {{'tfm.route_experts' op starts must be [5], got 'tensor<4xi32>'}}
+  %t, %w, %s = tfm.route_experts %l top 2 : tensor<?x?x4xf32> -> tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @route_experts_f32_tokens(%l: tensor<?x?x4xf32>) {
+  // expected-error @+1 {{'tfm.route_experts' op result #0 must be ranked tensor of 32-bit signless integer values, but got 'tensor<?x?x2xf32>'}}
+  %t, %w, %s = tfm.route_experts %l top 2 : tensor<?x?x4xf32> -> tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<5xi32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.gather_rows
+//===----------------------------------------------------------------------===//
+
+func.func @gather_rows_scalar(%x: tensor<f32>, %t: tensor<2xi32>) {
+  // expected-error @+1 {{'tfm.gather_rows' op input must be [..., d] (rank >= 1), got 'tensor<f32>'}}
+  %0 = tfm.gather_rows %x, %t : (tensor<f32>, tensor<2xi32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+// `tokens` has the input's rows, then the slots of each.
+func.func @gather_rows_tokens(%x: tensor<2x5x32xf32>, %t: tensor<2x6x2xi32>) {
+  // expected-error @+1 {{'tfm.gather_rows' op tokens must be [2, 5, 2], got 'tensor<2x6x2xi32>'}}
+  %0 = tfm.gather_rows %x, %t : (tensor<2x5x32xf32>, tensor<2x6x2xi32>) -> tensor<2x6x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @gather_rows_no_slots(%x: tensor<?x?x32xf32>, %t: tensor<?x?xi32>) {
+  // expected-error @+1 {{'tfm.gather_rows' op tokens must be [?, ?, ?], got 'tensor<?x?xi32>'}}
+  %0 = tfm.gather_rows %x, %t : (tensor<?x?x32xf32>, tensor<?x?xi32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @gather_rows_result(%x: tensor<?x?x32xf32>, %t: tensor<?x?x2xi32>) {
+  // expected-error @+1 {{'tfm.gather_rows' op result must be [?, ?, 2, 32], got 'tensor<?x?x32xf32>'}}
+  %0 = tfm.gather_rows %x, %t : (tensor<?x?x32xf32>, tensor<?x?x2xi32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @gather_rows_i64_tokens(%x: tensor<?x?x32xf32>, %t: tensor<?x?x2xi64>) {
+  // expected-error @+1 {{'tfm.gather_rows' op operand #1 must be ranked tensor of 32-bit signless integer values, but got 'tensor<?x?x2xi64>'}}
+  %0 = tfm.gather_rows %x, %t : (tensor<?x?x32xf32>, tensor<?x?x2xi64>) -> tensor<?x?x2x32xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// tfm.grouped_linear
+//===----------------------------------------------------------------------===//
+
+// Rows of slots: [..., slots, in_features].
+func.func @grouped_linear_rank(%x: tensor<32xf32>, %s: tensor<2xi32>, %w: tensor<64x32xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op input must be [..., slots, in_features] (rank >= 2), got 'tensor<32xf32>'}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w) : (tensor<32xf32>, tensor<2xi32>, tensor<64x32xf32>) -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_linear_no_weights(%x: tensor<?x2x32xf32>, %s: tensor<1xi32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op needs at least one weight}}
+  %0 = tfm.grouped_linear %x groups %s weights() : (tensor<?x2x32xf32>, tensor<1xi32>) -> tensor<?x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_linear_bias_count(%x: tensor<?x2x32xf32>, %s: tensor<3xi32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op has 2 weights but 1 biases (one per weight, or none)}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w, %w) bias(%b) : (tensor<?x2x32xf32>, tensor<3xi32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x2x64xf32>
+  return
+}
+
+// -----
+
+// Where each group begins, and the end of the last: one more than weights.
+func.func @grouped_linear_groups(%x: tensor<?x2x32xf32>, %s: tensor<2xi32>, %w: tensor<64x32xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op groups must be [3], got 'tensor<2xi32>'}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w, %w) : (tensor<?x2x32xf32>, tensor<2xi32>, tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<?x2x64xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_linear_weight(%x: tensor<?x2x32xf32>, %s: tensor<3xi32>, %w: tensor<64x16xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op weight 0 must be [?, 32], got 'tensor<64x16xf32>'}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w, %w) : (tensor<?x2x32xf32>, tensor<3xi32>, tensor<64x16xf32>, tensor<64x16xf32>) -> tensor<?x2x64xf32>
+  return
+}
+
+// -----
+
+// Every group's weight has weight 0's type.
+func.func @grouped_linear_weights_differ(%x: tensor<?x2x32xf32>, %s: tensor<3xi32>, %w: tensor<64x32xf32>, %w1: tensor<48x32xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op weight 1 is 'tensor<48x32xf32>', weight 0 'tensor<64x32xf32>'}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w, %w1) : (tensor<?x2x32xf32>, tensor<3xi32>, tensor<64x32xf32>, tensor<48x32xf32>) -> tensor<?x2x64xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_linear_bias(%x: tensor<?x2x32xf32>, %s: tensor<3xi32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>, %b1: tensor<32xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op bias must be [64], got 'tensor<32xf32>'}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w, %w) bias(%b, %b1) : (tensor<?x2x32xf32>, tensor<3xi32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32xf32>) -> tensor<?x2x64xf32>
+  return
+}
+
+// -----
+
+// The custom form writes `scatter %tokens, %weights`; the generic form can
+// give one without the other.
+func.func @grouped_linear_scatter_alone(%x: tensor<?x2x64xf32>, %s: tensor<3xi32>, %w: tensor<32x64xf32>, %t: tensor<?x2xi32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op scatter takes tokens and routing weights together}}
+  %0 = "tfm.grouped_linear"(%x, %s, %w, %w, %t) <{operandSegmentSizes = array<i32: 1, 1, 2, 0, 1, 0, 0>}> : (tensor<?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<?x2xi32>) -> tensor<?x32xf32>
+  return
+}
+
+// -----
+
+// The scatter's tokens and routing weights are the input's rows: its shape
+// without in_features.
+func.func @grouped_linear_scatter_tokens(%x: tensor<?x?x2x64xf32>, %s: tensor<3xi32>, %w: tensor<32x64xf32>, %t: tensor<?x?x1xi32>, %rw: tensor<?x?x2xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op scatter tokens must be [?, ?, 2], got 'tensor<?x?x1xi32>'}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w, %w) scatter %t, %rw : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<?x?x1xi32>, tensor<?x?x2xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_linear_routing_weights(%x: tensor<?x?x2x64xf32>, %s: tensor<3xi32>, %w: tensor<32x64xf32>, %t: tensor<?x?x2xi32>, %rw: tensor<?x2xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op routing weights must be [?, ?, 2], got 'tensor<?x2xf32>'}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w, %w) scatter %t, %rw : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<?x?x2xi32>, tensor<?x2xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+// Without scatter the result rows are the (token, slot) pairs': no
+// residual of the tokens to add.
+func.func @grouped_linear_residual_without_scatter(%x: tensor<?x?x2x64xf32>, %s: tensor<3xi32>, %w: tensor<32x64xf32>, %r: tensor<?x?x2x32xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op adds a residual only with scatter (the result rows are the tokens')}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w, %w) residual %r : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<?x?x2x32xf32>) -> tensor<?x?x2x32xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_linear_residual(%x: tensor<?x?x2x64xf32>, %s: tensor<3xi32>, %w: tensor<32x64xf32>, %t: tensor<?x?x2xi32>, %rw: tensor<?x?x2xf32>, %r: tensor<?x?x64xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op residual must be [?, ?, 32], got 'tensor<?x?x64xf32>'}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w, %w) scatter %t, %rw residual %r : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<?x?x64xf32>) -> tensor<?x?x32xf32>
+  return
+}
+
+// -----
+
+// Without scatter the result keeps the slots...
+func.func @grouped_linear_result(%x: tensor<?x?x2x32xf32>, %s: tensor<3xi32>, %w: tensor<64x32xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op result must be [?, ?, 2, 64], got 'tensor<?x?x64xf32>'}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w, %w) : (tensor<?x?x2x32xf32>, tensor<3xi32>, tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<?x?x64xf32>
+  return
+}
+
+// -----
+
+// ...with scatter they go back to their tokens.
+func.func @grouped_linear_scatter_result(%x: tensor<?x?x2x64xf32>, %s: tensor<3xi32>, %w: tensor<32x64xf32>, %t: tensor<?x?x2xi32>, %rw: tensor<?x?x2xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op result must be [?, ?, 32], got 'tensor<?x?x2x32xf32>'}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w, %w) scatter %t, %rw : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<?x?x2xi32>, tensor<?x?x2xf32>) -> tensor<?x?x2x32xf32>
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
 // tfm.add and element-type constraints
 //===----------------------------------------------------------------------===//
 

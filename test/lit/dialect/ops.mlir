@@ -842,3 +842,75 @@ func.func @weights_to(%q: tensor<?x4x?x8xf32>, %slot: index, %m: tensor<?x?xf32>
   %3 = tfm.multi_head_attention <dot> %x memory %x heads 4 in_proj(%wi) out_proj(%wo) weights_to %cross : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<32x32xf32>, index) -> tensor<?x?x32xf32>
   return %0, %1, %2, %3 : tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 }
+
+// -----
+
+// Mixture of experts: top-2 of 3 experts with biases, a gated (SwiGLU)
+// mixture without biases, and top-k of all experts.
+// CHECK-LABEL: func.func @moe(
+// CHECK-NEXT: %0 = tfm.moe <gelu> %arg0, %arg1 top 2 linear1(%arg2, %arg3, %arg4) bias(%arg5, %arg6, %arg7) linear2(%arg8, %arg9, %arg10) bias(%arg11, %arg12, %arg13) : (tensor<?x?x32xf32>, tensor<3x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.moe <silu> gated %arg0, %arg1 top 1 linear1(%arg14, %arg14, %arg14) linear2(%arg8, %arg9, %arg10) : (tensor<?x?x32xf32>, tensor<3x32xf32>, tensor<128x32xf32>, tensor<128x32xf32>, tensor<128x32xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %2 = tfm.moe <relu> %arg15, %arg1 top 3 linear1(%arg2, %arg3, %arg4) linear2(%arg8, %arg9, %arg10) : (tensor<2x5x32xf32>, tensor<3x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<2x5x32xf32>
+// CHECK-NEXT: return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<2x5x32xf32>
+// GENERIC-LABEL: sym_name = "moe"
+// GENERIC: "tfm.moe"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %arg8, %arg9, %arg10, %arg11, %arg12, %arg13) <{activation = #tfm.activation<gelu>, operandSegmentSizes = array<i32: 1, 1, 3, 3, 3, 3>, top_k = 2 : i64}>
+// GENERIC: "tfm.moe"(%arg0, %arg1, %arg14, %arg14, %arg14, %arg8, %arg9, %arg10) <{activation = #tfm.activation<silu>, gated, operandSegmentSizes = array<i32: 1, 1, 3, 0, 3, 0>, top_k = 1 : i64}>
+// GENERIC: "tfm.moe"(%arg15, %arg1, %arg2, %arg3, %arg4, %arg8, %arg9, %arg10) <{activation = #tfm.activation<relu>, operandSegmentSizes = array<i32: 1, 1, 3, 0, 3, 0>, top_k = 3 : i64}>
+func.func @moe(%x: tensor<?x?x32xf32>, %gate: tensor<3x32xf32>, %w1_0: tensor<64x32xf32>, %w1_1: tensor<64x32xf32>, %w1_2: tensor<64x32xf32>, %b1_0: tensor<64xf32>, %b1_1: tensor<64xf32>, %b1_2: tensor<64xf32>, %w2_0: tensor<32x64xf32>, %w2_1: tensor<32x64xf32>, %w2_2: tensor<32x64xf32>, %b2_0: tensor<32xf32>, %b2_1: tensor<32xf32>, %b2_2: tensor<32xf32>, %w13: tensor<128x32xf32>, %s: tensor<2x5x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<2x5x32xf32>) {
+  %0 = tfm.moe <gelu> %x, %gate top 2 linear1(%w1_0, %w1_1, %w1_2) bias(%b1_0, %b1_1, %b1_2) linear2(%w2_0, %w2_1, %w2_2) bias(%b2_0, %b2_1, %b2_2) : (tensor<?x?x32xf32>, tensor<3x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<32xf32>) -> tensor<?x?x32xf32>
+  %1 = tfm.moe <silu> gated %x, %gate top 1 linear1(%w13, %w13, %w13) linear2(%w2_0, %w2_1, %w2_2) : (tensor<?x?x32xf32>, tensor<3x32xf32>, tensor<128x32xf32>, tensor<128x32xf32>, tensor<128x32xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  %2 = tfm.moe <relu> %s, %gate top 3 linear1(%w1_0, %w1_1, %w1_2) linear2(%w2_0, %w2_1, %w2_2) : (tensor<2x5x32xf32>, tensor<3x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<2x5x32xf32>
+  return %0, %1, %2 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<2x5x32xf32>
+}
+
+// -----
+
+// Routing: the top 2 of 4 experts' (token, slot) pairs grouped by expert
+// (starts: 4 + 1 entries) and the tokens' rows gathered in that order;
+// static rows, top 1; and a single token (rank 1 logits and rows).
+// CHECK-LABEL: func.func @routing(
+// CHECK-NEXT: %tokens, %weights, %starts = tfm.route_experts %arg1 top 2 : tensor<?x?x4xf32> -> tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<5xi32>
+// CHECK-NEXT: %0 = tfm.gather_rows %arg0, %tokens : (tensor<?x?x32xf32>, tensor<?x?x2xi32>) -> tensor<?x?x2x32xf32>
+// CHECK-NEXT: %tokens_0, %weights_1, %starts_2 = tfm.route_experts %arg2 top 1 : tensor<6x4xf32> -> tensor<6x1xi32>, tensor<6x1xf32>, tensor<5xi32>
+// CHECK-NEXT: %1 = tfm.gather_rows %arg3, %tokens_0 : (tensor<6x32xf32>, tensor<6x1xi32>) -> tensor<6x1x32xf32>
+// CHECK-NEXT: %tokens_3, %weights_4, %starts_5 = tfm.route_experts %arg4 top 2 : tensor<4xf32> -> tensor<2xi32>, tensor<2xf32>, tensor<5xi32>
+// CHECK-NEXT: %2 = tfm.gather_rows %arg5, %tokens_3 : (tensor<32xf32>, tensor<2xi32>) -> tensor<2x32xf32>
+// CHECK-NEXT: return %0, %weights, %starts, %1, %2 : tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<5xi32>, tensor<6x1x32xf32>, tensor<2x32xf32>
+// GENERIC-LABEL: sym_name = "routing"
+// GENERIC: %0:3 = "tfm.route_experts"(%arg1) <{top_k = 2 : i64}> : (tensor<?x?x4xf32>) -> (tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<5xi32>)
+// GENERIC-NEXT: "tfm.gather_rows"(%arg0, %0#0) : (tensor<?x?x32xf32>, tensor<?x?x2xi32>) -> tensor<?x?x2x32xf32>
+// GENERIC: "tfm.route_experts"(%arg2) <{top_k = 1 : i64}> : (tensor<6x4xf32>) -> (tensor<6x1xi32>, tensor<6x1xf32>, tensor<5xi32>)
+func.func @routing(%x: tensor<?x?x32xf32>, %logits: tensor<?x?x4xf32>, %logits6: tensor<6x4xf32>, %x6: tensor<6x32xf32>, %one: tensor<4xf32>, %row: tensor<32xf32>) -> (tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<5xi32>, tensor<6x1x32xf32>, tensor<2x32xf32>) {
+  %tokens, %weights, %starts = tfm.route_experts %logits top 2 : tensor<?x?x4xf32> -> tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<5xi32>
+  %rows = tfm.gather_rows %x, %tokens : (tensor<?x?x32xf32>, tensor<?x?x2xi32>) -> tensor<?x?x2x32xf32>
+  %t6, %w6, %s6 = tfm.route_experts %logits6 top 1 : tensor<6x4xf32> -> tensor<6x1xi32>, tensor<6x1xf32>, tensor<5xi32>
+  %rows6 = tfm.gather_rows %x6, %t6 : (tensor<6x32xf32>, tensor<6x1xi32>) -> tensor<6x1x32xf32>
+  %t1, %w1, %s1 = tfm.route_experts %one top 2 : tensor<4xf32> -> tensor<2xi32>, tensor<2xf32>, tensor<5xi32>
+  %rows1 = tfm.gather_rows %row, %t1 : (tensor<32xf32>, tensor<2xi32>) -> tensor<2x32xf32>
+  return %rows, %weights, %starts, %rows6, %rows1 : tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<5xi32>, tensor<6x1x32xf32>, tensor<2x32xf32>
+}
+
+// -----
+
+// The experts' GEMMs over 2 groups: biases and an activation, rows kept
+// per (token, slot) pair; scattered back to the tokens with their routing
+// weights (the slot dimension dropped), with biases and a residual too;
+// neither biases nor an activation.
+// CHECK-LABEL: func.func @grouped_linear(
+// CHECK-NEXT: %0 = tfm.grouped_linear %arg0 groups %arg1 weights(%arg2, %arg3) bias(%arg4, %arg5) activation <relu> : (tensor<?x?x2x32xf32>, tensor<3xi32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x2x64xf32>
+// CHECK-NEXT: %1 = tfm.grouped_linear %0 groups %arg1 weights(%arg6, %arg7) scatter %arg10, %arg11 : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<?x?x2xi32>, tensor<?x?x2xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %2 = tfm.grouped_linear %0 groups %arg1 weights(%arg6, %arg7) bias(%arg8, %arg9) scatter %arg10, %arg11 residual %arg12 : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %3 = tfm.grouped_linear %arg0 groups %arg1 weights(%arg2, %arg3) : (tensor<?x?x2x32xf32>, tensor<3xi32>, tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<?x?x2x64xf32>
+// CHECK-NEXT: return %1, %2, %3 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x2x64xf32>
+// GENERIC-LABEL: sym_name = "grouped_linear"
+// GENERIC: "tfm.grouped_linear"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) <{activation = #tfm.activation<relu>, operandSegmentSizes = array<i32: 1, 1, 2, 2, 0, 0, 0>}>
+// GENERIC: "tfm.grouped_linear"(%0, %arg1, %arg6, %arg7, %arg10, %arg11) <{operandSegmentSizes = array<i32: 1, 1, 2, 0, 1, 1, 0>}>
+// GENERIC: "tfm.grouped_linear"(%0, %arg1, %arg6, %arg7, %arg8, %arg9, %arg10, %arg11, %arg12) <{operandSegmentSizes = array<i32: 1, 1, 2, 2, 1, 1, 1>}>
+// GENERIC: "tfm.grouped_linear"(%arg0, %arg1, %arg2, %arg3) <{operandSegmentSizes = array<i32: 1, 1, 2, 0, 0, 0, 0>}>
+func.func @grouped_linear(%xs: tensor<?x?x2x32xf32>, %starts: tensor<3xi32>, %w0: tensor<64x32xf32>, %w1: tensor<64x32xf32>, %b0: tensor<64xf32>, %b1: tensor<64xf32>, %v0: tensor<32x64xf32>, %v1: tensor<32x64xf32>, %c0: tensor<32xf32>, %c1: tensor<32xf32>, %tokens: tensor<?x?x2xi32>, %weights: tensor<?x?x2xf32>, %r: tensor<?x?x32xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x2x64xf32>) {
+  %h = tfm.grouped_linear %xs groups %starts weights(%w0, %w1) bias(%b0, %b1) activation <relu> : (tensor<?x?x2x32xf32>, tensor<3xi32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x?x2x64xf32>
+  %y = tfm.grouped_linear %h groups %starts weights(%v0, %v1) scatter %tokens, %weights : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<?x?x2xi32>, tensor<?x?x2xf32>) -> tensor<?x?x32xf32>
+  %z = tfm.grouped_linear %h groups %starts weights(%v0, %v1) bias(%c0, %c1) scatter %tokens, %weights residual %r : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
+  %n = tfm.grouped_linear %xs groups %starts weights(%w0, %w1) : (tensor<?x?x2x32xf32>, tensor<3xi32>, tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<?x?x2x64xf32>
+  return %y, %z, %n : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x2x64xf32>
+}

@@ -117,3 +117,69 @@ module attributes {tfm.max_batch = 9223372036854775807 : i64, tfm.max_seq_len = 
     return %0 : tensor<?x?x4096xf32>
   }
 }
+
+// -----
+
+// A mixture of experts' GEMMs at seq 512: an expert takes each token at
+// most once, so a tfm.grouped_linear's rows are bounded by the tokens
+// (1 x 512, tfm.max_batch x tfm.max_seq_len), not by the 1024 (token, slot)
+// pairs. linear1 (depth 256): 512 rows of 256 floats fit in half of L2,
+// panel by panel, tiled as the tfm.linear over the same tokens' rows (1024
+// rows would not fit: L2 blocks). linear2 (depth 1024, the scatter and the
+// residual do not change it): the rows (2048 KiB) do not fit, L2 blocks of
+// 128 columns.
+// CHECK-LABEL: func.func @moe_s512(
+// CHECK-NEXT: %0 = tfm.grouped_linear %arg0 groups %arg1 weights(%arg2, %arg2) activation <silu> {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = l1>} :
+// CHECK-NEXT: %1 = tfm.grouped_linear %0 groups %arg1 weights(%arg3, %arg3) scatter %arg4, %arg5 residual %arg6 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 128, prefetch = none>} :
+// CHECK-NEXT: %2 = tfm.linear %arg6, %arg2 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = l1>} :
+// With 32 KiB of L1 and 256 KiB of L2: linear1's rows (512 KiB) do not fit
+// in half of L2, blocks of 128 columns (4 x 32 KiB); linear2's block would
+// be one 128 KiB panel: panel by panel, two do not fit beside 8 rows.
+// SMALL-LABEL: func.func @moe_s512(
+// SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 128, prefetch = none>}
+// SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = none>}
+module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 512 : i64} {
+  func.func @moe_s512(%xs: tensor<?x?x2x256xf32>, %s: tensor<3xi32>, %w1: tensor<1024x256xf32>, %w2: tensor<256x1024xf32>, %t: tensor<?x?x2xi32>, %rw: tensor<?x?x2xf32>, %x: tensor<?x?x256xf32>) -> (tensor<?x?x256xf32>, tensor<?x?x1024xf32>) {
+    // expected-remark @+1 {{in @moe_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (512 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 32 KiB fit in 48 KiB)}}
+    %h = tfm.grouped_linear %xs groups %s weights(%w1, %w1) activation <silu> : (tensor<?x?x2x256xf32>, tensor<3xi32>, tensor<1024x256xf32>, tensor<1024x256xf32>) -> tensor<?x?x2x1024xf32>
+    // expected-remark @+1 {{in @moe_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); L2 blocks of 128 weight columns (512 KiB): the rows (2048 KiB) do not fit in half of L2 (1024 KiB); none prefetched (in blocks, a task's next panel is a block of tasks away)}}
+    %y = tfm.grouped_linear %h groups %s weights(%w2, %w2) scatter %t, %rw residual %x : (tensor<?x?x2x1024xf32>, tensor<3xi32>, tensor<256x1024xf32>, tensor<256x1024xf32>, tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
+    // expected-remark @+1 {{in @moe_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (512 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 32 KiB fit in 48 KiB)}}
+    %l = tfm.linear %x, %w1 : (tensor<?x?x256xf32>, tensor<1024x256xf32>) -> tensor<?x?x1024xf32>
+    return %y, %l : tensor<?x?x256xf32>, tensor<?x?x1024xf32>
+  }
+}
+
+// -----
+
+// Static tokens need no module bounds: 3 tokens of 2 slots have tiles of 3
+// rows, one token's 2 slots (a rank-2 input) tiles of one row.
+// CHECK-LABEL: func.func @grouped_static_rows(
+// CHECK-NEXT: tfm.grouped_linear %arg0 groups %arg1 weights(%arg2, %arg2) {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 3, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 3, cols128 = 8, l2Columns = 0, prefetch = l1>} :
+// CHECK-NEXT: tfm.grouped_linear %arg3 groups %arg1 weights(%arg2, %arg2) {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 1, cols512 = 32, rows256 = 1, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch = l1>} :
+func.func @grouped_static_rows(%xs: tensor<1x3x2x64xf32>, %s: tensor<3xi32>, %w: tensor<128x64xf32>, %one: tensor<2x64xf32>) -> (tensor<1x3x2x128xf32>, tensor<2x128xf32>) {
+  // expected-remark @+1 {{in @grouped_static_rows: GEMM tiling: register tiles of 3 x 32 on 512-bit vectors, 3 x 16 on 256-bit, 3 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
+  %0 = tfm.grouped_linear %xs groups %s weights(%w, %w) : (tensor<1x3x2x64xf32>, tensor<3xi32>, tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<1x3x2x128xf32>
+  // expected-remark @+1 {{in @grouped_static_rows: GEMM tiling: register tiles of 1 x 32 on 512-bit vectors, 1 x 16 on 256-bit, 1 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
+  %1 = tfm.grouped_linear %one groups %s weights(%w, %w) : (tensor<2x64xf32>, tensor<3xi32>, tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<2x128xf32>
+  return %0, %1 : tensor<1x3x2x128xf32>, tensor<2x128xf32>
+}
+
+// -----
+
+// Grouped GEMMs left alone, as linears are: dynamic tokens the module does
+// not bound, a dynamic weight, a tiling already chosen.
+// CHECK-LABEL: func.func @grouped_left_alone(
+// CHECK-NEXT: %0 = tfm.grouped_linear %arg0 groups %arg1 weights(%arg2, %arg2) :
+// CHECK-NEXT: %1 = tfm.grouped_linear %arg4 groups %arg1 weights(%arg3, %arg3) :
+// CHECK-NEXT: %2 = tfm.grouped_linear %arg4 groups %arg1 weights(%arg2, %arg2) {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = none>} :
+// CHECK-NEXT: return
+func.func @grouped_left_alone(%xs: tensor<?x?x2x64xf32>, %s: tensor<3xi32>, %w: tensor<128x64xf32>, %wd: tensor<?x64xf32>, %st: tensor<1x3x2x64xf32>) -> (tensor<?x?x2x128xf32>, tensor<1x3x2x?xf32>, tensor<1x3x2x128xf32>) {
+  // expected-remark @+1 {{in @grouped_left_alone: no GEMM tiling chosen: its rows have a dynamic dimension and the module has no positive tfm.max_batch and tfm.max_seq_len to bound it}}
+  %0 = tfm.grouped_linear %xs groups %s weights(%w, %w) : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<?x?x2x128xf32>
+  // expected-remark @+1 {{in @grouped_left_alone: no GEMM tiling chosen: the weight 'tensor<?x64xf32>' has no static, non-empty shape to pack in panels}}
+  %1 = tfm.grouped_linear %st groups %s weights(%wd, %wd) : (tensor<1x3x2x64xf32>, tensor<3xi32>, tensor<?x64xf32>, tensor<?x64xf32>) -> tensor<1x3x2x?xf32>
+  // expected-remark @+1 {{in @grouped_left_alone: GEMM tiling kept: it was already chosen}}
+  %2 = tfm.grouped_linear %st groups %s weights(%w, %w) {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = none>} : (tensor<1x3x2x64xf32>, tensor<3xi32>, tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<1x3x2x128xf32>
+  return %0, %1, %2 : tensor<?x?x2x128xf32>, tensor<1x3x2x?xf32>, tensor<1x3x2x128xf32>
+}

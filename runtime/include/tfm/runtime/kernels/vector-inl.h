@@ -163,7 +163,9 @@ HWY_INLINE void TopKSoftmax(const float *x, size_t n, size_t k,
       bool taken = false;
       for (size_t j = 0; j < s && !taken; ++j)
         taken = size_t(index[j]) == e;
-      if (!taken && (best == n || x[e] > x[best]))
+      // x[best] != x[best]: a NaN so far, which any number replaces.
+      if (!taken && (best == n || x[e] > x[best] ||
+                     (x[best] != x[best] && x[e] == x[e])))
         best = e;
     }
     index[s] = int32_t(best);
