@@ -360,9 +360,9 @@ Value ModelBuilder::feedForward(OpBuilder &b, Location loc, Value x,
         b2.push_back(expert[3]);
       }
     }
-    return MixtureOfExpertsOp::create(
-        b, loc, activations(), c.activation, c.ffnGated, c.experts->topK, x,
-        w[0], w1, b1, w2, b2);
+    return MixtureOfExpertsOp::create(b, loc, activations(), c.activation,
+                                      c.ffnGated, c.experts->topK, x, w[0], w1,
+                                      b1, w2, b2);
   }
   if (!c.bias)
     return FeedForwardOp::create(b, loc, activations(), c.activation,

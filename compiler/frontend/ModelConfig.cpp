@@ -295,9 +295,8 @@ private:
   /// Reads top-level `key`, an object whose `kind` is one of `kinds`, and
   /// checks its keys against the kind's (errors at each); nullopt when
   /// absent or in error. `example` shows a valid value.
-  std::optional<KindObject> readKindObject(StringRef key,
-                                           ArrayRef<KindKeys> kinds,
-                                           StringRef example);
+  std::optional<KindObject>
+  readKindObject(StringRef key, ArrayRef<KindKeys> kinds, StringRef example);
   /// `key` of `kind`'s object: an integer from `min` (what the value
   /// counts, `meaning`, says why) to kMaxDim.
   std::optional<int64_t> readKindCount(const KindObject &kind, StringRef key,
@@ -415,8 +414,8 @@ ConfigReader::readKindObject(StringRef key, ArrayRef<KindKeys> kinds,
                                   .str()
                             : std::string()));
     else if (kind && owner != kind)
-      error(at, formatv("'{0}' is a key of {1} kind '{2}', not of '{3}'",
-                        k.key, key, owner->kind, kind->kind));
+      error(at, formatv("'{0}' is a key of {1} kind '{2}', not of '{3}'", k.key,
+                        key, owner->kind, kind->kind));
   }
   if (!kind)
     return std::nullopt;
@@ -462,9 +461,9 @@ std::optional<int64_t> ConfigReader::readKindCount(const KindObject &kind,
 }
 
 void ConfigReader::readAttention(ModelConfig &c) {
-  std::optional<KindObject> kind = readKindObject(
-      "attention", kAttentionKinds,
-      "{\"kind\": \"sliding_window\", \"window\": 256}");
+  std::optional<KindObject> kind =
+      readKindObject("attention", kAttentionKinds,
+                     "{\"kind\": \"sliding_window\", \"window\": 256}");
   if (!kind)
     return;
   auto count = [&](StringRef key, bool required, int64_t min = 0,
@@ -485,9 +484,9 @@ void ConfigReader::readAttention(ModelConfig &c) {
     c.linformerK = count("k", true, 1,
                          "the rows linformer projects the keys and values to");
   if (kind->kind == "performer")
-    c.performerFeatures = count(
-        "features", true, 1,
-        "the random features performer maps each query and key to");
+    c.performerFeatures =
+        count("features", true, 1,
+              "the random features performer maps each query and key to");
 }
 
 void ConfigReader::readFeedForward(ModelConfig &c) {
@@ -510,8 +509,8 @@ void ConfigReader::readFeedForward(ModelConfig &c) {
   }
   if (*experts > kMaxExperts) {
     error(kind->keyPos("experts", true),
-          formatv("'experts' is {0}, above the supported maximum {1}",
-                  *experts, kMaxExperts));
+          formatv("'experts' is {0}, above the supported maximum {1}", *experts,
+                  kMaxExperts));
     return;
   }
   c.experts = MixtureOfExperts{*experts, *topK};

@@ -86,9 +86,9 @@ struct DecomposeMixtureOfExperts : OpRewritePattern<MixtureOfExpertsOp> {
         RankedTensorType::get(slots, f32),
         RankedTensorType::get({op.getNumExperts() + 1}, i32), logits,
         op.getTopKAttr());
-    Value rows = GatherRowsOp::create(rewriter, loc,
-                                      rowsOf(input.getShape().back()),
-                                      op.getInput(), route.getTokens());
+    Value rows =
+        GatherRowsOp::create(rewriter, loc, rowsOf(input.getShape().back()),
+                             op.getInput(), route.getTokens());
     int64_t firstRows =
         cast<RankedTensorType>(op.getW1()[0].getType()).getDimSize(0);
     Value hidden = GroupedLinearOp::create(
@@ -98,13 +98,11 @@ struct DecomposeMixtureOfExperts : OpRewritePattern<MixtureOfExpertsOp> {
     if (op.getGated())
       hidden = GluOp::create(rewriter, loc, op.getActivationAttr(), hidden);
     Value out = GroupedLinearOp::create(
-        rewriter, loc, input, hidden, route.getStarts(), op.getW2(),
-        op.getB2(), ActivationAttr(), route.getTokens(), route.getWeights(),
-        Value());
+        rewriter, loc, input, hidden, route.getStarts(), op.getW2(), op.getB2(),
+        ActivationAttr(), route.getTokens(), route.getWeights(), Value());
     if (remarks)
       remarkAt(op) << "mixture of " << op.getNumExperts()
-                   << " experts: the router as one GEMM, top-"
-                   << op.getTopK()
+                   << " experts: the router as one GEMM, top-" << op.getTopK()
                    << " routing grouping the (token, slot) pairs by expert "
                       "(tfm.route_experts), then each expert's linears as "
                       "GEMMs over its group's rows only ("
@@ -152,15 +150,18 @@ FailureOr<unsigned> linearOperand(AddOp add, std::string &whyNot) {
     if (!linear)
       continue;
     if (add.getLhs() == add.getRhs())
-      whyNot = "it adds its tfm.linear's result to itself";
+      whyNot = "it adds its " + linear->getName().getStringRef().str() +
+               "'s result to itself";
     else if (residualOperand(linear))
-      whyNot = "its tfm.linear already adds a residual";
+      whyNot = "its " + linear->getName().getStringRef().str() +
+               " already adds a residual";
     else if (!linear->hasOneUse())
-      whyNot = "other ops read its tfm.linear's result, which must stay "
-               "without the residual";
+      whyNot = "other ops read its " + linear->getName().getStringRef().str() +
+               "'s result, which must stay without the residual";
     else if (linear->getBlock() != add->getBlock())
-      whyNot = "its tfm.linear is in another block (moving the GEMM into "
-               "this one could run it more often)";
+      whyNot = "its " + linear->getName().getStringRef().str() +
+               " is in another block (moving the GEMM into this one could "
+               "run it more often)";
     else
       return i;
   }
@@ -222,6 +223,5 @@ struct FuseEpiloguePass
 void mlir::tfm::populateFuseEpiloguePatterns(RewritePatternSet &patterns,
                                              bool remarks) {
   patterns.add<FuseFeedForwardActivation, DecomposeMixtureOfExperts,
-               FuseResidualAdd>(
-      patterns.getContext(), remarks);
+               FuseResidualAdd>(patterns.getContext(), remarks);
 }

@@ -33,9 +33,10 @@ using namespace mlir::tfm::codegen;
 
 namespace {
 
-/// The most rows `op` multiplies: its input's leading dimensions, a dynamic
-/// one bounded by the module's tfm.max_batch (the first of three or more)
-/// or tfm.max_seq_len (the others; both for a lone dynamic dimension).
+/// The most rows GEMM `op` multiplies: the product of `shape` (its rows'
+/// dimensions), a dynamic one bounded by the module's tfm.max_batch (the
+/// first of two or more) or tfm.max_seq_len (the others; both for a lone
+/// dynamic dimension).
 std::optional<int64_t> maxRows(Operation *op, ArrayRef<int64_t> shape,
                                std::string &whyNot) {
   auto module = op->getParentOfType<ModuleOp>();
@@ -83,8 +84,7 @@ struct SelectGemmTilingPass
       // tokens', not the (token, slot) pairs'.
       if (auto grouped = dyn_cast<GroupedLinearOp>(op)) {
         auto weight = cast<RankedTensorType>(grouped.getWeights()[0].getType());
-        select(op, weight,
-               grouped.getInput().getType().getShape().drop_back(2),
+        select(op, weight, grouped.getInput().getType().getShape().drop_back(2),
                weight.getDimSize(0), cache);
       }
     });

@@ -142,7 +142,8 @@ void FunctionEmitter::emitMatmul(
        << prefetchArgs << ");\n";
     os << "for (int64_t r = 0; r < nRows; ++r) {\n";
     if (act)
-      os << "  k::" << activationKernel(*act) << "(tile + r * panelCols, cols);\n";
+      os << "  k::" << activationKernel(*act)
+         << "(tile + r * panelCols, cols);\n";
     os << "  k::Axpy(" << scatter->weights << "[r0 + r], tile + r * panelCols, "
        << scatter->dest << " + int64_t(" << scatter->tokens << "[r0 + r]) * "
        << scatter->destStride << " + col, cols);\n";
@@ -335,10 +336,9 @@ LogicalResult FunctionEmitter::emitGroupedLinear(GroupedLinearOp op) {
     os << "});\n";
     os << "const int32_t *tokenOf = reinterpret_cast<const int32_t *>("
        << buffers[op.getTokens()].ptr << ");\n";
-    target = GemmScatter{"(tokenOf + first)",
-                         "(" + buffers[op.getRoutingWeights()].ptr +
-                             " + first)",
-                         out.ptr, n};
+    target = GemmScatter{
+        "(tokenOf + first)",
+        "(" + buffers[op.getRoutingWeights()].ptr + " + first)", out.ptr, n};
   }
   os << "for (int64_t group = 0; group < " << groups << "; ++group) {\n";
   os.indent();

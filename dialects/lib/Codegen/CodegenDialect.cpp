@@ -189,7 +189,8 @@ LogicalResult TfmCodegenDialect::verifyOperationAttribute(Operation *op,
              << value;
     if (!isa<LinearOp, GroupedLinearOp>(op))
       return op->emitError()
-             << "'" << name << "' belongs on a tfm.linear or tfm.grouped_linear";
+             << "'" << name
+             << "' belongs on a tfm.linear or tfm.grouped_linear";
     return success();
   }
   if (name == AttentionTilingName::getNameStr()) {

@@ -1167,34 +1167,45 @@ LogicalResult MixtureOfExpertsOp::verify() {
   if (getB1().size() != getB2().size() ||
       (!getB1().empty() && int64_t(getB1().size()) != experts))
     return emitOpError("biases come per expert and together: ")
-           << experts << " of each or none, got " << getB1().size()
-           << " and " << getB2().size();
+           << experts << " of each or none, got " << getB1().size() << " and "
+           << getB2().size();
   if (getTopK() < 1 || getTopK() > experts)
     return emitOpError("top ")
            << getTopK() << " must be from 1 to the " << experts << " experts";
-  int64_t dModel = input.getDimSize(input.getRank() - 1);
-  if (failed(expectShape(diag, "gate", getGate().getType(),
-                         {experts, dModel})))
+  // The experts' weights are packed per target at load: static shapes.
+  for (Value w : llvm::concat<Value>(getW1(), getW2()))
+    if (!tensorType(w).hasStaticShape())
+      return emitOpError("expert weights must have static shapes, got ")
+             << w.getType();
+  RankedTensorType w1 = tensorType(getW1()[0]), w2 = tensorType(getW2()[0]);
+  if (w1.getRank() != 2 || w2.getRank() != 2)
+    return emitOpError("expert weights must be [rows, columns], got ")
+           << Type(w1) << " and " << Type(w2);
+  // d_model: the input's, the gate's, w1's columns and w2's rows agree.
+  int64_t dModel =
+      firstStatic({input.getDimSize(input.getRank() - 1), w1.getDimSize(1)});
+  int64_t dFF = w2.getDimSize(1);
+  int64_t firstRows = getGated() ? 2 * dFF : dFF;
+  if (failed(
+          expectShape(diag, "gate", getGate().getType(), {experts, dModel})) ||
+      failed(expectShape(diag, "linear1 weight", w1, {firstRows, dModel})) ||
+      failed(expectShape(diag, "linear2 weight", w2, {dModel, dFF})) ||
+      failed(expectShape(diag, "input", input, [&] {
+        SmallVector<int64_t> shape(input.getShape());
+        shape.back() = dModel;
+        return shape;
+      }())))
     return failure();
-  // Every expert is a tfm.ffn of this op's kind; each checks as one.
+  // Every expert is a tfm.ffn of this op's kind, of expert 0's shapes.
   for (int64_t e = 0; e < experts; ++e) {
-    RankedTensorType w1 = tensorType(getW1()[e]), w2 = tensorType(getW2()[e]);
-    RankedTensorType first = tensorType(getW1()[0]),
-                     second = tensorType(getW2()[0]);
-    if (w1 != first || w2 != second)
+    if (getW1()[e].getType() != w1 || getW2()[e].getType() != w2)
       return emitOpError("expert ")
-             << e << "'s weights " << Type(w1) << ", " << Type(w2)
-             << " differ from expert 0's " << Type(first) << ", "
-             << Type(second);
-    int64_t firstRows = getGated() ? 2 : 1;
-    int64_t dFF = dimOr(w2, 2, 1);
-    if (failed(expectShape(diag, "linear1 weight", w1,
-                           {isDynamic(dFF) ? dFF : firstRows * dFF, dModel})) ||
-        failed(expectShape(diag, "linear2 weight", w2, {dModel, dFF})))
-      return failure();
+             << e << "'s weights " << getW1()[e].getType() << ", "
+             << getW2()[e].getType() << " differ from expert 0's " << Type(w1)
+             << ", " << Type(w2);
     if (!getB1().empty() &&
         (failed(expectShape(diag, "linear1 bias", tensorType(getB1()[e]),
-                            {dimOr(w1, 2, 0)})) ||
+                            {firstRows})) ||
          failed(expectShape(diag, "linear2 bias", tensorType(getB2()[e]),
                             {dModel}))))
       return failure();
@@ -1218,16 +1229,14 @@ LogicalResult RouteExpertsOp::verify() {
   slots.back() = getTopK();
   if (failed(expectShape(diag, "tokens", getTokens().getType(), slots)) ||
       failed(expectShape(diag, "weights", getWeights().getType(), slots)) ||
-      failed(expectShape(diag, "starts", getStarts().getType(),
-                         {experts + 1})))
+      failed(expectShape(diag, "starts", getStarts().getType(), {experts + 1})))
     return failure();
   return success();
 }
 
 LogicalResult GatherRowsOp::verify() {
   Diag diag(*this);
-  RankedTensorType input = getInput().getType(),
-                   tokens = getTokens().getType();
+  RankedTensorType input = getInput().getType(), tokens = getTokens().getType();
   if (failed(expectRankAtLeast(diag, "input", input, 1, "[..., d]")))
     return failure();
   SmallVector<int64_t> slots(input.getShape().drop_back());
@@ -1260,6 +1269,10 @@ LogicalResult GroupedLinearOp::verify() {
   if (failed(expectShape(diag, "groups", getStarts().getType(), {groups + 1})))
     return failure();
   RankedTensorType first = tensorType(getWeights()[0]);
+  if (!first.hasStaticShape())
+    return emitOpError("weights must have static shapes (each is packed "
+                       "into panels), got ")
+           << Type(first);
   int64_t in = input.getShape().back();
   if (failed(expectShape(diag, "weight 0", first, {ShapedType::kDynamic, in})))
     return failure();
@@ -1293,7 +1306,6 @@ LogicalResult GroupedLinearOp::verify() {
   }
   return expectShape(diag, "result", getResult().getType(), shape);
 }
-
 
 LogicalResult
 GluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,

@@ -1328,6 +1328,32 @@ func.func @moe_top_too_many(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: t
 
 // -----
 
+// Expert weights are packed at load: their shapes are static.
+func.func @moe_dynamic_weight(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<?x32xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op expert weights must have static shapes, got 'tensor<?x32xf32>'}}
+  %0 = tfm.moe <silu> gated %x, %g top 1 linear1(%w1, %w1) linear2(%w2, %w2) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @moe_weight_rank(%x: tensor<?x?x32xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32x1xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.moe' op expert weights must be [rows, columns], got 'tensor<64x32x1xf32>' and 'tensor<32x64xf32>'}}
+  %0 = tfm.moe <relu> %x, %g top 1 linear1(%w1, %w1) linear2(%w2, %w2) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32x1xf32>, tensor<64x32x1xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// d_model comes from the weights when the input leaves it open.
+func.func @moe_d_model(%x: tensor<?x?x?xf32>, %g: tensor<2x32xf32>, %w1: tensor<64x32xf32>, %w2: tensor<16x64xf32>) -> tensor<?x?x?xf32> {
+  // expected-error @+1 {{'tfm.moe' op linear2 weight must be [32, 64], got 'tensor<16x64xf32>'}}
+  %0 = tfm.moe <relu> %x, %g top 1 linear1(%w1, %w1) linear2(%w2, %w2) : (tensor<?x?x?xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<?x?x?xf32>
+  return %0 : tensor<?x?x?xf32>
+}
+
+// -----
+
 // The router has a row of d_model per expert.
 func.func @moe_gate(%x: tensor<?x?x32xf32>, %g: tensor<3x32xf32>, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
   // expected-error @+1 {{'tfm.moe' op gate must be [2, 32], got 'tensor<3x32xf32>'}}
@@ -1546,6 +1572,14 @@ func.func @grouped_linear_bias_count(%x: tensor<?x2x32xf32>, %s: tensor<3xi32>, 
 func.func @grouped_linear_groups(%x: tensor<?x2x32xf32>, %s: tensor<2xi32>, %w: tensor<64x32xf32>) {
   // expected-error @+1 {{'tfm.grouped_linear' op groups must be [3], got 'tensor<2xi32>'}}
   %0 = tfm.grouped_linear %x groups %s weights(%w, %w) : (tensor<?x2x32xf32>, tensor<2xi32>, tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<?x2x64xf32>
+  return
+}
+
+// -----
+
+func.func @grouped_linear_dynamic_weight(%x: tensor<?x2x32xf32>, %s: tensor<3xi32>, %w: tensor<?x32xf32>) {
+  // expected-error @+1 {{'tfm.grouped_linear' op weights must have static shapes (each is packed into panels), got 'tensor<?x32xf32>'}}
+  %0 = tfm.grouped_linear %x groups %s weights(%w, %w) : (tensor<?x2x32xf32>, tensor<3xi32>, tensor<?x32xf32>, tensor<?x32xf32>) -> tensor<?x2x?xf32>
   return
 }
 

@@ -203,11 +203,11 @@ func.func @grouped_not_fused(%h: tensor<?x?x2x64xf32>, %s: tensor<3xi32>, %v: te
   // expected-remark @+1 {{in @grouped_not_fused: residual add not fused into a GEMM: neither operand comes from a tfm.linear}}
   %a = tfm.add %q, %p : tensor<?x?x2x64xf32>
   %y = tfm.grouped_linear %h groups %s weights(%v, %v) scatter %t, %rw residual %r : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
-  // expected-remark @+1 {{in @grouped_not_fused: residual add not fused into a GEMM: its tfm.linear already adds a residual}}
+  // expected-remark @+1 {{in @grouped_not_fused: residual add not fused into a GEMM: its tfm.grouped_linear already adds a residual}}
   %b = tfm.add %y, %r : tensor<?x?x32xf32>
   // expected-remark @+1 {{in @grouped_not_fused: mixture of 2 experts}}
   %m = tfm.moe <relu> %r, %g top 2 linear1(%w1, %w1) linear2(%v, %v) : (tensor<?x?x32xf32>, tensor<2x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
-  // expected-remark @+1 {{in @grouped_not_fused: residual add not fused into a GEMM: other ops read its tfm.linear's result, which must stay without the residual}}
+  // expected-remark @+1 {{in @grouped_not_fused: residual add not fused into a GEMM: other ops read its tfm.grouped_linear's result, which must stay without the residual}}
   %c = tfm.add %r, %m : tensor<?x?x32xf32>
   return %a, %b, %c, %m : tensor<?x?x2x64xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x32xf32>
 }

@@ -155,8 +155,8 @@ HWY_INLINE bool AllEqual(const float *x, size_t n, float value) {
 /// never larger), largest first, into `index`, and the softmax over
 /// those k values into `weight`: a mixture of experts' routing of one
 /// token (k <= n; k and n are small, a few to a few hundred).
-HWY_INLINE void TopKSoftmax(const float *x, size_t n, size_t k,
-                            int32_t *index, float *weight) {
+HWY_INLINE void TopKSoftmax(const float *x, size_t n, size_t k, int32_t *index,
+                            float *weight) {
   for (size_t s = 0; s < k; ++s) {
     size_t best = n;
     for (size_t e = 0; e < n; ++e) {
@@ -164,8 +164,8 @@ HWY_INLINE void TopKSoftmax(const float *x, size_t n, size_t k,
       for (size_t j = 0; j < s && !taken; ++j)
         taken = size_t(index[j]) == e;
       // x[best] != x[best]: a NaN so far, which any number replaces.
-      if (!taken && (best == n || x[e] > x[best] ||
-                     (x[best] != x[best] && x[e] == x[e])))
+      if (!taken &&
+          (best == n || x[e] > x[best] || (x[best] != x[best] && x[e] == x[e])))
         best = e;
     }
     index[s] = int32_t(best);
