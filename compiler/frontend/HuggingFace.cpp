@@ -65,6 +65,17 @@ public:
     }
     return n;
   }
+  /// A layer count: a positive integer up to the description's limit,
+  /// checked before a weight name is made for each layer.
+  std::optional<int64_t> layerCount(StringRef key) {
+    std::optional<int64_t> n = integer(key);
+    if (n && *n > kMaxModelLayers) {
+      error(key, formatv("'{0}' is {1}, above the supported maximum {2}", key,
+                         *n, kMaxModelLayers));
+      return std::nullopt;
+    }
+    return n;
+  }
   std::optional<double> number(StringRef key) {
     const json::Value *v = get(key);
     if (!v)
@@ -154,7 +165,7 @@ bool mapLlama(ConfigJson &config, bool mistral, json::Object &desc,
   std::optional<int64_t> d = config.integer("hidden_size");
   std::optional<int64_t> heads = config.integer("num_attention_heads");
   std::optional<int64_t> kvHeads = config.integer("num_key_value_heads", false);
-  std::optional<int64_t> layers = config.integer("num_hidden_layers");
+  std::optional<int64_t> layers = config.layerCount("num_hidden_layers");
   std::optional<int64_t> ff = config.integer("intermediate_size");
   std::optional<int64_t> vocab = config.integer("vocab_size");
   std::optional<int64_t> positions = config.integer("max_position_embeddings");
@@ -264,7 +275,7 @@ bool mapGpt2(ConfigJson &config, json::Object &desc,
              HuggingFaceCheckpoint &ckpt, StringRef prefix) {
   std::optional<int64_t> d = config.integer("n_embd");
   std::optional<int64_t> heads = config.integer("n_head");
-  std::optional<int64_t> layers = config.integer("n_layer");
+  std::optional<int64_t> layers = config.layerCount("n_layer");
   std::optional<int64_t> positions = config.integer("n_positions");
   std::optional<int64_t> vocab = config.integer("vocab_size");
   std::optional<int64_t> inner = config.integer("n_inner", false);
@@ -347,7 +358,7 @@ bool mapBert(ConfigJson &config, json::Object &desc,
              HuggingFaceCheckpoint &ckpt, StringRef prefix) {
   std::optional<int64_t> d = config.integer("hidden_size");
   std::optional<int64_t> heads = config.integer("num_attention_heads");
-  std::optional<int64_t> layers = config.integer("num_hidden_layers");
+  std::optional<int64_t> layers = config.layerCount("num_hidden_layers");
   std::optional<int64_t> ff = config.integer("intermediate_size");
   std::optional<int64_t> vocab = config.integer("vocab_size");
   std::optional<int64_t> positions =

@@ -26,6 +26,10 @@ enum class NormPlacement { Post, Pre };
 enum class EmbeddingScale { None, SqrtDModel };
 enum class NormType { LayerNorm, RmsNorm };
 
+/// The most layers a stack may have (num_layers and its Hugging Face
+/// names).
+constexpr int64_t kMaxModelLayers = 4096;
+
 /// An FFN of `experts` experts, each token routed to `topK` of them
 /// (`ffn` kind moe).
 struct MixtureOfExperts {
