@@ -413,6 +413,19 @@ def last_line(text, prefix):
     return dict(kv.split("=", 1) for kv in lines[-1][len(prefix):].split())
 
 
+def fma_peak(exe, threads, trials, isa=None, who="bench"):
+    """One bench/fma_peak.cpp measurement (best of `trials` x 0.2 s) at
+    `threads` threads: (GFLOP/s, the vector ISA it ran). Exits on failure."""
+    cmd = [exe, "--threads", str(threads), "--seconds", "0.2", "--trials", str(trials)]
+    if isa:
+        cmd += ["--isa", isa]
+    rc, so, se = run(cmd)
+    kv = last_line(so, "peak: ")
+    if rc or kv is None:
+        sys.exit("%s: fma_peak failed: %s%s" % (who, so, se))
+    return float(kv["gflops"]), kv.get("isa", "?")
+
+
 def baseline_env(threads, omp_wait_policy=None):
     """The environment of the baseline runs: OpenBLAS free to use AVX-512
     (OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset) and bounded to `threads`."""
@@ -561,16 +574,8 @@ class Bench:
         build_cxx(os.path.join(HERE, "onednn_bench.cpp"), self.onednn, ["-ldnnl", "-lgomp"])
 
     def measure_peak(self, threads):
-        cmd = [self.fma, "--threads", str(threads), "--seconds", "0.2",
-               "--trials", str(self.args.peak_trials)]
-        if self.args.simd:
-            cmd += ["--isa", self.args.simd]
-        rc, so, se = run(cmd)
-        kv = last_line(so, "peak: ")
-        if rc or kv is None:
-            sys.exit("bench: fma_peak failed: %s%s" % (so, se))
-        self.peak_isa = kv.get("isa", "?")
-        return float(kv["gflops"])
+        gflops, self.peak_isa = fma_peak(self.fma, threads, self.args.peak_trials, self.args.simd)
+        return gflops
 
     def prepare(self, name):
         """Writes the description, weights and input of `name` (weights cached

@@ -260,12 +260,27 @@ def loadavg():
 # main
 # ---------------------------------------------------------------------------
 
+def add_run_arguments(ap, work, out):
+    """The flags every stand-alone bench script shares: the compiler, its
+    work folder (bench/work/WORK), the report (bench/results/OUT) and the
+    thread counts."""
+    ap.add_argument("--tfm-compile", default=os.path.join(ROOT, "build", "bin", "tfm-compile"))
+    ap.add_argument("--work-dir", default=os.path.join(HERE, "work", work))
+    ap.add_argument("--out", default=os.path.join(HERE, "results", out))
+    ap.add_argument("--threads", default="1,2")
+
+
+def start_run(a):
+    """(thread counts, start time, [load average now, at the end], the
+    machine, the work folder made) of a run with add_run_arguments' flags."""
+    work = os.path.abspath(a.work_dir)
+    os.makedirs(work, exist_ok=True)
+    return [int(t) for t in a.threads.split(",")], time.time(), [loadavg(), "?"], machine(), work
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tfm-compile", default=os.path.join(ROOT, "build", "bin", "tfm-compile"))
-    ap.add_argument("--work-dir", default=os.path.join(HERE, "work", "hf_decode"))
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "hf-decode.md"))
-    ap.add_argument("--threads", default="1,2")
+    add_run_arguments(ap, "hf_decode", "hf-decode.md")
     ap.add_argument("--contexts", default="16,128,512", help="prompt lengths (the cache at the first decode step)")
     ap.add_argument("--new-tokens", type=int, default=32, help="N: --generate N, N - 1 timed decode steps")
     ap.add_argument("--runs", type=int, default=5)
@@ -282,13 +297,9 @@ def main():
     except ImportError:
         sys.exit("hf_decode: needs transformers; run it with a venv's python (see bench/README.md, "
                  "\"Hugging Face GPT-2 decode\")")
-    threads = [int(t) for t in a.threads.split(",")]
+    threads, t_start, load, mach, a.work_dir = start_run(a)
     contexts = [int(c) for c in a.contexts.split(",")]
     N = a.new_tokens
-    t_start = time.time()
-    load = [loadavg(), "?"]
-    mach = machine()
-    os.makedirs(a.work_dir, exist_ok=True)
     errors, notes = [], []
 
     # 1-3: folders, compiles, the ids check.

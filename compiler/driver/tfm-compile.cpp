@@ -372,16 +372,6 @@ int main(int argc, char **argv) {
     return userError("--emit=cpp is the Highway backend's output; with "
                      "--backend=llvm use --emit=llvm");
 
-  if (useLLVM && config->experts) {
-    auto [line, column] = positions.of("ffn");
-    errs() << descriptionPath << ":" << line << ":" << column << ": ";
-    WithColor(errs(), HighlightColor::Error) << "error: ";
-    errs() << "ffn kind 'moe' is not supported by the LLVM backend yet; "
-              "compile it with the Highway backend (--backend=hwy, the "
-              "default)\n";
-    return kUserError;
-  }
-
   mlir::DialectRegistry registry;
   if (useLLVM)
     mlir::tfm::registerLLVMBackendDependencies(registry);

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LinalgBuilder.h"
+#include "MixtureOfExpertsBuilder.h"
 #include "PerformerBuilder.h"
 #include "tfm/Transforms/GemmTiling.h"
 
@@ -316,6 +317,33 @@ struct LowerLinearAttention : TfmLowering<LinearAttentionOp> {
   }
 };
 
+struct LowerRouteExperts : OpRewritePattern<RouteExpertsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RouteExpertsOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorBuilder tb(rewriter, op.getLoc());
+    MixtureOfExpertsBuilder::Routing routing =
+        MixtureOfExpertsBuilder(tb).route(op.getLogits(), op.getTopK());
+    rewriter.replaceOp(op, {routing.tokens, routing.weights, routing.starts});
+    return success();
+  }
+};
+
+struct LowerGatherRows : TfmLowering<GatherRowsOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(GatherRowsOp op, TensorBuilder &tb) const override {
+    return MixtureOfExpertsBuilder(tb).gatherRows(op.getInput(),
+                                                  op.getTokens());
+  }
+};
+
+struct LowerGroupedLinear : TfmLowering<GroupedLinearOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(GroupedLinearOp op, TensorBuilder &tb) const override {
+    return MixtureOfExpertsBuilder(tb).groupedLinear(op);
+  }
+};
+
 struct LowerEmbedding : TfmLowering<EmbeddingOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(EmbeddingOp op, TensorBuilder &tb) const override {
@@ -468,10 +496,12 @@ struct ConvertTfmToLinalgPass
 } // namespace
 
 void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAdd, LowerLinear, LowerLayerNorm, LowerAddLayerNorm,
-               LowerGlu, LowerSoftmax, LowerSliceRows, LowerSplitHeads,
-               LowerMergeHeads, LowerRotary, LowerSequenceProjection,
-               LowerFeatureMap, LowerLinearAttention, LowerAttention,
-               LowerCacheAppend, LowerCacheRead, LowerEmbedding,
-               LowerPositionEncoding, LowerTakeLast>(patterns.getContext());
+  patterns
+      .add<LowerAdd, LowerLinear, LowerLayerNorm, LowerAddLayerNorm, LowerGlu,
+           LowerSoftmax, LowerSliceRows, LowerSplitHeads, LowerMergeHeads,
+           LowerRotary, LowerSequenceProjection, LowerFeatureMap,
+           LowerLinearAttention, LowerAttention, LowerCacheAppend,
+           LowerCacheRead, LowerEmbedding, LowerPositionEncoding, LowerTakeLast,
+           LowerRouteExperts, LowerGatherRows, LowerGroupedLinear>(
+          patterns.getContext());
 }

@@ -59,6 +59,11 @@ struct PackGemmWeightsPass
       GemmWeight w = gemmWeight(linear);
       weights.push_back({w.packed, w.segments});
     });
+    // Each expert's weight of a grouped GEMM is a GEMM weight of its own.
+    module.walk([&](GroupedLinearOp grouped) {
+      for (Value w : grouped.getWeights())
+        weights.push_back({w, 1});
+    });
     for (auto [weight, segments] : weights)
       if (failed(ensurePacked(weight, segments, users)))
         return signalPassFailure();

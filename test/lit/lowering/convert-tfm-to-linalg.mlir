@@ -582,3 +582,112 @@ func.func @linear_attention_sums(%fq: tensor<?x4x1x6xf32>, %fk: tensor<?x4x1x6xf
   %0 = tfm.linear_attention %fq, %fk, %v causal offset %pos sums(%c) : (tensor<?x4x1x6xf32>, tensor<?x4x1x6xf32>, tensor<?x2x1x8xf32>, index, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>) -> tensor<?x4x1x8xf32>
   return %0 : tensor<?x4x1x8xf32>
 }
+
+// -----
+
+// Top-k routing: the tokens as rows, an scf.for over them choosing each
+// slot's expert in a loop over the experts (the larger logit, a tie to the
+// lower expert: cmpf ogt, cmpf oeq with cmpi ult; a NaN below every
+// number: cmpf uno), then exp(logit - the first choice's) and the sum;
+// the pairs counted per expert into starts[e + 1], the prefix sums, each
+// pair to its expert's next place; the flat results copied into [B, S, K].
+// CHECK-LABEL: func.func @route_experts(
+// CHECK: %[[ROWS:.+]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2]] : tensor<?x?x3xf32> into tensor<?x3xf32>
+// CHECK: %[[N:.+]] = tensor.dim %[[ROWS]], %{{.+}} : tensor<?x3xf32>
+// CHECK: %[[CHOSEN:.+]]:2 = scf.for %{{.+}} = %{{.+}} to %[[N]] step %{{.+}} iter_args({{.*}}) -> (tensor<?x2xi32>, tensor<?x2xf32>)
+// CHECK: scf.for %{{.+}} = %{{.+}} to %[[E:.+]] step %{{.+}} iter_args(%{{.+}} = %[[E]]) -> (index)
+// CHECK: arith.cmpf uno
+// CHECK: arith.cmpi ult
+// CHECK: arith.cmpf ogt
+// CHECK: arith.cmpf oeq
+// CHECK: math.exp
+// CHECK: arith.divf
+// CHECK: %[[ZEROS:.+]] = linalg.fill ins(%{{.+}} : i32) outs(%{{.+}} : tensor<4xi32>)
+// CHECK: %[[COUNTS:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %[[ZEROS]]) -> (tensor<4xi32>)
+// CHECK: %[[STARTS:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %[[COUNTS]]) -> (tensor<4xi32>)
+// CHECK: %[[SORTED:.+]]:3 = scf.for {{.*}} iter_args(%{{.+}} = %{{.+}}, %{{.+}} = %{{.+}}, %{{.+}} = %[[STARTS]]) -> (tensor<?xi32>, tensor<?xf32>, tensor<4xi32>)
+// CHECK: tensor.extract %[[CHOSEN]]#0
+// CHECK: tensor.extract %[[CHOSEN]]#1
+// CHECK: %[[TOKENS:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<?x?x2xi32>)
+// CHECK: tensor.extract %[[SORTED]]#0
+// CHECK: %[[WEIGHTS:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<?x?x2xf32>)
+// CHECK: tensor.extract %[[SORTED]]#1
+// CHECK: return %[[TOKENS]], %[[WEIGHTS]], %[[STARTS]]
+// CHECK-NOT: tfm.
+func.func @route_experts(%logits: tensor<?x?x3xf32>) -> (tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<4xi32>) {
+  %t, %w, %s = tfm.route_experts %logits top 2 : tensor<?x?x3xf32> -> tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<4xi32>
+  return %t, %w, %s : tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<4xi32>
+}
+
+// -----
+
+// The pairs' rows: a generic over [B, S, K, d] reading row tokens[b, s, k]
+// of the input as rows.
+// CHECK-LABEL: func.func @gather_rows(
+// CHECK: %[[ROWS:.+]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2]] : tensor<?x?x8xf32> into tensor<?x8xf32>
+// CHECK: linalg.generic {{.*}} ins(%arg1 : tensor<?x?x2xi32>) outs(%{{.+}} : tensor<?x?x2x8xf32>)
+// CHECK: %[[ROW:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK: %[[COL:.+]] = linalg.index 3 : index
+// CHECK: tensor.extract %[[ROWS]][%[[ROW]], %[[COL]]] : tensor<?x8xf32>
+// CHECK-NOT: tfm.
+func.func @gather_rows(%x: tensor<?x?x8xf32>, %t: tensor<?x?x2xi32>) -> tensor<?x?x2x8xf32> {
+  %r = tfm.gather_rows %x, %t : (tensor<?x?x8xf32>, tensor<?x?x2xi32>) -> tensor<?x?x2x8xf32>
+  return %r : tensor<?x?x2x8xf32>
+}
+
+// -----
+
+// One GEMM per expert on the rows [starts[e], starts[e + 1]) of the pairs
+// (a slice of dynamic size), bias and activation after it, into the
+// pairs' rows; then copied back into [B, S, K, out].
+// CHECK-LABEL: func.func @grouped_linear(
+// CHECK: %[[PAIRS:.+]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1, 2], [3]] : tensor<?x?x2x8xf32> into tensor<?x8xf32>
+// CHECK: %[[FIRST0:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK: %[[END0:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK: %[[N0:.+]] = arith.subi %[[END0]], %[[FIRST0]] : index
+// CHECK: %[[G0:.+]] = tensor.extract_slice %[[PAIRS]][%[[FIRST0]], 0] [%[[N0]], 8] [1, 1]
+// CHECK: linalg.generic {{.*}} ins(%[[G0]], %arg2 : tensor<?x8xf32>, tensor<16x8xf32>)
+// CHECK: ins(%{{.+}}, %arg4 : tensor<?x16xf32>, tensor<16xf32>)
+// CHECK: arith.maximumf
+// CHECK: %[[Y0:.+]] = tensor.insert_slice %{{.+}} into %{{.+}}[%[[FIRST0]], 0]
+// CHECK: %[[G1:.+]] = tensor.extract_slice %[[PAIRS]]
+// CHECK: linalg.generic {{.*}} ins(%[[G1]], %arg3 : tensor<?x8xf32>, tensor<16x8xf32>)
+// CHECK: ins(%{{.+}}, %arg5 : tensor<?x16xf32>, tensor<16xf32>)
+// CHECK: %[[Y1:.+]] = tensor.insert_slice %{{.+}} into %[[Y0]]
+// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<?x?x2x16xf32>)
+// CHECK: tensor.extract %[[Y1]]
+// CHECK-NOT: tfm.
+func.func @grouped_linear(%x: tensor<?x?x2x8xf32>, %s: tensor<3xi32>, %w0: tensor<16x8xf32>, %w1: tensor<16x8xf32>, %b0: tensor<16xf32>, %b1: tensor<16xf32>) -> tensor<?x?x2x16xf32> {
+  %h = tfm.grouped_linear %x groups %s weights(%w0, %w1) bias(%b0, %b1) activation <relu> : (tensor<?x?x2x8xf32>, tensor<3xi32>, tensor<16x8xf32>, tensor<16x8xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x?x2x16xf32>
+  return %h : tensor<?x?x2x16xf32>
+}
+
+// -----
+
+// The scatter, on packed weights: each expert's GEMM on the panels (marked
+// tfm.gemm), then an scf.for over its group's pairs adding routing weight
+// x the pair's row into its token's row, from the residual's rows.
+// CHECK-LABEL: func.func @grouped_linear_scatter(
+// CHECK: %[[TOKENS:.+]] = tensor.collapse_shape %arg4 {{\[\[}}0, 1, 2]] : tensor<?x?x2xi32> into tensor<?xi32>
+// CHECK: %[[RW:.+]] = tensor.collapse_shape %arg5 {{\[\[}}0, 1, 2]] : tensor<?x?x2xf32> into tensor<?xf32>
+// CHECK: %[[RESIDUAL:.+]] = tensor.collapse_shape %arg6 {{\[\[}}0, 1], [2]] : tensor<?x?x8xf32> into tensor<?x8xf32>
+// CHECK: %[[FIRST0:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK: %[[END0:.+]] = arith.index_cast %{{.+}} : i32 to index
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %arg7 : tensor<?x8x16xf32>, tensor<1x16x32xf32>) {{.*}} attrs = {tfm.gemm}
+// CHECK: %[[OUT0:.+]] = scf.for %[[P:.+]] = %[[FIRST0]] to %[[END0]] step %{{.+}} iter_args(%[[ACC:.+]] = %[[RESIDUAL]]) -> (tensor<?x8xf32>)
+// CHECK: %[[T:.+]] = tensor.extract %[[TOKENS]][%[[P]]] : tensor<?xi32>
+// CHECK: %[[ROW:.+]] = arith.index_cast %[[T]] : i32 to index
+// CHECK: %[[W:.+]] = tensor.extract %[[RW]][%[[P]]] : tensor<?xf32>
+// CHECK: tensor.extract_slice %[[ACC]][%[[ROW]], 0] [1, 8] [1, 1]
+// CHECK: arith.mulf %[[W]], %{{.+}} : f32
+// CHECK: arith.addf
+// CHECK: tensor.insert_slice %{{.+}} into %[[ACC]][%[[ROW]], 0] [1, 8] [1, 1]
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %arg8 : tensor<?x8x16xf32>, tensor<1x16x32xf32>) {{.*}} attrs = {tfm.gemm}
+// CHECK: %[[OUT1:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %[[OUT0]]) -> (tensor<?x8xf32>)
+// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<?x?x8xf32>)
+// CHECK: tensor.extract %[[OUT1]]
+// CHECK-NOT: tfm.
+func.func @grouped_linear_scatter(%x: tensor<?x?x2x16xf32>, %s: tensor<3xi32>, %v0: tensor<8x16xf32>, %v1: tensor<8x16xf32>, %t: tensor<?x?x2xi32>, %rw: tensor<?x?x2xf32>, %r: tensor<?x?x8xf32>, %p0: tensor<1x16x32xf32> {tfm.packs = 2 : i64, tfm.segments = 1 : i64}, %p1: tensor<1x16x32xf32> {tfm.packs = 3 : i64, tfm.segments = 1 : i64}) -> tensor<?x?x8xf32> {
+  %y = tfm.grouped_linear %x groups %s weights(%v0, %v1) scatter %t, %rw residual %r : (tensor<?x?x2x16xf32>, tensor<3xi32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  return %y : tensor<?x?x8xf32>
+}

@@ -56,3 +56,15 @@ func.func @forward(%x: tensor<?x?x8xf32>, %w: tensor<24x8xf32>, %b: tensor<24xf3
   %z = tfm.linear %y, %w : (tensor<?x?x8xf32>, tensor<24x8xf32>) -> tensor<?x?x24xf32>
   return %z : tensor<?x?x24xf32>
 }
+
+// -----
+
+// A grouped GEMM's experts: each weight a GEMM weight of its own, one
+// segment each.
+// CHECK-LABEL: func.func @experts(
+// CHECK-SAME: %arg4: tensor<1x8x32xf32> {tfm.packs = 2 : i64, tfm.segments = 1 : i64}
+// CHECK-SAME: %arg5: tensor<1x8x32xf32> {tfm.packs = 3 : i64, tfm.segments = 1 : i64}
+func.func @experts(%x: tensor<?x?x2x8xf32>, %s: tensor<3xi32>, %w0: tensor<16x8xf32>, %w1: tensor<16x8xf32>) -> tensor<?x?x2x16xf32> {
+  %h = tfm.grouped_linear %x groups %s weights(%w0, %w1) : (tensor<?x?x2x8xf32>, tensor<3xi32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<?x?x2x16xf32>
+  return %h : tensor<?x?x2x16xf32>
+}
