@@ -334,9 +334,12 @@ int main(int argc, char **argv) {
   const char *noRowsPast = nullptr;
   if (config->positional == tfm::Positional::Learned)
     noRowsPast = "learned positions have no rows beyond it";
-  else if (config->linformerK)
+  else if (config->anyLayer(
+               [](const tfm::LayerKinds &k) { return bool(k.linformerK); }))
     noRowsPast = "linformer's proj_e and proj_f have no columns beyond it";
-  else if (config->block && config->randomBlocks)
+  else if (config->anyLayer([](const tfm::LayerKinds &k) {
+             return k.block && k.randomBlocks;
+           }))
     noRowsPast = "block_sparse's block_pattern has no rows for the query "
                  "blocks beyond it";
   if (noRowsPast && limits.maxSeqLen > config->maxSeqLen) {

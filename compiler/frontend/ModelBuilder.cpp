@@ -1,9 +1,10 @@
 //===- ModelBuilder.cpp - ModelConfig -> tfm IR ---------------------------===//
 //
 // Layers of one kind share a private function that takes the layer's
-// weights as arguments; `forward` reads each layer's weights by name and
-// calls it. The IR (and later the generated code) then does not grow with
-// the number of layers.
+// weights as arguments (a stack whose layers have kinds of their own,
+// `layers`, has one function per distinct kinds); `forward` reads each layer's
+// weights by name and calls it. The IR (and later the generated code) then does
+// not grow with the number of layers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,15 @@ struct LayerKind {
   /// the runtime's map slot of its self-attention (when its kind is full)
   /// and of its cross-attention.
   bool mapped = false;
+  /// A layer of the decoder stack (whose layers `layers` may give kinds of
+  /// their own), or of the encoder stack.
+  bool decoderStack = false;
+};
+
+/// The layer functions of a stack: which one each layer calls (one per
+/// distinct kinds of its layers).
+struct StackFuncs {
+  SmallVector<func::FuncOp> perLayer;
 };
 
 class ModelBuilder {
@@ -81,33 +91,38 @@ private:
 
   /// An attention's weights; a self-attention's (`self`) also linformer's
   /// projections.
-  std::vector<WeightSpec> attentionWeights(StringRef prefix, bool self);
-  std::vector<WeightSpec> feedForwardWeights();
+  std::vector<WeightSpec> attentionWeights(StringRef prefix, bool self,
+                                           const LayerKinds &k);
+  std::vector<WeightSpec> feedForwardWeights(const LayerKinds &k);
   /// A norm's weight, and its bias for a layer norm.
   std::vector<WeightSpec> normWeights(StringRef name);
-  std::vector<WeightSpec> layerWeights(const LayerKind &kind);
-  func::FuncOp buildLayerFunc(const LayerKind &kind);
+  std::vector<WeightSpec> layerWeights(const LayerKind &kind,
+                                       const LayerKinds &k);
+  /// The function of the layers of form `kind` and kinds `k`.
+  func::FuncOp buildLayerFunc(const LayerKind &kind, const LayerKinds &k,
+                              StringRef name);
+  /// The functions of a stack of `layers` layers of form `kind`: the first
+  /// named kind.funcName, each other kinds' after its first layer.
+  StackFuncs buildStackFuncs(const LayerKind &kind, int64_t layers);
   /// With a read-only `cache`, cross-attention over the `position` first
   /// positions held there (`memory` is null).
   /// `keyPadding`: the keys' padding mask, or null.
   /// `weightsSlot`: where its weights go when the runtime asks, or null.
-  Value attention(OpBuilder &b, Location loc, Value x, Value memory,
-                  ValueRange weights, bool causal, Value keyPadding,
-                  Value weightsSlot = Value(), Value cache = Value(),
-                  Value position = Value(), bool readOnlyCache = false);
-  /// Whether self-attention is `full` (the kind whose weights a dump
-  /// writes; cross-attention always is).
-  bool fullSelfAttention() const {
-    return !c.window && !c.linformerK && !c.performerFeatures && !c.block;
-  }
+  Value attention(OpBuilder &b, Location loc, const LayerKinds &k, Value x,
+                  Value memory, ValueRange weights, bool causal,
+                  Value keyPadding, Value weightsSlot = Value(),
+                  Value cache = Value(), Value position = Value(),
+                  bool readOnlyCache = false);
   /// The map slot named `name` (a constant index), appended to the
   /// module's tfm.attention_maps.
   Value weightsSlot(OpBuilder &b, std::string name);
   /// The mask of a self-attention (`self`): causal when asked, and the
   /// model's sliding window with its global tokens; none for
   /// cross-attention, which sees every key.
-  MaskAttr selfAttentionMask(OpBuilder &b, bool causal, bool self);
-  Value feedForward(OpBuilder &b, Location loc, Value x, ValueRange weights);
+  MaskAttr selfAttentionMask(OpBuilder &b, bool causal, bool self,
+                             const LayerKinds &k);
+  Value feedForward(OpBuilder &b, Location loc, Value x, ValueRange weights,
+                    const LayerKinds &k);
   /// The model's norm of x, with `weights` as normWeights lists them.
   Value norm(OpBuilder &b, Location loc, Value x, ValueRange weights);
 
@@ -123,14 +138,13 @@ private:
   /// memory's keys and values from a cache. Masked layers also get `mask`
   /// (x's) and `memoryMask`.
   Value stack(OpBuilder &b, Value x, Value memory, const LayerKind &kind,
-              func::FuncOp layerFunc, StringRef prefix, int64_t layers,
-              StringRef finalNorm, Value position = Value(),
-              Value memoryLength = Value(), Value mask = Value(),
-              Value memoryMask = Value());
+              const StackFuncs &funcs, StringRef prefix, StringRef finalNorm,
+              Value position = Value(), Value memoryLength = Value(),
+              Value mask = Value(), Value memoryMask = Value());
   /// The cache of a self-attention (`self`) or of a cross-attention.
-  KVCacheType cacheType(bool self);
+  KVCacheType cacheType(bool self, const LayerKinds &k);
   /// A handle to the cache of `name`, declared once at module level.
-  Value cache(OpBuilder &b, StringRef name, bool self);
+  Value cache(OpBuilder &b, StringRef name, bool self, const LayerKinds &k);
   /// The LM head over `x`: the tied table `tiedTable` or `lm_head.weight`.
   Value lmHead(OpBuilder &b, Value x, StringRef tiedTable);
   /// `@prefill(ids)` and `@decode(ids, position)`: a decoder's entry points
@@ -140,7 +154,7 @@ private:
   /// layer's caches (the cross-attention's with the memory's keys and
   /// values); `@decode(tgt, position, memory_length)` runs new target tokens
   /// over them.
-  void buildEncoderDecoderGeneration(func::FuncOp encoderLayer,
+  void buildEncoderDecoderGeneration(const StackFuncs &encoderLayers,
                                      const LayerKind &encoderKind);
 
   const ModelConfig &c;
@@ -179,7 +193,8 @@ Value ModelBuilder::weight(OpBuilder &b, StringRef name,
 }
 
 std::vector<WeightSpec> ModelBuilder::attentionWeights(StringRef prefix,
-                                                       bool self) {
+                                                       bool self,
+                                                       const LayerKinds &k) {
   int64_t d = c.dModel, h = c.numHeads, dk = c.headDim();
   // Q rows, then K and V rows of the key/value heads.
   int64_t inRows = (h + 2 * c.numKVHeads) * dk;
@@ -197,15 +212,15 @@ std::vector<WeightSpec> ModelBuilder::attentionWeights(StringRef prefix,
     specs.push_back({p + "score.w_query", {h, c.additiveDim, dk}});
     specs.push_back({p + "score.v", {h, c.additiveDim}});
   }
-  if (self && c.linformerK) {
-    specs.push_back({p + "proj_e", {*c.linformerK, c.maxSeqLen}});
-    specs.push_back({p + "proj_f", {*c.linformerK, c.maxSeqLen}});
+  if (self && k.linformerK) {
+    specs.push_back({p + "proj_e", {*k.linformerK, c.maxSeqLen}});
+    specs.push_back({p + "proj_f", {*k.linformerK, c.maxSeqLen}});
   }
-  if (self && c.performerFeatures)
-    specs.push_back({p + "features", {h, *c.performerFeatures, dk}});
-  if (self && c.block && c.randomBlocks)
+  if (self && k.performerFeatures)
+    specs.push_back({p + "features", {h, *k.performerFeatures, dk}});
+  if (self && k.block && k.randomBlocks)
     specs.push_back({p + "block_pattern",
-                     {(c.maxSeqLen + *c.block - 1) / *c.block, c.randomBlocks},
+                     {(c.maxSeqLen + *k.block - 1) / *k.block, k.randomBlocks},
                      /*blockIds=*/true});
   return specs;
 }
@@ -213,18 +228,19 @@ std::vector<WeightSpec> ModelBuilder::attentionWeights(StringRef prefix,
 /// The weights of a layer in the order its function takes them:
 /// self-attention, [cross-attention], feed-forward, then the norms in
 /// PyTorch's numbering.
-std::vector<WeightSpec> ModelBuilder::layerWeights(const LayerKind &kind) {
-  std::vector<WeightSpec> specs = attentionWeights("self_attn", true);
+std::vector<WeightSpec> ModelBuilder::layerWeights(const LayerKind &kind,
+                                                   const LayerKinds &k) {
+  std::vector<WeightSpec> specs = attentionWeights("self_attn", true, k);
   if (kind.crossAttention)
-    llvm::append_range(specs, attentionWeights("multihead_attn", false));
-  llvm::append_range(specs, feedForwardWeights());
+    llvm::append_range(specs, attentionWeights("multihead_attn", false, k));
+  llvm::append_range(specs, feedForwardWeights(k));
   int norms = kind.crossAttention ? 3 : 2;
   for (int i = 1; i <= norms; ++i)
     llvm::append_range(specs, normWeights("norm" + std::to_string(i)));
   return specs;
 }
 
-std::vector<WeightSpec> ModelBuilder::feedForwardWeights() {
+std::vector<WeightSpec> ModelBuilder::feedForwardWeights(const LayerKinds &k) {
   int64_t d = c.dModel, ff = c.dFF;
   // A gated FFN's linear1 holds the gate rows, then the up rows.
   int64_t firstRows = c.ffnGated ? 2 * ff : ff;
@@ -238,12 +254,12 @@ std::vector<WeightSpec> ModelBuilder::feedForwardWeights() {
       specs.push_back({prefix + "linear2.bias", {d}});
     return specs;
   };
-  if (!c.experts)
+  if (!k.experts)
     return linears("");
   // The router, then each expert's linears (contract section 7).
   std::vector<WeightSpec> specs = {
-      {"moe.gate.weight", {c.experts->experts, d}}};
-  for (int64_t e = 0; e < c.experts->experts; ++e)
+      {"moe.gate.weight", {k.experts->experts, d}}};
+  for (int64_t e = 0; e < k.experts->experts; ++e)
     llvm::append_range(specs,
                        linears("moe.experts." + std::to_string(e) + "."));
   return specs;
@@ -257,30 +273,31 @@ std::vector<WeightSpec> ModelBuilder::normWeights(StringRef name) {
   return specs;
 }
 
-MaskAttr ModelBuilder::selfAttentionMask(OpBuilder &b, bool causal, bool self) {
-  if (self && c.block) {
+MaskAttr ModelBuilder::selfAttentionMask(OpBuilder &b, bool causal, bool self,
+                                         const LayerKinds &k) {
+  if (self && k.block) {
     // BigBird: window and global count blocks.
     std::optional<int64_t> global, random;
-    if (c.globalBlocks > 0)
-      global = c.globalBlocks;
-    if (c.randomBlocks > 0)
-      random = c.randomBlocks;
-    return MaskAttr::get(b.getContext(), causal, c.windowBlocks, global,
-                         c.block, random);
+    if (k.globalBlocks > 0)
+      global = k.globalBlocks;
+    if (k.randomBlocks > 0)
+      random = k.randomBlocks;
+    return MaskAttr::get(b.getContext(), causal, k.windowBlocks, global,
+                         k.block, random);
   }
-  std::optional<int64_t> window = self ? c.window : std::nullopt;
+  std::optional<int64_t> window = self ? k.window : std::nullopt;
   if (!causal && !window)
     return MaskAttr();
   std::optional<int64_t> global;
-  if (window && c.globalTokens > 0)
-    global = c.globalTokens;
+  if (window && k.globalTokens > 0)
+    global = k.globalTokens;
   return MaskAttr::get(b.getContext(), causal, window, global);
 }
 
-Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
-                              ValueRange w, bool causal, Value keyPadding,
-                              Value weightsSlot, Value cache, Value position,
-                              bool readOnlyCache) {
+Value ModelBuilder::attention(OpBuilder &b, Location loc, const LayerKinds &k,
+                              Value x, Value memory, ValueRange w, bool causal,
+                              Value keyPadding, Value weightsSlot, Value cache,
+                              Value position, bool readOnlyCache) {
   bool self = !memory && !readOnlyCache;
   RopeStyleAttr rope;
   FloatAttr ropeBase;
@@ -299,43 +316,44 @@ Value ModelBuilder::attention(OpBuilder &b, Location loc, Value x, Value memory,
   // Linformer's projections follow a self-attention's score parameters.
   ValueRange scoreParams = w.drop_front(2 * perProjection);
   Value projE, projF;
-  if (self && c.linformerK) {
+  if (self && k.linformerK) {
     projE = w[w.size() - 2];
     projF = w[w.size() - 1];
     scoreParams = scoreParams.drop_back(2);
   }
   // Performer's feature weights likewise, and BigBird's block pattern.
   Value features;
-  if (self && c.performerFeatures) {
+  if (self && k.performerFeatures) {
     features = w.back();
     scoreParams = scoreParams.drop_back(1);
   }
   Value blockPattern;
-  if (self && c.block && c.randomBlocks) {
+  if (self && k.block && k.randomBlocks) {
     blockPattern = w.back();
     scoreParams = scoreParams.drop_back(1);
   }
   return MultiHeadAttentionOp::create(
       b, loc, activations(), c.score, x, memory, c.numHeads, kvHeads, w[0],
       inBias, w[perProjection], outBias, scoreParams,
-      selfAttentionMask(b, causal && self, self), rope, ropeBase, cache,
+      selfAttentionMask(b, causal && self, self, k), rope, ropeBase, cache,
       position, readOnlyCache, projE, projF, features, blockPattern, keyPadding,
       weightsSlot);
 }
 
-KVCacheType ModelBuilder::cacheType(bool self) {
+KVCacheType ModelBuilder::cacheType(bool self, const LayerKinds &k) {
   // Performer's self-attention keeps the running sums of every query head
   // instead of the positions.
-  if (self && c.performerFeatures)
+  if (self && k.performerFeatures)
     return KVCacheType::get(builder.getContext(), limits.maxBatch, c.numHeads,
                             limits.maxSeqLen, c.headDim(),
-                            *c.performerFeatures);
+                            *k.performerFeatures);
   return KVCacheType::get(builder.getContext(), limits.maxBatch, c.numKVHeads,
                           limits.maxSeqLen, c.headDim(), 0);
 }
 
-Value ModelBuilder::cache(OpBuilder &b, StringRef name, bool self) {
-  KVCacheType type = cacheType(self);
+Value ModelBuilder::cache(OpBuilder &b, StringRef name, bool self,
+                          const LayerKinds &k) {
+  KVCacheType type = cacheType(self, k);
   if (declared.insert(name).second) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(module.getBody(), module.getBody()->end());
@@ -346,12 +364,12 @@ Value ModelBuilder::cache(OpBuilder &b, StringRef name, bool self) {
 }
 
 Value ModelBuilder::feedForward(OpBuilder &b, Location loc, Value x,
-                                ValueRange w) {
-  if (c.experts) {
+                                ValueRange w, const LayerKinds &k) {
+  if (k.experts) {
     // w: the gate, then per expert linear1 (bias), linear2 (bias).
     size_t perExpert = c.bias ? 4 : 2;
     SmallVector<Value> w1, b1, w2, b2;
-    for (int64_t e = 0; e < c.experts->experts; ++e) {
+    for (int64_t e = 0; e < k.experts->experts; ++e) {
       ValueRange expert = w.slice(1 + e * perExpert, perExpert);
       w1.push_back(expert[0]);
       w2.push_back(expert[c.bias ? 2 : 1]);
@@ -361,7 +379,7 @@ Value ModelBuilder::feedForward(OpBuilder &b, Location loc, Value x,
       }
     }
     return MixtureOfExpertsOp::create(b, loc, activations(), c.activation,
-                                      c.ffnGated, c.experts->topK, x, w[0], w1,
+                                      c.ffnGated, k.experts->topK, x, w[0], w1,
                                       b1, w2, b2);
   }
   if (!c.bias)
@@ -379,8 +397,29 @@ Value ModelBuilder::norm(OpBuilder &b, Location loc, Value x,
                              b.getF32FloatAttr(static_cast<float>(c.normEps)));
 }
 
-func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
-  std::vector<WeightSpec> specs = layerWeights(kind);
+StackFuncs ModelBuilder::buildStackFuncs(const LayerKind &kind,
+                                         int64_t layers) {
+  SmallVector<std::pair<const LayerKinds *, func::FuncOp>> distinct;
+  StackFuncs funcs;
+  for (int64_t i = 0; i < layers; ++i) {
+    const LayerKinds &k = c.layerKinds(kind.decoderStack, i);
+    auto *same =
+        llvm::find_if(distinct, [&](const auto &d) { return *d.first == k; });
+    if (same == distinct.end()) {
+      std::string name = distinct.empty()
+                             ? kind.funcName.str()
+                             : (kind.funcName + "_" + Twine(i)).str();
+      distinct.push_back({&k, buildLayerFunc(kind, k, name)});
+      same = distinct.end() - 1;
+    }
+    funcs.perLayer.push_back(same->second);
+  }
+  return funcs;
+}
+
+func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind,
+                                          const LayerKinds &k, StringRef name) {
+  std::vector<WeightSpec> specs = layerWeights(kind, k);
   bool takesMemory = kind.crossAttention && !kind.memoryFromCache;
   SmallVector<Type> argTypes = {activations()};
   if (takesMemory)
@@ -390,9 +429,9 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   size_t firstCacheArg = argTypes.size();
   if (kind.cached) {
     argTypes.push_back(builder.getIndexType());
-    argTypes.push_back(cacheType(true));
+    argTypes.push_back(cacheType(true, k));
     if (kind.crossAttention)
-      argTypes.push_back(cacheType(false));
+      argTypes.push_back(cacheType(false, k));
     if (kind.memoryFromCache)
       argTypes.push_back(builder.getIndexType());
   }
@@ -408,7 +447,7 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
       argTypes.push_back(paddingMask());
   }
   size_t firstSlotArg = argTypes.size();
-  bool selfSlot = kind.mapped && fullSelfAttention(),
+  bool selfSlot = kind.mapped && k.fullAttention(),
        crossSlot = kind.mapped && takesMemory;
   if (selfSlot)
     argTypes.push_back(builder.getIndexType());
@@ -418,7 +457,7 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
   OpBuilder::InsertionGuard guard(builder);
   builder.setInsertionPoint(module.getBody(), module.getBody()->end());
   auto func =
-      func::FuncOp::create(builder, named(kind.funcName), kind.funcName,
+      func::FuncOp::create(builder, named(name), name,
                            builder.getFunctionType(argTypes, {activations()}));
   func.setPrivate();
   func.setArgAttr(0, "tfm.input", builder.getStringAttr("x"));
@@ -465,16 +504,16 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
     }
   }
   ValueRange w = func.getArguments().slice(firstWeight, specs.size());
-  size_t selfWeights = attentionWeights("self_attn", true).size();
+  size_t selfWeights = attentionWeights("self_attn", true, k).size();
   ValueRange selfW = w.take_front(selfWeights);
   w = w.drop_front(selfWeights);
   ValueRange crossW;
   if (kind.crossAttention) {
-    size_t crossWeights = attentionWeights("multihead_attn", false).size();
+    size_t crossWeights = attentionWeights("multihead_attn", false, k).size();
     crossW = w.take_front(crossWeights);
     w = w.drop_front(crossWeights);
   }
-  size_t ffWeights = feedForwardWeights().size();
+  size_t ffWeights = feedForwardWeights(k).size();
   ValueRange ffW = w.take_front(ffWeights);
   ValueRange normW = w.drop_front(ffWeights);
   size_t perNorm = normWeights("norm").size();
@@ -492,24 +531,26 @@ func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind) {
     return layerNorm(i, AddOp::create(b, x.getLoc(), x, f(x)));
   };
   x = sublayer([&](Value in) {
-    return attention(b, named("self_attn"), in, Value(), selfW, kind.causal,
+    return attention(b, named("self_attn"), k, in, Value(), selfW, kind.causal,
                      mask, selfMap, selfCache, position);
   });
   if (kind.crossAttention)
     x = sublayer([&](Value in) {
       Location loc = named("multihead_attn");
       if (!kind.cached)
-        return attention(b, loc, in, memory, crossW, false, memoryMask,
+        return attention(b, loc, k, in, memory, crossW, false, memoryMask,
                          crossMap);
       if (kind.memoryFromCache)
-        return attention(b, loc, in, Value(), crossW, false, Value(), Value(),
-                         crossCache, memoryLength, /*readOnlyCache=*/true);
+        return attention(b, loc, k, in, Value(), crossW, false, Value(),
+                         Value(), crossCache, memoryLength,
+                         /*readOnlyCache=*/true);
       // The memory's keys and values go into the cache from position 0.
       Value zero = arith::ConstantIndexOp::create(b, fileLoc, 0);
-      return attention(b, loc, in, memory, crossW, false, Value(), Value(),
+      return attention(b, loc, k, in, memory, crossW, false, Value(), Value(),
                        crossCache, zero);
     });
-  x = sublayer([&](Value in) { return feedForward(b, named("ffn"), in, ffW); });
+  x = sublayer(
+      [&](Value in) { return feedForward(b, named("ffn"), in, ffW, k); });
   func::ReturnOp::create(b, fileLoc, x);
   return func;
 }
@@ -556,21 +597,22 @@ Value ModelBuilder::embed(OpBuilder &b, Value input, StringRef tokenTable,
 }
 
 Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
-                          const LayerKind &kind, func::FuncOp layerFunc,
-                          StringRef prefix, int64_t layers, StringRef finalNorm,
-                          Value position, Value memoryLength, Value mask,
-                          Value memoryMask) {
-  std::vector<WeightSpec> specs = layerWeights(kind);
-  for (int64_t i = 0; i < layers; ++i) {
+                          const LayerKind &kind, const StackFuncs &funcs,
+                          StringRef prefix, StringRef finalNorm, Value position,
+                          Value memoryLength, Value mask, Value memoryMask) {
+  for (auto [i, layerFunc] : llvm::enumerate(funcs.perLayer)) {
+    const LayerKinds &k = c.layerKinds(kind.decoderStack, i);
+    std::vector<WeightSpec> specs = layerWeights(kind, k);
     std::string layerPrefix = (prefix + std::to_string(i) + ".").str();
     SmallVector<Value> args = {x};
     if (memory)
       args.push_back(memory);
     if (kind.cached) {
       args.push_back(position);
-      args.push_back(cache(b, layerPrefix + "self_attn.cache", true));
+      args.push_back(cache(b, layerPrefix + "self_attn.cache", true, k));
       if (kind.crossAttention)
-        args.push_back(cache(b, layerPrefix + "multihead_attn.cache", false));
+        args.push_back(
+            cache(b, layerPrefix + "multihead_attn.cache", false, k));
       if (kind.memoryFromCache)
         args.push_back(memoryLength);
     }
@@ -587,7 +629,7 @@ Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
       std::string map =
           (prefix.drop_back(strlen("layers.")) + "layer" + std::to_string(i))
               .str();
-      if (fullSelfAttention())
+      if (k.fullAttention())
         args.push_back(weightsSlot(b, map + ".self"));
       if (memory)
         args.push_back(weightsSlot(b, map + ".cross"));
@@ -613,7 +655,8 @@ Value ModelBuilder::lmHead(OpBuilder &b, Value x, StringRef tiedTable) {
 
 void ModelBuilder::buildDecoderGeneration() {
   LayerKind kind{"decoder_layer_cached", true, false, /*cached=*/true};
-  func::FuncOp layer = buildLayerFunc(kind);
+  kind.decoderStack = true;
+  StackFuncs layers = buildStackFuncs(kind, c.numDecoderLayers);
   Type ids = RankedTensorType::get({kDyn, kDyn}, builder.getI32Type());
 
   // prefill(ids): the prompt at positions 0.., logits of its last position.
@@ -629,8 +672,7 @@ void ModelBuilder::buildDecoderGeneration() {
     Value x = stack(b,
                     embed(b, prefill.getArgument(0), "embed.weight",
                           "pos_embed.weight", zero),
-                    Value(), kind, layer, "layers.", c.numDecoderLayers, "norm",
-                    zero);
+                    Value(), kind, layers, "layers.", "norm", zero);
     x = TakeLastOp::create(b, named("last_position"), x);
     func::ReturnOp::create(b, fileLoc, lmHead(b, x, "embed.weight"));
   }
@@ -648,19 +690,19 @@ void ModelBuilder::buildDecoderGeneration() {
     Value x = stack(b,
                     embed(b, decode.getArgument(0), "embed.weight",
                           "pos_embed.weight", position),
-                    Value(), kind, layer, "layers.", c.numDecoderLayers, "norm",
-                    position);
+                    Value(), kind, layers, "layers.", "norm", position);
     func::ReturnOp::create(b, fileLoc, lmHead(b, x, "embed.weight"));
   }
 }
 
-void ModelBuilder::buildEncoderDecoderGeneration(func::FuncOp encoderLayer,
-                                                 const LayerKind &encoderKind) {
+void ModelBuilder::buildEncoderDecoderGeneration(
+    const StackFuncs &encoderLayers, const LayerKind &encoderKind) {
   LayerKind prefillKind{"decoder_layer_prefill", true, true, /*cached=*/true};
   LayerKind decodeKind{"decoder_layer_cached", true, true, /*cached=*/true,
                        /*memoryFromCache=*/true};
-  func::FuncOp prefillLayer = buildLayerFunc(prefillKind);
-  func::FuncOp decodeLayer = buildLayerFunc(decodeKind);
+  prefillKind.decoderStack = decodeKind.decoderStack = true;
+  StackFuncs prefillLayers = buildStackFuncs(prefillKind, c.numDecoderLayers);
+  StackFuncs decodeLayers = buildStackFuncs(decodeKind, c.numDecoderLayers);
   Type ids = RankedTensorType::get({kDyn, kDyn}, builder.getI32Type());
   Type index = builder.getIndexType();
 
@@ -685,18 +727,17 @@ void ModelBuilder::buildEncoderDecoderGeneration(func::FuncOp encoderLayer,
   {
     OpBuilder b = OpBuilder::atBlockEnd(prefill.addEntryBlock());
     Value sourceMask = encoderKind.masked ? prefill.getArgument(2) : Value();
-    Value memory =
-        stack(b,
-              embed(b, prefill.getArgument(0), "src_embed.weight",
-                    "src_pos_embed.weight"),
-              Value(), encoderKind, encoderLayer, "encoder.layers.",
-              c.numEncoderLayers, "encoder.norm", Value(), Value(), sourceMask);
+    Value memory = stack(b,
+                         embed(b, prefill.getArgument(0), "src_embed.weight",
+                               "src_pos_embed.weight"),
+                         Value(), encoderKind, encoderLayers, "encoder.layers.",
+                         "encoder.norm", Value(), Value(), sourceMask);
     Value zero = arith::ConstantIndexOp::create(b, fileLoc, 0);
     Value x = stack(b,
                     embed(b, prefill.getArgument(1), "tgt_embed.weight",
                           "tgt_pos_embed.weight", zero),
-                    memory, prefillKind, prefillLayer, "decoder.layers.",
-                    c.numDecoderLayers, "decoder.norm", zero);
+                    memory, prefillKind, prefillLayers, "decoder.layers.",
+                    "decoder.norm", zero);
     x = TakeLastOp::create(b, named("last_position"), x);
     func::ReturnOp::create(b, fileLoc, lmHead(b, x, "tgt_embed.weight"));
   }
@@ -717,9 +758,8 @@ void ModelBuilder::buildEncoderDecoderGeneration(func::FuncOp encoderLayer,
     Value x = stack(b,
                     embed(b, decode.getArgument(0), "tgt_embed.weight",
                           "tgt_pos_embed.weight", position),
-                    Value(), decodeKind, decodeLayer, "decoder.layers.",
-                    c.numDecoderLayers, "decoder.norm", position,
-                    decode.getArgument(2));
+                    Value(), decodeKind, decodeLayers, "decoder.layers.",
+                    "decoder.norm", position, decode.getArgument(2));
     func::ReturnOp::create(b, fileLoc, lmHead(b, x, "tgt_embed.weight"));
   }
 }
@@ -751,14 +791,18 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   // Each input's padding mask follows the inputs (contract section 8),
   // unless the attention kind has no keys to hide (linformer mixes every
   // position into each key; performer sums over its features).
-  bool masked = !c.linformerK && !c.performerFeatures;
+  bool linformer =
+      c.anyLayer([](const LayerKinds &k) { return bool(k.linformerK); });
+  bool performer =
+      c.anyLayer([](const LayerKinds &k) { return bool(k.performerFeatures); });
+  bool masked = !linformer && !performer;
   if (!masked)
     module->setAttr(
         "tfm.padding_masks_refused",
-        builder.getStringAttr(c.linformerK ? "linformer attention mixes every "
-                                             "position into each key"
-                                           : "performer attention sums every "
-                                             "key into its features"));
+        builder.getStringAttr(linformer ? "linformer attention mixes every "
+                                          "position into each key"
+                                        : "performer attention sums every "
+                                          "key into its features"));
   if (masked)
     inputTypes.append(maskable, paddingMask());
 
@@ -767,11 +811,9 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
   LayerKind decoderKind{"decoder_layer", c.causal, encDec};
   encoderKind.masked = decoderKind.masked = masked;
   encoderKind.mapped = decoderKind.mapped = true;
-  func::FuncOp encoderLayer, decoderLayer;
-  if (c.numEncoderLayers)
-    encoderLayer = buildLayerFunc(encoderKind);
-  if (c.numDecoderLayers)
-    decoderLayer = buildLayerFunc(decoderKind);
+  decoderKind.decoderStack = true;
+  StackFuncs encoderLayers = buildStackFuncs(encoderKind, c.numEncoderLayers);
+  StackFuncs decoderLayers = buildStackFuncs(decoderKind, c.numDecoderLayers);
 
   builder.setInsertionPoint(module.getBody(), module.getBody()->end());
   auto forward =
@@ -808,28 +850,26 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
                 embed(b, forward.getArgument(0), "embed.weight",
                       "pos_embed.weight", Value(),
                       c.typeVocabSize ? forward.getArgument(1) : Value()),
-                Value(), encoderKind, encoderLayer, "layers.",
-                c.numEncoderLayers, "norm", Value(), Value(), maskOf(0));
+                Value(), encoderKind, encoderLayers, "layers.", "norm", Value(),
+                Value(), maskOf(0));
     break;
   case Architecture::Decoder:
     out = stack(
         b, embed(b, forward.getArgument(0), "embed.weight", "pos_embed.weight"),
-        Value(), decoderKind, decoderLayer, "layers.", c.numDecoderLayers,
-        "norm", Value(), Value(), maskOf(0));
+        Value(), decoderKind, decoderLayers, "layers.", "norm", Value(),
+        Value(), maskOf(0));
     break;
   case Architecture::EncoderDecoder: {
-    Value memory =
-        stack(b,
-              embed(b, forward.getArgument(0), "src_embed.weight",
-                    "src_pos_embed.weight"),
-              Value(), encoderKind, encoderLayer, "encoder.layers.",
-              c.numEncoderLayers, "encoder.norm", Value(), Value(), maskOf(0));
+    Value memory = stack(b,
+                         embed(b, forward.getArgument(0), "src_embed.weight",
+                               "src_pos_embed.weight"),
+                         Value(), encoderKind, encoderLayers, "encoder.layers.",
+                         "encoder.norm", Value(), Value(), maskOf(0));
     out = stack(b,
                 embed(b, forward.getArgument(1), "tgt_embed.weight",
                       "tgt_pos_embed.weight"),
-                memory, decoderKind, decoderLayer, "decoder.layers.",
-                c.numDecoderLayers, "decoder.norm", Value(), Value(), maskOf(1),
-                maskOf(0));
+                memory, decoderKind, decoderLayers, "decoder.layers.",
+                "decoder.norm", Value(), Value(), maskOf(1), maskOf(0));
     targetTable = "tgt_embed.weight";
     break;
   }
@@ -841,11 +881,11 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
 
   // Generation needs token ids and an LM head, and a decode step: none for
   // linformer, whose keys mix every position of the sequence.
-  if (c.vocabSize && c.lmHead && !c.linformerK) {
+  if (c.vocabSize && c.lmHead && !linformer) {
     if (c.architecture == Architecture::Decoder)
       buildDecoderGeneration();
     else if (encDec)
-      buildEncoderDecoderGeneration(encoderLayer, encoderKind);
+      buildEncoderDecoderGeneration(encoderLayers, encoderKind);
   }
 
   module->setAttr("tfm.attention_maps", builder.getArrayAttr(attentionMaps));

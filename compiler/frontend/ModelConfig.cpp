@@ -64,7 +64,8 @@ const char *const kKnownKeys[] = {"name",
                                   "attention",
                                   "type_vocab_size",
                                   "embedding_norm",
-                                  "ffn"};
+                                  "ffn",
+                                  "layers"};
 
 /// A kind of a `{"kind": ..., ...}` key (`attention`, `ffn`: contract
 /// section 7) and the keys it takes besides `kind`.
@@ -86,6 +87,15 @@ const KindKeys kFfnKinds[] = {
     {"dense", {}, true},
     {"moe", {"experts", "top_k"}, true},
 };
+/// A `layers` entry's kinds (mamba: another issue).
+const KindKeys kLayerKinds[] = {
+    {"attention", {"attention", "ffn"}, true},
+    {"mamba", {}, false},
+};
+constexpr StringRef kAttentionExample =
+    "{\"kind\": \"sliding_window\", \"window\": 256}";
+constexpr StringRef kFfnExample =
+    "{\"kind\": \"moe\", \"experts\": 8, \"top_k\": 2}";
 
 struct Position {
   unsigned line = 1, column = 1;
@@ -185,6 +195,36 @@ std::vector<KeyLocation> scanObjectKeys(StringRef text, size_t begin,
 std::vector<KeyLocation> scanTopLevelKeys(StringRef text,
                                           size_t &objectOffset) {
   return scanObjectKeys(text, 0, objectOffset);
+}
+
+/// Where each element of the array that starts at text[begin] == '['
+/// (accepted by json::parse) starts.
+std::vector<size_t> scanArrayElements(StringRef text, size_t begin) {
+  std::vector<size_t> elements;
+  int depth = 0;
+  auto next = [&](size_t from) {
+    size_t at = text.find_first_not_of(" \t\r\n", from);
+    if (at != StringRef::npos && text[at] != ']')
+      elements.push_back(at);
+  };
+  for (size_t i = begin; i < text.size();) {
+    char c = text[i];
+    if (c == '"') {
+      i = skipString(text, i);
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      if (++depth == 1)
+        next(i + 1);
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0)
+        break;
+    } else if (c == ',' && depth == 1) {
+      next(i + 1);
+    }
+    ++i;
+  }
+  return elements;
 }
 
 /// Hugging Face config.json names of keys the description spells its own
@@ -297,15 +337,36 @@ private:
   /// absent or in error. `example` shows a valid value.
   std::optional<KindObject>
   readKindObject(StringRef key, ArrayRef<KindKeys> kinds, StringRef example);
+  /// The same for value `v` (called `name` in messages), which starts at
+  /// `offset` in the text.
+  std::optional<KindObject> readKindValue(StringRef name, const json::Value &v,
+                                          size_t offset,
+                                          ArrayRef<KindKeys> kinds,
+                                          StringRef example);
   /// `key` of `kind`'s object: an integer from `min` (what the value
   /// counts, `meaning`, says why) to kMaxDim.
   std::optional<int64_t> readKindCount(const KindObject &kind, StringRef key,
                                        bool required, int64_t min,
                                        StringRef meaning);
-  /// Reads the `attention` object into `c` (its kind and the kind's keys).
-  void readAttention(ModelConfig &c);
-  /// Reads the `ffn` object into `c`.
-  void readFeedForward(ModelConfig &c);
+  /// Reads an `attention` object into `k` (its kind and the kind's keys).
+  void readAttention(const KindObject &kind, LayerKinds &k);
+  /// Reads an `ffn` object into `k`.
+  void readFeedForward(const KindObject &kind, LayerKinds &k);
+  /// Reads `layers` into c.decoderLayerKinds (once the architecture and
+  /// the layer counts are known).
+  void readLayers(ModelConfig &c);
+  /// Checks that `k`'s attention kind suits the model's causality and score;
+  /// `at` is where its `attention` value starts.
+  void checkAttention(const ModelConfig &c, const LayerKinds &k, Position at,
+                      bool causalGiven);
+  /// Where top-level `key`'s value starts in the text (the last one given),
+  /// or 0.
+  size_t valueOffset(StringRef key) const {
+    for (const KeyLocation &k : llvm::reverse(keys))
+      if (k.key == key)
+        return k.valueOffset;
+    return 0;
+  }
   std::optional<int64_t> readInt(StringRef key, bool required, int64_t max);
   std::optional<double> readPositiveFloat(StringRef key);
   std::optional<bool> readBool(StringRef key);
@@ -351,13 +412,20 @@ ConfigReader::readKindObject(StringRef key, ArrayRef<KindKeys> kinds,
   const json::Value *v = object.get(key);
   if (!v)
     return std::nullopt;
-  const json::Object *kindObject = v->getAsObject();
+  return readKindValue(key, *v, valueOffset(key), kinds, example);
+}
+
+std::optional<ConfigReader::KindObject>
+ConfigReader::readKindValue(StringRef key, const json::Value &v, size_t offset,
+                            ArrayRef<KindKeys> kinds, StringRef example) {
+  const json::Object *kindObject = v.getAsObject();
   std::vector<std::string> kindNames;
   for (const KindKeys &k : kinds)
     kindNames.push_back(k.kind);
   if (!kindObject) {
-    error(key, formatv("'{0}' must be an object such as {1}, got {2}", key,
-                       example, describe(*v)));
+    error(positionOf(text, offset),
+          formatv("'{0}' must be an object such as {1}, got {2}", key, example,
+                  describe(v)));
     return std::nullopt;
   }
   KindObject result;
@@ -365,13 +433,7 @@ ConfigReader::readKindObject(StringRef key, ArrayRef<KindKeys> kinds,
   result.object = kindObject;
   result.text = text;
   // Where each key of the object and its value start.
-  size_t start = 0;
-  for (const KeyLocation &k : llvm::reverse(keys))
-    if (k.key == key) {
-      start = k.valueOffset;
-      break;
-    }
-  result.inner = scanObjectKeys(text, start, result.objectOffset);
+  result.inner = scanObjectKeys(text, offset, result.objectOffset);
 
   const KindKeys *kind = nullptr;
   const json::Value *kindValue = kindObject->get("kind");
@@ -460,60 +522,148 @@ std::optional<int64_t> ConfigReader::readKindCount(const KindObject &kind,
   return n;
 }
 
-void ConfigReader::readAttention(ModelConfig &c) {
-  std::optional<KindObject> kind =
-      readKindObject("attention", kAttentionKinds,
-                     "{\"kind\": \"sliding_window\", \"window\": 256}");
-  if (!kind)
-    return;
+void ConfigReader::readAttention(const KindObject &kind, LayerKinds &k) {
   auto count = [&](StringRef key, bool required, int64_t min = 0,
                    StringRef meaning = "") {
-    return readKindCount(*kind, key, required, min, meaning);
+    return readKindCount(kind, key, required, min, meaning);
   };
-  if (kind->kind == "sliding_window") {
-    c.window = count("window", true);
-    c.globalTokens = count("global_tokens", false).value_or(0);
+  if (kind.kind == "sliding_window") {
+    k.window = count("window", true);
+    k.globalTokens = count("global_tokens", false).value_or(0);
   }
-  if (kind->kind == "block_sparse") {
-    c.block = count("block", true, 1, "the positions of a block");
-    c.windowBlocks = count("window_blocks", false).value_or(1);
-    c.globalBlocks = count("global_blocks", false).value_or(1);
-    c.randomBlocks = count("random_blocks", false).value_or(0);
+  if (kind.kind == "block_sparse") {
+    k.block = count("block", true, 1, "the positions of a block");
+    k.windowBlocks = count("window_blocks", false).value_or(1);
+    k.globalBlocks = count("global_blocks", false).value_or(1);
+    k.randomBlocks = count("random_blocks", false).value_or(0);
   }
-  if (kind->kind == "linformer")
-    c.linformerK = count("k", true, 1,
+  if (kind.kind == "linformer")
+    k.linformerK = count("k", true, 1,
                          "the rows linformer projects the keys and values to");
-  if (kind->kind == "performer")
-    c.performerFeatures =
+  if (kind.kind == "performer")
+    k.performerFeatures =
         count("features", true, 1,
               "the random features performer maps each query and key to");
 }
 
-void ConfigReader::readFeedForward(ModelConfig &c) {
-  std::optional<KindObject> kind = readKindObject(
-      "ffn", kFfnKinds, "{\"kind\": \"moe\", \"experts\": 8, \"top_k\": 2}");
-  if (!kind || kind->kind != "moe")
+void ConfigReader::readFeedForward(const KindObject &kind, LayerKinds &k) {
+  if (kind.kind != "moe")
     return;
   std::optional<int64_t> experts =
-      readKindCount(*kind, "experts", true, 1, "the FFNs a token is routed to");
+      readKindCount(kind, "experts", true, 1, "the FFNs a token is routed to");
   std::optional<int64_t> topK = readKindCount(
-      *kind, "top_k", true, 1, "the experts each token is routed to");
+      kind, "top_k", true, 1, "the experts each token is routed to");
   if (!experts || !topK)
     return;
   if (*topK > *experts) {
-    error(kind->keyPos("top_k", true),
+    error(kind.keyPos("top_k", true),
           formatv("'top_k' {0} is more than 'experts' {1}: each token picks "
                   "top_k distinct experts",
                   *topK, *experts));
     return;
   }
   if (*experts > kMaxExperts) {
-    error(kind->keyPos("experts", true),
+    error(kind.keyPos("experts", true),
           formatv("'experts' is {0}, above the supported maximum {1}", *experts,
                   kMaxExperts));
     return;
   }
-  c.experts = MixtureOfExperts{*experts, *topK};
+  k.experts = MixtureOfExperts{*experts, *topK};
+}
+
+void ConfigReader::readLayers(ModelConfig &c) {
+  const json::Value *v = object.get("layers");
+  if (!v)
+    return;
+  if (c.architecture != Architecture::Decoder) {
+    error("layers", formatv("'layers' applies to architecture 'decoder' "
+                            "only, not '{0}'",
+                            stringifyArchitecture(c.architecture)));
+    return;
+  }
+  const json::Array *entries = v->getAsArray();
+  if (!entries) {
+    error("layers",
+          formatv("'layers' must be a list of 'num_layers' entries such as "
+                  "[\"attention\", {{\"kind\": \"attention\", \"ffn\": "
+                  "{0}}], got {1}",
+                  kFfnExample, describe(*v)));
+    return;
+  }
+  if (int64_t(entries->size()) != c.numDecoderLayers) {
+    error("layers", formatv("'layers' has {0} entries, but 'num_layers' is {1}",
+                            entries->size(), c.numDecoderLayers));
+    return;
+  }
+  std::vector<size_t> offsets = scanArrayElements(text, valueOffset("layers"));
+  std::vector<LayerKinds> layers;
+  for (auto [i, entry] : llvm::enumerate(*entries)) {
+    size_t offset = i < offsets.size() ? offsets[i] : valueOffset("layers");
+    Position at = positionOf(text, offset);
+    std::string name = formatv("layers[{0}]", i).str();
+    LayerKinds k = c.kinds;
+    layers.push_back(k);
+    if (std::optional<StringRef> kind = entry.getAsString()) {
+      if (*kind == "mamba")
+        error(at, formatv("{0} kind 'mamba' is not supported yet; supported: "
+                          "attention",
+                          name));
+      else if (*kind != "attention")
+        error(at, formatv("'{0}' kind must be one of attention, mamba; got {1}",
+                          name, describe(entry)));
+      continue;
+    }
+    if (!entry.getAsObject()) {
+      error(at, formatv("'{0}' must be \"attention\", \"mamba\" or an object "
+                        "such as {{\"kind\": \"attention\", \"attention\": "
+                        "{1}}, got {2}",
+                        name, kAttentionExample, describe(entry)));
+      continue;
+    }
+    std::optional<KindObject> layer =
+        readKindValue(name, entry, offset, kLayerKinds, "");
+    if (!layer)
+      continue;
+    // A layer's own `attention` and `ffn` replace the model's.
+    auto valueOf = [&](StringRef key) -> size_t {
+      for (const KeyLocation &kl : llvm::reverse(layer->inner))
+        if (kl.key == key)
+          return kl.valueOffset;
+      return offset;
+    };
+    if (const json::Value *a = layer->object->get("attention")) {
+      if (std::optional<KindObject> kind =
+              readKindValue("attention", *a, valueOf("attention"),
+                            kAttentionKinds, kAttentionExample)) {
+        LayerKinds own;
+        readAttention(*kind, own);
+        own.experts = k.experts;
+        k = own;
+        checkAttention(c, k, positionOf(text, valueOf("attention")),
+                       object.get("causal") != nullptr);
+      }
+    }
+    if (const json::Value *f = layer->object->get("ffn")) {
+      if (std::optional<KindObject> kind = readKindValue(
+              "ffn", *f, valueOf("ffn"), kFfnKinds, kFfnExample)) {
+        k.experts.reset();
+        readFeedForward(*kind, k);
+      }
+    }
+    layers.back() = k;
+  }
+  c.decoderLayerKinds = std::move(layers);
+}
+
+void ConfigReader::checkAttention(const ModelConfig &c, const LayerKinds &k,
+                                  Position at, bool causalGiven) {
+  if (k.linformerK && c.causal)
+    error(at,
+          formatv("attention kind 'linformer' is never causal, but this "
+                  "{0} is causal{1}: linformer's projection mixes every "
+                  "position into each key",
+                  stringifyArchitecture(c.architecture),
+                  causalGiven ? "" : " by default (set \"causal\": false)"));
 }
 
 std::optional<int64_t> ConfigReader::readInt(StringRef key, bool required,
@@ -670,8 +820,12 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
                      {"dot", "scaled_dot", "bilinear", "additive"}, false))
     c.score = static_cast<ScoreKind>(*s);
   std::optional<bool> causal = readBool("causal");
-  readAttention(c);
-  readFeedForward(c);
+  if (std::optional<KindObject> kind =
+          readKindObject("attention", kAttentionKinds, kAttentionExample))
+    readAttention(*kind, c.kinds);
+  if (std::optional<KindObject> kind =
+          readKindObject("ffn", kFfnKinds, kFfnExample))
+    readFeedForward(*kind, c.kinds);
   std::optional<bool> lmHead = readBool("lm_head");
   std::optional<bool> tie = readBool("tie_embeddings");
   std::optional<bool> gated = readBool("ffn_gated");
@@ -754,21 +908,19 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
 
   c.finalNorm = finalNorm.value_or(c.norm == NormPlacement::Pre);
   c.causal = causal.value_or(c.architecture != Architecture::Encoder);
-  if (c.linformerK) {
-    if (c.causal)
-      error("attention",
-            formatv("attention kind 'linformer' is never causal, but this "
-                    "{0} is causal{1}: linformer's projection mixes every "
-                    "position into each key",
-                    stringifyArchitecture(c.architecture),
-                    causal ? "" : " by default (set \"causal\": false)"));
-    if (c.score != ScoreKind::ScaledDot)
-      error("attention_score",
-            formatv("attention kind 'linformer' takes scaled_dot scores, "
-                    "got '{0}'",
-                    stringifyScoreKind(c.score)));
-  }
-  if (c.performerFeatures && c.score != ScoreKind::ScaledDot)
+  if (c.kinds.linformerK)
+    checkAttention(c, c.kinds, valuePos("attention"), causal.has_value());
+  readLayers(c);
+  // The scores a kind takes: once for the model, whichever layers have it.
+  if (c.anyLayer([](const LayerKinds &k) { return bool(k.linformerK); }) &&
+      c.score != ScoreKind::ScaledDot)
+    error("attention_score",
+          formatv("attention kind 'linformer' takes scaled_dot scores, "
+                  "got '{0}'",
+                  stringifyScoreKind(c.score)));
+  if (c.anyLayer(
+          [](const LayerKinds &k) { return bool(k.performerFeatures); }) &&
+      c.score != ScoreKind::ScaledDot)
     error("attention_score",
           formatv("attention kind 'performer' takes scaled_dot scores, got "
                   "'{0}'",
@@ -797,6 +949,26 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
 }
 
 } // namespace
+
+bool LayerKinds::operator==(const LayerKinds &o) const {
+  auto moe = [](const std::optional<MixtureOfExperts> &m) {
+    return m ? std::make_pair(m->experts, m->topK)
+             : std::make_pair(int64_t(0), int64_t(0));
+  };
+  return window == o.window && globalTokens == o.globalTokens &&
+         linformerK == o.linformerK &&
+         performerFeatures == o.performerFeatures && block == o.block &&
+         windowBlocks == o.windowBlocks && globalBlocks == o.globalBlocks &&
+         randomBlocks == o.randomBlocks && moe(experts) == moe(o.experts);
+}
+
+bool ModelConfig::anyLayer(
+    llvm::function_ref<bool(const LayerKinds &)> pred) const {
+  if (decoderLayerKinds.empty() || numEncoderLayers > 0)
+    if (pred(kinds))
+      return true;
+  return llvm::any_of(decoderLayerKinds, pred);
+}
 
 std::pair<unsigned, unsigned> ConfigPositions::of(StringRef key) const {
   for (const auto &[name, pos] : values)

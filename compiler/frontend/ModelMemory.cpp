@@ -47,21 +47,22 @@ double normElements(const ModelConfig &c) {
   return double(c.dModel) * (c.normType == NormType::LayerNorm ? 2 : 1);
 }
 
-/// Elements of one layer's weights; `cross`: it has cross-attention.
-double layerElements(const ModelConfig &c, bool cross) {
+/// Elements of one layer's weights, of kinds `k`; `cross`: it has
+/// cross-attention.
+double layerElements(const ModelConfig &c, const LayerKinds &k, bool cross) {
   double d = double(c.dModel), ff = double(c.dFF);
   double firstRows = c.ffnGated ? 2 * ff : ff; // a gated FFN's gate and up
   double n = attentionElements(c) * (cross ? 2 : 1);
-  if (c.linformerK) // a self-attention's proj_e and proj_f
-    n += 2 * double(*c.linformerK) * double(c.maxSeqLen);
-  if (c.performerFeatures) // a self-attention's features [h, M, dk]
-    n += double(*c.performerFeatures) * double(c.dModel);
-  if (c.block) // a self-attention's block_pattern [blocks, R]
-    n += double((c.maxSeqLen + *c.block - 1) / *c.block) *
-         double(c.randomBlocks);
+  if (k.linformerK) // a self-attention's proj_e and proj_f
+    n += 2 * double(*k.linformerK) * double(c.maxSeqLen);
+  if (k.performerFeatures) // a self-attention's features [h, M, dk]
+    n += double(*k.performerFeatures) * double(c.dModel);
+  if (k.block) // a self-attention's block_pattern [blocks, R]
+    n += double((c.maxSeqLen + *k.block - 1) / *k.block) *
+         double(k.randomBlocks);
   // linear1, linear2 (of each expert, and the router)
   double ffn = firstRows * d + d * ff + (c.bias ? firstRows + d : 0);
-  n += c.experts ? double(c.experts->experts) * (ffn + d) : ffn;
+  n += k.experts ? double(k.experts->experts) * (ffn + d) : ffn;
   n += normElements(c) * (cross ? 3 : 2);
   return n;
 }
@@ -80,9 +81,11 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
   }
   if (c.positional == Positional::Learned)
     m.positionBytes = stacks * double(c.maxSeqLen) * d * kFloat;
-  double layers =
-      double(c.numEncoderLayers) * layerElements(c, /*cross=*/false) +
-      double(c.numDecoderLayers) * layerElements(c, /*cross=*/encDec);
+  double layers = 0;
+  for (int64_t i = 0; i < c.numEncoderLayers; ++i)
+    layers += layerElements(c, c.layerKinds(false, i), /*cross=*/false);
+  for (int64_t i = 0; i < c.numDecoderLayers; ++i)
+    layers += layerElements(c, c.layerKinds(true, i), /*cross=*/encDec);
   if (c.finalNorm)
     layers += stacks * normElements(c);
   m.layerBytes = layers * kFloat;
@@ -90,8 +93,14 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
 
   double tokens = double(limits.maxBatch) * double(limits.maxSeqLen);
   double width = d + 3 * d + double(c.dFF); // x, Q/K/V, FFN hidden
-  if (c.experts) // each token's rows gathered for its top_k experts
-    width += double(c.experts->topK) * (d + 2 * double(c.dFF));
+  // Each token's rows gathered for its top_k experts, in the layer that
+  // routes to the most.
+  int64_t topK = 0;
+  c.anyLayer([&](const LayerKinds &k) {
+    topK = std::max(topK, k.experts ? k.experts->topK : int64_t(0));
+    return false;
+  });
+  width += double(topK) * (d + 2 * double(c.dFF));
   if (encDec)
     width += d; // the encoder's output, read by every decoder layer
   width += c.lmHead ? double(*c.vocabSize) : d;
@@ -101,13 +110,18 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
     double kvWidth = double(c.numKVHeads) * double(c.headDim());
     double positions = 2 * tokens * kvWidth;
     // Performer's self-attention keeps feature sums, not positions.
-    double self = c.performerFeatures
-                      ? double(limits.maxBatch) * double(c.numHeads) *
-                            double(*c.performerFeatures) *
-                            double(c.headDim() + 1)
-                      : positions;
-    m.cacheBytes = double(c.numDecoderLayers) *
-                   (self + (encDec ? positions : 0.0)) * kFloat;
+    double selfCaches = 0;
+    for (int64_t i = 0; i < c.numDecoderLayers; ++i) {
+      const LayerKinds &k = c.layerKinds(true, i);
+      selfCaches += k.performerFeatures
+                        ? double(limits.maxBatch) * double(c.numHeads) *
+                              double(*k.performerFeatures) *
+                              double(c.headDim() + 1)
+                        : positions;
+    }
+    m.cacheBytes =
+        (selfCaches + (encDec ? double(c.numDecoderLayers) * positions : 0.0)) *
+        kFloat;
   }
   return m;
 }

@@ -11,6 +11,7 @@
 
 #include "tfm/IR/TfmOps.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -34,6 +35,41 @@ constexpr int64_t kMaxModelLayers = 4096;
 /// (`ffn` kind moe).
 struct MixtureOfExperts {
   int64_t experts = 0, topK = 0;
+};
+
+/// The kinds of a layer's blocks (contract section 7): its self-attention's
+/// (`attention`) and its FFN's (`ffn`).
+struct LayerKinds {
+  /// `attention` kind sliding_window (Longformer): keys within `window`
+  /// positions of the query, and the first `globalTokens` positions
+  /// attending and attended both ways, in the self-attention. No window: full
+  /// attention.
+  std::optional<int64_t> window;
+  int64_t globalTokens = 0;
+  /// `attention` kind linformer: the self-attention's keys and values
+  /// projected along the sequence to this many rows (proj_e, proj_f).
+  std::optional<int64_t> linformerK;
+  /// `attention` kind performer (FAVOR+): the self-attention's queries
+  /// and keys mapped to this many positive random features (the weight
+  /// `features`, [num_heads, M, dk]), softmax attention approximated by
+  /// their products.
+  std::optional<int64_t> performerFeatures;
+  /// `attention` kind block_sparse (BigBird): positions in blocks of this
+  /// many; each query block sees the key blocks within `windowBlocks`, the
+  /// first `globalBlocks` blocks (whose rows see every key), and the
+  /// `randomBlocks` ids of its row of the weight `block_pattern`.
+  std::optional<int64_t> block;
+  int64_t windowBlocks = 1, globalBlocks = 1, randomBlocks = 0;
+  /// `ffn` kind moe: the FFN a mixture of experts. None: dense.
+  std::optional<MixtureOfExperts> experts;
+
+  /// Whether the self-attention is `full` (the kind whose weights a dump
+  /// writes).
+  bool fullAttention() const {
+    return !window && !linformerK && !performerFeatures && !block;
+  }
+  bool operator==(const LayerKinds &o) const;
+  bool operator!=(const LayerKinds &o) const { return !(*this == o); }
 };
 
 struct ModelConfig {
@@ -64,28 +100,12 @@ struct ModelConfig {
   /// Whether linears (attention projections, FFN) have biases.
   bool bias = true;
   bool causal = false;
-  /// `attention` kind sliding_window (Longformer): keys within `window`
-  /// positions of the query, and the first `globalTokens` positions
-  /// attending and attended both ways, in every self-attention. No window:
-  /// full attention.
-  std::optional<int64_t> window;
-  int64_t globalTokens = 0;
-  /// `attention` kind linformer: every self-attention's keys and values
-  /// projected along the sequence to this many rows (proj_e, proj_f).
-  std::optional<int64_t> linformerK;
-  /// `attention` kind performer (FAVOR+): every self-attention's queries
-  /// and keys mapped to this many positive random features (the weight
-  /// `features`, [num_heads, M, dk]), softmax attention approximated by
-  /// their products.
-  std::optional<int64_t> performerFeatures;
-  /// `attention` kind block_sparse (BigBird): positions in blocks of this
-  /// many; each query block sees the key blocks within `windowBlocks`, the
-  /// first `globalBlocks` blocks (whose rows see every key), and the
-  /// `randomBlocks` ids of its row of the weight `block_pattern`.
-  std::optional<int64_t> block;
-  int64_t windowBlocks = 1, globalBlocks = 1, randomBlocks = 0;
-  /// `ffn` kind moe: every layer's FFN a mixture of experts. None: dense.
-  std::optional<MixtureOfExperts> experts;
+  /// The model-level `attention` and `ffn`: every layer's kinds, unless
+  /// `layers` gives a decoder layer its own.
+  LayerKinds kinds;
+  /// `layers` (decoder only): each decoder layer's kinds, in order; empty
+  /// without the key.
+  std::vector<LayerKinds> decoderLayerKinds;
   bool lmHead = false;
   bool tieEmbeddings = true;
   /// BERT's token types: a second table (`type_embed.weight`,
@@ -97,6 +117,14 @@ struct ModelConfig {
   bool embeddingNorm = false;
 
   int64_t headDim() const { return dModel / numHeads; }
+  /// The kinds of layer `layer` of the decoder stack (`decoder`) or of the
+  /// encoder stack.
+  const LayerKinds &layerKinds(bool decoder, int64_t layer) const {
+    return decoder && !decoderLayerKinds.empty() ? decoderLayerKinds[layer]
+                                                 : kinds;
+  }
+  /// Whether some layer of some stack has kinds that `pred` holds for.
+  bool anyLayer(llvm::function_ref<bool(const LayerKinds &)> pred) const;
 };
 
 /// A message about the description, at a 1-based line and column.
