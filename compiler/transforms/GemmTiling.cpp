@@ -78,7 +78,7 @@ GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t columns,
   // blocks, once per block (measured: GPT-2 block seq 512 ~1.5% faster).
   if (rowsBytes <= halfL2) {
     tiling.why = "panel by panel: the rows (" + kib(rowsBytes) +
-                 ") fit in half of L2 (" + kib(cache.l2Bytes) + ")";
+                 ") fit in half of the " + kib(cache.l2Bytes) + " L2";
   } else {
     const uint64_t unitBytes = bytes(blockUnit, k);
     const uint64_t fit =
@@ -88,13 +88,13 @@ GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t columns,
         int64_t(std::min<uint64_t>(fit, units)) * blockUnit;
     if (blockColumns < 2 * widest) {
       tiling.why = "panel by panel: the rows (" + kib(rowsBytes) +
-                   ") do not fit in half of L2 (" + kib(cache.l2Bytes) +
-                   "), nor do two panels (" + kib(panelBytes) + " each)";
+                   ") do not fit in half of the " + kib(cache.l2Bytes) +
+                   " L2, nor do two panels (" + kib(panelBytes) + " each)";
     } else {
       tiling.l2Columns = blockColumns;
       tiling.why =
           llvm::formatv("L2 blocks of {0} weight columns ({1}): the rows "
-                        "({2}) do not fit in half of L2 ({3})",
+                        "({2}) do not fit in half of the {3} L2",
                         blockColumns, kib(bytes(blockColumns, k)),
                         kib(rowsBytes), kib(cache.l2Bytes))
               .str();

@@ -1104,8 +1104,15 @@ LogicalResult FeedForwardOp::verify() {
           ? firstStatic({dimOr(w2, 2, 1), perPart(dimOr(w1, 2, 0)),
                          perPart(dimOr(b1, 1, 0))})
           : firstStatic({dimOr(w1, 2, 0), dimOr(b1, 1, 0), dimOr(w2, 2, 1)});
-  if (failed(expectShape(diag, "w1", w1, {firstRows * dFF, dModel})) ||
-      (b1 && failed(expectShape(diag, "b1", b1, {firstRows * dFF}))) ||
+  // The GLU splits the gated product in halves: a width it knows.
+  if (getGated() && w1.getRank() == 2 &&
+      (isDynamic(w1.getDimSize(0)) || w1.getDimSize(0) % 2 != 0))
+    return emitOpError("gated: w1 must have a static, even number of rows "
+                       "(the gate rows, then as many up rows), got ")
+           << w1;
+  int64_t w1Rows = isDynamic(dFF) ? ShapedType::kDynamic : firstRows * dFF;
+  if (failed(expectShape(diag, "w1", w1, {w1Rows, dModel})) ||
+      (b1 && failed(expectShape(diag, "b1", b1, {w1Rows}))) ||
       failed(expectShape(diag, "w2", w2, {dModel, dFF})) ||
       (b2 && failed(expectShape(diag, "b2", b2, {dModel}))))
     return failure();

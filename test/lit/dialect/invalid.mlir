@@ -1258,6 +1258,30 @@ func.func @ffn_b2(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64
 
 // -----
 
+func.func @ffn_gated_dynamic_w1(%x: tensor<?x?x32xf32>, %w1: tensor<?x32xf32>, %w2: tensor<32x24xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.ffn' op gated: w1 must have a static, even number of rows (the gate rows, then as many up rows), got 'tensor<?x32xf32>'}}
+  %0 = tfm.ffn <silu> gated %x, %w1, %w2 : (tensor<?x?x32xf32>, tensor<?x32xf32>, tensor<32x24xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @ffn_gated_odd_w1(%x: tensor<?x?x32xf32>, %w1: tensor<33x32xf32>, %w2: tensor<32x?xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.ffn' op gated: w1 must have a static, even number of rows (the gate rows, then as many up rows), got 'tensor<33x32xf32>'}}
+  %0 = tfm.ffn <silu> gated %x, %w1, %w2 : (tensor<?x?x32xf32>, tensor<33x32xf32>, tensor<32x?xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @ffn_dynamic_d_ff(%x: tensor<?x?x32xf32>, %w1: tensor<?x16xf32>, %w2: tensor<32x?xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.ffn' op w1 must be [?, 32], got 'tensor<?x16xf32>'}}
+  %0 = tfm.ffn <relu> %x, %w1, %w2 : (tensor<?x?x32xf32>, tensor<?x16xf32>, tensor<32x?xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
 func.func @ffn_result_type(%x: tensor<?x?x32xf32>, %w1: tensor<64x32xf32>, %b1: tensor<64xf32>, %w2: tensor<32x64xf32>, %b2: tensor<32xf32>) -> tensor<?x?x64xf32> {
   // expected-error @+1 {{'tfm.ffn' op failed to verify that all of {input, result} have same type}}
   %0 = tfm.ffn <relu> %x, %w1, %b1, %w2, %b2 : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<32x64xf32>, tensor<32xf32>) -> tensor<?x?x64xf32>

@@ -25,9 +25,9 @@
 // SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = none>}
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 512 : i64} {
   func.func @gpt2_s512(%x: tensor<?x?x768xf32>, %w: tensor<2304x768xf32>, %b: tensor<2304xf32>, %h: tensor<?x?x3072xf32>, %w2: tensor<768x3072xf32>) -> (tensor<?x?x2304xf32>, tensor<?x?x768xf32>) {
-    // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); L2 blocks of 160 weight columns (480 KiB): the rows (1536 KiB) do not fit in half of L2 (1024 KiB); none prefetched (in blocks, a task's next panel is a block of tasks away)}}
+    // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); L2 blocks of 160 weight columns (480 KiB): the rows (1536 KiB) do not fit in half of the 1024 KiB L2; none prefetched (in blocks, a task's next panel is a block of tasks away)}}
     %0 = tfm.linear %x, %w, %b : (tensor<?x?x768xf32>, tensor<2304x768xf32>, tensor<2304xf32>) -> tensor<?x?x2304xf32>
-    // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (6144 KiB) do not fit in half of L2 (1024 KiB), nor do two panels (384 KiB each); the next panel prefetched into L2 by every row block, a share each (two panels of 384 KiB and 8 rows fit in 1024 KiB)}}
+    // expected-remark @+1 {{in @gpt2_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (6144 KiB) do not fit in half of the 1024 KiB L2, nor do two panels (384 KiB each); the next panel prefetched into L2 by every row block, a share each (two panels of 384 KiB and 8 rows fit in 1024 KiB)}}
     %1 = tfm.linear %h, %w2 : (tensor<?x?x3072xf32>, tensor<768x3072xf32>) -> tensor<?x?x768xf32>
     return %0, %1 : tensor<?x?x2304xf32>, tensor<?x?x768xf32>
   }
@@ -53,11 +53,11 @@ module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 512 : i64} {
 // SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = none>}
 module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 64 : i64} {
   func.func @d256(%x: tensor<?x?x256xf32>, %w1: tensor<1024x256xf32>, %w2: tensor<256x1024xf32>, %big: tensor<?x?x4096xf32>, %w3: tensor<64x4096xf32>) -> (tensor<?x?x256xf32>, tensor<?x?x64xf32>) {
-    // expected-remark @+1 {{in @d256: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (128 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 32 KiB fit in 48 KiB)}}
+    // expected-remark @+1 {{in @d256: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (128 KiB) fit in half of the 1024 KiB L2; the next panel prefetched into L1 (1.5 panels of 32 KiB fit in 48 KiB)}}
     %0 = tfm.linear %x, %w1 activation <relu> : (tensor<?x?x256xf32>, tensor<1024x256xf32>) -> tensor<?x?x1024xf32>
-    // expected-remark @+1 {{in @d256: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (512 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L2 by every row block, a share each (two panels of 128 KiB and 8 rows fit in 1024 KiB)}}
+    // expected-remark @+1 {{in @d256: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (512 KiB) fit in half of the 1024 KiB L2; the next panel prefetched into L2 by every row block, a share each (two panels of 128 KiB and 8 rows fit in 1024 KiB)}}
     %1 = tfm.linear %0, %w2 residual %x : (tensor<?x?x1024xf32>, tensor<256x1024xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
-    // expected-remark @+1 {{in @d256: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (2048 KiB) do not fit in half of L2 (1024 KiB), nor do two panels (512 KiB each); panels (512 KiB) too long to prefetch: two do not fit in L2 (1024 KiB) beside 8 rows}}
+    // expected-remark @+1 {{in @d256: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (2048 KiB) do not fit in half of the 1024 KiB L2, nor do two panels (512 KiB each); panels (512 KiB) too long to prefetch: two do not fit in L2 (1024 KiB) beside 8 rows}}
     %2 = tfm.linear %big, %w3 : (tensor<?x?x4096xf32>, tensor<64x4096xf32>) -> tensor<?x?x64xf32>
     return %1, %2 : tensor<?x?x256xf32>, tensor<?x?x64xf32>
   }
@@ -74,11 +74,11 @@ module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 64 : i64} {
 // CHECK-NEXT: tfm.linear %arg2, %arg3 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 1, cols512 = 32, rows256 = 1, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch = l1>} :
 // CHECK-NEXT: tfm.linear %arg4, %arg3 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 2, cols512 = 32, rows256 = 2, cols256 = 16, rows128 = 2, cols128 = 8, l2Columns = 0, prefetch = l1>} :
 func.func @static_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %step: tensor<1x1x64xf32>, %w2: tensor<128x64xf32>, %two: tensor<2x1x64xf32>) -> (tensor<4x8xf32>, tensor<1x1x128xf32>, tensor<2x1x128xf32>) {
-  // expected-remark @+1 {{in @static_rows: GEMM tiling: register tiles of 4 x 32 on 512-bit vectors, 4 x 16 on 256-bit, 4 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); no panel follows to prefetch}}
+  // expected-remark @+1 {{in @static_rows: GEMM tiling: register tiles of 4 x 32 on 512-bit vectors, 4 x 16 on 256-bit, 4 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of the 1024 KiB L2; no panel follows to prefetch}}
   %0 = tfm.linear %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-  // expected-remark @+1 {{in @static_rows: GEMM tiling: register tiles of 1 x 32 on 512-bit vectors, 1 x 16 on 256-bit, 1 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
+  // expected-remark @+1 {{in @static_rows: GEMM tiling: register tiles of 1 x 32 on 512-bit vectors, 1 x 16 on 256-bit, 1 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of the 1024 KiB L2; the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
   %1 = tfm.linear %step, %w2 : (tensor<1x1x64xf32>, tensor<128x64xf32>) -> tensor<1x1x128xf32>
-  // expected-remark @+1 {{in @static_rows: GEMM tiling: register tiles of 2 x 32 on 512-bit vectors, 2 x 16 on 256-bit, 2 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
+  // expected-remark @+1 {{in @static_rows: GEMM tiling: register tiles of 2 x 32 on 512-bit vectors, 2 x 16 on 256-bit, 2 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of the 1024 KiB L2; the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
   %2 = tfm.linear %two, %w2 : (tensor<2x1x64xf32>, tensor<128x64xf32>) -> tensor<2x1x128xf32>
   return %0, %1, %2 : tensor<4x8xf32>, tensor<1x1x128xf32>, tensor<2x1x128xf32>
 }
@@ -112,7 +112,7 @@ func.func @left_alone(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>, %y: tensor<?x?x
 // CHECK-NEXT: tfm.linear %arg0, %arg1 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 128, prefetch = none>} :
 module attributes {tfm.max_batch = 9223372036854775807 : i64, tfm.max_seq_len = 9223372036854775807 : i64} {
   func.func @huge(%x: tensor<?x?x1024xf32>, %w: tensor<4096x1024xf32>) -> tensor<?x?x4096xf32> {
-    // expected-remark @+1 {{in @huge: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); L2 blocks of 128 weight columns (512 KiB): the rows (18014398509481984 KiB) do not fit in half of L2 (1024 KiB); none prefetched (in blocks, a task's next panel is a block of tasks away)}}
+    // expected-remark @+1 {{in @huge: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); L2 blocks of 128 weight columns (512 KiB): the rows (18014398509481984 KiB) do not fit in half of the 1024 KiB L2; none prefetched (in blocks, a task's next panel is a block of tasks away)}}
     %0 = tfm.linear %x, %w : (tensor<?x?x1024xf32>, tensor<4096x1024xf32>) -> tensor<?x?x4096xf32>
     return %0 : tensor<?x?x4096xf32>
   }
@@ -140,11 +140,11 @@ module attributes {tfm.max_batch = 9223372036854775807 : i64, tfm.max_seq_len = 
 // SMALL-NEXT: {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = none>}
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 512 : i64} {
   func.func @moe_s512(%xs: tensor<?x?x2x256xf32>, %s: tensor<3xi32>, %w1: tensor<1024x256xf32>, %w2: tensor<256x1024xf32>, %t: tensor<?x?x2xi32>, %rw: tensor<?x?x2xf32>, %x: tensor<?x?x256xf32>) -> (tensor<?x?x256xf32>, tensor<?x?x1024xf32>) {
-    // expected-remark @+1 {{in @moe_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (512 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 32 KiB fit in 48 KiB)}}
+    // expected-remark @+1 {{in @moe_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (512 KiB) fit in half of the 1024 KiB L2; the next panel prefetched into L1 (1.5 panels of 32 KiB fit in 48 KiB)}}
     %h = tfm.grouped_linear %xs groups %s weights(%w1, %w1) activation <silu> : (tensor<?x?x2x256xf32>, tensor<3xi32>, tensor<1024x256xf32>, tensor<1024x256xf32>) -> tensor<?x?x2x1024xf32>
-    // expected-remark @+1 {{in @moe_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); L2 blocks of 128 weight columns (512 KiB): the rows (2048 KiB) do not fit in half of L2 (1024 KiB); none prefetched (in blocks, a task's next panel is a block of tasks away)}}
+    // expected-remark @+1 {{in @moe_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); L2 blocks of 128 weight columns (512 KiB): the rows (2048 KiB) do not fit in half of the 1024 KiB L2; none prefetched (in blocks, a task's next panel is a block of tasks away)}}
     %y = tfm.grouped_linear %h groups %s weights(%w2, %w2) scatter %t, %rw residual %x : (tensor<?x?x2x1024xf32>, tensor<3xi32>, tensor<256x1024xf32>, tensor<256x1024xf32>, tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<?x?x256xf32>) -> tensor<?x?x256xf32>
-    // expected-remark @+1 {{in @moe_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (512 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 32 KiB fit in 48 KiB)}}
+    // expected-remark @+1 {{in @moe_s512: GEMM tiling: register tiles of 8 x 32 on 512-bit vectors, 6 x 16 on 256-bit, 6 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (512 KiB) fit in half of the 1024 KiB L2; the next panel prefetched into L1 (1.5 panels of 32 KiB fit in 48 KiB)}}
     %l = tfm.linear %x, %w1 : (tensor<?x?x256xf32>, tensor<1024x256xf32>) -> tensor<?x?x1024xf32>
     return %y, %l : tensor<?x?x256xf32>, tensor<?x?x1024xf32>
   }
@@ -158,9 +158,9 @@ module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 512 : i64} {
 // CHECK-NEXT: tfm.grouped_linear %arg0 groups %arg1 weights(%arg2, %arg2) {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 3, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 3, cols128 = 8, l2Columns = 0, prefetch = l1>} :
 // CHECK-NEXT: tfm.grouped_linear %arg3 groups %arg1 weights(%arg2, %arg2) {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 1, cols512 = 32, rows256 = 1, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch = l1>} :
 func.func @grouped_static_rows(%xs: tensor<1x3x2x64xf32>, %s: tensor<3xi32>, %w: tensor<128x64xf32>, %one: tensor<2x64xf32>) -> (tensor<1x3x2x128xf32>, tensor<2x128xf32>) {
-  // expected-remark @+1 {{in @grouped_static_rows: GEMM tiling: register tiles of 3 x 32 on 512-bit vectors, 3 x 16 on 256-bit, 3 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
+  // expected-remark @+1 {{in @grouped_static_rows: GEMM tiling: register tiles of 3 x 32 on 512-bit vectors, 3 x 16 on 256-bit, 3 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of the 1024 KiB L2; the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
   %0 = tfm.grouped_linear %xs groups %s weights(%w, %w) : (tensor<1x3x2x64xf32>, tensor<3xi32>, tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<1x3x2x128xf32>
-  // expected-remark @+1 {{in @grouped_static_rows: GEMM tiling: register tiles of 1 x 32 on 512-bit vectors, 1 x 16 on 256-bit, 1 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of L2 (1024 KiB); the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
+  // expected-remark @+1 {{in @grouped_static_rows: GEMM tiling: register tiles of 1 x 32 on 512-bit vectors, 1 x 16 on 256-bit, 1 x 8 on 128-bit (rows x columns, the packed panel's width); panel by panel: the rows (1 KiB) fit in half of the 1024 KiB L2; the next panel prefetched into L1 (1.5 panels of 8 KiB fit in 48 KiB)}}
   %1 = tfm.grouped_linear %one groups %s weights(%w, %w) : (tensor<2x64xf32>, tensor<3xi32>, tensor<128x64xf32>, tensor<128x64xf32>) -> tensor<2x128xf32>
   return %0, %1 : tensor<1x3x2x128xf32>, tensor<2x128xf32>
 }
