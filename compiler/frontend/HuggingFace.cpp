@@ -157,11 +157,20 @@ std::string layerName(int64_t i, StringRef suffix) {
   return ("layers." + Twine(i) + "." + suffix).str();
 }
 
-/// LLaMA and Mistral (`LlamaForCausalLM`, `MistralForCausalLM`): pre-norm
-/// RMS norms, rotary positions (rotate_half), grouped-query attention,
-/// SwiGLU, no biases by default.
-bool mapLlama(ConfigJson &config, bool mistral, json::Object &desc,
+/// The LLaMA family's model types: their layers differ in the sliding
+/// window (mistral, mixtral) and the FFN (mixtral's experts).
+enum class LlamaFamily { Llama, Mistral, Mixtral };
+
+/// LLaMA, Mistral and Mixtral (`LlamaForCausalLM`, `MistralForCausalLM`,
+/// `MixtralForCausalLM`): pre-norm RMS norms, rotary positions
+/// (rotate_half), grouped-query attention, SwiGLU (Mixtral: a mixture of
+/// SwiGLU experts, its router's softmax over the top-k logits, which is
+/// what renormalising the top-k of the full softmax gives), no biases by
+/// default.
+bool mapLlama(ConfigJson &config, LlamaFamily family, json::Object &desc,
               HuggingFaceCheckpoint &ckpt) {
+  bool mistral = family != LlamaFamily::Llama;
+  bool mixtral = family == LlamaFamily::Mixtral;
   std::optional<int64_t> d = config.integer("hidden_size");
   std::optional<int64_t> heads = config.integer("num_attention_heads");
   std::optional<int64_t> kvHeads = config.integer("num_key_value_heads", false);
@@ -181,12 +190,35 @@ bool mapLlama(ConfigJson &config, bool mistral, json::Object &desc,
   std::optional<int64_t> window;
   if (mistral)
     window = config.integer("sliding_window", false);
+  std::optional<int64_t> experts, topK;
+  if (mixtral) {
+    experts = config.integer("num_local_experts");
+    topK = config.integer("num_experts_per_tok");
+    // Training only: the router's auxiliary loss and its input noise.
+    config.get("router_aux_loss_coef");
+    config.get("router_jitter_noise");
+    config.get("output_router_logits");
+  }
   // Same maths: tensor-parallel slicing, dropout in training.
   config.get("pretraining_tp");
   config.get("attention_dropout");
   if (config.failed || !d || !heads || !layers || !ff || !vocab || !positions ||
-      !act)
+      !act || (mixtral && (!experts || !topK)))
     return false;
+  if (mixtral && *experts > kMaxExperts) {
+    config.error("num_local_experts",
+                 formatv("'num_local_experts' is {0}, above the supported "
+                         "maximum {1}",
+                         *experts, kMaxExperts));
+    return false;
+  }
+  if (mixtral && *topK > *experts) {
+    config.error("num_experts_per_tok",
+                 formatv("'num_experts_per_tok' {0} is more than "
+                         "'num_local_experts' {1}",
+                         *topK, *experts));
+    return false;
+  }
   if (attentionBias != mlpBias) {
     config.error("attention_bias",
                  "'attention_bias' and 'mlp_bias' differ; tfm's 'bias' "
@@ -225,6 +257,9 @@ bool mapLlama(ConfigJson &config, bool mistral, json::Object &desc,
   desc["ffn_gated"] = true;
   desc["bias"] = attentionBias;
   desc["tie_embeddings"] = tied;
+  if (mixtral)
+    desc["ffn"] =
+        json::Object{{"kind", "moe"}, {"experts", *experts}, {"top_k", *topK}};
 
   auto &w = ckpt.weights;
   w["embed.weight"] = {{"model.embed_tokens.weight"}};
@@ -238,10 +273,23 @@ bool mapLlama(ConfigJson &config, bool mistral, json::Object &desc,
     w[layerName(i, "self_attn.in_proj_weight")] = qkv("weight");
     w[layerName(i, "self_attn.out_proj.weight")] = {
         {hf + "self_attn.o_proj.weight"}};
-    // The gate's rows, then the up rows (ffn_gated's layout).
-    w[layerName(i, "linear1.weight")] = {
-        {hf + "mlp.gate_proj.weight", hf + "mlp.up_proj.weight"}};
-    w[layerName(i, "linear2.weight")] = {{hf + "mlp.down_proj.weight"}};
+    if (mixtral) {
+      // Each expert's w1 (gate) rows, then its w3 (up) rows; w2 is down.
+      std::string moe = hf + "block_sparse_moe.";
+      w[layerName(i, "moe.gate.weight")] = {{moe + "gate.weight"}};
+      for (int64_t e = 0; e < *experts; ++e) {
+        std::string expert = (moe + "experts." + Twine(e) + ".").str();
+        std::string ours = ("moe.experts." + Twine(e) + ".").str();
+        w[layerName(i, ours + "linear1.weight")] = {
+            {expert + "w1.weight", expert + "w3.weight"}};
+        w[layerName(i, ours + "linear2.weight")] = {{expert + "w2.weight"}};
+      }
+    } else {
+      // The gate's rows, then the up rows (ffn_gated's layout).
+      w[layerName(i, "linear1.weight")] = {
+          {hf + "mlp.gate_proj.weight", hf + "mlp.up_proj.weight"}};
+      w[layerName(i, "linear2.weight")] = {{hf + "mlp.down_proj.weight"}};
+    }
     if (attentionBias) {
       w[layerName(i, "self_attn.in_proj_bias")] = qkv("bias");
       w[layerName(i, "self_attn.out_proj.bias")] = {
@@ -481,7 +529,7 @@ std::string modelName(StringRef dir) {
 } // namespace
 
 StringRef supportedHuggingFaceModelTypes() {
-  return "bert, gpt2, llama, mistral";
+  return "bert, gpt2, llama, mistral, mixtral";
 }
 
 bool readCheckpointTensorNames(StringRef dir, StringSet<> &names,
@@ -617,8 +665,11 @@ mapHuggingFaceConfig(StringRef text, StringRef dir,
   json::Object desc;
   desc["name"] = modelName(dir);
   bool mapped = false;
-  if (*type == "llama" || *type == "mistral") {
-    mapped = mapLlama(config, *type == "mistral", desc, ckpt);
+  if (*type == "llama" || *type == "mistral" || *type == "mixtral") {
+    LlamaFamily family = *type == "llama"     ? LlamaFamily::Llama
+                         : *type == "mistral" ? LlamaFamily::Mistral
+                                              : LlamaFamily::Mixtral;
+    mapped = mapLlama(config, family, desc, ckpt);
   } else if (*type == "gpt2") {
     bool bare = tensorNames.contains("wte.weight") &&
                 !tensorNames.contains("transformer.wte.weight");

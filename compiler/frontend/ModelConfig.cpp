@@ -28,7 +28,6 @@ namespace {
 constexpr int64_t kMaxDim = int64_t(1) << 24;
 constexpr int64_t kMaxLayers = kMaxModelLayers;
 /// Experts of an MoE FFN (DeepSeek-V3 has 256).
-constexpr int64_t kMaxExperts = 1024;
 /// llvm::json parses, prints and destroys values recursively: deep enough
 /// nesting ([[[[...) overflows the stack. A description needs one level.
 constexpr unsigned kMaxJsonDepth = 64;

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 # tfm-compile DIR's model types (contract section 11), as its message lists them.
-SUPPORTED = ("bert", "gpt2", "llama", "mistral")
-CAUSAL_LM = ("gpt2", "llama", "mistral")   # an LM head: logits, --generate
+SUPPORTED = ("bert", "gpt2", "llama", "mistral", "mixtral")
+CAUSAL_LM = ("gpt2", "llama", "mistral", "mixtral")   # an LM head: logits, --generate
 GEN_NEW_TOKENS = 16
 LAYOUTS = ("", "gpt2_hub", "tied_lm_head")
 
@@ -151,6 +151,16 @@ def _mistral(**kw):
     return base
 
 
+def _mixtral(**kw):
+    base = dict(vocab_size=128, hidden_size=64, intermediate_size=112, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                rms_norm_eps=1e-5, rope_theta=10000.0, tie_word_embeddings=False,
+                sliding_window=None, num_local_experts=4, num_experts_per_tok=2,
+                initializer_range=0.1)
+    base.update(kw)
+    return base
+
+
 def _gpt2(**kw):
     base = dict(vocab_size=128, n_embd=64, n_head=4, n_layer=2, n_positions=64,
                 activation_function="gelu_new", layer_norm_epsilon=1e-5, initializer_range=0.1)
@@ -185,6 +195,13 @@ CASES = [
          note="sliding_window null"),
     Case("mistral_window_64", "model", "mistral", _mistral(sliding_window=64),
          note="sliding_window 64 = max_position_embeddings: no sequence is longer"),
+    Case("mixtral", "model", "mixtral", _mixtral(),
+         note="4 experts, top-2 (MixtralSparseMoeBlock: block_sparse_moe.gate, experts.{e}.w1/w3/w2), "
+              "grouped-query attention; batched and unbatched prompts", prompts=((2, 6), (5,))),
+    Case("mixtral_e3k1_tied", "model", "mixtral",
+         _mixtral(num_local_experts=3, num_experts_per_tok=1, tie_word_embeddings=True,
+                  num_hidden_layers=3, intermediate_size=80),
+         note="3 experts, top-1, tied head, 3 layers, d_ff 80"),
     Case("gpt2", "model", "gpt2", _gpt2(),
          note="n_embd 64, 4 heads, 2 layers, learned positions, gelu_new, Conv1D weights, "
               "tied head, biases"),
@@ -239,9 +256,9 @@ CASES = [
     Case("unsupported_t5", "error", "t5",
          dict(vocab_size=128, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4),
          check="model_type", note="a T5ForConditionalGeneration folder"),
-    Case("unsupported_edited_mixtral", "error", "llama", _llama(),
-         edit_config={"model_type": "mixtral"}, check="model_type",
-         note="a llama folder whose config.json says model_type mixtral"),
+    Case("unsupported_edited_qwen2_moe", "error", "llama", _llama(),
+         edit_config={"model_type": "qwen2_moe"}, check="model_type",
+         note="a llama folder whose config.json says model_type qwen2_moe"),
     Case("llama_rope_scaling", "error", "llama",
          _llama(rope_scaling={"type": "linear", "factor": 2.0}),
          check="key", reject_key="rope_scaling", note="rope_scaling linear, factor 2"),
@@ -257,6 +274,12 @@ CASES = [
          edit_config={"add_cross_attention": True}, check="key", reject_key="add_cross_attention",
          note="add_cross_attention true (hand-edited config.json: transformers needs "
               "is_decoder for it)"),
+    Case("mixtral_top_k_above", "error", "mixtral", _mixtral(),
+         edit_config={"num_experts_per_tok": 5}, check="key", reject_key="num_experts_per_tok",
+         note="num_experts_per_tok 5 of num_local_experts 4 (hand-edited config.json)"),
+    Case("mixtral_no_experts", "error", "mixtral", _mixtral(),
+         edit_config={"num_local_experts": None}, check="key", reject_key="num_local_experts",
+         note="num_local_experts null (hand-edited config.json)"),
     Case("mistral_window_8", "error", "mistral", _mistral(sliding_window=8),
          check="sliding", lengths=(8, 12),
          note="sliding_window 8: rejected, or 12 tokens rejected at run time and with "

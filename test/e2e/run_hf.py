@@ -4,8 +4,8 @@ against the `transformers` library (contract section 11).
 
 For each case of hf_cases.py ("model" cases; "either" and "error" below):
   1. build the tiny config, torch.manual_seed(crc32 of the name), the
-     model (the case's hf_class, else AutoModelForCausalLM for gpt2, llama
-     and mistral, AutoModel (BertModel) for bert; eager attention) in eval
+     model (the case's hf_class, else AutoModelForCausalLM for gpt2, llama,
+     mistral and mixtral, AutoModel (BertModel) for bert; eager attention) in eval
      mode; every parameter that its init leaves constant (norm weights:
      ones; biases: zeros) gets random values, so that a dropped norm weight
      or bias shows; save_pretrained(DIR, safe_serialization=True), with the
@@ -491,6 +491,10 @@ def hf_generate(model, prompt2d, n_new):
     t = torch.from_numpy(n.ascontiguousarray(prompt2d, dtype=n.int64))
     gc = tr.GenerationConfig(max_new_tokens=n_new, min_new_tokens=0, do_sample=False, num_beams=1,
                              eos_token_id=None, bos_token_id=None, pad_token_id=0)
+    # generate() fills the ids left None from the model's own generation
+    # config (the saved eos_token_id 2 would stop it there): clear them.
+    model.generation_config.eos_token_id = None
+    model.generation_config.bos_token_id = None
     with torch.no_grad():
         out = model.generate(input_ids=t, attention_mask=torch.ones_like(t), generation_config=gc)
     out = out.numpy()
@@ -559,10 +563,12 @@ BERT_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh"
 def expected_model_json(cfg):
     """{key: value} for a config.json dict of a supported model_type."""
     mt = cfg["model_type"]
-    if mt in ("llama", "mistral"):
+    if mt in ("llama", "mistral", "mixtral"):
         heads = cfg["num_attention_heads"]
         kv = cfg.get("num_key_value_heads") or heads
-        return {
+        moe = {"ffn": {"kind": "moe", "experts": cfg["num_local_experts"],
+                       "top_k": cfg["num_experts_per_tok"]}} if mt == "mixtral" else {}
+        return dict(moe, **{
             "architecture": "decoder", "d_model": cfg["hidden_size"], "num_heads": heads,
             "num_kv_heads": kv, "d_ff": cfg["intermediate_size"],
             "num_layers": cfg["num_hidden_layers"], "vocab_size": cfg["vocab_size"],
@@ -572,7 +578,7 @@ def expected_model_json(cfg):
             "final_norm": True, "activation": "silu", "ffn_gated": True, "bias": False,
             "tie_embeddings": bool(cfg.get("tie_word_embeddings", False)),
             "embedding_scale": "none", "attention_score": "scaled_dot",
-        }
+        })
     if mt == "gpt2":
         d = cfg["n_embd"]
         return {

@@ -31,6 +31,10 @@ enum class NormType { LayerNorm, RmsNorm };
 /// names).
 constexpr int64_t kMaxModelLayers = 4096;
 
+/// The most experts an MoE FFN may have (`experts`, and Mixtral's
+/// num_local_experts).
+constexpr int64_t kMaxExperts = 1024;
+
 /// An FFN of `experts` experts, each token routed to `topK` of them
 /// (`ffn` kind moe).
 struct MixtureOfExperts {
