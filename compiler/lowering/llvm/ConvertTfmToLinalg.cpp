@@ -324,7 +324,10 @@ struct LowerRouteExperts : OpRewritePattern<RouteExpertsOp> {
     TensorBuilder tb(rewriter, op.getLoc());
     MixtureOfExpertsBuilder::Routing routing =
         MixtureOfExpertsBuilder(tb).route(op.getLogits(), op.getTopK());
-    rewriter.replaceOp(op, {routing.tokens, routing.weights, routing.starts});
+    rewriter.replaceOp(op,
+                       {tb.castTo(routing.tokens, op.getTokens().getType()),
+                        tb.castTo(routing.weights, op.getWeights().getType()),
+                        routing.starts});
     return success();
   }
 };
@@ -332,15 +335,17 @@ struct LowerRouteExperts : OpRewritePattern<RouteExpertsOp> {
 struct LowerGatherRows : TfmLowering<GatherRowsOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(GatherRowsOp op, TensorBuilder &tb) const override {
-    return MixtureOfExpertsBuilder(tb).gatherRows(op.getInput(),
-                                                  op.getTokens());
+    return tb.castTo(
+        MixtureOfExpertsBuilder(tb).gatherRows(op.getInput(), op.getTokens()),
+        op.getType());
   }
 };
 
 struct LowerGroupedLinear : TfmLowering<GroupedLinearOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(GroupedLinearOp op, TensorBuilder &tb) const override {
-    return MixtureOfExpertsBuilder(tb).groupedLinear(op);
+    return tb.castTo(MixtureOfExpertsBuilder(tb).groupedLinear(op),
+                     op.getType());
   }
 };
 

@@ -56,6 +56,12 @@ public:
     return tensor::getMixedSizes(b, loc, t);
   }
 
+  /// `v` as `type` (a tensor of the same shape, some sizes known only at
+  /// run time in `v`'s).
+  Value castTo(Value v, Type type) {
+    return v.getType() == type ? v : tensor::CastOp::create(b, loc, type, v);
+  }
+
   Value empty(ArrayRef<OpFoldResult> sizes) {
     return tensor::EmptyOp::create(b, loc, sizes, f32());
   }

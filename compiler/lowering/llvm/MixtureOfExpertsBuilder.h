@@ -293,12 +293,22 @@ private:
     return {choice, weights};
   }
 
-  /// `t` with its leading dimensions, all but the last `keep`, as one.
+  /// `t` with its leading dimensions, all but the last `keep`, as one (a
+  /// dimension of 1 when it has none).
   Value flatten(Value t, unsigned keep) {
     auto type = cast<RankedTensorType>(t.getType());
     int64_t rank = type.getRank(), lead = rank - keep;
     if (lead == 1)
       return t;
+    if (lead == 0) {
+      SmallVector<int64_t> shape{1};
+      llvm::append_range(shape, type.getShape());
+      SmallVector<OpFoldResult> sizes{b.getIndexAttr(1)};
+      llvm::append_range(sizes, tb.sizes(t));
+      return tensor::ExpandShapeOp::create(
+          b, loc, RankedTensorType::get(shape, type.getElementType()), t,
+          oneRowGroups(rank), sizes);
+    }
     SmallVector<ReassociationIndices> groups(1);
     for (int64_t i = 0; i < lead; ++i)
       groups[0].push_back(i);
@@ -314,6 +324,8 @@ private:
     unsigned rank = sizes.size(), lead = rank - keep;
     if (lead == 1)
       return flat;
+    if (lead == 0)
+      return tensor::CollapseShapeOp::create(b, loc, flat, oneRowGroups(rank));
     SmallVector<Value> dims;
     for (OpFoldResult s : sizes)
       dims.push_back(getValueOrCreateConstantIndexOp(b, loc, s));
@@ -337,6 +349,14 @@ private:
                      ValueRange{tensor::ExtractOp::create(nb, nl, flat, at)});
                })
         .getResult(0);
+  }
+
+  /// [1, d0, d1, ...] <-> [d0, d1, ...]: the row dimension with the first.
+  static SmallVector<ReassociationIndices> oneRowGroups(int64_t rank) {
+    SmallVector<ReassociationIndices> groups{{0, 1}};
+    for (int64_t i = 2; i <= rank; ++i)
+      groups.push_back({i});
+    return groups;
   }
 
   /// `rows` into `into` from row `first`.

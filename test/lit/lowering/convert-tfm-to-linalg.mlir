@@ -691,3 +691,34 @@ func.func @grouped_linear_scatter(%x: tensor<?x?x2x16xf32>, %s: tensor<3xi32>, %
   %y = tfm.grouped_linear %x groups %s weights(%v0, %v1) scatter %t, %rw residual %r : (tensor<?x?x2x16xf32>, tensor<3xi32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
   return %y : tensor<?x?x8xf32>
 }
+
+// -----
+
+// Static shapes and inputs of one row (a fuzzer's IR, not the frontend's):
+// the routing's rows are [1, E] for a rank-1 input, and each result takes
+// the op's type (a cast where only the run time knew the size).
+// CHECK-LABEL: func.func @route_rank1(
+// CHECK: tensor.expand_shape %arg0 {{\[\[}}0, 1]] output_shape [1, 3] : tensor<3xf32> into tensor<1x3xf32>
+// CHECK: %[[T:.+]] = tensor.cast %{{.+}} : tensor<?xi32> to tensor<2xi32>
+// CHECK: %[[W:.+]] = tensor.cast %{{.+}} : tensor<?xf32> to tensor<2xf32>
+// CHECK: return %[[T]], %[[W]], %{{.+}} : tensor<2xi32>, tensor<2xf32>, tensor<4xi32>
+// CHECK-LABEL: func.func @scatter_rank1(
+// CHECK: %[[ROW:.+]] = tensor.collapse_shape %{{.+}} {{\[\[}}0, 1]] : tensor<?x8xf32> into tensor<?xf32>
+// CHECK: %[[OUT:.+]] = tensor.cast %[[ROW]] : tensor<?xf32> to tensor<8xf32>
+// CHECK: return %[[OUT]] : tensor<8xf32>
+// CHECK-LABEL: func.func @grouped_static(
+// CHECK: tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2]] : tensor<4x2x8xf32> into tensor<8x8xf32>
+// CHECK: return %{{.+}} : tensor<4x2x16xf32>
+// CHECK-NOT: tfm.
+func.func @route_rank1(%logits: tensor<3xf32>) -> (tensor<2xi32>, tensor<2xf32>, tensor<4xi32>) {
+  %t, %w, %s = tfm.route_experts %logits top 2 : tensor<3xf32> -> tensor<2xi32>, tensor<2xf32>, tensor<4xi32>
+  return %t, %w, %s : tensor<2xi32>, tensor<2xf32>, tensor<4xi32>
+}
+func.func @scatter_rank1(%x: tensor<2x16xf32>, %s: tensor<3xi32>, %v0: tensor<8x16xf32>, %v1: tensor<8x16xf32>, %t: tensor<2xi32>, %rw: tensor<2xf32>) -> tensor<8xf32> {
+  %y = tfm.grouped_linear %x groups %s weights(%v0, %v1) scatter %t, %rw : (tensor<2x16xf32>, tensor<3xi32>, tensor<8x16xf32>, tensor<8x16xf32>, tensor<2xi32>, tensor<2xf32>) -> tensor<8xf32>
+  return %y : tensor<8xf32>
+}
+func.func @grouped_static(%x: tensor<4x2x8xf32>, %s: tensor<3xi32>, %w0: tensor<16x8xf32>, %w1: tensor<16x8xf32>) -> tensor<4x2x16xf32> {
+  %h = tfm.grouped_linear %x groups %s weights(%w0, %w1) : (tensor<4x2x8xf32>, tensor<3xi32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<4x2x16xf32>
+  return %h : tensor<4x2x16xf32>
+}
