@@ -91,10 +91,23 @@ expert tensor or with a transposed gate (MOE_WEIGHT_FAULTS): exit 1 naming
 the tensor.  COMPILE_ERRORS holds the `ffn` values tfm-compile must refuse
 (`moe_err_*`).
 
+The `layers_*` cases (a decoder's per-layer kinds, `layers`: each entry
+"attention" or {"kind": "attention", "attention": {...}, "ffn": {...}},
+whose own kind objects replace the model-level ones for that layer) mix
+full, sliding-window, block_sparse and performer layers with dense and MoE
+FFNs, override model-level kinds, and pass a mask through window and
+block_sparse layers or (layers_mask_refused_performer) to a model with a
+performer layer, which refuses it.  They are checked against (a) when
+every layer comes to one kind, (c) when every layer is full or a window,
+else (b) with each layer in its kind's second form.  COMPILE_ERRORS holds
+the `layers` values tfm-compile must refuse (`layers_err_*`; one of them
+as JSON text, a duplicated key: CompileError.text).
+
 `check_coverage()` asserts that every option of the contract is exercised.
 """
 
 import itertools
+import json
 import zlib
 from dataclasses import dataclass, field
 from typing import Dict, Optional, Tuple
@@ -390,6 +403,39 @@ def moe(e, k, **kw):
     return dict(kw, ffn=dict(kind="moe", experts=e, top_k=k))
 
 
+def layer(attention=None, ffn=None):
+    """A `layers` entry (contract section 7, a decoder's per-layer kinds):
+    {"kind": "attention"} with the layer's own `attention` and `ffn` kind
+    objects where given (each replaces the model-level one for this layer;
+    left out: the model-level kind)."""
+    e = {"kind": "attention"}
+    if attention is not None:
+        e["attention"] = attention
+    if ffn is not None:
+        e["ffn"] = ffn
+    return e
+
+
+def att_window(w, g=None):
+    return window(w, g)["attention"]
+
+
+def att_block_sparse(b, wb=None, gb=None, r=None):
+    return block_sparse(b, wb, gb, r)["attention"]
+
+
+def att_performer(m):
+    return performer(m)["attention"]
+
+
+FULL = {"kind": "full"}
+DENSE = {"kind": "dense"}
+
+
+def ffn_moe(e, k):
+    return moe(e, k)["ffn"]
+
+
 # Case.moe_gate's kinds (moe_gate_rows()).
 MOE_GATES = ("dominant", "starved")
 
@@ -479,16 +525,17 @@ def block_patterns(cfg, seed, lengths, dtype="I32"):
     int32 would be v), rows - 1 when nb < rows (a block that only the
     compiled length has: ignored at run time) or else rows + 3, -2 or -3,
     or nothing.  (v, the extremes' valid id, is a block the row reads by
-    no other rule where there is one.)  {} without random blocks."""
+    no other rule where there is one.)  {} without random blocks.  With
+    section 7's `layers`, each block_sparse layer by its own rule (li
+    counts the layers that have a pattern)."""
     import reference
-    if not (cfg.block_sparse and cfg.random_blocks):
-        return {}
     npdt = np.int32 if dtype == "I32" else np.int64
     out = {}
     names = [k for k in reference.expected_weights(cfg) if k.endswith("self_attn.block_pattern")]
     for li, name in enumerate(names):
+        lc = cfg.kinds_of(name)
         rows, r = reference.expected_weights(cfg)[name]
-        nb = -(-lengths[name.split(".")[0]] // cfg.block)
+        nb = -(-lengths[name.split(".")[0]] // lc.block)
         rng = np.random.default_rng([seed, 11, li])
         ids = rng.integers(0, nb, size=(rows, r)).astype(np.int64)
         for qb in range(rows):
@@ -506,8 +553,8 @@ def block_patterns(cfg, seed, lengths, dtype="I32"):
             elif kind == "big":
                 # v: a block the row would not read otherwise, so that
                 # reading the id as int32 (v) shows.
-                others = [kb for kb in range(nb) if abs(kb - qb) > cfg.window_blocks
-                          and kb >= cfg.global_blocks and kb not in ids[qb, :c].tolist()]
+                others = [kb for kb in range(nb) if abs(kb - qb) > lc.window_blocks
+                          and kb >= lc.global_blocks and kb not in ids[qb, :c].tolist()]
                 v = others[0] if others else 0
                 if dtype == "I32":
                     ids[qb, c] = 2 ** 31 - 1 if qb % 2 else -2 ** 31
@@ -528,12 +575,11 @@ def case_block_patterns(case, cfg):
 
 def output_stack_patterns(cfg, patterns):
     """The block_pattern of each self-attention of the output's stack (the
-    decoder's of an encoder_decoder), in layer order, for
-    reference.attended_rows; None without random blocks."""
-    if not (cfg.block_sparse and cfg.random_blocks):
-        return None
-    prefix, n = ("decoder.layers.", cfg.num_decoder_layers) if cfg.is_encdec else ("layers.", cfg.num_layers)
-    return [patterns["%s%d.self_attn.block_pattern" % (prefix, i)] for i in range(n)]
+    decoder's of an encoder_decoder), in layer order (None for a layer
+    without one), for reference.attended_rows; None without random
+    blocks."""
+    import reference
+    return reference.output_stack_patterns(cfg, patterns)
 
 
 def pattern_facts(cfg, patterns, lengths):
@@ -545,8 +591,9 @@ def pattern_facts(cfg, patterns, lengths):
     an earlier one in a causal stack)."""
     facts = set()
     for name, p in patterns.items():
+        lc = cfg.kinds_of(name)     # the layer's own rule (section 7's `layers`)
         rows = p.shape[0]
-        nb = -(-lengths[name.split(".")[0]] // cfg.block)
+        nb = -(-lengths[name.split(".")[0]] // lc.block)
         for qb in range(min(nb, rows)):
             row = [int(v) for v in p[qb]]
             if len(set(row)) < len(row):
@@ -565,8 +612,8 @@ def pattern_facts(cfg, patterns, lengths):
                 if v in (2 ** 31 - 1, -2 ** 31):
                     facts.add("id int32 extreme")
                 causal = cfg.causal and not name.startswith("encoder.")
-                if 0 <= v < nb and abs(v - qb) > cfg.window_blocks and v >= cfg.global_blocks \
-                        and qb >= cfg.global_blocks and (v < qb or not causal):
+                if 0 <= v < nb and abs(v - qb) > lc.window_blocks and v >= lc.global_blocks \
+                        and qb >= lc.global_blocks and (v < qb or not causal):
                     facts.add("random blocks matter")
     return facts
 
@@ -1178,6 +1225,76 @@ CASES += [
 ]
 
 
+# ---- contract section 7: a decoder's per-layer kinds (`layers`) -----------------
+# A list of num_layers entries: "attention" (the model-level `attention` and
+# `ffn`), or {"kind": "attention", "attention": {...}, "ffn": {...}}, whose
+# own kind objects replace the model-level ones for that layer (each whole,
+# not merged key by key).  Weights keep their names per layer, each layer
+# exactly its own kinds' (layers.{i}.self_attn.features of a performer
+# layer, block_pattern of a block_sparse one with random blocks, moe.* of an
+# MoE one, linear1 / linear2 of a dense one).  Checked against (c) (each
+# layer its own window and FFN) when every layer is full or sliding_window,
+# (a) when every layer comes to the same kinds, else against (b) with each
+# layer in its own kind's second form (banded, blocks, linear) and the MoE
+# FFNs in the dense form.  Every case has some layer whose kinds differ from
+# the model-level ones (fake_tfm_compile.py's no_layers, which ignores
+# `layers`, fails each).
+CASES += [
+    dec("layers_full_window_moe", ids(13, batch=2), dict(
+        vocab_size=64, num_layers=3, d_ff=50,
+        layers=["attention", layer(att_window(2, 1)), layer(ffn=ffn_moe(4, 2))]),
+        note="model-level full attention and dense FFN; layer 1 a sliding window (W 2, G 1), layer 2 an MoE "
+             "FFN (E 4, K 2) with full attention; (c) with each layer its own window and FFN"),
+    dec("layers_override_window_float", floats(13, batch=None), dict(
+        positional="rope", norm="pre", num_layers=3, attention=att_window(3),
+        layers=[layer(FULL), "attention", layer(att_block_sparse(2, 1, 1, 2))]),
+        note="model-level sliding window (W 3) overridden: layer 0 full, layer 1 the model's window, layer 2 "
+             "block_sparse (B 2, R 2: layers.2.self_attn.block_pattern only); rope, float inputs, unbatched"),
+    dec("layers_moe_model_dense_layer", ids(13, batch=2), dict(
+        LLAMA, vocab_size=64, num_kv_heads=2, d_ff=44, num_layers=3, ffn=ffn_moe(4, 2),
+        layers=[layer(ffn=DENSE), {"kind": "attention"}, layer(ffn=ffn_moe(8, 1))]),
+        note="model-level MoE (E 4, K 2): layer 0 dense (layers.0.linear1), layer 1 the model's MoE "
+             "({kind: attention} alone), layer 2 E 8, K 1; llama-like, 2 kv heads of 4"),
+    dec("layers_hybrid_four_kinds", ids(13, batch=2), dict(
+        vocab_size=64, num_layers=4, d_ff=50, positional="learned",
+        layers=[layer(att_performer(8)), layer(att_window(2, 2), ffn_moe(4, 2)),
+                layer(att_block_sparse(2, 1, 1, 2)), "attention"]),
+        note="a performer layer (causal running sums), a sliding window with 2 global tokens and an MoE FFN, "
+             "block_sparse with random blocks, and a full layer; learned positions, post norm"),
+    dec("layers_two_block_sparse_i64", ids(13), dict(
+        vocab_size=64, num_layers=3, norm="pre", tie_embeddings=False,
+        attention=att_block_sparse(2, 1, 1, 2),
+        layers=["attention", layer(att_block_sparse(3, 0, 1, 1)), layer(FULL, ffn_moe(5, 3))]),
+        pattern_dtype="I64", weight_dtype="BF16",
+        note="two block_sparse layers of their own rules: layer 0 the model's B 2, R 2 (block_pattern [8, 2]), "
+             "layer 1 B 3, W 0, R 1 ([6, 1]), both I64; layer 2 full with E 5, K 3; BF16 weights, untied head"),
+    dec("layers_perf_llama_gqa_unbatched", ids(13, batch=None, dtype="int32"), dict(
+        LLAMA, vocab_size=64, num_kv_heads=2, d_ff=44, num_layers=3,
+        layers=[layer(att_performer(8)), "attention", layer(att_performer(16), ffn_moe(3, 3))]),
+        note="performer layers of M 8 and M 16 (each its own features) around a full one, the last with an "
+             "MoE FFN of gated silu experts (E = K = 3); llama-like, rope, 2 kv heads of 4, unbatched int32 ids"),
+    dec("layers_uniform_window", ids(13), dict(
+        vocab_size=64, num_layers=2, layers=[layer(att_window(2)), layer(att_window(2))]),
+        note="every layer the same sliding window (W 2) over model-level full attention: the model-level "
+             "window model, checked against (a)"),
+    dec("layers_long_mixed", ids(70, batch=2), dict(
+        vocab_size=64, num_layers=3, max_seq_len=80, positional="rope", norm="pre",
+        layers=[layer(att_window(5, 2)), layer(att_block_sparse(8, 1, 1, 2)), layer(att_performer(16))]),
+        note="seq 70 (past 64 query rows): a window (W 5, G 2), block_sparse (B 8, R 2) and performer layer; "
+             "rope, batch 2"),
+    dec("layers_mask_window_bs", ids(13, batch=2), dict(
+        vocab_size=64, num_layers=3, positional="rope",
+        layers=[layer(att_window(2, 1)), layer(att_block_sparse(2, 1, 0, 1)), layer(ffn=ffn_moe(4, 2))]),
+        masks={"mask": Mask("left", "int64", lengths=(7, 12))},
+        note="left padding through a window (W 2, G 1), a block_sparse (B 2, G 0, R 1) and a full MoE layer: "
+             "each layer's rule masks the padded keys; rows without a key in some layer skipped"),
+    dec("layers_mask_refused_performer", ids(7, batch=2), dict(
+        _TINY, num_layers=2, layers=["attention", layer(att_performer(4))]),
+        masks={"mask": Mask("right")}, expect_error="mask",
+        note="one performer layer is enough: the model refuses a mask input"),
+]
+
+
 @dataclass(frozen=True)
 class CompileError:
     """A model description tfm-compile must refuse (contract section 7:
@@ -1198,6 +1315,9 @@ class CompileError:
     reference: str
     note: str = ""
     args: Tuple[str, ...] = ()
+    # The description's JSON text, written as it is (a duplicated key,
+    # which a dict cannot hold); model is then json.loads(text).
+    text: Optional[str] = None
 
 
 def _perf_error(name, attention=None, **kw):
@@ -1353,6 +1473,127 @@ COMPILE_ERRORS += [
 ]
 
 
+def _layers_error(name, layers, arch="decoder", **kw):
+    m = _model(name, arch, **dict(_TINY, **kw))
+    m["layers"] = layers
+    return m
+
+
+def _layers_error_text(name, entry_text):
+    """A one-layer decoder whose `layers` entry is `entry_text` verbatim."""
+    m = _model(name, "decoder", **_TINY)
+    text = json.dumps(m, indent=2)[:-2] + ',\n  "layers": [%s]\n}\n' % entry_text
+    return json.loads(text), text
+
+
+_DUP_MODEL, _DUP_TEXT = _layers_error_text(
+    "layers_err_duplicate_key", '{"kind": "attention", "ffn": {"kind": "dense"}, "ffn": {"kind": "dense"}}')
+_LIN = {"kind": "linformer", "k": 4}
+
+# The `layers` key's errors (contract section 7: `layers` of the wrong
+# length or outside `decoder`), each at its line and column: the layers
+# value, an entry, or a key (its value) inside an entry; inside an entry's
+# `attention` and `ffn`, the model-level keys' own messages.
+COMPILE_ERRORS += [
+    CompileError("layers_err_encoder", _layers_error("layers_err_encoder", ["attention"], "encoder"),
+                 "'layers' applies to architecture 'decoder' only, not 'encoder'", "'layers' applies to",
+                 note="at the layers value"),
+    CompileError("layers_err_encdec", _layers_error("layers_err_encdec", ["attention"], "encoder_decoder"),
+                 "'layers' applies to architecture 'decoder' only, not 'encoder_decoder'", "'layers' applies to",
+                 note="at the layers value"),
+    CompileError("layers_err_not_list", _layers_error("layers_err_not_list", 3),
+                 "'layers' must be a list of 'num_layers' entries such as [\"attention\", {\"kind\": "
+                 "\"attention\", \"ffn\": {\"kind\": \"moe\", \"experts\": 8, \"top_k\": 2}}], got 3",
+                 "'layers' must be a list", note="at the value"),
+    CompileError("layers_err_not_list_string", _layers_error("layers_err_not_list_string", "attention"),
+                 "'layers' must be a list of 'num_layers' entries such as [\"attention\", {\"kind\": "
+                 "\"attention\", \"ffn\": {\"kind\": \"moe\", \"experts\": 8, \"top_k\": 2}}], "
+                 "got \"attention\"", "'layers' must be a list", note="a string, at the value"),
+    CompileError("layers_err_length", _layers_error("layers_err_length", ["attention"] * 3, num_layers=4),
+                 "'layers' has 3 entries, but 'num_layers' is 4", "'layers' has 3 entries",
+                 note="at the layers value"),
+    CompileError("layers_err_empty", _layers_error("layers_err_empty", [], num_layers=2),
+                 "'layers' has 0 entries, but 'num_layers' is 2", "'layers' has 0 entries",
+                 note="at the layers value"),
+    CompileError("layers_err_entry_number", _layers_error("layers_err_entry_number", ["attention", "attention", 5],
+                                                          num_layers=3),
+                 "'layers[2]' must be \"attention\", \"mamba\" or an object such as {\"kind\": \"attention\", "
+                 "\"attention\": {\"kind\": \"sliding_window\", \"window\": 256}}, got 5", "'layers[2]' must be",
+                 note="at the entry"),
+    CompileError("layers_err_entry_string", _layers_error("layers_err_entry_string", ["attention", "full"],
+                                                          num_layers=2),
+                 "'layers[1]' kind must be one of attention, mamba; got \"full\"", "'layers[1]' kind must be",
+                 note="an attention kind where a layer kind goes, at the entry"),
+    CompileError("layers_err_mamba", _layers_error("layers_err_mamba", ["mamba"]),
+                 "layers[0] kind 'mamba' is not supported yet; supported: attention", "'mamba' is not supported",
+                 note="at the entry"),
+    CompileError("layers_err_mamba_object", _layers_error("layers_err_mamba_object", ["attention", {"kind": "mamba"}],
+                                                          num_layers=2),
+                 "layers[1] kind 'mamba' is not supported yet; supported: attention", "'mamba' is not supported",
+                 note="at the kind's value"),
+    CompileError("layers_err_kind_missing", _layers_error("layers_err_kind_missing",
+                                                          [{"attention": att_window(2)}]),
+                 "'layers[0]' needs a 'kind': one of attention, mamba", "'layers[0]' needs a 'kind'",
+                 note="at the entry's opening brace"),
+    CompileError("layers_err_kind_unknown", _layers_error("layers_err_kind_unknown", [{"kind": "transformer"}]),
+                 "'layers[0]' kind must be one of attention, mamba; got \"transformer\"", "'layers[0]' kind must be",
+                 note="at the kind's value"),
+    CompileError("layers_err_unknown_key", _layers_error("layers_err_unknown_key",
+                                                         [{"kind": "attention", "norm": "pre"}]),
+                 "unknown key 'norm' in 'layers[0]' (kind 'attention' takes attention, ffn)",
+                 "unknown key 'norm' in 'layers[0]'", note="a model-level key inside an entry, at the key"),
+    CompileError("layers_err_duplicate_key", _DUP_MODEL, "duplicate key 'ffn' in 'layers[0]'",
+                 "duplicate key 'ffn' in 'layers[0]'", text=_DUP_TEXT, note="at the second key"),
+    CompileError("layers_err_attention_not_object", _layers_error("layers_err_attention_not_object",
+                                                                  [layer("performer")]),
+                 "'attention' must be an object such as {\"kind\": \"sliding_window\", \"window\": 256}, "
+                 "got \"performer\"", "'attention' must be an object", note="the entry's attention value"),
+    CompileError("layers_err_block_missing", _layers_error("layers_err_block_missing", ["attention", layer(
+        {"kind": "block_sparse", "random_blocks": 1})], num_layers=2),
+                 "attention kind 'block_sparse' needs 'block'", "needs \"block\"",
+                 note="at the entry's attention object's opening brace"),
+    CompileError("layers_err_window_key", _layers_error("layers_err_window_key", [layer(
+        {"kind": "block_sparse", "block": 2, "window": 2})]),
+                 "'window' is a key of attention kind 'sliding_window', not of 'block_sparse'", "sliding_window",
+                 note="at the key inside the entry's attention"),
+    CompileError("layers_err_features_zero", _layers_error("layers_err_features_zero", [layer(
+        {"kind": "performer", "features": 0})]),
+                 "'features' must be at least 1 (the random features performer maps each query and key to), "
+                 "got 0", "'features'", note="at the value"),
+    CompileError("layers_err_ffn_kind_unknown", _layers_error("layers_err_ffn_kind_unknown", [layer(
+        ffn={"kind": "sparse"})]),
+                 "'ffn' kind must be one of dense, moe; got \"sparse\"", "'ffn' kind", note="at the kind's value"),
+    CompileError("layers_err_experts_missing", _layers_error("layers_err_experts_missing", [layer(
+        ffn={"kind": "moe", "top_k": 2})]),
+                 "ffn kind 'moe' needs 'experts'", "needs \"experts\"", note="at the entry's ffn object's brace"),
+    CompileError("layers_err_top_k_above_experts", _layers_error("layers_err_top_k_above_experts",
+                                                                 ["attention", layer(ffn=ffn_moe(4, 5))],
+                                                                 num_layers=2),
+                 "'top_k' 5 is more than 'experts' 4: each token picks top_k distinct experts",
+                 "'top_k' 5 is more than 'experts' 4", note="at top_k's value"),
+    CompileError("layers_err_linformer", _layers_error("layers_err_linformer", ["attention", layer(_LIN)],
+                                                       num_layers=2),
+                 "attention kind 'linformer' is never causal, but this decoder is causal by default (set "
+                 "\"causal\": false): linformer's projection mixes every position into each key",
+                 "never causal", note="a linformer layer in a (causal by default) decoder, at the entry's attention "
+                                      "value"),
+    CompileError("layers_err_linformer_causal", _layers_error("layers_err_linformer_causal", [layer(_LIN)],
+                                                              causal=True),
+                 "attention kind 'linformer' is never causal, but this decoder is causal: linformer's projection "
+                 "mixes every position into each key", "never causal", note="causal given: true"),
+    CompileError("layers_err_performer_score", _layers_error("layers_err_performer_score", [
+        "attention", layer(att_performer(4))], num_layers=2, attention_score="dot"),
+                 "attention kind 'performer' takes scaled_dot scores, got 'dot'", "scaled_dot",
+                 note="one performer layer: the model's attention_score, at its value"),
+    CompileError("layers_err_max_seq_len", _layers_error("layers_err_max_seq_len", [
+        "attention", layer(att_block_sparse(4, r=2))], num_layers=2),
+                 "--max-seq-len 32 exceeds max_seq_len 16: block_sparse's block_pattern has no rows for the "
+                 "query blocks beyond it", "block_pattern", args=("--max-seq-len", "32"),
+                 note="a block_sparse layer with random blocks: block_pattern has ceil(16 / 4) = 4 rows; at "
+                      "max_seq_len"),
+]
+
+
 def reference_refusal(e):
     """The oracle's refusal of CompileError e, or None if it takes it: the
     description's ConfigError; with `--max-seq-len N` in e.args, a
@@ -1360,21 +1601,26 @@ def reference_refusal(e):
     rows) cannot serve N positions, or a linformer one (E and F have
     max_seq_len columns)."""
     import reference
+    if e.text is not None:
+        dup = reference.find_duplicate_key(e.text)
+        if dup:
+            return dup
     try:
         cfg = reference.Config(e.model)
     except reference.ConfigError as err:
         return str(err)
     if "--max-seq-len" in e.args:
         n = int(e.args[list(e.args).index("--max-seq-len") + 1])
-        if cfg.block_sparse and cfg.random_blocks:
-            import torch
-            rows = reference.n_blocks(cfg.max_seq_len, cfg.block)
-            try:
-                reference.block_sparse_allowed(range(n), range(n), cfg.block, cfg.window_blocks,
-                                               cfg.global_blocks, torch.zeros(rows, cfg.random_blocks,
-                                                                              dtype=torch.long))
-            except ValueError as err:
-                return str(err)
+        for lc in cfg.layer_configs():      # each layer's kind (section 7's `layers`)
+            if lc.block_sparse and lc.random_blocks:
+                import torch
+                rows = reference.n_blocks(cfg.max_seq_len, lc.block)
+                try:
+                    reference.block_sparse_allowed(range(n), range(n), lc.block, lc.window_blocks,
+                                                   lc.global_blocks, torch.zeros(rows, lc.random_blocks,
+                                                                                 dtype=torch.long))
+                except ValueError as err:
+                    return str(err)
         if cfg.linformer and n > cfg.max_seq_len:
             return "linformer: %d positions, proj_e has %d columns" % (n, cfg.max_seq_len)
     return None
@@ -1450,16 +1696,20 @@ def _validate_block_sparse(c, cfg):
     problems = []
     if c.pattern_dtype not in PATTERN_DTYPES:
         problems.append("%s: pattern dtype %r" % (c.name, c.pattern_dtype))
-    if c.pattern_dtype != "I32" and not (cfg.block_sparse and cfg.random_blocks):
+    # The layers with random blocks (every layer's kind, section 7's `layers`).
+    random = [lc for lc in cfg.layer_configs() if lc.block_sparse and lc.random_blocks]
+    if c.pattern_dtype != "I32" and not random:
         problems.append("%s: pattern_dtype without a block_pattern" % c.name)
-    if cfg.block_sparse and cfg.random_blocks:
+    if random:
         if c.max_seq_len and c.max_seq_len > cfg.max_seq_len:
             problems.append("%s: --max-seq-len above max_seq_len with random blocks (block_pattern has "
                             "ceil(max_seq_len / block) rows)" % c.name)
         lengths = stack_lengths(cfg, c.inputs)
         facts = pattern_facts(cfg, block_patterns(cfg, case_seed(c.name), lengths, c.pattern_dtype), lengths)
-        nb = max(-(-n // cfg.block) for n in lengths.values())
-        sparse = nb > 1 and cfg.window_blocks < nb - 1 and cfg.global_blocks < nb
+        sparse = False
+        for lc in random:
+            nb = max(-(-n // lc.block) for n in lengths.values())
+            sparse = sparse or (nb > 1 and lc.window_blocks < nb - 1 and lc.global_blocks < nb)
         if sparse and c.weight_fault is None and "random blocks matter" not in facts:
             problems.append("%s: no pattern id adds a key block to its row: the random blocks do not matter"
                             % c.name)
@@ -1509,7 +1759,7 @@ def weight_file(case, cfg, arrays, patterns):
         import reference
         prefix = "encoder.layers.0." if cfg.is_encdec else "layers.0."
         name = prefix + "self_attn.block_pattern"
-        rows = reference.n_blocks(cfg.max_seq_len, cfg.block or 1)
+        rows = reference.n_blocks(cfg.max_seq_len, cfg.kinds_of(prefix).block or 1)
         out = {}
         for k, v in arrays.items():
             out[k] = v
@@ -1648,7 +1898,8 @@ def _validate_masks(c, cfg):
                                if c.expect_detail else "", found or "accepted"))
     elif c.masks:
         if cfg.linformer or cfg.performer:
-            problems.append("%s: %s refuses a mask input: an error case" % (c.name, cfg.attention_kind))
+            problems.append("%s: %s refuses a mask input: an error case" % (
+                c.name, "/".join(k for k in cfg.attention_kinds if k in ("linformer", "performer"))))
         if c.run_args:
             problems.append("%s: run_args are for error cases" % c.name)
     return problems
@@ -1671,9 +1922,13 @@ def coverage():
                     add("mask error=" + mk.pattern, n)
                 add("mask error names " + name, n)
             if cfg.linformer or cfg.performer:
-                add("mask error=" + cfg.attention_kind, n)
+                for k in sorted(set(cfg.attention_kinds) & {"linformer", "performer"}):
+                    add("mask error=" + k, n)
             if cfg.performer:
                 add("performer mask error names " + ",".join(sorted(c.masks)), n)
+            if cfg.has_layers:
+                add("layers mask error=" + "/".join(sorted(set(cfg.attention_kinds) & {"linformer", "performer"})),
+                    n)
             if "--generate" in c.run_args:
                 add("mask error=--generate", n)
             if c.weight_fault in MOE_WEIGHT_FAULTS:
@@ -1744,8 +1999,12 @@ def coverage():
                 add("gqa+rope", n)
         if not cfg.bias:
             add("bias=false(%s)" % cfg.architecture, n)
+        # Section 7: a decoder's per-layer kinds (the kinds' own features
+        # below are for the model-level `attention` and `ffn`).
+        if cfg.has_layers:
+            _layers_coverage(c, cfg, add, b)
         # Section 7: sliding windows.
-        if cfg.sliding_window:
+        elif cfg.sliding_window:
             seq = max(i.seq for i in c.inputs.values())
             w, g = cfg.window, cfg.global_tokens
             arch = cfg.architecture + (",causal" if cfg.causal else "")
@@ -1845,7 +2104,9 @@ def coverage():
             _block_sparse_coverage(c, cfg, add, b)
         elif "attention" in c.model:
             add("attention kind=full explicit", n)
-        if cfg.moe:
+        if cfg.has_layers:
+            pass
+        elif cfg.moe:
             _moe_coverage(c, cfg, add, b)
         elif "ffn" in c.model:
             add("ffn kind=dense explicit", n)
@@ -1864,6 +2125,70 @@ def coverage():
     for e in COMPILE_ERRORS:
         add("compile error " + e.name, e.name)
     return feats
+
+
+def _layers_coverage(c, cfg, add, b):
+    """Section 7's `layers`: the kinds each layer takes, how its entry
+    says it, what it overrides, and the options and inputs they meet."""
+    import reference
+    n = c.name
+    model_kinds = reference.Config({k: v for k, v in c.model.items() if k != "layers"})
+    views = cfg.layer_configs()
+    add("layers(%s%s)" % (cfg.architecture, ",causal" if cfg.causal else ""), n)
+    for entry, lc in zip(c.model["layers"], views):
+        add("layers attention=" + lc.attention_kind, n)
+        add("layers ffn=" + lc.ffn_kind, n)
+        if isinstance(entry, str):
+            add("layers entry \"%s\"" % entry, n)
+        elif set(entry) == {"kind"}:
+            add("layers entry {kind} alone", n)
+        else:
+            for key in ("attention", "ffn"):
+                if key in entry:
+                    add("layers entry own " + key, n)
+        if lc.sliding_window and lc.global_tokens:
+            add("layers window G>0", n)
+        if lc.block_sparse:
+            add("layers block_sparse R%s" % ("=0" if lc.random_blocks == 0 else ">=1"), n)
+        if lc.moe:
+            add("layers moe " + ("K=1" if lc.moe_top_k == 1 else "1<K<E" if lc.moe_top_k < lc.moe_experts else "K=E"),
+                n)
+        if isinstance(entry, dict) and "attention" in entry and model_kinds.attention_kind != "full" \
+                and lc.attention_kind != model_kinds.attention_kind:
+            add("layers model-level attention overridden", n)
+        if isinstance(entry, dict) and "ffn" in entry and model_kinds.moe and not lc.moe:
+            add("layers model-level moe, a dense layer", n)
+    if cfg.uniform() is not None:
+        add("layers every layer the same kinds", n)
+    patterns = reference.expected_weights(cfg)
+    shapes = {v for k, v in patterns.items() if k.endswith("self_attn.block_pattern")}
+    if len(shapes) >= 2:
+        add("layers block_patterns of different shapes", n)
+    moes = {(lc.moe_experts, lc.moe_top_k) for lc in views if lc.moe}
+    if len(moes) >= 2:
+        add("layers MoE layers of different E/K", n)
+    feats = {lc.performer_m for lc in views if lc.performer}
+    if len(feats) >= 2:
+        add("layers performer layers of different M", n)
+    add("layers kinds=%d" % len(set(cfg.attention_kinds)), n)
+    add("layers second form=" + cfg.second_form(), n)
+    add("layers batch" + ("=none" if b is None else "=1" if b == 1 else ">1"), n)
+    add("layers inputs=" + ("ids" if cfg.tokens else "float32"), n)
+    add("layers norm=" + cfg.norm, n)
+    add("layers positional=" + cfg.positional, n)
+    add("layers weights " + c.weight_dtype, n)
+    if cfg.num_kv_heads != cfg.num_heads:
+        add("layers gqa", n)
+    if cfg.uses_section11():
+        add("layers section 11", n)
+    if cfg.lm_head:
+        add("layers lm_head " + ("tied" if cfg.tie_embeddings else "untied"), n)
+    if any(i.seq > 64 for i in c.inputs.values()):
+        add("layers seq>64", n)
+    if c.masks:
+        add("layers mask", n)
+    if any(lc.block_sparse and lc.random_blocks for lc in views):
+        add("layers block_sparse pattern " + c.pattern_dtype, n)
 
 
 def _moe_coverage(c, cfg, add, b):
@@ -2005,7 +2330,8 @@ def _mask_coverage(c, cfg, add):
     add("mask+positional=" + cfg.positional, n)
     add("mask+score=" + cfg.attention_score, n)
     if cfg.sliding_window:
-        add("mask+window" + (" G>0" if cfg.global_tokens else ""), n)
+        add("mask+window" + (" G>0" if any(lc.global_tokens for lc in cfg.layer_configs() if lc.sliding_window)
+                             else ""), n)
     if cfg.uses_section11():
         add("mask section 11", n)
     pats = output_stack_patterns(cfg, case_block_patterns(c, cfg))
@@ -2137,6 +2463,22 @@ REQUIRED = (
        "token types with mask", "token types without mask", "token types batch=none", "token types batch=1",
        "token types batch>1", "token types lm_head", "token types hidden states", "token types+embedding_norm"]
     + ["token_type_ids error=" + p for p in TYPE_ERROR_PATTERNS]
+    # section 7: a decoder's per-layer kinds (`layers`)
+    + ["layers(decoder,causal)", "layers attention=full", "layers attention=sliding_window",
+       "layers attention=block_sparse", "layers attention=performer", "layers ffn=dense", "layers ffn=moe",
+       "layers entry \"attention\"", "layers entry {kind} alone", "layers entry own attention",
+       "layers entry own ffn", "layers window G>0", "layers block_sparse R>=1", "layers moe K=1",
+       "layers moe 1<K<E", "layers moe K=E", "layers model-level attention overridden",
+       "layers model-level moe, a dense layer", "layers every layer the same kinds",
+       "layers block_patterns of different shapes", "layers MoE layers of different E/K",
+       "layers performer layers of different M", "layers kinds=4", "layers second form=hf",
+       "layers second form=mixed", "layers second form=torch", "layers batch=none", "layers batch=1",
+       "layers batch>1", "layers inputs=ids", "layers inputs=float32", "layers norm=pre", "layers norm=post",
+       "layers positional=rope", "layers positional=learned", "layers positional=sinusoidal",
+       "layers weights F32", "layers weights BF16", "layers gqa", "layers section 11", "layers lm_head tied",
+       "layers lm_head untied", "layers seq>64", "layers mask", "layers block_sparse pattern I32",
+       "layers block_sparse pattern I64", "layers mask error=performer"]
+    + ["compile error " + e.name for e in COMPILE_ERRORS if e.name.startswith("layers_err_")]
     + ["compile error " + e for e in ("tt_err_decoder", "tt_err_encdec", "tt_err_no_vocab",
                                       "emb_err_norm_not_bool")]
 )

@@ -48,6 +48,11 @@ TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
                through expert 0 alone (weight 1), the gate and the other
                experts' tensors unread (must FAIL on gen_moe_* cases: step
                logits)
+  no_layers    ignores section 7's `layers` (a decoder's per-layer kinds): every
+               layer with the model-level `attention` and `ffn`, so it expects
+               the model-level weight names and refuses a file with a layer's
+               own (exit 1 naming the tensor), or computes the model-level
+               kinds (must FAIL on gen_layers_* cases)
 """
 
 import argparse
@@ -61,7 +66,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ("exact", "unsupported", "noisy", "flip", "threads", "sample_nondet", "fixed_seed",
          "greedy_sample", "topk",
          "no_line", "int64", "no_limit", "crash", "no_src_limit", "src_short", "no_window",
-         "no_performer", "no_block_sparse", "bs_step_row", "no_moe")
+         "no_performer", "no_block_sparse", "bs_step_row", "no_moe", "no_layers")
 
 
 def compile_main(argv):
@@ -77,6 +82,8 @@ def compile_main(argv):
         return 2
     with open(args.model) as f:
         desc = json.load(f)
+    if mode == "no_layers":
+        desc.pop("layers", None)    # every layer the model-level kinds
     max_seq = args.max_seq_len or desc["max_seq_len"]
     script = ("#!%s\nimport sys\nsys.path.insert(0, %r)\nimport fake_generate_compile\n"
               "sys.exit(fake_generate_compile.exe_main(%r, %d, %d, %r, sys.argv[1:]))\n"
@@ -147,8 +154,18 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
         if mode == "src_short":
             src = src[:, :-1] if src.shape[1] > 1 else (src + 1) % cfg.vocab_size
     weights, dtypes = st.load_file(args.weights, with_dtypes=True)
+    if mode == "no_layers":
+        # The listing of the model-level kinds, checked like the real loader.
+        expected = reference.expected_weights(cfg, cfg.is_encdec and "embed.weight" in weights)
+        missing = [k for k in expected if k not in weights]
+        extra = [k for k in weights if k not in expected]
+        if missing or extra:
+            print("model: error: %s: %s" % (args.weights, "missing tensor %s" % missing[0] if missing
+                                            else "unexpected tensor %s" % extra[0]), file=sys.stderr)
+            return 1
     for k in [k for k in weights if k.endswith("self_attn.block_pattern")]:
-        want = (-(-cfg.max_seq_len // cfg.block), cfg.random_blocks) if cfg.block_sparse else None
+        lc = cfg.kinds_of(k)
+        want = (-(-cfg.max_seq_len // lc.block), lc.random_blocks) if lc.block_sparse else None
         if dtypes[k] not in ("I32", "I64") or tuple(weights[k].shape) != want:
             print("model: error: %s: %s %s, expected I32 or I64 %s" % (k, dtypes[k], list(weights[k].shape),
                                                                      want), file=sys.stderr)

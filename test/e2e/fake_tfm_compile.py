@@ -59,6 +59,12 @@ TFM_FAKE_MODE (read when compiling) selects a behaviour:
                 alone (weight 1), reading (and checking) neither the gate nor the other experts'
                 tensors: must FAIL on every moe_* case (tolerance; the moe_load_* cases, a missing
                 moe.experts.1.linear2.weight and a transposed moe.gate.weight, by exiting 0)
+  no_layers     ignores section 7's `layers` (a decoder's per-layer kinds): builds every layer
+                with the model-level `attention` and `ffn`, so its IR lists the model-level
+                weight names and its executable expects them: must FAIL on every layers_* case
+                (the IR check where a layer's kind has other weights, else tolerance; the
+                layers_err_mask_performer case at the IR check too, and its executable would
+                not refuse the mask)
 
 Like tfm-compile, it refuses a linformer model, or a block_sparse one with
 random blocks, with --max-seq-len above the model's max_seq_len (E and F
@@ -78,7 +84,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe",
          "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window", "no_linformer",
-         "no_performer", "no_mask", "no_block_sparse", "ids_wrap", "no_moe")
+         "no_performer", "no_mask", "no_block_sparse", "ids_wrap", "no_moe", "no_layers")
 EMITS = ("exe", "mlir")
 
 
@@ -111,6 +117,8 @@ def compile_main(argv):
     import reference
     with open(args.model) as f:
         desc = json.load(f)
+    if mode == "no_layers":
+        desc.pop("layers", None)    # every layer the model-level kinds
     try:
         cfg = reference.Config(desc)
     except reference.ConfigError as e:
@@ -124,7 +132,7 @@ def compile_main(argv):
         print("%s: error: --max-seq-len %d exceeds max_seq_len %d: linformer's proj_e and proj_f have "
               "max_seq_len columns" % (args.model, max_seq, cfg.max_seq_len), file=sys.stderr)
         return 1
-    if cfg.block_sparse and cfg.random_blocks and max_seq > cfg.max_seq_len:
+    if any(lc.block_sparse and lc.random_blocks for lc in cfg.layer_configs()) and max_seq > cfg.max_seq_len:
         print("%s: error: --max-seq-len %d exceeds max_seq_len %d: block_sparse's block_pattern has no rows "
               "for the query blocks beyond it" % (args.model, max_seq, cfg.max_seq_len), file=sys.stderr)
         return 1
@@ -269,7 +277,7 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
                 n = a.shape[-2] if not cfg.tokens else a.shape[-1]
                 lengths[{"input": "layers", "src": "encoder", "tgt": "decoder"}[name]] = n
         for k in [k for k in weights if k.endswith("self_attn.block_pattern")]:
-            nb = -(-lengths[k.split(".")[0]] // cfg.block)
+            nb = -(-lengths[k.split(".")[0]] // cfg.kinds_of(k).block)
             p = weights[k].astype(np.int32).astype(np.int64)
             weights[k] = np.where((p < 0) & (p >= -nb), p + nb, p)
     model = reference.load_weights(reference.build_formula_model(cfg, shared), weights)

@@ -64,6 +64,13 @@ K 2 in both stacks (too_long); pre norm.  A decode step routes its new
 token alone; the oracle's self-test checks the routing margin of every
 token of each greedy path (moe_case_sequence()).
 
+Section 7's `layers` (a decoder's per-layer kinds): a performer, a window
+and a full MoE layer (rope, batch 2, sampled); llama-like with block_sparse,
+window + gated MoE and performer layers (unbatched, too_long); model-level
+window and MoE overridden by a dense and a performer layer (learned
+positions).  run_generate's KVCacheDecoder keeps per layer what its kind
+needs.
+
 embedding_norm (the model's norm on the summed embeddings): a decoder with
 learned positions, so that every decode step's row is normed after its
 offset position is added (run_generate's KVCacheDecoder norms each new
@@ -87,6 +94,7 @@ if HERE not in sys.path:
 
 from cases import Input  # noqa: E402  (seq, batch (None: no batch dim), dtype)
 from cases import PATTERN_DTYPES, block_patterns, pattern_facts  # noqa: E402  (block_sparse ids)
+from cases import layer  # noqa: E402  (a `layers` entry)
 
 
 @dataclass
@@ -184,6 +192,12 @@ def block_sparse(b, wb=None, gb=None, r=None):
     return a
 
 
+
+
+def moe(e, k):
+    return dict(kind="moe", experts=e, top_k=k)
+
+
 def stack_lengths(case, cfg):
     """The longest run-time length of each stack's self-attention: the
     prompt (tgt) plus the new tokens; an encoder_decoder's encoder, src."""
@@ -210,6 +224,14 @@ SEED_EMBNORM = 27
 # 0.015-0.047 tol and routing margins of 0.0034-0.0086 (the top_k-th gate
 # logit minus the next, every token of the greedy path).
 SEED_MOE_1, SEED_MOE_2, SEED_MOE_3, SEED_MOE_4 = 18, 20, 11, 29
+# The gen_layers_* cases' seeds and weight gains (performer layers: phi has
+# no stabiliser, so the gains stay at 2 to 5), picked (of 1..40, gains 3
+# and 4) for varied greedy paths (5 to 8 distinct ids a row), top-2 gaps of
+# 38-98 tol, fp32 noise of 0.014-0.027 tol and routing margins of
+# 0.018-0.033 (the top_k-th gate logit minus the next, every MoE layer,
+# every token of the greedy path).
+SEED_LAYERS_1, SEED_LAYERS_2, SEED_LAYERS_3 = 5, 10, 4
+GAIN_LAYERS_1, GAIN_LAYERS_2, GAIN_LAYERS_3 = 4.0, 3.0, 3.0
 
 
 def gen(name, prompt, model=None, **kw):
@@ -419,18 +441,49 @@ CASES += [
 ]
 
 
+# ---- section 7: a decoder's per-layer kinds (`layers`) --------------------------------
+# Each layer decodes by its own kind: a performer layer carries its running
+# sums, a sliding-window layer its window and global tokens over absolute
+# positions, a block_sparse layer its blocks' rule, a full layer its whole
+# cache; an MoE layer routes each new token with its own gate.
+# run_generate's KVCacheDecoder keeps per layer what that layer's kind needs.
+CASES += [
+    gen("gen_layers_perf_window_moe", prompt(6, batch=2), dict(
+        positional="rope", norm="pre", num_layers=3, d_ff=50,
+        layers=[layer(performer(8)), layer(window(3, 1)), layer(ffn=moe(4, 2))]),
+        extras=("sample",), seed=SEED_LAYERS_1, weight_gain=GAIN_LAYERS_1,
+        note="a performer layer (M 8), a sliding window (W 3, G 1) and a full layer with an MoE FFN (E 4, K 2) "
+             "over model-level full attention and dense FFNs; rope, pre norm, batch 2; greedy and sampled"),
+    gen("gen_layers_llama_bs_window_perf", prompt(5, batch=None, dtype="int32"), dict(
+        LLAMA, num_kv_heads=2, d_ff=45, num_layers=3, tie_embeddings=False,
+        layers=[layer(block_sparse(4, 1, 1, 2)), layer(window(4, 2), moe(5, 3)), layer(performer(16))]),
+        extras=("too_long",), seed=SEED_LAYERS_2, weight_gain=GAIN_LAYERS_2,
+        note="llama-like, 2 kv heads of 4, untied head: block_sparse (B 4, R 2: its block_pattern alone), a "
+             "window (W 4, G 2) with gated MoE experts (E 5, K 3), a performer layer (M 16); unbatched"),
+    gen("gen_layers_override_learned", prompt(4), dict(
+        positional="learned", num_layers=3, d_ff=50, attention=window(2), ffn=moe(4, 1),
+        layers=[layer(ffn=dict(kind="dense")), "attention", layer(performer(4))]),
+        seed=SEED_LAYERS_3, weight_gain=GAIN_LAYERS_3,
+        note="model-level window (W 2) and MoE (E 4, K 1): layer 0 dense, layer 1 both the model's, layer 2 "
+             "performer (M 4) with the model's MoE; learned positions, post norm"),
+]
+
+
 def case_weights(case, cfg):
     """The case's weights as run_generate.py writes them (its
     prepare_reference()): reference.make_weights with the case's seed,
     every in_proj / out_proj / linear1 / linear2 weight (the experts' too)
-    times weight_gain, rounded to weight_dtype; name -> numpy array."""
+    times weight_gain, rounded to weight_dtype, and the case's own
+    block_pattern ids (case_block_patterns()); name -> numpy array."""
     import reference
     import safetensors as st
     w = reference.make_weights(reference.Config(case.model), case.effective_seed(), case.shared_embeddings)
     gained = ("in_proj_weight", "out_proj.weight", "linear1.weight", "linear2.weight")
     if case.weight_gain != 1.0:
         w = {k: (v * case.weight_gain if k.endswith(gained) else v) for k, v in w.items()}
-    return {k: st.round_to_dtype(v.numpy(), case.weight_dtype) for k, v in w.items()}
+    patterns = case_block_patterns(case, cfg)
+    return {k: patterns[k] if k in patterns else st.round_to_dtype(v.numpy(), case.weight_dtype)
+            for k, v in w.items()}
 
 
 def moe_case_sequence(case):
@@ -524,7 +577,7 @@ def validate():
             problems.append("%s: weight dtype %s" % (c.name, c.weight_dtype))
         if c.pattern_dtype not in PATTERN_DTYPES:
             problems.append("%s: pattern dtype %s" % (c.name, c.pattern_dtype))
-        if cfg.block_sparse and cfg.random_blocks:
+        if any(lc.block_sparse and lc.random_blocks for lc in cfg.layer_configs()):
             if c.effective_max_seq_len() > cfg.max_seq_len:
                 problems.append("%s: --max-seq-len above max_seq_len with random blocks" % c.name)
             facts = pattern_facts(cfg, case_block_patterns(c, cfg), stack_lengths(c, cfg))
@@ -593,7 +646,11 @@ def coverage():
             add(a + "ffn_gated(%s)" % cfg.activation, n)
         if not cfg.bias:
             add(a + "bias=false", n)
-        # Section 7.
+        # Section 7: a decoder's per-layer kinds (the kinds' features below
+        # are the model-level keys').
+        if cfg.has_layers:
+            _layers_coverage(c, cfg, add, a)
+            continue
         if cfg.sliding_window:
             w, g = cfg.window, cfg.global_tokens
             add(a + "window W=%d G=%d" % (w, g), n)
@@ -666,6 +723,31 @@ def coverage():
     return feats
 
 
+def _layers_coverage(c, cfg, add, a):
+    n = c.name
+    views = cfg.layer_configs()
+    for lc in views:
+        add(a + "layers attention=" + lc.attention_kind, n)
+        add(a + "layers ffn=" + lc.ffn_kind, n)
+        if lc.sliding_window and c.new_tokens > lc.window:
+            add(a + "layers window slides past the prompt", n)
+        if lc.block_sparse and lc.random_blocks:
+            add(a + "layers block_sparse pattern " + c.pattern_dtype, n)
+    for entry in c.model["layers"]:
+        if isinstance(entry, str):
+            add(a + "layers entry \"%s\"" % entry, n)
+    if "attention" in c.model or "ffn" in c.model:
+        add(a + "layers model-level kinds overridden", n)
+    add(a + "layers prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
+    add(a + "layers positional=" + cfg.positional, n)
+    if cfg.num_kv_heads != cfg.num_heads:
+        add(a + "layers gqa", n)
+    if cfg.uses_section11():
+        add(a + "layers section 11", n)
+    for e in c.extras:
+        add(a + "layers extra " + e, n)
+
+
 REQUIRED = (
     ["positional=%s,norm=%s" % x for x in itertools.product(
         ("sinusoidal", "learned", "rope_half", "rope_interleaved", "none"), ("pre", "post"))]
@@ -715,6 +797,12 @@ REQUIRED = (
     + ["moe E=4 K=2", "moe E=8 K=1", "moe norm=pre", "moe prompt batch=none", "moe prompt batch=2",
        "moe ffn_gated(silu)", "moe section 11", "moe extra sample", "moe extra too_long", "encdec moe",
        "encdec moe E=4 K=2", "encdec moe extra too_long"]
+    # section 7: a decoder's per-layer kinds (`layers`)
+    + ["layers attention=" + k for k in ("full", "sliding_window", "block_sparse", "performer")]
+    + ["layers ffn=dense", "layers ffn=moe", "layers window slides past the prompt", "layers block_sparse pattern I32",
+       "layers entry \"attention\"", "layers model-level kinds overridden", "layers prompt batch=none",
+       "layers prompt batch=1", "layers prompt batch=2", "layers positional=rope", "layers positional=learned",
+       "layers gqa", "layers section 11", "layers extra sample", "layers extra too_long"]
 )
 
 

@@ -68,6 +68,17 @@ Mixtral's router (F.softmax, torch.topk, renormalised) in the dense form.
 nn.Transformer has no MoE FFN: an MoE model's second form is (c), or (b)
 in its attention kind's second form with the dense routing.
 
+Section 7's `layers` (a decoder's per-layer kinds: each entry "attention",
+the model-level kinds, or {"kind": "attention", "attention": {...}, "ffn":
+{...}}, whose own kind objects replace the model-level ones for that
+layer): Config.layer_config(i) is layer i's Config, from which (b), (c),
+expected_weights, attended_rows and run_generate's KV cache build each
+layer (weights keep their names, each layer exactly its own kinds').  A
+stack of one kind throughout is the model-level model of that kind
+(Config.uniform(), (a) where it applies); a hybrid stack's second form is
+(c) when every layer is full or sliding_window, else (b) with each layer
+in its own kind's second form (attention_form="second").
+
 Section 8's padding masks (optional inputs `mask`, or `src_mask` /
 `tgt_mask`: int32, int64, bool or float32, shaped as the input's ids, 1 for
 a real token; mask_problems() lists what the contract refuses, each
@@ -120,11 +131,16 @@ planted mistakes; see _block_sparse_self_test) and mixture-of-experts FFNs
 (the key, the listing, the block in both forms and (c)'s against a
 per-token float64 loop, ties, the dense FFN as copies of one expert against
 (a), whole models and the cases' routing margins, planted routing
-mistakes; see _moe_self_test).
+mistakes; see _moe_self_test) and a decoder's per-layer kinds (the key,
+the model without `layers` and with one kind in every layer, hybrid
+stacks layer by layer against the model-level layers of their kinds,
+their second forms and masks, planted mistakes; see _layers_self_test).
 """
 
 import argparse
+import copy
 import functools
+import json
 import itertools
 import math
 import sys
@@ -146,8 +162,9 @@ KNOWN_KEYS = (
     "causal", "lm_head", "tie_embeddings",
     # contract section 11 (modern decoder keys)
     "norm_type", "ffn_gated", "num_kv_heads", "bias",
-    # contract section 7 (attention kinds, mixture-of-experts FFNs)
-    "attention", "ffn",
+    # contract section 7 (attention kinds, mixture-of-experts FFNs, a
+    # decoder's per-layer kinds)
+    "attention", "ffn", "layers",
     # embeddings: a norm after the summed embeddings (any architecture);
     # BERT's token types (encoder only)
     "embedding_norm", "type_vocab_size",
@@ -176,6 +193,19 @@ ATTENTION_KINDS = {"full": (), "sliding_window": ("window", "global_tokens"), "l
 MAX_COUNT = 1 << 24
 # Contract section 7's FFN kinds: the keys each takes (besides "kind").
 FFN_KINDS = {"dense": (), "moe": ("experts", "top_k")}
+# Contract section 7's `layers` entries (a decoder's): the keys an object
+# entry of each kind takes (besides "kind"), and the kinds supported (mamba
+# is another issue).
+LAYER_KINDS = {"attention": ("attention", "ffn"), "mamba": ()}
+LAYER_KINDS_SUPPORTED = ("attention",)
+# The Config attributes _parse_attention and _parse_ffn set: what a
+# `layers` entry's own kinds replace (Config.layer_config()).
+ATTENTION_ATTRS = ("attention_kind", "window", "global_tokens", "linformer_k", "performer_m", "block",
+                   "window_blocks", "global_blocks", "random_blocks")
+FFN_ATTRS = ("ffn_kind", "moe_experts", "moe_top_k")
+# The examples the messages about `layers` show (tfm-compile's wording).
+_ATTENTION_EXAMPLE = '{"kind": "sliding_window", "window": 256}'
+_FFN_EXAMPLE = '{"kind": "moe", "experts": 8, "top_k": 2}'
 
 
 class ConfigError(ValueError):
@@ -273,6 +303,104 @@ def _parse_ffn(f):
                               "experts)" % (f["top_k"], f["experts"]))
         out.update(moe_experts=f["experts"], moe_top_k=f["top_k"])
     return out
+
+
+def _describe(v):
+    """A JSON value as tfm-compile's messages quote it ("got ..."): compact
+    JSON, cut to 37 characters and "..." past 40."""
+    s = json.dumps(v, separators=(",", ":"))
+    return s if len(s) <= 40 else s[:37] + "..."
+
+
+def _parse_layers(layers, architecture, num_layers, model_kinds):
+    """Section 7's `layers` (a decoder's per-layer kinds) -> one dict per
+    layer of the Config attributes ATTENTION_ATTRS and FFN_ATTRS: the
+    model-level ones (`model_kinds`, what `attention` and `ffn` say), and
+    for an object entry {"kind": "attention", "attention": {...}, "ffn":
+    {...}} its own `attention` and `ffn`, each replacing the model's whole
+    kind object (not merged key by key).  The entry "attention" (or an
+    object without either key) is the model-level layer.  Refused
+    (ConfigError, in tfm-compile's words): `layers` outside a decoder, not
+    a list, another length than num_layers, an entry that is neither a
+    string nor an object, a kind other than attention and mamba, a missing
+    kind, unknown keys, and mamba (not supported yet); inside an entry,
+    what the model-level keys refuse (prefixed by the entry's name)."""
+    if architecture != "decoder":
+        raise ConfigError("'layers' applies to architecture 'decoder' only, not %r" % architecture)
+    if not isinstance(layers, list):
+        raise ConfigError("'layers' must be a list of 'num_layers' entries such as [\"attention\", "
+                          "{\"kind\": \"attention\", \"ffn\": %s}], got %s" % (_FFN_EXAMPLE, _describe(layers)))
+    if len(layers) != num_layers:
+        raise ConfigError("'layers' has %d entries, but 'num_layers' is %d" % (len(layers), num_layers))
+    kinds = ", ".join(LAYER_KINDS)
+    out = []
+    for i, entry in enumerate(layers):
+        name = "layers[%d]" % i
+        own = dict(model_kinds)
+        if isinstance(entry, str):
+            kind, keys = entry, {}
+        elif isinstance(entry, dict):
+            if "kind" not in entry:
+                raise ConfigError("'%s' needs a 'kind': one of %s" % (name, kinds))
+            kind, keys = entry["kind"], {k: v for k, v in entry.items() if k != "kind"}
+        else:
+            raise ConfigError("'%s' must be \"attention\", \"mamba\" or an object such as {\"kind\": "
+                              "\"attention\", \"attention\": %s}, got %s" % (name, _ATTENTION_EXAMPLE, _describe(entry)))
+        if not isinstance(kind, str) or kind not in LAYER_KINDS:
+            raise ConfigError("'%s' kind must be one of %s; got %s" % (name, kinds, _describe(kind)))
+        for key in keys:
+            owner = next((k for k, ks in LAYER_KINDS.items() if key in ks), None)
+            if owner is None:
+                raise ConfigError("unknown key '%s' in '%s'%s" % (key, name, " (kind '%s' takes %s)" % (
+                    kind, ", ".join(LAYER_KINDS[kind])) if LAYER_KINDS[kind] else ""))
+            if owner != kind:
+                raise ConfigError("'%s' is a key of %s kind '%s', not of '%s'" % (key, name, owner, kind))
+        if kind not in LAYER_KINDS_SUPPORTED:
+            raise ConfigError("%s kind '%s' is not supported yet; supported: %s"
+                              % (name, kind, ", ".join(LAYER_KINDS_SUPPORTED)))
+        try:
+            if "attention" in keys:
+                own.update(_parse_attention(keys["attention"]))
+            if "ffn" in keys:
+                own.update(_parse_ffn(keys["ffn"]))
+        except ConfigError as e:
+            raise ConfigError("%s: %s" % (name, e)) from None
+        out.append(own)
+    return out
+
+
+def find_duplicate_key(text):
+    """The first key given twice in one object of the JSON `text` (a model
+    description), as tfm-compile names it: "duplicate key 'K'" at the top
+    level, "duplicate key 'K' in 'attention'" inside a key's object, "...
+    in 'layers[0]'" inside a `layers` entry (and "in 'layers[0].ffn'"
+    below that); None when there is none.  (json.loads keeps the last
+    value of a duplicated key, as llvm::json does; Config takes the
+    parsed dict, so a duplicate shows only in the text.)"""
+    class _Obj(dict):
+        dups = ()
+
+    def hook(pairs):
+        o = _Obj(pairs)
+        seen = set()
+        o.dups = [k for k, _ in pairs if k in seen or seen.add(k)]
+        return o
+
+    def walk(v, path):
+        if isinstance(v, _Obj):
+            if v.dups:
+                return "duplicate key '%s'%s" % (v.dups[0], " in '%s'" % path if path else "")
+            for k, x in v.items():
+                found = walk(x, "%s.%s" % (path, k) if path else k)
+                if found:
+                    return found
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                found = walk(x, "%s[%d]" % (path, i))
+                if found:
+                    return found
+        return None
+    return walk(json.loads(text, object_pairs_hook=hook), "")
 
 
 class Config:
@@ -385,20 +513,28 @@ class Config:
         # Section 7: the kind of every self-attention (of every stack; the
         # encoder's of an encoder_decoder too).  Cross-attention is full.
         self.__dict__.update(_parse_attention(desc.get("attention", {"kind": "full"})))
-        if self.linformer:
+        never_causal = ("attention kind 'linformer' is never causal: %s; set \"causal\": false"
+                        % ("'causal' is true" if "causal" in desc else "%s is causal by default" % self.architecture))
+        if self.attention_kind == "linformer" and self.causal:
             # Linformer: never causal (the description's `causal`, which is
             # true by default for decoder and encoder_decoder), scaled_dot
-            # only.
-            if self.causal:
-                raise ConfigError("attention kind 'linformer' is never causal: %s; set \"causal\": false"
-                                  % ("'causal' is true" if "causal" in desc else
-                                     "%s is causal by default" % self.architecture))
-            if self.attention_score != "scaled_dot":
-                raise ConfigError("attention kind 'linformer' takes attention_score 'scaled_dot' only, got %r"
-                                  % self.attention_score)
+            # only (below, whichever layers have it).
+            raise ConfigError(never_causal)
         # Section 7: the FFN of every layer (of every stack): dense, or a
         # mixture of experts (Mixtral routing).
         self.__dict__.update(_parse_ffn(desc.get("ffn", {"kind": "dense"})))
+        # Section 7's `layers` (decoder only): each layer's own kinds, the
+        # model-level ones where an entry gives none (layer_config()).
+        self._layer_kinds = None
+        if "layers" in desc:
+            model_kinds = {k: self.__dict__[k] for k in ATTENTION_ATTRS + FFN_ATTRS}
+            self._layer_kinds = _parse_layers(desc["layers"], self.architecture, self.num_layers, model_kinds)
+            for i, kinds in enumerate(self._layer_kinds):
+                if kinds["attention_kind"] == "linformer" and self.causal:
+                    raise ConfigError("layers[%d]: %s" % (i, never_causal))
+        if self.linformer and self.attention_score != "scaled_dot":
+            raise ConfigError("attention kind 'linformer' takes attention_score 'scaled_dot' only, got %r"
+                              % self.attention_score)
         if self.performer and self.attention_score != "scaled_dot":
             # Performer: FAVOR+ approximates softmax(q k^T / sqrt(dk)) alone
             # (its dk^(1/4) scaling is scaled_dot's); causal is allowed.
@@ -457,12 +593,70 @@ class Config:
     def rms(self):
         return self.norm_type == "rms_norm"
 
+    # Section 7's `layers`: the kinds of each layer -------------------------
+    def layer_config(self, i):
+        """Layer i of the single stack (encoder, decoder): this Config with
+        the layer's own attention and FFN kinds (ATTENTION_ATTRS,
+        FFN_ATTRS: its `layers` entry's, or the model-level ones), a view
+        without `layers` of its own; the model itself when it has no
+        `layers` (every layer the model-level kinds; an encoder_decoder's
+        stacks always)."""
+        if self._layer_kinds is None:
+            return self
+        view = copy.copy(self)
+        view.__dict__.update(self._layer_kinds[i])
+        view._layer_kinds = None
+        return view
+
+    def layer_configs(self):
+        """The kinds of every self-attention layer: layer_config(i) for
+        each layer of the single stack; [self] for an encoder_decoder
+        (both stacks take the model-level kinds)."""
+        if self.is_encdec:
+            return [self]
+        return [self.layer_config(i) for i in range(self.num_layers)]
+
+    def kinds_of(self, name):
+        """The Config of the layer a weight `name` belongs to
+        (layers.{i}.*: layer_config(i)); the model's for any other."""
+        parts = name.split(".")
+        if self._layer_kinds is not None and len(parts) > 2 and parts[0] == "layers" and parts[1].isdigit():
+            return self.layer_config(int(parts[1]))
+        return self
+
+    @property
+    def has_layers(self):
+        """Whether the description gives `layers` (per-layer kinds)."""
+        return self._layer_kinds is not None
+
+    def uniform(self):
+        """A Config whose model-level kinds are every layer's: self without
+        `layers`, the first layer's view when every entry comes to the same
+        kinds (the model is then exactly the model-level one of those
+        kinds), None when the layers' kinds differ (a hybrid stack)."""
+        if self._layer_kinds is None:
+            return self
+        if all(k == self._layer_kinds[0] for k in self._layer_kinds):
+            return self.layer_config(0)
+        return None
+
+    def _kinds(self):
+        return [self.__dict__] if self._layer_kinds is None else self._layer_kinds
+
+    @property
+    def attention_kinds(self):
+        """Each self-attention layer's kind, in layer order (one entry, the
+        model-level kind, without `layers`)."""
+        return tuple(k["attention_kind"] for k in self._kinds())
+
     @property
     def sliding_window(self):
         """Whether self-attention is section 7's sliding window (Longformer):
         query i attends key j when |i - j| <= window, or i < global_tokens,
-        or j < global_tokens (and j <= i when causal)."""
-        return self.attention_kind == "sliding_window"
+        or j < global_tokens (and j <= i when causal).  With `layers`:
+        whether some layer's is (so for linformer, performer, block_sparse
+        and moe below); layer_config() has each layer's."""
+        return "sliding_window" in self.attention_kinds
 
     @property
     def linformer(self):
@@ -470,7 +664,7 @@ class Config:
         V' = F_n V along the sequence (E_n, F_n: the first n columns of
         the layer's proj_e, proj_f [k, max_seq_len]), after the in-projection,
         its bias and rope; softmax(q K'^T / sqrt(dk)) V'; never causal."""
-        return self.attention_kind == "linformer"
+        return "linformer" in self.attention_kinds
 
     @property
     def performer(self):
@@ -479,7 +673,7 @@ class Config:
         k / dk^(1/4) (W_h: the layer's features[h], [M, dk]), after the
         in-projection, its bias and rope; out = D^-1 phi(Q) (phi(K)^T V),
         D = diag(phi(Q) phi(K)^T 1); causal: the sums over j <= i."""
-        return self.attention_kind == "performer"
+        return "performer" in self.attention_kinds
 
     @property
     def block_sparse(self):
@@ -489,7 +683,7 @@ class Config:
         global_blocks, or kb is in row qb of the layer's block_pattern
         (ids outside [0, run-time block count) ignored); causal per token
         on top."""
-        return self.attention_kind == "block_sparse"
+        return "block_sparse" in self.attention_kinds
 
     @property
     def moe(self):
@@ -500,7 +694,7 @@ class Config:
         over those K logits; the output the weighted sum of the chosen
         experts' FFNs (linear1 -> activation -> linear2, ffn_gated and bias
         as for the dense FFN)."""
-        return self.ffn_kind == "moe"
+        return any(k["ffn_kind"] == "moe" for k in self._kinds())
 
     def uses_section11(self):
         """Whether a section 11 key changes the maths (a default value given
@@ -509,7 +703,12 @@ class Config:
                 or self.num_kv_heads != self.num_heads or not self.bias)
 
     def torch_supported(self):
-        """Whether implementation (a), PyTorch's own modules, can express it."""
+        """Whether implementation (a), PyTorch's own modules, can express it
+        (with `layers`: every layer of the same kinds, which (a) expresses,
+        nn.TransformerEncoder running one mask through every layer)."""
+        u = self.uniform()
+        if u is not self:
+            return u is not None and u.torch_supported()
         return (self.attention_score == "scaled_dot" and self.positional != "rope"
                 and not self.uses_section11() and not self.linformer and not self.performer
                 and not self.block_sparse and not self.moe)
@@ -534,7 +733,19 @@ class Config:
         [tokens, E] routing matrix, against (b)'s Mixtral loop (each
         expert on the tokens routed to it); with linformer, performer or
         block_sparse attention, which (c) does not express, with (b) in
-        that kind's second form and its MoE FFN in the dense form too."""
+        that kind's second form and its MoE FFN in the dense form too.
+        With `layers` of the same kinds in every layer: that kind's
+        model-level second form; layers of different kinds (a hybrid
+        stack): "hf" ((c), each layer with its own sliding window or none
+        and its own FFN) when every layer is full or sliding_window, else
+        "mixed" ((b) with each layer's attention in its kind's second form:
+        banded, factored, linear, blocks, or dense for full; MoE FFNs in
+        the dense form)."""
+        u = self.uniform()
+        if u is None:
+            return "hf" if set(self.attention_kinds) <= {"full", "sliding_window"} else "mixed"
+        if u is not self:
+            return u.second_form()
         if self.linformer:
             return "factored"
         if self.performer:
@@ -575,7 +786,10 @@ def expected_weights(cfg, shared_embeddings=False):
     layer's linear1.* / linear2.* are replaced by moe.gate.weight
     [experts, d_model] (no bias) and, per expert e, moe.experts.{e}.linear1.*
     and moe.experts.{e}.linear2.* of the dense FFN's shapes (gated, biased
-    or not as it is); the norms keep their names."""
+    or not as it is); the norms keep their names.  With section 7's
+    `layers`, each layer has exactly its own kinds' weights (names
+    unchanged: layers.{i}.self_attn.features of a performer layer,
+    layers.{i}.moe.* of an MoE one, layers.{i}.linear1.* of a dense one)."""
     cfg = as_config(cfg)
     d, f, h, dk, a = cfg.d_model, cfg.d_ff, cfg.num_heads, cfg.head_dim, cfg.additive_dim
     qkv = (h + 2 * cfg.num_kv_heads) * dk   # 3 d without grouped-query attention
@@ -587,7 +801,7 @@ def expected_weights(cfg, shared_embeddings=False):
         if not cfg.rms:
             out[prefix + "bias"] = (d,)
 
-    def attn(prefix, self_attention=True):
+    def attn(prefix, self_attention=True, lc=cfg):
         out[prefix + "in_proj_weight"] = (qkv, d)
         if cfg.bias:
             out[prefix + "in_proj_bias"] = (qkv,)
@@ -600,13 +814,13 @@ def expected_weights(cfg, shared_embeddings=False):
             out[prefix + "score.w_key"] = (h, a, dk)
             out[prefix + "score.w_query"] = (h, a, dk)
             out[prefix + "score.v"] = (h, a)
-        if self_attention and cfg.linformer:
-            out[prefix + "proj_e"] = (cfg.linformer_k, cfg.max_seq_len)
-            out[prefix + "proj_f"] = (cfg.linformer_k, cfg.max_seq_len)
-        if self_attention and cfg.performer:
-            out[prefix + "features"] = (h, cfg.performer_m, dk)
-        if self_attention and cfg.block_sparse and cfg.random_blocks:
-            out[prefix + "block_pattern"] = (-(-cfg.max_seq_len // cfg.block), cfg.random_blocks)
+        if self_attention and lc.linformer:
+            out[prefix + "proj_e"] = (lc.linformer_k, cfg.max_seq_len)
+            out[prefix + "proj_f"] = (lc.linformer_k, cfg.max_seq_len)
+        if self_attention and lc.performer:
+            out[prefix + "features"] = (h, lc.performer_m, dk)
+        if self_attention and lc.block_sparse and lc.random_blocks:
+            out[prefix + "block_pattern"] = (-(-cfg.max_seq_len // lc.block), lc.random_blocks)
 
     def ffn(prefix):
         out[prefix + "linear1.weight"] = (f1, d)
@@ -616,13 +830,13 @@ def expected_weights(cfg, shared_embeddings=False):
         if cfg.bias:
             out[prefix + "linear2.bias"] = (d,)
 
-    def layer(prefix, cross):
-        attn(prefix + "self_attn.")
+    def layer(prefix, cross, lc=cfg):
+        attn(prefix + "self_attn.", lc=lc)
         if cross:
             attn(prefix + "multihead_attn.", self_attention=False)
-        if cfg.moe:
-            out[prefix + "moe.gate.weight"] = (cfg.moe_experts, d)
-            for e in range(cfg.moe_experts):
+        if lc.moe:
+            out[prefix + "moe.gate.weight"] = (lc.moe_experts, d)
+            for e in range(lc.moe_experts):
                 ffn(prefix + "moe.experts.%d." % e)
         else:
             ffn(prefix)
@@ -660,7 +874,7 @@ def expected_weights(cfg, shared_embeddings=False):
         if cfg.embedding_norm:
             norm("embed_norm.")
         for i in range(cfg.num_layers):
-            layer("layers.%d." % i, cross=False)
+            layer("layers.%d." % i, cross=False, lc=cfg.layer_config(i))
         if cfg.final_norm:
             norm("norm.")
     if cfg.untied_head:
@@ -870,7 +1084,8 @@ def mask_problems(cfg, inputs):
     (name -> array or tensor: the model's inputs plus any of
     cfg.mask_names): a list of (input name, message naming it), empty when
     every mask is good.  Refused: an input name the model does not take,
-    any mask on a linformer or performer model, a dtype other than int32, int64, bool
+    any mask on a linformer or performer model (one such layer is enough,
+    section 7's `layers`), a dtype other than int32, int64, bool
     and float32, a shape other than its input's ids (an unbatched input's
     mask has no batch dimension either), a value other than 0 and 1, and a
     row with no real token.  The model's token_type_ids too
@@ -887,9 +1102,11 @@ def mask_problems(cfg, inputs):
             out.append((name, "unknown input '%s' (this model takes %s)"
                         % (name, ", ".join(cfg.input_names + cfg.optional_inputs + cfg.mask_names))))
             continue
-        if cfg.linformer or cfg.performer:
+        refusing = [k for k in cfg.attention_kinds if k in ("linformer", "performer")]
+        if refusing:
+            # Any layer of the kind (section 7's `layers`): the whole model.
             out.append((name, "input '%s': a model with %s attention refuses a mask input"
-                        % (name, cfg.attention_kind)))
+                        % (name, refusing[0])))
             continue
         m = _as_numpy(inputs[name])
         if m.dtype.name not in MASK_DTYPES:
@@ -962,13 +1179,15 @@ def attended_rows(cfg, inputs, block_patterns=None):
     [seq]).  A row is undefined when its query has no key to attend in the
     output's stack (the decoder stack of an encoder_decoder): every key
     the causal, window and block rules allow it (section 7) is padding.
-    The rule and the mask are the same in every layer of a stack, so such
-    a row is the same one in each; it is a padded row, a padded key
-    wherever it is read, so it reaches no other row.  Block-sparse random
-    blocks are each layer's own (block_patterns: the block_pattern of each
-    self-attention of the output's stack, needed when random_blocks > 0):
-    a row is defined when it has a key in every layer (a real row always
-    has one, itself: its own block is in its window).  Cross-attention's
+    The mask is the same in every layer of a stack, and such a row is a
+    padded row (a real row always has a key, itself: its own position is
+    in its window, its own block in its blocks' window), a padded key
+    wherever it is read, so it reaches no other row; but the rule is each
+    layer's own (section 7's `layers`: each layer its own kind; block-sparse
+    random blocks: each layer's own pattern, block_patterns: the
+    block_pattern of each self-attention of the output's stack in layer
+    order, None for a layer without one, needed when random_blocks > 0), so
+    a row is defined when it has a key in every layer.  Cross-attention's
     keys are the memory's real tokens, at least one per row (a row
     without one is an error)."""
     cfg = as_config(cfg)
@@ -979,15 +1198,21 @@ def attended_rows(cfg, inputs, block_patterns=None):
     batched = len(shape) == 2
     b, s = shape if batched else (1,) + shape
     keys = real[name].reshape(b, s) if name in real else torch.ones(b, s, dtype=torch.bool)
-    if cfg.block_sparse:
-        if cfg.random_blocks and block_patterns is None:
-            raise ValueError("attended_rows: a block_sparse model with random blocks needs its block_patterns")
-        rules = [block_sparse_allowed(range(s), range(s), cfg.block, cfg.window_blocks, cfg.global_blocks,
-                                      torch.as_tensor(p) if p is not None else None, cfg.causal)
-                 for p in (block_patterns if cfg.random_blocks else [None])]
-    else:
-        rules = [attention_allowed(range(s), range(s), cfg.window if cfg.sliding_window else None,
-                                   cfg.global_tokens, cfg.causal)]
+    views = [cfg] * cfg.num_decoder_layers if cfg.is_encdec else cfg.layer_configs()
+    rules = []
+    for li, lc in enumerate(views):
+        if lc.block_sparse:
+            p = None
+            if lc.random_blocks:
+                if block_patterns is None or block_patterns[li] is None:
+                    raise ValueError("attended_rows: a block_sparse layer with random blocks needs its "
+                                     "block_pattern (block_patterns)")
+                p = torch.as_tensor(block_patterns[li])
+            rules.append(block_sparse_allowed(range(s), range(s), lc.block, lc.window_blocks, lc.global_blocks,
+                                              p, cfg.causal))
+        else:
+            rules.append(attention_allowed(range(s), range(s), lc.window if lc.sliding_window else None,
+                                           lc.global_tokens, cfg.causal))
     rows = torch.ones(b, s, dtype=torch.bool)
     for allowed in rules:
         rows = rows & (allowed[None] & keys[:, None, :]).any(-1)
@@ -1406,6 +1631,11 @@ class _AdditiveScore(nn.Module):
         return torch.matmul(t, self.v[None, :, None, :, None]).squeeze(-1)
 
 
+# Each attention kind's second form in (b) (FormulaAttention's `form`).
+SECOND_FORMS = {"sliding_window": "banded", "linformer": "factored", "performer": "linear",
+                "block_sparse": "blocks"}
+
+
 class FormulaAttention(nn.Module):
     """Multi-head attention with nn.MultiheadAttention's parameter layout;
     grouped-query (section 11): in_proj is (num_heads + 2 num_kv_heads) dk
@@ -1429,7 +1659,11 @@ class FormulaAttention(nn.Module):
         # phi(Q) phi(K)^T, performer_dense) or "blocks" (block_sparse's
         # query blocks gather their key blocks, block_sparse_attention;
         # dense: block_sparse_allowed's mask on the scores); a form that
-        # is not the kind's is dense.
+        # is not the kind's is dense.  "second": the kind's second form
+        # (SECOND_FORMS: a hybrid stack's layers each in their own; full
+        # attention dense).
+        if form == "second":
+            form = SECOND_FORMS.get(cfg.attention_kind, "dense") if self_attention else "dense"
         if form not in ("dense", "banded", "factored", "linear", "blocks"):
             raise ValueError(form)
         self.form = form
@@ -1861,8 +2095,10 @@ class FormulaModel(nn.Module):
     [q, k] matrix phi(Q) phi(K)^T, rows normalised) or "linear" (the
     summaries phi(K)^T V, phi(K)^T 1, or their running sums); block_sparse,
     "dense" (the rule's mask) or "blocks" (each query block gathers its key
-    blocks).  Padding masks (section 8:
-    `mask`, or `src_mask` / `tgt_mask`, optional inputs): mask_form "keys"
+    blocks); "second", each layer in its own kind's second form
+    (SECOND_FORMS; a hybrid stack of section 7's `layers`).  Padding masks
+    (section 8: `mask`, or `src_mask` / `tgt_mask`, optional inputs):
+    mask_form "keys"
     (padded keys left out: padded_keys_attention, or masked in the rows of
     the banded form) or "additive" (additive_padding_mask on the scores);
     mask_mistake (self-test only) plants one of MASK_MISTAKES.  ffn_form:
@@ -1910,8 +2146,9 @@ class FormulaModel(nn.Module):
                 self.pos_embed = _Embedding(cfg.max_seq_len, d)
             if cfg.embedding_norm:
                 self.embed_norm = _norm(cfg)
-            self.layers = nn.ModuleList([FormulaEncoderLayer(cfg, attention_form, mask_form, ffn_form)
-                                         for _ in range(cfg.num_layers)])
+            # Each layer with its own kinds (section 7's `layers`).
+            self.layers = nn.ModuleList([FormulaEncoderLayer(cfg.layer_config(i), attention_form, mask_form,
+                                                             ffn_form) for i in range(cfg.num_layers)])
             self.norm = _norm(cfg) if cfg.final_norm else None
         if cfg.untied_head:
             self.lm_head = _Linear(d, cfg.vocab_size, bias=False)
@@ -2519,7 +2756,8 @@ class HFLayer(nn.Module):
 class HFStack(nn.Module):
     def __init__(self, cfg, n, cross, mistake):
         super().__init__()
-        self.layers = nn.ModuleList([HFLayer(cfg, cross, mistake) for _ in range(n)])
+        # Each layer with its own kinds (section 7's `layers`).
+        self.layers = nn.ModuleList([HFLayer(cfg.layer_config(i), cross, mistake) for i in range(n)])
         self.norm = _hf_norm(cfg, mistake) if cfg.final_norm else None
 
     def forward(self, h, memory=None, causal=False, rotary=None, attention_mask=None, memory_mask=None):
@@ -2546,7 +2784,8 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
             raise ValueError(mistake)
         if cfg.linformer or cfg.performer or cfg.block_sparse:
             raise ConfigError("(c) does not express %s attention (its second form is (b) %s)"
-                              % (cfg.attention_kind, cfg.second_form()))
+                              % ("/".join(sorted(set(cfg.attention_kinds) - {"full", "sliding_window"})),
+                                 cfg.second_form()))
         self.cfg = cfg
         self.shared_embeddings = shared_embeddings
         self.mistake = mistake
@@ -2572,10 +2811,11 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
         """A layer's FFNs: (contract prefix, (c) prefix) of its linear1 /
         linear2 and gate_proj / up_proj / down_proj: the layer's own, or
         each expert's of a mixture of experts (moe.experts.{e}. and
-        mlp.experts.{e}.)."""
-        if self.cfg.moe:
+        mlp.experts.{e}.; the layer's own kind, section 7's `layers`)."""
+        lc = self.cfg.kinds_of(cp)
+        if lc.moe:
             return [("%smoe.experts.%d." % (cp, e), "%smlp.experts.%d." % (hp, e))
-                    for e in range(self.cfg.moe_experts)]
+                    for e in range(lc.moe_experts)]
         return [(cp, hp + "mlp.")]
 
     def _renames(self):
@@ -2594,7 +2834,7 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
                     out[cp + ca + "out_proj." + leaf] = hp + ha + "o_proj." + leaf
                 for c, h in _HF_SCORE.items():
                     out[cp + ca + c] = hp + ha + h
-            if cfg.moe:
+            if cfg.kinds_of(cp).moe:
                 out[cp + "moe.gate.weight"] = hp + "mlp.gate.weight"
             for fp, mp in self._ffn_prefixes(cp, hp):
                 for leaf in ("weight", "bias"):
@@ -2746,8 +2986,9 @@ def build_torch_model(cfg, shared_embeddings=False, masked=False):
     E_n^T, (P F_n) V) instead of projecting K and V; for a performer
     model, (b) in the linear form (phi(K)^T V and phi(K)^T 1, the running
     sums when causal) instead of the [q, k] matrix; for a block_sparse one,
-    (b) gathering each query block's key blocks; None
-    otherwise ((b) alone).  A mixture-of-experts model: (c), whose MoE block
+    (b) gathering each query block's key blocks; for a hybrid stack of
+    section 7's `layers` ("mixed"), (b) with each layer in its own kind's
+    second form (attention_form="second"); None otherwise ((b) alone).  A mixture-of-experts model: (c), whose MoE block
     is the dense form (every expert on every token), or (b) in its
     attention kind's second form with the MoE FFN in the dense form too
     (FormulaModel(ffn_form="dense")), against (b)'s Mixtral loop.
@@ -2762,15 +3003,17 @@ def build_torch_model(cfg, shared_embeddings=False, masked=False):
         return build_formula_model(cfg, shared_embeddings, mask_form="additive")
     if form == "hf":
         return build_hf_model(cfg, shared_embeddings)
-    if form in ("banded", "factored", "linear", "blocks"):
-        return build_formula_model(cfg, shared_embeddings, attention_form=form,
+    if form in ("banded", "factored", "linear", "blocks", "mixed"):
+        return build_formula_model(cfg, shared_embeddings, attention_form="second" if form == "mixed" else form,
                                    ffn_form="dense" if cfg.moe else "loop")
     if form is None:
         return None
     if cfg.is_encdec:
         m = TorchEncoderDecoder(cfg, shared_embeddings)
     else:
-        m = TorchSingleStack(cfg)
+        # Section 7's `layers` of the same kinds in every layer: the
+        # model-level model of those kinds (one mask for every layer).
+        m = TorchSingleStack(cfg.uniform())
     return m.eval()
 
 
@@ -3340,7 +3583,7 @@ def _negative_controls(check_differs):
     mutated("gelu instead of relu", lambda w2: None, {"activation": "gelu"})
 
 
-def self_test(verbose=False, extra_descs=(), mask_cases=(), embed_cases=(), moe_cases=()):
+def self_test(verbose=False, extra_descs=(), mask_cases=(), embed_cases=(), moe_cases=(), layers_cases=()):
     torch.set_num_threads(1)
     failures = []
     worst = 0.0
@@ -3688,6 +3931,12 @@ def self_test(verbose=False, extra_descs=(), mask_cases=(), embed_cases=(), moe_
     #     and the second form, the cases' routing margins and gate rows,
     #     planted routing mistakes.
     _moe_self_test(check, check_differs, gen, moe_cases)
+
+    # 15. A decoder's per-layer kinds (section 7's `layers`): the key, the
+    #     model without them and with one kind everywhere, hybrid stacks
+    #     layer by layer against the model-level layers of their kinds,
+    #     their second forms, masks, planted mistakes.
+    _layers_self_test(check, check_differs, gen, layers_cases)
 
     print("reference self-test: %d checks, worst normalised diff %.3g (bound 1e-5), %d failed"
           % (n_checks, worst, len(failures)))
@@ -4629,11 +4878,19 @@ def _block_sparse_variants():
 def _block_patterns(cfg, weights):
     """The block_pattern of each self-attention of the output's stack (the
     decoder's of an encoder_decoder), for attended_rows."""
+    return output_stack_patterns(cfg, weights)
+
+
+def output_stack_patterns(cfg, weights):
+    """The block_pattern (weights: name -> tensor or array) of each
+    self-attention of the output's stack (the decoder's of an
+    encoder_decoder), in layer order, None for a layer without one (not
+    block_sparse, or no random blocks: section 7's `layers` may mix them),
+    for attended_rows; None when no layer has one."""
     prefix = "decoder.layers." if cfg.is_encdec else "layers."
     n = cfg.num_decoder_layers if cfg.is_encdec else cfg.num_layers
-    if not cfg.random_blocks:
-        return None
-    return [weights["%s%d.self_attn.block_pattern" % (prefix, i)] for i in range(n)]
+    out = [weights.get("%s%d.self_attn.block_pattern" % (prefix, i)) for i in range(n)]
+    return out if any(p is not None for p in out) else None
 
 
 def _pattern_adds_blocks(cfg, weights, inputs):
@@ -4648,11 +4905,12 @@ def _pattern_adds_blocks(cfg, weights, inputs):
     for k, p in weights.items():
         if not k.endswith("self_attn.block_pattern"):
             continue
-        nb = n_blocks(seqs[k.split(".")[0]], cfg.block)
+        lc = cfg.kinds_of(k)
+        nb = n_blocks(seqs[k.split(".")[0]], lc.block)
         causal = cfg.causal and not k.startswith("encoder.")
         for qb in range(min(nb, p.shape[0])):
-            added = (set(block_sparse_key_blocks(qb, nb, cfg.window_blocks, cfg.global_blocks, torch.as_tensor(p)))
-                     - set(block_sparse_key_blocks(qb, nb, cfg.window_blocks, cfg.global_blocks)))
+            added = (set(block_sparse_key_blocks(qb, nb, lc.window_blocks, lc.global_blocks, torch.as_tensor(p)))
+                     - set(block_sparse_key_blocks(qb, nb, lc.window_blocks, lc.global_blocks)))
             if any(kb < qb or not causal for kb in added):    # causal: a later block has no key to give
                 return True
     return False
@@ -5000,6 +5258,8 @@ def _masked_forms(cfg, shared, weights):
     form = cfg.second_form()
     if form in ("torch", "hf"):
         forms.append(("(a)" if form == "torch" else "(c)", build_torch_model(cfg, shared, masked=True), False))
+    if form == "mixed":     # a hybrid stack: each layer in its kind's second form
+        forms.append(("second", build_torch_model(cfg, shared, masked=True), False))
     for _, m, _ in forms:
         load_weights(m, weights)
     return forms
@@ -5904,22 +6164,305 @@ def _check_moe_model(check, check_differs, label, cfg, shared, w, inputs, mistak
     check("%s: loop vs second form %s" % (label, cfg.second_form()), _max_diff(yl, run_model(second, cfg, inputs)),
           scale=sc)
     logits, y64 = moe_routing(loop64, lambda: run_model(loop64, cfg, inputs))
+    # Each MoE layer's E and K (section 7's `layers`: each layer its own),
+    # in the order of the logits (one forward: one call per layer).
+    eks = [(m.num_experts, m.top_k) for m in moe_modules(loop64) if isinstance(m, FormulaMoE)]
+    if len(eks) != len(logits):
+        raise AssertionError("%s: %d MoE layers recorded %d routings" % (label, len(eks), len(logits)))
     check("%s: loop vs dense, float64" % label, _max_diff(y64, run_model(dense64, cfg, inputs)), 1e-12,
           scale=y64.abs().max().item())
     if min_gap:
-        gap = min(routing_gap(t, cfg.moe_top_k) for t in logits)
-        n_used = [len(set(moe_choices(t, cfg.moe_top_k).flatten().tolist())) for t in logits]
+        gap = min(routing_gap(t, k) for t, (_, k) in zip(logits, eks))
+        n_used = [len(set(moe_choices(t, k).flatten().tolist())) for t, (_, k) in zip(logits, eks)]
         ok = gap >= MOE_MIN_GAP
         check("%s: routing margin %.3g (at least %g), experts used per layer %s"
               % (label, gap, MOE_MIN_GAP, n_used), 0.0 if ok else 1.0, 0.5)
     if mistakes:
         tied = any(bool((torch.sort(t, dim=-1).values.diff(dim=-1) == 0).any()) for t in logits)
         for mistake in MOE_MISTAKES:
-            if not _moe_mistake_applies(mistake, cfg.moe_experts, cfg.moe_top_k, tied):
+            if not any(_moe_mistake_applies(mistake, e, k, tied) for e, k in eks):
                 continue
             m = _with_moe_mistake(load_weights(build_formula_model(cfg, shared), w), mistake)
             check_differs("%s: %s" % (label, mistake), _max_diff(run_model(m, cfg, inputs), yl))
     return logits
+
+
+# ---------------------------------------------------------------------------
+# Section 7's `layers`: a decoder's per-layer kinds.
+# ---------------------------------------------------------------------------
+
+def _layer_entry(attention=None, ffn=None):
+    from cases import layer  # the cases' own helper: one definition
+    return layer(attention, ffn)
+
+
+def _layers_variants():
+    """Hybrid decoders for the self-test, each with its padding masks ({}
+    for none; none with a performer or linformer layer): full, sliding
+    window (with global tokens), block_sparse (with random blocks),
+    performer and linformer (a decoder with causal false) layers, dense and
+    MoE FFNs per layer, model-level kinds overridden, rope, grouped-query
+    heads, the other section 11 keys."""
+    base = dict(architecture="decoder", d_model=32, num_heads=4, d_ff=48, max_seq_len=16)
+    llama = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu",
+                 ffn_gated=True, bias=False, num_kv_heads=2)
+    return [
+        (dict(base, num_layers=3, vocab_size=29,
+              layers=["attention", _layer_entry(_window(2, 1)), _layer_entry(ffn=_moe(4, 2))]), {"mask": "left"}),
+        (dict(base, num_layers=3, positional="rope", norm="pre", attention=_window(3),
+              layers=[_layer_entry({"kind": "full"}), "attention", _layer_entry(_block(2, 1, 1, 2))]),
+         {"mask": "mixed"}),
+        (dict(base, num_layers=3, vocab_size=29, ffn=_moe(4, 2), d_ff=22,
+              layers=[_layer_entry(ffn={"kind": "dense"}), {"kind": "attention"}, _layer_entry(ffn=_moe(8, 1))],
+              **llama), {"mask": "right"}),
+        (dict(base, num_layers=4, vocab_size=29, positional="learned",
+              layers=[_layer_entry(_performer(8)), _layer_entry(_window(2, 2), _moe(4, 2)),
+                      _layer_entry(_block(2, 1, 1, 2)), "attention"]), {}),
+        (dict(base, num_layers=3, causal=False, attention_score="scaled_dot",
+              layers=[_layer_entry(_linformer(4)), "attention", _layer_entry(_performer(6), _moe(3, 3))]), {}),
+        (dict(base, num_layers=3, vocab_size=29, attention=_block(3, 0, 1, 1),
+              layers=["attention", _layer_entry(_block(2, 1, 0, 2)), _layer_entry(_window(1), _moe(5, 3))],
+              **llama), {"mask": "holes"}),
+    ]
+
+
+def _layer_desc(desc, i):
+    """The model-level description of layer i's own kinds: desc without
+    `layers`, its `attention` and `ffn` those of entry i where it gives
+    them (the model-level model whose layer i is the hybrid's layer i)."""
+    out = {k: v for k, v in desc.items() if k != "layers"}
+    entry = desc["layers"][i]
+    if isinstance(entry, dict):
+        for key in ("attention", "ffn"):
+            if key in entry:
+                out[key] = entry[key]
+    return out
+
+
+def _compose_layers(desc, weights, inputs, swap=None):
+    """A `layers` decoder computed layer by layer, layer i by layer i of
+    the model-level model of its own kinds (_layer_desc), loaded with the
+    hybrid's weights for that layer (and its own drawn ones elsewhere):
+    float64, inputs batched (torch).  The listing of each layer i must be
+    that model's layer i (else AssertionError).  swap (negative control):
+    {i: j}, layer i computed as layer i of layer j's model-level model."""
+    cfg = Config(desc)
+    pre = "layers.%d."
+    models = []
+    for i in range(cfg.num_layers):
+        ci = Config(_layer_desc(desc, (swap or {}).get(i, i)))
+        w = make_weights(ci, seed=7)
+        mine = {k for k in expected_weights(cfg) if k.startswith(pre % i)}
+        theirs = {k for k in expected_weights(ci) if k.startswith(pre % i)}
+        if not swap and (mine != theirs or any(expected_weights(cfg)[k] != expected_weights(ci)[k] for k in mine)):
+            raise AssertionError("layer %d's listing is not the model-level listing of its kinds: %s"
+                                 % (i, sorted(mine ^ theirs)))
+        for k, shape in expected_weights(ci).items():
+            if (k in weights and tuple(weights[k].shape) == tuple(shape)
+                    and (not k.startswith("layers.") or k.startswith(pre % i))):
+                w[k] = weights[k]
+        models.append(load_weights(build_formula_model(ci).double(), w))
+    m0 = models[0]
+    data, real = padding_masks(cfg, inputs)
+    with torch.no_grad():
+        x = m0._embed(data["input"] if cfg.tokens else data["input"].double(), "input")
+        rope = m0._rope(x.shape[1])
+        for i, m in enumerate(models):
+            x = m.layers[i](x, causal=cfg.causal, rope=rope, key_mask=real.get("input"))
+        if m0.norm is not None:
+            x = m0.norm(x)
+        return m0._head(x)
+
+
+def _layers_self_test(check, check_differs, gen, layers_cases=()):
+    """Section 15 of the self-test: section 7's `layers`.  layers_cases:
+    (name, description, weights, numpy inputs) of cases.py's and
+    generate_cases.py's `layers` cases, on the weights their harnesses
+    write."""
+    base = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=8, num_layers=2, max_seq_len=8)
+    # The key: good values parse to each layer's kinds, bad ones are refused
+    # naming the problem.
+    e = _layer_entry
+    good = [
+        (["attention", "attention"], {}, [("full", "dense"), ("full", "dense")]),
+        ([e(_window(2, 1)), "attention"], {}, [("sliding_window", "dense"), ("full", "dense")]),
+        ([e(ffn=_moe(4, 2)), {"kind": "attention"}], dict(attention=_performer(4)),
+         [("performer", "moe"), ("performer", "dense")]),
+        ([e({"kind": "full"}, {"kind": "dense"}), "attention"], dict(attention=_block(2), ffn=_moe(3, 1)),
+         [("full", "dense"), ("block_sparse", "moe")]),
+        ([e(_linformer(3)), e()], dict(causal=False), [("linformer", "dense"), ("full", "dense")]),
+    ]
+    parsed = 0
+    for layers, extra, want in good:
+        cfg = Config(dict(base, layers=layers, **extra))
+        parsed += [(lc.attention_kind, lc.ffn_kind) for lc in cfg.layer_configs()] == want
+    w2 = _window(2)
+    bad = [
+        (dict(base, architecture="encoder", layers=["attention"] * 2), "applies to architecture 'decoder' only"),
+        (dict(base, architecture="encoder_decoder", layers=["attention"] * 2), "not 'encoder_decoder'"),
+        (dict(base, layers="attention"), "'layers' must be a list"), (dict(base, layers={}), "'layers' must be a list"),
+        (dict(base, layers=["attention"]), "'layers' has 1 entries, but 'num_layers' is 2"),
+        (dict(base, layers=["attention"] * 3), "'layers' has 3 entries"),
+        (dict(base, layers=["attention", 5]), "'layers[1]' must be \"attention\", \"mamba\" or an object"),
+        (dict(base, layers=["attention", None]), "'layers[1]' must be"),
+        (dict(base, layers=["full", "attention"]), "'layers[0]' kind must be one of attention, mamba"),
+        (dict(base, layers=["mamba", "attention"]), "layers[0] kind 'mamba' is not supported yet"),
+        (dict(base, layers=["attention", {"kind": "mamba"}]), "layers[1] kind 'mamba' is not supported yet"),
+        (dict(base, layers=[{"attention": w2}, "attention"]), "'layers[0]' needs a 'kind'"),
+        (dict(base, layers=[{"kind": 1}, "attention"]), "'layers[0]' kind must be"),
+        (dict(base, layers=[{"kind": "attention", "norm": "pre"}, "attention"]), "unknown key 'norm' in 'layers[0]'"),
+        (dict(base, layers=[{"kind": "mamba", "ffn": {"kind": "dense"}}, "attention"]),
+         "'ffn' is a key of layers[0] kind 'attention', not of 'mamba'"),
+        (dict(base, layers=[e("performer"), "attention"]), "layers[0]: 'attention' must be an object"),
+        (dict(base, layers=[e({"kind": "block_sparse"}), "attention"]), 'needs "block"'),
+        (dict(base, layers=[e({"kind": "sliding_window", "window": 2, "block": 2}), "attention"]),
+         "a key of kind 'block_sparse'"),
+        (dict(base, layers=[e(ffn={"kind": "moe", "experts": 2, "top_k": 3}), "attention"]),
+         "'top_k' 3 is more than 'experts' 2"),
+        (dict(base, layers=[e(ffn="moe"), "attention"]), "layers[0]: 'ffn' must be an object"),
+        (dict(base, layers=["attention", e(_linformer(2))]), "layers[1]: attention kind 'linformer' is never causal"),
+        (dict(base, layers=["attention", e(_performer(2))], attention_score="dot"), "'performer' takes"),
+        (dict(base, layers=["attention", e(_linformer(2))], causal=False, attention_score="bilinear"),
+         "'linformer' takes"),
+    ]
+    refused = 0
+    for desc, needle in bad:
+        try:
+            Config(desc)
+            print("FAIL layers key accepted:", desc.get("layers"), "(wanted %r)" % needle)
+        except ConfigError as err:
+            refused += needle in str(err)
+            if needle not in str(err):
+                print("FAIL layers key refused, but not naming %r: %s" % (needle, err))
+    check("layers key: %d of %d good values parse to their layers' kinds, %d of %d bad ones refused naming the "
+          "problem" % (parsed, len(good), refused, len(bad)), float(len(good) - parsed + len(bad) - refused), 0.5)
+    dups = [('{"a": 1, "a": 2}', "duplicate key 'a'"),
+            ('{"layers": [{"kind": "attention", "ffn": {}, "ffn": {}}]}', "duplicate key 'ffn' in 'layers[0]'"),
+            ('{"layers": ["attention", {"kind": "attention", "ffn": {"kind": "moe", "kind": "dense"}}]}',
+             "duplicate key 'kind' in 'layers[1].ffn'"),
+            ('{"attention": {"kind": "full"}, "layers": ["attention"]}', None)]
+    check("find_duplicate_key: %d cases" % len(dups),
+          float(sum(find_duplicate_key(t) != want for t, want in dups)), 0.5)
+
+    # "attention" entries, and the model-level kinds given again in every
+    # entry, are the model without `layers`: the listing, the second form,
+    # the outputs (bit for bit, the same weights); and with the same own
+    # kinds in every layer, the model-level model of those kinds.
+    descs = [dict(base, num_layers=3, d_ff=20, vocab_size=29, d_model=32, num_heads=4, max_seq_len=16, **kw)
+             for kw in (dict(), dict(attention=_window(2, 1), positional="rope"), dict(ffn=_moe(4, 2)),
+                        dict(attention=_block(2, 1, 1, 2)), dict(attention=_performer(8), norm="pre"),
+                        dict(attention=_window(3), ffn=_moe(3, 2), num_kv_heads=2))]
+    for idx, desc in enumerate(descs):
+        for how in ("attention strings", "kinds repeated", "own kinds, model-level full"):
+            if how == "attention strings":
+                layered, same = dict(desc, layers=["attention"] * 3), desc
+            elif how == "kinds repeated":
+                layered = dict(desc, layers=[e(desc.get("attention"), desc.get("ffn"))] * 3)
+                same = desc
+            else:
+                if "attention" not in desc and "ffn" not in desc:
+                    continue
+                plain = {k: v for k, v in desc.items() if k not in ("attention", "ffn")}
+                layered, same = dict(plain, layers=[e(desc.get("attention"), desc.get("ffn"))] * 3), desc
+            cl, cs = Config(layered), Config(same)
+            w = make_weights(cs, seed=1900 + idx)
+            inputs = _random_inputs(cs, gen, 2, (13,))
+            ok = (expected_weights(cl) == expected_weights(cs) and cl.second_form() == cs.second_form()
+                  and cl.torch_supported() == cs.torch_supported() and cl.uniform() is not None)
+            check("layers %s (model %d %s): the listing, second form %s" % (how, idx, _short(same), cs.second_form()),
+                  0.0 if ok else 1.0, 0.5)
+            with torch.no_grad():
+                yl = load_weights(build_formula_model(cl), w)(**inputs)
+                ys = load_weights(build_formula_model(cs), w)(**inputs)
+                check("layers %s (model %d): (b) the same as without layers" % (how, idx), _max_diff(yl, ys), 1e-300)
+                t = build_torch_model(cl)
+                if t is not None:
+                    check("layers %s (model %d): its second form %s against (b)" % (how, idx, cl.second_form()),
+                          _max_diff(load_weights(t, w)(**inputs), ys), scale=ys.abs().max().item())
+
+    # Hybrid stacks: the listing is each layer's model-level listing; (b)
+    # is each layer i computed as layer i of the model-level model of its
+    # own kinds (float64); the second form agrees; the defined rows of a
+    # mask are those every layer's own rule defines; the mask is refused
+    # with one performer or linformer layer; each layer's own kind matters
+    # (planted: a layer computed with another layer's kinds, or its rule
+    # dropped, or its experts ignored).
+    items = []
+    for idx, (desc, pats) in enumerate(_layers_variants()):
+        cfg = Config(desc)
+        w = make_weights(cfg, seed=2000 + idx)
+        for batch in (2, 0):
+            inputs = _random_inputs(cfg, gen, batch, (13,))
+            if pats and batch:
+                inputs["mask"] = _mask_rows(pats["mask"], batch, 13)
+            items.append(("layers model %d %s batch=%d%s" % (idx, _short(desc), batch,
+                                                            " mask=" + pats["mask"] if pats and batch else ""),
+                          desc, w, inputs))
+    for name, desc, w, inputs in layers_cases:
+        items.append(("layers case %s" % name, desc, w, to_torch_inputs(Config(desc), inputs)))
+    for label, desc, w, inputs in items:
+        cfg = Config(desc)
+        w = {k: torch.as_tensor(np.asarray(v)) for k, v in w.items()}
+        batched = inputs["input"].dim() == (2 if cfg.tokens else 3)
+        bin_ = inputs if batched else {k: v.unsqueeze(0) for k, v in inputs.items()}
+        with torch.no_grad():
+            y = load_weights(build_formula_model(cfg), w)(**inputs)
+            y64 = load_weights(build_formula_model(cfg).double(), w)(**inputs)
+            second = load_weights(build_torch_model(cfg, masked="mask" in inputs), w)
+            y2 = second(**inputs)
+        sc = y.abs().max().item()
+        rows = None
+        if "mask" in inputs:
+            rows = torch.from_numpy(attended_rows(cfg, inputs, output_stack_patterns(cfg, w)))
+            want = torch.ones_like(rows)
+            for i in range(cfg.num_layers):
+                ci = Config(_layer_desc(desc, i))
+                want &= torch.from_numpy(attended_rows(ci, inputs, [w.get("layers.%d.self_attn.block_pattern" % i)]
+                                                       * ci.num_layers))
+            check("%s: defined rows (%d of %d) the AND of each layer's own rule's" % (
+                label, int(rows.sum()), rows.numel()), 0.0 if torch.equal(rows, want) else 1.0, 0.5)
+        keep = (lambda t: t[rows]) if rows is not None else (lambda t: t)
+        composed = _compose_layers(desc, w, bin_)
+        composed = composed if batched else composed[0]
+        check("%s: (b) float64 vs each layer as its kinds' model-level layer" % label,
+              _max_diff(keep(y64), keep(composed)), 1e-12, scale=sc)
+        check("%s: (b) vs second form %s" % (label, cfg.second_form()), _max_diff(keep(y), keep(y2)), scale=sc)
+        refuses = bool(set(cfg.attention_kinds) & {"linformer", "performer"})
+        probe = {"input": bin_["input"], "mask": torch.ones(bin_["input"].shape[:2], dtype=torch.bool)}
+        check("%s: a mask %s" % (label, "refused (a performer or linformer layer)" if refuses else "accepted"),
+              0.0 if bool(mask_problems(cfg, probe)) == refuses else 1.0, 0.5)
+        # Each layer's own kind matters.
+        for i, lc in enumerate(cfg.layer_configs()):
+            if lc.attention_kind != "full":
+                m = load_weights(build_formula_model(cfg).double(), w)
+                attn = m.layers[i].self_attn
+                attn.window = attn.block = attn.performer_m = attn.linformer_k = None
+                with torch.no_grad():
+                    ym = m(**inputs)
+                check_differs("%s: layer %d's %s computed as full attention" % (label, i, lc.attention_kind),
+                              _max_diff(keep(ym), keep(y64)))
+            if lc.moe:
+                m = load_weights(build_formula_model(cfg).double(), w)
+                m.layers[i].moe.mistake = "expert0"
+                with torch.no_grad():
+                    ym = m(**inputs)
+                check_differs("%s: layer %d's experts ignored (expert 0 alone)" % (label, i),
+                              _max_diff(keep(ym), keep(y64)))
+        # A layer computed with another layer's kinds where the weights
+        # allow it (the same listing: full, windows, block_sparse without
+        # random blocks, or the other dense / MoE FFN of the same E).
+        for i in range(cfg.num_layers):
+            for j in range(cfg.num_layers):
+                ci, cj = Config(_layer_desc(desc, i)), Config(_layer_desc(desc, j))
+                li = {k[len("layers.0."):]: v for k, v in expected_weights(ci).items() if k.startswith("layers.0.")}
+                lj = {k[len("layers.0."):]: v for k, v in expected_weights(cj).items() if k.startswith("layers.0.")}
+                if i == j or li != lj or _layer_desc(desc, i) == _layer_desc(desc, j):
+                    continue
+                swapped = _compose_layers(desc, w, bin_, swap={i: j})
+                swapped = swapped if batched else swapped[0]
+                check_differs("%s: layer %d computed with layer %d's kinds" % (label, i, j),
+                              _max_diff(keep(swapped), keep(y64)))
+                break
 
 
 def main(argv=None):
@@ -5932,12 +6475,28 @@ def main(argv=None):
     if not args.self_test:
         p.print_help()
         return 0
-    extra, masked, embedded, moe = [], [], [], []
+    extra, masked, embedded, moe, layered = [], [], [], [], []
     if args.with_cases:
         try:
             import cases
             import generate_cases
-            extra = [c.model for c in cases.CASES]
+            # Section 7's `layers` cases: their own section (15), not the
+            # model-level kinds' (whose checks read the model-level keys).
+            extra = [c.model for c in cases.CASES if "layers" not in c.model]
+            # (cases.py's helpers take the imported module's Config: this
+            # file runs as __main__.)
+            import reference as imported
+            for c in cases.CASES:
+                if "layers" in c.model and c.expect_error is None:
+                    cfg = imported.Config(c.model)
+                    layered.append((c.name, c.model, cases.case_weights(c, cfg),
+                                    cases.case_inputs(c, cfg, cases.case_seed(c.name))))
+            for c in generate_cases.CASES:
+                if "layers" in c.model:
+                    cfg = imported.Config(c.model)
+                    layered.append((c.name, c.model, generate_cases.case_weights(c, cfg),
+                                    {"input": np.random.default_rng(c.effective_seed()).integers(
+                                        0, cfg.vocab_size, size=(2, c.prompt.seq + c.new_tokens))}))
             # The cases with embedding_norm or token types, on their own
             # inputs (token_type_ids given or not).
             embedded = [(c.name, c.model, cases.case_inputs(c, Config(c.model), cases.case_seed(c.name)))
@@ -5950,7 +6509,7 @@ def main(argv=None):
             # (a --generate case: its prompt and greedy ids).
             for c in cases.CASES:
                 if Config(c.model).moe and c.expect_error is None:
-                    cfg = Config(c.model)
+                    cfg = imported.Config(c.model)
                     moe.append((c.name, c.model, cases.case_weights(c, cfg),
                                 cases.case_inputs(c, cfg, cases.case_seed(c.name)), c.shared_embeddings,
                                 c.moe_gate))
@@ -5960,7 +6519,7 @@ def main(argv=None):
                     moe.append((c.name, c.model, w, inputs, c.shared_embeddings, None))
         except ImportError:
             pass
-    return 0 if self_test(args.verbose, extra, masked, embedded, moe) else 1
+    return 0 if self_test(args.verbose, extra, masked, embedded, moe, layered) else 1
 
 
 if __name__ == "__main__":

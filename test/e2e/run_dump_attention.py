@@ -197,6 +197,14 @@ CASES = [
                      "random_blocks": 1}, expect="none",
           note="block_sparse self-attention (random blocks: an I32 block_pattern): the dump directory stays "
                "empty"),
+    _case("layers_dec_full_layers_only", "decoder", {"input": Inp(9, 2)},
+          masks={"mask": RightPad((9, 6))}, vocab_size=40, num_layers=3,
+          layers=["attention", {"kind": "attention", "attention": {"kind": "sliding_window", "window": 1,
+                                                                   "global_tokens": 1}},
+                  {"kind": "attention", "attention": {"kind": "block_sparse", "block": 2, "window_blocks": 0,
+                                                      "global_blocks": 1, "random_blocks": 1}}],
+          note="section 7's `layers`: a full, a sliding-window and a block_sparse layer (its own block_pattern); "
+               "only layer0.self.npy is written; right padding"),
     _case("missing_dir", "encoder", {"input": Inp(4, 1)}, vocab_size=20, num_layers=1,
           expect="missing_dir", note="--dump-attention of a missing DIR (and of a file): exit 1 naming it"),
 ]
@@ -241,7 +249,7 @@ def validate():
                 out.append("%s: %s has %d lengths for batch %s" % (c.name, m, len(spec.lengths), i.batch))
             if not all(1 <= n <= i.seq for n in spec.lengths):
                 out.append("%s: %s lengths %s outside 1..%d" % (c.name, m, spec.lengths, i.seq))
-        full = cfg.attention_kind == "full"
+        full = "full" in cfg.attention_kinds     # some layer's (section 7's `layers`)
         if c.expect not in ("weights", "none", "missing_dir"):
             out.append("%s: expect %r" % (c.name, c.expect))
         if c.expect == "none" and (full or cfg.is_encdec):
@@ -267,8 +275,9 @@ class Block:
 def attention_blocks(cfg):
     """The blocks that write a file, in stack and layer order: every
     self-attention when the model's attention kind is full (none
-    otherwise), and every cross-attention (always full; only
-    encoder_decoder has one).  L counts from 0 within its stack."""
+    otherwise; with section 7's `layers`, each layer whose own kind is
+    full), and every cross-attention (always full; only encoder_decoder
+    has one).  L counts from 0 within its stack."""
     full = cfg.attention_kind == "full"
     out = []
     if cfg.is_encdec:
@@ -281,9 +290,10 @@ def attention_blocks(cfg):
                                  "tgt", True))
             out.append(Block("decoder.layers.%d.multihead_attn" % i, "decoder.layer%d.cross" % i, False,
                              "src", False))
-    elif full:
+    else:
         for i in range(cfg.num_layers):
-            out.append(Block("layers.%d.self_attn" % i, "layer%d.self" % i, cfg.causal, "input", True))
+            if cfg.layer_config(i).attention_kind == "full":
+                out.append(Block("layers.%d.self_attn" % i, "layer%d.self" % i, cfg.causal, "input", True))
     return out
 
 
@@ -571,7 +581,8 @@ def prepare_reference(case, case_dir, with_mistakes=False):
 
     # The output: (b), and the hooked model's against it.
     ref_b = R.run_model(R.load_weights(R.build_formula_model(cfg), back), cfg, inputs).numpy()
-    rows_out = R.attended_rows(cfg, inputs) if any(m in inputs for m in cfg.mask_names) else None
+    rows_out = (R.attended_rows(cfg, inputs, R.output_stack_patterns(cfg, back))
+                if any(m in inputs for m in cfg.mask_names) else None)
     blocks = attention_blocks(cfg)
     info["blocks"] = blocks
     first = case.inputs[cfg.input_names[0]]
@@ -910,7 +921,8 @@ def run_one(case_name, opts):
             return True, "PASS %s (--backend llvm refuses --dump-attention: exit 1)" % case.name
         if case.expect == "none":
             run_none_case(case, info, exe, case_dir, opts["run_timeout"])
-            return True, "PASS %s (no files, as expected: %s attention)" % (case.name, info["cfg"].attention_kind)
+            return True, "PASS %s (no files, as expected: %s attention)" % (
+                case.name, "/".join(sorted(set(info["cfg"].attention_kinds))))
         if case.expect == "missing_dir":
             run_missing_dir_case(case, info, exe, case_dir, opts["run_timeout"])
             return True, "PASS %s (missing DIR and a file as DIR: exit 1 naming it)" % case.name

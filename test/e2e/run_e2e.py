@@ -58,7 +58,9 @@ once: it must exit 1 naming the tensor (expect_error).
 (-k selects among them too): NAME.json, then `tfm-compile NAME.json
 --emit=mlir -o NAME.mlir [ARGS]` and `tfm-compile NAME.json -o NAME.exe
 [ARGS]`, each of which must exit 1, write no output file, and print exactly
-one stderr line `NAME.json:LINE:COL: error: MESSAGE`.
+one stderr line `NAME.json:LINE:COL: error: MESSAGE`.  An entry with `text`
+(a duplicated key, which a dict cannot hold) has NAME.json written as that
+text.
 
 Run with Debian's /usr/bin/python3 (it has python3-torch 1.13).
 """
@@ -499,8 +501,11 @@ def run_compile_error(name, opts):
     try:
         desc = e.name + ".json"
         with open(os.path.join(case_dir, desc), "w") as f:
-            json.dump(e.model, f, indent=2)
-            f.write("\n")
+            if e.text is not None:
+                f.write(e.text)     # as written (a duplicated key)
+            else:
+                json.dump(e.model, f, indent=2)
+                f.write("\n")
         want = re.compile(r"^%s:\d+:\d+: error: %s$" % (re.escape(desc), re.escape(e.message)))
         for tag, out, extra in (("mlir", e.name + ".mlir", ["--emit=mlir"]), ("exe", e.name + ".exe", [])):
             path = os.path.join(case_dir, out)

@@ -299,7 +299,13 @@ class KVCacheDecoder:
     from the contract, not with reference.py's block_sparse_allowed.  The
     encoder's self-attention (encoder_decoder) is block_sparse too, not
     causal.  `block_mistake` (self-test only) plants one of
-    BLOCK_SPARSE_DECODE_MISTAKES."""
+    BLOCK_SPARSE_DECODE_MISTAKES.
+
+    Section 7's `layers` (a decoder's per-layer kinds): each layer keeps
+    what its own kind needs (reference.Config.layer_config): a performer
+    layer its running sums, a sliding-window, block_sparse or full layer
+    its keys and values, masked by its own rule; an MoE layer routes each
+    new token with its own gate."""
 
     def __init__(self, fm, src=None, performer_mistake=None, block_mistake=None):
         import reference as R
@@ -376,11 +382,21 @@ class KVCacheDecoder:
         y = self.R.linear(x, w[lo:lo + n], None if bias is None else bias[lo:lo + n])
         return y.reshape(b, s, n // dk, dk).transpose(1, 2)
 
-    def _attend(self, attn, q, k, v, causal_from=None, window=False, block=False):
+    def _kinds(self, li):
+        """The kinds of decoder layer li (section 7's `layers`: each
+        layer its own; reference.Config.layer_config); None, the encoder's
+        self-attention, and an encoder_decoder's layers: the model's."""
+        if li is None or self.cfg.is_encdec:
+            return self.cfg
+        return self.cfg.layer_config(li)
+
+    def _attend(self, attn, q, k, v, causal_from=None, window=False, block=False, kinds=None):
         """Scores, mask (key position j > query position causal_from + i;
-        with `window`, the model's sliding window over absolute positions:
+        with `window`, the layer's sliding window over absolute positions:
         also j with |i - j| > W unless i or j < global_tokens; with `block`,
-        the block_sparse rule, _block_rule), softmax, values, out_proj."""
+        the block_sparse rule, _block_rule; `kinds`: the layer's Config,
+        the model's by default), softmax, values, out_proj."""
+        lc = kinds if kinds is not None else self.cfg
         torch, R = _torch(), self.R
         b, h, s, dk = q.shape
         if k.shape[1] != h:   # grouped-query: query head i reads K/V head i // (H / KV)
@@ -396,23 +412,24 @@ class KVCacheDecoder:
         qpos = torch.arange(causal_from or 0, (causal_from or 0) + s)[:, None]
         kpos = torch.arange(k.shape[2])[None, :]
         if block:
-            sc = sc.masked_fill(~self._block_rule(attn, qpos, kpos), float("-inf"))
+            sc = sc.masked_fill(~self._block_rule(attn, qpos, kpos, lc), float("-inf"))
         if causal_from is not None:
             sc = sc.masked_fill(kpos > qpos, float("-inf"))
         if window:
-            g = self.cfg.global_tokens
-            far = ((qpos - kpos).abs() > self.cfg.window) & (qpos >= g) & (kpos >= g)
+            g = lc.global_tokens
+            far = ((qpos - kpos).abs() > lc.window) & (qpos >= g) & (kpos >= g)
             sc = sc.masked_fill(far, float("-inf"))
         p = R.softmax_last(sc)
         o = torch.matmul(p, v).transpose(1, 2).reshape(b, s, h * dk)
         return attn.out_proj(o)
 
-    def _block_rule(self, attn, qpos, kpos):
+    def _block_rule(self, attn, qpos, kpos, kinds=None):
         """block_sparse: bool [S, K], whether the query at absolute position
         qpos[i] attends the key at kpos[j] (the keys 0..K-1 so far), by the
         blocks' window, the global blocks and row qb of attn.block_pattern
-        (ids in [0, ceil(K / B)) only)."""
-        cfg, mistake = self.cfg, self.block_mistake
+        (ids in [0, ceil(K / B)) only); the layer's rule (`kinds`, the
+        model's by default)."""
+        cfg, mistake = kinds if kinds is not None else self.cfg, self.block_mistake
         b = cfg.block
         qb = (qpos - qpos[0]) // b if mistake == "step_row" else qpos // b      # [S, 1]
         kb = kpos // b                                                          # [1, K]
@@ -434,17 +451,20 @@ class KVCacheDecoder:
             cos, sin, style = rope
             q = R.apply_rope(q, cos, sin, style)
             k = R.apply_rope(k, cos, sin, style)
-        if self.cfg.performer:             # every self-attention; cross-attention is full
+        # The layer's own kind (section 7's `layers`; without them, every
+        # self-attention's); cross-attention is full.
+        lc = self._kinds(li)
+        if lc.performer:
             return self._performer(attn, q, k, v, li)
-        window = self.cfg.sliding_window   # every self-attention; cross-attention is full
-        block = self.cfg.block_sparse
+        window = lc.sliding_window
+        block = lc.block_sparse
         if li is None:
-            return self._attend(attn, q, k, v, window=window, block=block)
+            return self._attend(attn, q, k, v, window=window, block=block, kinds=lc)
         if self.cache[li] is not None:
             k = torch.cat([self.cache[li][0], k], dim=2)
             v = torch.cat([self.cache[li][1], v], dim=2)
         self.cache[li] = (k, v)
-        return self._attend(attn, q, k, v, causal_from=self.pos, window=window, block=block)
+        return self._attend(attn, q, k, v, causal_from=self.pos, window=window, block=block, kinds=lc)
 
     def _phi(self, x, w):
         """FAVOR+'s features of x [B, H, S, dk] (head h mapped with w[h],
