@@ -590,8 +590,10 @@ void ConfigReader::readLayers(ModelConfig &c) {
     return;
   }
   if (int64_t(entries->size()) != c.numDecoderLayers) {
-    error("layers", formatv("'layers' has {0} entries, but 'num_layers' is {1}",
-                            entries->size(), c.numDecoderLayers));
+    error("layers",
+          formatv("'layers' has {0} {1}, but 'num_layers' is {2}",
+                  entries->size(), entries->size() == 1 ? "entry" : "entries",
+                  c.numDecoderLayers));
     return;
   }
   std::vector<size_t> offsets = scanArrayElements(text, valueOffset("layers"));

@@ -331,7 +331,8 @@ def _parse_layers(layers, architecture, num_layers, model_kinds):
         raise ConfigError("'layers' must be a list of 'num_layers' entries such as [\"attention\", "
                           "{\"kind\": \"attention\", \"ffn\": %s}], got %s" % (_FFN_EXAMPLE, _describe(layers)))
     if len(layers) != num_layers:
-        raise ConfigError("'layers' has %d entries, but 'num_layers' is %d" % (len(layers), num_layers))
+        raise ConfigError("'layers' has %d %s, but 'num_layers' is %d"
+                          % (len(layers), "entry" if len(layers) == 1 else "entries", num_layers))
     kinds = ", ".join(LAYER_KINDS)
     out = []
     for i, entry in enumerate(layers):
@@ -6301,7 +6302,7 @@ def _layers_self_test(check, check_differs, gen, layers_cases=()):
         (dict(base, architecture="encoder", layers=["attention"] * 2), "applies to architecture 'decoder' only"),
         (dict(base, architecture="encoder_decoder", layers=["attention"] * 2), "not 'encoder_decoder'"),
         (dict(base, layers="attention"), "'layers' must be a list"), (dict(base, layers={}), "'layers' must be a list"),
-        (dict(base, layers=["attention"]), "'layers' has 1 entries, but 'num_layers' is 2"),
+        (dict(base, layers=["attention"]), "'layers' has 1 entry, but 'num_layers' is 2"),
         (dict(base, layers=["attention"] * 3), "'layers' has 3 entries"),
         (dict(base, layers=["attention", 5]), "'layers[1]' must be \"attention\", \"mamba\" or an object"),
         (dict(base, layers=["attention", None]), "'layers[1]' must be"),
