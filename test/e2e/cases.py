@@ -661,6 +661,9 @@ CASES = [
     # ---- decoder (GPT-like) ----------------------------------------------------
     dec("dec_pre_rope_half_gelu_tanh", ids(13, dtype="int32"), dict(
         vocab_size=64, positional="rope", norm="pre", activation="gelu_tanh")),
+    # d_ff 1: the second linear's K is 1, an outer product (no register
+    # tile's k loop on the LLVM backend).
+    dec("dec_dff1", ids(6, batch=2), dict(vocab_size=64, d_ff=1, norm="pre")),
     dec("dec_rope_interleaved_base500", ids(7), dict(
         vocab_size=64, positional="rope", rope_style="interleaved", rope_base=500.0)),
     dec("dec_rope_half_bilinear_dk24", ids(13), dict(

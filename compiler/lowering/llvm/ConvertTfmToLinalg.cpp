@@ -131,8 +131,9 @@ struct LowerSliceRows : TfmLowering<SliceRowsOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(SliceRowsOp op, TensorBuilder &tb) const override {
     // The rows of a GEMM weight are read from its packed panels
-    // (LowerLinear); the slice then dies.
-    if (llvm::all_of(op->getUses(), [](OpOperand &use) {
+    // (LowerLinear; a K of 1 has none); the slice then dies.
+    if (op.getType().getDimSize(1) != 1 &&
+        llvm::all_of(op->getUses(), [](OpOperand &use) {
           auto linear = dyn_cast<LinearOp>(use.getOwner());
           return linear && use.get() == linear.getWeight();
         }))

@@ -115,6 +115,10 @@ public:
   /// The packed panels of weight `w`: its sibling argument marked
   /// `tfm.packs`, or null.
   Value packedOf(Value w) {
+    // A K of 1 is an outer product, not a GEMM: the register tile of
+    // tfm-vectorize-gemm would lose its k loop (a unit dimension folded).
+    if (cast<RankedTensorType>(w.getType()).getDimSize(1) == 1)
+      return Value();
     auto arg = dyn_cast<BlockArgument>(w);
     auto f = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
                  : func::FuncOp();
