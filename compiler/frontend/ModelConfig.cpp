@@ -602,8 +602,8 @@ void ConfigReader::readLayers(ModelConfig &c) {
     size_t offset = i < offsets.size() ? offsets[i] : valueOffset("layers");
     Position at = positionOf(text, offset);
     std::string name = formatv("layers[{0}]", i).str();
-    LayerKinds k = c.kinds;
-    layers.push_back(k);
+    // The model's kinds unless the entry gives its own.
+    LayerKinds &k = layers.emplace_back(c.kinds);
     if (std::optional<StringRef> kind = entry.getAsString()) {
       if (*kind == "mamba")
         error(at, formatv("{0} kind 'mamba' is not supported yet; supported: "
@@ -651,7 +651,6 @@ void ConfigReader::readLayers(ModelConfig &c) {
         readFeedForward(*kind, k);
       }
     }
-    layers.back() = k;
   }
   c.decoderLayerKinds = std::move(layers);
 }

@@ -81,11 +81,17 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
   }
   if (c.positional == Positional::Learned)
     m.positionBytes = stacks * double(c.maxSeqLen) * d * kFloat;
+  // Weights layer by layer, and the most experts a layer routes a token to.
   double layers = 0;
-  for (int64_t i = 0; i < c.numEncoderLayers; ++i)
-    layers += layerElements(c, c.layerKinds(false, i), /*cross=*/false);
-  for (int64_t i = 0; i < c.numDecoderLayers; ++i)
-    layers += layerElements(c, c.layerKinds(true, i), /*cross=*/encDec);
+  int64_t topK = 0;
+  for (bool decoder : {false, true}) {
+    int64_t count = decoder ? c.numDecoderLayers : c.numEncoderLayers;
+    for (int64_t i = 0; i < count; ++i) {
+      const LayerKinds &k = c.layerKinds(decoder, i);
+      layers += layerElements(c, k, /*cross=*/decoder && encDec);
+      topK = std::max(topK, k.experts ? k.experts->topK : int64_t(0));
+    }
+  }
   if (c.finalNorm)
     layers += stacks * normElements(c);
   m.layerBytes = layers * kFloat;
@@ -93,13 +99,7 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
 
   double tokens = double(limits.maxBatch) * double(limits.maxSeqLen);
   double width = d + 3 * d + double(c.dFF); // x, Q/K/V, FFN hidden
-  // Each token's rows gathered for its top_k experts, in the layer that
-  // routes to the most.
-  int64_t topK = 0;
-  c.anyLayer([&](const LayerKinds &k) {
-    topK = std::max(topK, k.experts ? k.experts->topK : int64_t(0));
-    return false;
-  });
+  // Each token's rows gathered for its top_k experts.
   width += double(topK) * (d + 2 * double(c.dFF));
   if (encDec)
     width += d; // the encoder's output, read by every decoder layer

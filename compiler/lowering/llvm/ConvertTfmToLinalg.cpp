@@ -353,28 +353,8 @@ struct LowerGroupedLinear : TfmLowering<GroupedLinearOp> {
 struct LowerEmbedding : TfmLowering<EmbeddingOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(EmbeddingOp op, TensorBuilder &tb) const override {
-    Value ids = op.getIds(), table = op.getTable();
-    auto idsType = cast<RankedTensorType>(ids.getType());
-    unsigned rank = idsType.getRank() + 1;
-    SmallVector<OpFoldResult> outSizes = tb.sizes(ids);
-    outSizes.push_back(tb.b.getIndexAttr(
-        cast<RankedTensorType>(table.getType()).getDimSize(1)));
-    Value scale = tb.f32Const(op.getScale().convertToFloat());
-    bool scaled = op.getScale().convertToFloat() != 1.0f;
-    return tb.generic(
-        {ids}, tb.empty(outSizes),
-        {tb.map(rank, TensorBuilder::range(0, rank - 1)),
-         tb.map(rank, TensorBuilder::range(0, rank))},
-        TensorBuilder::parallel(rank),
-        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-          Value row =
-              arith::IndexCastOp::create(nb, nl, nb.getIndexType(), a[0]);
-          Value col = linalg::IndexOp::create(nb, nl, rank - 1);
-          Value e =
-              tensor::ExtractOp::create(nb, nl, table, ValueRange{row, col});
-          return scaled ? arith::MulFOp::create(nb, nl, e, scale).getResult()
-                        : e;
-        });
+    return tb.rowsAt(op.getIds(), op.getTable(),
+                     op.getScale().convertToFloat());
   }
 };
 

@@ -56,6 +56,28 @@ public:
     return tensor::getMixedSizes(b, loc, t);
   }
 
+  /// out[l..., c] = table[ids[l...], c] (x scale): the rows of a [rows, d]
+  /// table that integer `ids` name (embeddings, a mixture of experts'
+  /// gathered tokens).
+  Value rowsAt(Value ids, Value table, float scale = 1.0f) {
+    unsigned rank = cast<RankedTensorType>(ids.getType()).getRank() + 1;
+    SmallVector<OpFoldResult> outSizes = sizes(ids);
+    outSizes.push_back(sizes(table).back());
+    Value factor = scale != 1.0f ? f32Const(scale) : Value();
+    return generic(
+        {ids}, empty(outSizes),
+        {map(rank, range(0, rank - 1)), map(rank, range(0, rank))},
+        parallel(rank), [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+          Value row =
+              arith::IndexCastOp::create(nb, nl, nb.getIndexType(), a[0]);
+          Value col = linalg::IndexOp::create(nb, nl, rank - 1);
+          Value e =
+              tensor::ExtractOp::create(nb, nl, table, ValueRange{row, col});
+          return factor ? arith::MulFOp::create(nb, nl, e, factor).getResult()
+                        : e;
+        });
+  }
+
   /// `v` as `type` (a tensor of the same shape, some sizes known only at
   /// run time in `v`'s).
   Value castTo(Value v, Type type) {

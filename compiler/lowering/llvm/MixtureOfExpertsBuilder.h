@@ -94,21 +94,7 @@ public:
 
   /// tfm.gather_rows: row i of the result is row tokens[i] of `input`.
   Value gatherRows(Value input, Value tokens) {
-    Value rows = flatten(input, 1); // [N, d]
-    unsigned rank = cast<RankedTensorType>(tokens.getType()).getRank() + 1;
-    SmallVector<OpFoldResult> outSizes = tb.sizes(tokens);
-    outSizes.push_back(tb.sizes(input).back());
-    return tb.generic(
-        {tokens}, tb.empty(outSizes),
-        {tb.map(rank, TensorBuilder::range(0, rank - 1)),
-         tb.map(rank, TensorBuilder::range(0, rank))},
-        TensorBuilder::parallel(rank),
-        [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-          Value row =
-              arith::IndexCastOp::create(nb, nl, nb.getIndexType(), a[0]);
-          Value col = linalg::IndexOp::create(nb, nl, rank - 1);
-          return tensor::ExtractOp::create(nb, nl, rows, ValueRange{row, col});
-        });
+    return tb.rowsAt(tokens, flatten(input, 1));
   }
 
   /// tfm.grouped_linear: each expert's GEMM over the rows of its group.
@@ -188,9 +174,8 @@ private:
        function_ref<SmallVector<Value>(Value, ValueRange)> body) {
     auto forOp = scf::ForOp::create(
         b, loc, lb, ub, index(1), inits,
-        [&](OpBuilder &nb, Location, Value iv, ValueRange args) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        // `b` itself builds the body (scf.for's builder is the one given).
+        [&](OpBuilder &, Location, Value iv, ValueRange args) {
           scf::YieldOp::create(b, loc, body(iv, args));
         });
     return SmallVector<Value>(forOp.getResults());
@@ -241,8 +226,10 @@ private:
     Value e0 = index(0);
     Value prev = e0;
     for (int64_t s = 0; s < topK; ++s) {
-      Value prevLogit =
-          tensor::ExtractOp::create(b, loc, logits, ValueRange{t, prev});
+      Value prevLogit = s == 0 ? Value()
+                               : tensor::ExtractOp::create(b, loc, logits,
+                                                           ValueRange{t, prev})
+                                     .getResult();
       Value best = loop(e0, experts, {experts}, [&](Value e, ValueRange a) {
         Value none = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                            a[0], experts);
