@@ -12,10 +12,13 @@
 
 #include "tfm/runtime/Safetensors.h"
 #include "tfm/runtime/Shape.h"
+#include "tfm/runtime/WeightFormat.h"
 #include "tfm/runtime/Weights.h"
 
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <vector>
 
 using namespace tfm::rt;
 
@@ -45,6 +48,55 @@ ModelInfo makeModel() {
   m.maxSeqLen = 8;
   m.maxBatch = 1;
   return m;
+}
+
+/// makeModel()'s parameters with every rank-2 weight kept as `format`
+/// (tfm-compile --weight-dtype).
+const ParamInfo *paramsIn(WeightFormat format) {
+  static ParamInfo converted[3][std::size(kParams)];
+  ParamInfo *params = converted[int(format) - 1];
+  for (size_t i = 0; i < std::size(kParams); ++i) {
+    params[i] = kParams[i];
+    if (kParams[i].rank == 2)
+      params[i].format = format;
+  }
+  return params;
+}
+
+/// Loads the file that `model` loaded as `f32` into each weight format:
+/// it loads (but for an f16 overflow, named as such), and each converted
+/// weight holds its f32 values as that format rounds them.
+void loadInEveryFormat(const ModelInfo &model, const Weights &f32,
+                       const uint8_t *data, size_t size) {
+  for (WeightFormat format :
+       {WeightFormat::BF16, WeightFormat::F16, WeightFormat::Int8}) {
+    ModelInfo in = model;
+    in.params = paramsIn(format);
+    Weights weights;
+    std::string error;
+    if (!weights.loadImage(in, data, size, "fuzz.safetensors", error)) {
+      FUZZ_CHECK(format == WeightFormat::F16 &&
+                     error.find("beyond float16's largest finite value") !=
+                         std::string::npos,
+                 "a file f32 loads loads in every format but f16 beyond "
+                 "its range");
+      continue;
+    }
+    for (size_t i = 0; i < in.numParams; ++i) {
+      const ParamInfo &p = in.params[i];
+      size_t elements = 1;
+      for (int d = 0; d < p.rank; ++d)
+        elements *= size_t(p.shape[d]);
+      std::vector<float> expected(f32.pointers()[i],
+                                  f32.pointers()[i] + elements);
+      size_t at = 0;
+      if (p.format != WeightFormat::F32)
+        convertWeight(expected.data(), p.shape[0], p.shape[1], p.format, &at);
+      FUZZ_CHECK(std::memcmp(expected.data(), weights.pointers()[i],
+                             elements * sizeof(float)) == 0,
+                 "each weight holds its values as its format rounds them");
+    }
+  }
 }
 
 } // namespace
@@ -90,5 +142,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       sum += w[e];
   }
   (void)sum;
+  loadInEveryFormat(model, weights, data, size);
   return 0;
 }

@@ -40,6 +40,8 @@ namespace {
 enum class Emit { Exe, Lib, Obj, ModelJson, Mlir, MlirOpt, Cpp, Llvm };
 enum class Backend { Hwy, Llvm };
 enum class Target { Native, Generic };
+enum class WeightDtype { F32, BF16, F16, Int8 };
+enum class Compute { F32, BF16 };
 
 // --help prints categories sorted by name: tfm's own options ("Compile
 // ...") come before LLVM's "Generic Options" and MLIR's debugging switches.
@@ -79,6 +81,26 @@ cl::opt<Target> target(
     "target", cl::desc("Which CPUs the code runs on"), cl::init(Target::Native),
     cl::values(clEnumValN(Target::Native, "native", "tuned for this CPU"),
                clEnumValN(Target::Generic, "generic", "any x86-64")),
+    cl::cat(category));
+cl::opt<WeightDtype> weightDtype(
+    "weight-dtype",
+    cl::desc("The format the model keeps its GEMM weights in (converted at "
+             "load from whatever the file holds)"),
+    cl::init(WeightDtype::F32),
+    cl::values(clEnumValN(WeightDtype::F32, "f32", "float32 (default)"),
+               clEnumValN(WeightDtype::BF16, "bf16",
+                          "bfloat16, rounded to nearest even"),
+               clEnumValN(WeightDtype::F16, "f16",
+                          "float16, rounded to nearest even"),
+               clEnumValN(WeightDtype::Int8, "int8",
+                          "int8 with an f32 scale per 32 input columns")),
+    cl::cat(category));
+cl::opt<Compute> compute(
+    "compute", cl::desc("The precision of the GEMMs' inputs"),
+    cl::init(Compute::F32),
+    cl::values(clEnumValN(Compute::F32, "f32", "float32 (default)"),
+               clEnumValN(Compute::BF16, "bf16",
+                          "bfloat16 inputs, f32 sums (not supported yet)")),
     cl::cat(category));
 cl::opt<int64_t> maxSeqLen(
     "max-seq-len",
@@ -240,6 +262,10 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv, "tfm-compile: compiles a transformer model description\n");
 
+  if (compute == Compute::BF16)
+    return userError("--compute=bf16 is not supported yet: every GEMM "
+                     "computes in f32 (--weight-dtype=bf16 keeps the "
+                     "weights' values in bf16)");
   if (maxBatch <= 0)
     return userError("--max-batch must be positive, got " + Twine(maxBatch));
   if (maxSeqLen.getNumOccurrences() && maxSeqLen <= 0)
@@ -392,6 +418,23 @@ int main(int argc, char **argv) {
     Stage stage("verify tfm IR");
     if (failed(mlir::verify(*module)))
       return internalError("the IR built for this model does not verify");
+  }
+  if (weightDtype != WeightDtype::F32) {
+    // On the frontend's IR, so that --emit=mlir (and the LLVM backend's
+    // declarations) show which weights are converted.
+    Stage stage("select weight format");
+    mlir::PassManager pm(&context);
+    mlir::tfm::TfmSelectWeightFormatOptions formats;
+    formats.format = weightDtype == WeightDtype::BF16  ? "bf16"
+                     : weightDtype == WeightDtype::F16 ? "f16"
+                                                       : "int8";
+    formats.remarks = remarks || verbose;
+    std::optional<mlir::ScopedDiagnosticHandler> remarkHandler;
+    if (formats.remarks)
+      remarkHandler.emplace(&context, printRemark);
+    pm.addPass(mlir::tfm::createTfmSelectWeightFormat(formats));
+    if (failed(pm.run(*module)))
+      return internalError("selecting the weights' format failed");
   }
   if (emit == Emit::Mlir)
     return writeOutput(defaultOutput("-"), [&](raw_ostream &os) {

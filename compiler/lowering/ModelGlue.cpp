@@ -65,6 +65,22 @@ std::pair<StringRef, float> defaultInit(StringRef name,
   return {"Uniform", uniform(shape.back())};
 }
 
+/// The runtime's name (tfm::rt::WeightFormat) of the format a weight is
+/// kept in.
+StringRef runtimeFormat(std::optional<WeightFormat> format) {
+  if (!format)
+    return "F32";
+  switch (*format) {
+  case WeightFormat::BF16:
+    return "BF16";
+  case WeightFormat::F16:
+    return "F16";
+  case WeightFormat::Int8:
+    return "Int8";
+  }
+  llvm_unreachable("unknown weight format");
+}
+
 void emitParamTable(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
                     const llvm::StringMap<unsigned> &paramIndex,
                     raw_ostream &os) {
@@ -102,14 +118,15 @@ void emitParamTable(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
     std::optional<ArrayAttr> sources = p.getSources();
     os << llvm::formatv(
         "    {{\"{0}\", {1}, {2}, {{{3}}, "
-        "tfm::rt::ParamInit::{4}, {5:e9}f, {6}, {7}, {8}, {9}},\n",
+        "tfm::rt::ParamInit::{4}, {5:e9}f, {6}, {7}, {8}, {9}, "
+        "tfm::rt::WeightFormat::{10}},\n",
         p.getSymName(),
         p.getAlias() ? "\"" + p.getAlias()->str() + "\""
                      : std::string("nullptr"),
         shape.size(), llvm::join(dims, ", "), init, bound,
         sources ? "kSources" + std::to_string(i) : std::string("nullptr"),
         sources ? sources->size() : 0, p.getTransposed() ? "true" : "false",
-        p.getBlockIds() ? "true" : "false");
+        p.getBlockIds() ? "true" : "false", runtimeFormat(p.getFormat()));
   }
   os << "};\n\n";
 }

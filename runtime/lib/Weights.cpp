@@ -6,9 +6,11 @@
 #include "tfm/runtime/SafetensorsIndex.h"
 #include "tfm/runtime/Shape.h"
 #include "tfm/runtime/ThreadPool.h"
+#include "tfm/runtime/WeightFormat.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 
@@ -85,6 +87,34 @@ std::string dtypeProblem(const ParamInfo &param,
   return what + " has dtype " + tensorDTypeName(tensor.dtype) +
          (ids ? ", expected I32 or I64 (key-block ids)"
               : ", expected F32, F16 or BF16");
+}
+
+/// Whether `tensor`'s bytes can be `param`'s floats where they lie: float32,
+/// aligned for a float, and kept as they are.
+bool usableInPlace(const ParamInfo &param, const SafetensorsTensor &tensor) {
+  return tensor.dtype == TensorDType::F32 &&
+         reinterpret_cast<uintptr_t>(tensor.data) % alignof(float) == 0 &&
+         param.format == WeightFormat::F32;
+}
+
+/// Rounds `param`'s loaded values `w` to its format; "" when done, else
+/// why not (f16 overflow), naming the weight (its tensors in the file:
+/// `from`).
+std::string convert(const ParamInfo &param, float *w, const std::string &from) {
+  int64_t cols = param.rank == 2 ? param.shape[1] : 1;
+  size_t at = 0;
+  if (convertWeight(w, param.shape[0], cols, param.format, &at))
+    return "";
+  std::string what = "tensor " + from;
+  if (from != std::string("'") + param.name + "'")
+    what += std::string(" (for '") + param.name + "')";
+  char value[32];
+  std::snprintf(value, sizeof(value), "%g", double(w[at]));
+  return what + " has the value " + value + " at [" +
+         std::to_string(int64_t(at) / cols) + ", " +
+         std::to_string(int64_t(at) % cols) +
+         "], beyond float16's largest finite value 65504: the model was "
+         "compiled with --weight-dtype=f16 (bf16 or f32 keep it)";
 }
 
 /// "'a' [2, 3], 'b' [4, 3]": the sources of a weight as the file has them.
@@ -299,10 +329,7 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
       continue;
     }
     source[i] = tensor;
-    // float32 data is used where it lies unless misaligned for a float.
-    bool inPlace =
-        tensor->dtype == TensorDType::F32 &&
-        reinterpret_cast<uintptr_t>(tensor->data) % alignof(float) == 0;
+    bool inPlace = usableInPlace(param, *tensor);
     if (!inPlace)
       ownedBytes += alignedFloatBytes(elements);
   }
@@ -341,12 +368,16 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
         row0 += rows;
       }
       ptrs[i] = out;
+      if (std::string bad = convert(param, out, describeSources(parts[i]));
+          !bad.empty()) {
+        error = std::string(path) + ": " + bad;
+        return false;
+      }
       continue;
     }
     const SafetensorsTensor &tensor = *source[i];
     size_t elements = tensor.bytes / tensorDTypeSize(tensor.dtype);
-    if (tensor.dtype == TensorDType::F32 &&
-        reinterpret_cast<uintptr_t>(tensor.data) % alignof(float) == 0) {
+    if (usableInPlace(param, tensor)) {
       ptrs[i] = reinterpret_cast<const float *>(tensor.data);
       continue;
     }
@@ -360,6 +391,11 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
       for (size_t e = 0; e < elements; ++e)
         out[e] = elementAt(tensor, e);
     ptrs[i] = out;
+    if (std::string bad = convert(param, out, "'" + tensor.name + "'");
+        !bad.empty()) {
+      error = std::string(path) + ": " + bad;
+      return false;
+    }
   }
   return true;
 }
@@ -439,16 +475,26 @@ bool Weights::initRandom(const ModelInfo &model, std::string &error,
   if (!pool || pool->size() == 1 || n < 2) {
     for (const Chunk &chunk : chunks)
       fillChunk(chunk);
-    return true;
+  } else {
+    // The pool gives each thread a contiguous range of indices; a stride
+    // coprime to n (near n / golden ratio) spreads every range over all the
+    // tensors, so that no thread gets all of the slower Normal ones.
+    int64_t stride = std::max<int64_t>(1, int64_t(double(n) * 0.618034));
+    while (std::gcd(stride, n) != 1)
+      ++stride;
+    pool->parallelFor(
+        n, [&](int64_t i) { fillChunk(chunks[size_t(i * stride % n)]); });
   }
-  // The pool gives each thread a contiguous range of indices; a stride
-  // coprime to n (near n / golden ratio) spreads every range over all the
-  // tensors, so that no thread gets all of the slower Normal ones.
-  int64_t stride = std::max<int64_t>(1, int64_t(double(n) * 0.618034));
-  while (std::gcd(stride, n) != 1)
-    ++stride;
-  pool->parallelFor(
-      n, [&](int64_t i) { fillChunk(chunks[size_t(i * stride % n)]); });
+  // Random weights are kept as the compiled format keeps a file's (they
+  // lie in `owned`, which these weights may write).
+  for (size_t i = 0; i < model.numParams; ++i)
+    if (std::string bad =
+            convert(model.params[i], const_cast<float *>(ptrs[i]),
+                    std::string("'") + model.params[i].name + "'");
+        !bad.empty()) {
+      error = "random weights: " + bad;
+      return false;
+    }
   return true;
 }
 

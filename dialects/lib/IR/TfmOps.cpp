@@ -213,6 +213,10 @@ LogicalResult ParamOp::verify() {
     return emitOpError("`block_ids` applies to a rank-2 weight read under "
                        "its own name ([rows, R] key-block ids), got ")
            << getType();
+  if (getFormat() && (type.getRank() != 2 || getBlockIds()))
+    return emitOpError("`format` applies to a rank-2 GEMM weight ([out, "
+                       "in]), got ")
+           << getType() << (getBlockIds() ? " of key-block ids" : "");
   return success();
 }
 

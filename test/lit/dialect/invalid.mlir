@@ -37,6 +37,28 @@ func.func @param_in_func() {
 
 // -----
 
+// A weight format is a GEMM weight's: a matrix of floats.
+// expected-error @+1 {{'tfm.param' op `format` applies to a rank-2 GEMM weight ([out, in]), got 'tensor<32xf32>'}}
+tfm.param @bias {format = #tfm.weight_format<int8>} : tensor<32xf32>
+
+// -----
+
+// expected-error @+1 {{'tfm.param' op `format` applies to a rank-2 GEMM weight ([out, in]), got 'tensor<8x3xf32>' of key-block ids}}
+tfm.param @pattern {block_ids, format = #tfm.weight_format<bf16>} : tensor<8x3xf32>
+
+// -----
+
+// expected-error @+1 {{expected '<'}}
+tfm.param @w {format = #tfm.weight_format} : tensor<8x3xf32>
+
+// -----
+
+// expected-error @+2 {{expected ::mlir::tfm::WeightFormat to be one of: bf16, f16, int8}}
+// expected-error @+1 {{failed to parse Tfm_WeightFormatAttr parameter 'value' which is to be a `::mlir::tfm::WeightFormat`}}
+tfm.param @w {format = #tfm.weight_format<int4>} : tensor<8x3xf32>
+
+// -----
+
 // expected-note @+1 {{see existing symbol definition here}}
 tfm.param @p : tensor<4xf32>
 // expected-error @+1 {{redefinition of symbol named 'p'}}

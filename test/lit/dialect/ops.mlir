@@ -13,6 +13,9 @@
 // CHECK: tfm.param @encoder.layers.0.linear1.weight : tensor<64x32xf32>
 // CHECK: tfm.param @emb : tensor<100x32xf32>
 // CHECK: tfm.param @src_embed.weight {alias = "embed.weight"} : tensor<100x32xf32>
+// CHECK: tfm.param @lm_head.weight {format = #tfm.weight_format<bf16>} : tensor<100x32xf32>
+// CHECK: tfm.param @linear2.weight {format = #tfm.weight_format<f16>} : tensor<32x64xf32>
+// CHECK: tfm.param @model.layers.0.mlp.down_proj.weight {format = #tfm.weight_format<int8>, sources = ["down"]} : tensor<32x64xf32>
 // CHECK-LABEL: func.func @weight(
 // CHECK-NEXT: %0 = tfm.weight @encoder.layers.0.linear1.weight : tensor<64x32xf32>
 // CHECK-NEXT: %1 = tfm.weight @emb : tensor<100x32xf32>
@@ -20,10 +23,14 @@
 // CHECK-NEXT: return %0, %1, %2 : tensor<64x32xf32>, tensor<100x32xf32>, tensor<100x32xf32>
 // GENERIC: "tfm.param"() <{sym_name = "encoder.layers.0.linear1.weight", type = tensor<64x32xf32>}> : () -> ()
 // GENERIC: "tfm.param"() <{alias = "embed.weight", sym_name = "src_embed.weight", type = tensor<100x32xf32>}> : () -> ()
+// GENERIC: "tfm.param"() <{format = #tfm.weight_format<bf16>, sym_name = "lm_head.weight", type = tensor<100x32xf32>}> : () -> ()
 // GENERIC: "tfm.weight"() <{param = @encoder.layers.0.linear1.weight}> : () -> tensor<64x32xf32>
 tfm.param @"encoder.layers.0.linear1.weight" : tensor<64x32xf32>
 tfm.param @emb : tensor<100x32xf32>
 tfm.param @"src_embed.weight" {alias = "embed.weight"} : tensor<100x32xf32>
+tfm.param @"lm_head.weight" {format = #tfm.weight_format<bf16>} : tensor<100x32xf32>
+tfm.param @"linear2.weight" {format = #tfm.weight_format<f16>} : tensor<32x64xf32>
+tfm.param @"model.layers.0.mlp.down_proj.weight" {sources = ["down"], format = #tfm.weight_format<int8>} : tensor<32x64xf32>
 func.func @weight() -> (tensor<64x32xf32>, tensor<100x32xf32>, tensor<100x32xf32>) {
   %0 = tfm.weight @"encoder.layers.0.linear1.weight" : tensor<64x32xf32>
   %1 = tfm.weight @emb : tensor<100x32xf32>

@@ -185,6 +185,38 @@ def TfmSelectAttentionTiling : Pass<"tfm-select-attention-tiling"> {
   ];
 }
 
+def TfmSelectWeightFormat : Pass<"tfm-select-weight-format",
+                                  "::mlir::ModuleOp"> {
+  let summary = "mark the GEMM weights a model keeps in bf16, f16 or int8";
+  let description = [{
+    `tfm-compile --weight-dtype` (contract section 10): sets `format` on the
+    `tfm.param` of every GEMM weight, a rank-2 weight read as a matrix
+    product's second operand: the in/out projections of
+    `tfm.multi_head_attention`, the linears of `tfm.ffn`, the experts of
+    `tfm.moe` and `tfm.grouped_linear`, and the weight of any other
+    `tfm.linear` (the LM head, whose tied table is then converted for the
+    token lookups too). The router's `tfm.linear` (the one
+    `tfm.route_experts` reads: the MoE gate) stays f32, and so does every
+    weight no product reads that way (biases, norms, embedding tables
+    nothing multiplies, positional tables, score parameters, linformer's
+    projections, performer's features). A weight is followed from the
+    product back to its `tfm.param` through `tfm.slice_rows` and through
+    the arguments of the functions that take it (the layer functions). It
+    runs on graph-level or decomposed IR alike; tfm-compile runs it on the
+    frontend's IR, so `--emit=mlir` shows the formats.
+
+    `format=f32` (the default) changes nothing. With `remarks=true`, one
+    remark says how many weights (and floats) it marked.
+  }];
+  let dependentDialects = ["mlir::tfm::TfmDialect"];
+  let options = [
+    Option<"format", "format", "std::string", /*default=*/"\"f32\"",
+           "f32 (nothing marked), bf16, f16 or int8">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "report what was marked as an MLIR remark">,
+  ];
+}
+
 def TfmPlanMemory : Pass<"tfm-plan-memory", "::mlir::ModuleOp"> {
   let summary = "give every buffer of each function a static place in one "
                 "frame, reusing the space of dead ones";

@@ -54,4 +54,22 @@ def Tfm_RopeStyleAttr : EnumAttr<Tfm_Dialect, Tfm_RopeStyle, "rope"> {
   let assemblyFormat = "`<` $value `>`";
 }
 
+// The format a GEMM weight's values are kept in (contract section 10); a
+// weight with none is f32.
+def Tfm_WeightFormat : I32EnumAttr<"WeightFormat", "format of a GEMM weight", [
+    // bfloat16: each value rounded to nearest, ties to even.
+    I32EnumAttrCase<"BF16", 0, "bf16">,
+    // IEEE binary16: rounded to nearest, ties to even; beyond 65504 an error.
+    I32EnumAttrCase<"F16", 1, "f16">,
+    // Signed 8-bit values with one f32 scale per block of 32 input columns
+    // of a row: s = max |w| / 127, q = w / s rounded to nearest even.
+    I32EnumAttrCase<"Int8", 2, "int8">]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::tfm";
+}
+def Tfm_WeightFormatAttr : EnumAttr<Tfm_Dialect, Tfm_WeightFormat,
+                                    "weight_format"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 #endif // TFM_ENUMS_TD

@@ -195,8 +195,16 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"ModuleOp">]> {
     are loaded as floats, every id outside `[0, rows)` as -1 (no block), so
     each value is exact.
 
+    `format` (tfm-select-weight-format, `tfm-compile --weight-dtype`) is
+    the format the compiled model keeps a GEMM weight's values in: they are
+    converted once, at load, from whatever the file holds (bf16 and f16
+    rounded to nearest even, int8 in blocks of 32 columns with a scale
+    each); the computation reads the converted values. Without it the
+    weight stays f32.
+
     ```mlir
     tfm.param @"layers.0.self_attn.block_pattern" {block_ids} : tensor<8x3xf32>
+    tfm.param @"layers.0.linear2.weight" {format = #tfm.weight_format<int8>} : tensor<32x64xf32>
     tfm.param @"layers.0.linear1.weight" : tensor<64x32xf32>
     tfm.param @"src_embed.weight" {alias = "embed.weight"} : tensor<100x32xf32>
     tfm.param @"layers.0.linear1.weight" {sources = ["model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight"]} : tensor<128x32xf32>
@@ -205,13 +213,15 @@ def Tfm_ParamOp : Tfm_Op<"param", [Symbol, HasParent<"ModuleOp">]> {
   let arguments = (ins SymbolNameAttr:$sym_name, TypeAttr:$type,
                        OptionalAttr<StrAttr>:$alias,
                        OptionalAttr<StrArrayAttr>:$sources,
-                       UnitAttr:$transposed, UnitAttr:$block_ids);
+                       UnitAttr:$transposed, UnitAttr:$block_ids,
+                       OptionalAttr<Tfm_WeightFormatAttr>:$format);
   let builders = [
     // A weight under its own name (or its alias) in the weights file.
     OpBuilder<(ins "StringAttr":$sym_name, "TypeAttr":$type,
                    CArg<"StringAttr", "{}">:$alias), [{
       build($_builder, $_state, sym_name, type, alias, /*sources=*/ArrayAttr(),
-            /*transposed=*/UnitAttr(), /*block_ids=*/UnitAttr());
+            /*transposed=*/UnitAttr(), /*block_ids=*/UnitAttr(),
+            /*format=*/WeightFormatAttr());
     }]>
   ];
   let assemblyFormat = "$sym_name attr-dict `:` $type";

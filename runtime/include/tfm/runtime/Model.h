@@ -29,6 +29,15 @@ enum class ParamInit : uint8_t {
 
 constexpr int kMaxRank = 4;
 
+/// The values a GEMM weight is kept as (tfm-compile --weight-dtype,
+/// contract section 10): converted once, at load, from the file's floats.
+enum class WeightFormat : uint8_t {
+  F32,  // as the file holds it
+  BF16, // rounded to bfloat16, nearest even
+  F16,  // rounded to binary16, nearest even; beyond 65504 a load error
+  Int8, // blocks of 32 columns of a row: q = rint(w / s), s = max|w| / 127
+};
+
 struct ParamInfo {
   const char *name;  // state_dict name, e.g. "layers.0.linear1.weight"
   const char *alias; // another name a weights file may use instead, or null
@@ -46,6 +55,9 @@ struct ParamInfo {
   /// Key-block ids (BigBird's block_pattern [rows, R]): int32 or int64 in a
   /// weights file, kept as floats, every id outside [0, rows) as -1.
   bool blockIds = false;
+  /// How its values are kept: a rank-2 GEMM weight [out, in] may be
+  /// converted (every other weight is F32).
+  WeightFormat format = WeightFormat::F32;
 };
 
 enum class InputKind : uint8_t {

@@ -1,0 +1,122 @@
+//===- SelectWeightFormat.cpp - which weights --weight-dtype converts -----===//
+//
+// Contract section 10 names the converted weights by how they are used:
+// every rank-2 weight a matrix product reads as its second operand. The
+// products are ops of the tfm dialect, the weights tfm.param declarations
+// that reach them through layer-function arguments, so the choice is made
+// here, once, on the IR, and the runtime converts what the IR marks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PassRemarks.h"
+#include "tfm/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::tfm {
+#define GEN_PASS_DEF_TFMSELECTWEIGHTFORMAT
+#include "tfm/Transforms/Passes.h.inc"
+} // namespace mlir::tfm
+
+using namespace mlir;
+using namespace mlir::tfm;
+
+namespace {
+
+/// The values `op` reads as a GEMM's weight matrix.
+SmallVector<Value> gemmWeights(Operation *op) {
+  SmallVector<Value> weights;
+  llvm::TypeSwitch<Operation *>(op)
+      .Case([&](MultiHeadAttentionOp a) {
+        weights = {a.getInProjWeight(), a.getOutProjWeight()};
+      })
+      .Case([&](FeedForwardOp f) {
+        weights = {f.getW1(), f.getW2()};
+      })
+      .Case([&](MixtureOfExpertsOp m) {
+        // The gate is the router's: its logits pick the experts, and the
+        // contract keeps it f32.
+        llvm::append_range(weights, m.getW1());
+        llvm::append_range(weights, m.getW2());
+      })
+      .Case([&](GroupedLinearOp g) {
+        llvm::append_range(weights, g.getWeights());
+      })
+      .Case([&](LinearOp l) {
+        bool router =
+            llvm::any_of(l->getUsers(), llvm::IsaPred<RouteExpertsOp>);
+        if (!router)
+          weights.push_back(l.getWeight());
+      });
+  return weights;
+}
+
+struct SelectWeightFormat
+    : public tfm::impl::TfmSelectWeightFormatBase<SelectWeightFormat> {
+  using TfmSelectWeightFormatBase::TfmSelectWeightFormatBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (format == "f32")
+      return;
+    std::optional<WeightFormat> chosen = symbolizeWeightFormat(format);
+    if (!chosen) {
+      module.emitError() << "tfm-select-weight-format: unknown format '"
+                         << format << "' (f32, bf16, f16 or int8)";
+      return signalPassFailure();
+    }
+
+    SymbolTable symbols(module);
+    // Each function's call sites: a weight an argument carries is the
+    // operand some caller passes.
+    DenseMap<Operation *, SmallVector<func::CallOp>> callers;
+    module.walk([&](func::CallOp call) {
+      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
+        callers[callee].push_back(call);
+    });
+
+    llvm::SetVector<Value> reached;
+    module.walk([&](Operation *op) {
+      SmallVector<Value> weights = gemmWeights(op);
+      reached.insert(weights.begin(), weights.end());
+    });
+    llvm::SetVector<ParamOp> marked;
+    // `reached` grows as arguments lead to their callers' operands.
+    for (size_t i = 0; i < reached.size(); ++i) {
+      Value v = reached[i];
+      if (auto weight = v.getDefiningOp<WeightOp>()) {
+        if (auto param = symbols.lookup<ParamOp>(weight.getParam()))
+          marked.insert(param);
+      } else if (auto slice = v.getDefiningOp<SliceRowsOp>()) {
+        reached.insert(slice.getInput());
+      } else if (auto arg = dyn_cast<BlockArgument>(v)) {
+        auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+        if (func && arg.getOwner()->isEntryBlock())
+          for (func::CallOp call : callers.lookup(func))
+            reached.insert(call.getOperand(arg.getArgNumber()));
+      }
+      // Anything else is computed, not loaded: nothing to convert.
+    }
+
+    auto attr = WeightFormatAttr::get(module.getContext(), *chosen);
+    int64_t converted = 0, floats = 0;
+    for (ParamOp param : marked) {
+      // Only matrices have rows of blocks to convert; a product of another
+      // rank reads no weight file layout this format describes.
+      if (param.getTensorType().getRank() != 2 || param.getBlockIds())
+        continue;
+      param.setFormatAttr(attr);
+      ++converted;
+      floats += param.getTensorType().getNumElements();
+    }
+    if (remarks)
+      emitRemark(module.getLoc())
+          << "weights kept as " << format << ": " << converted
+          << " GEMM weights (" << floats << " values)";
+  }
+};
+
+} // namespace

@@ -1,0 +1,114 @@
+//===- WeightFormat.cpp - GEMM weights rounded to 16 or 8 bits ------------===//
+
+#include "tfm/runtime/WeightFormat.h"
+#include "tfm/runtime/HalfFloat.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace tfm::rt {
+
+const char *weightFormatName(WeightFormat format) {
+  switch (format) {
+  case WeightFormat::F32:
+    return "f32";
+  case WeightFormat::BF16:
+    return "bf16";
+  case WeightFormat::F16:
+    return "f16";
+  case WeightFormat::Int8:
+    return "int8";
+  }
+  return "?";
+}
+
+namespace {
+constexpr int64_t kInt8Block = 32;
+} // namespace
+
+double weightFormatBytes(WeightFormat format, int64_t rows, int64_t cols) {
+  double values = double(rows) * double(cols);
+  switch (format) {
+  case WeightFormat::F32:
+    return 4 * values;
+  case WeightFormat::BF16:
+  case WeightFormat::F16:
+    return 2 * values;
+  case WeightFormat::Int8:
+    return values +
+           4.0 * double(rows) * double((cols + kInt8Block - 1) / kInt8Block);
+  }
+  return 4 * values;
+}
+
+float roundToBFloat16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  if (std::isnan(x))
+    bits |= 0x00400000u; // quiet, and never rounded into an infinity
+  else
+    bits += 0x7fffu + ((bits >> 16) & 1u); // to nearest, ties to even
+  bits &= 0xffff0000u;
+  float result;
+  std::memcpy(&result, &bits, sizeof(result));
+  return result;
+}
+
+float roundToHalf(float x) {
+  if (std::isnan(x) || std::isinf(x))
+    return x;
+  float magnitude = std::fabs(x);
+  // Half values near `magnitude` are multiples of 2^(e - 10), e its binary
+  // exponent (at least -14: below it the subnormals' fixed step 2^-24).
+  // Scaling to that step and rounding with the current (nearest-even) mode
+  // is exact: the scale is a power of two.
+  int exponent = std::max(std::ilogb(magnitude), -14);
+  if (magnitude == 0.0f)
+    return x;
+  float step = std::ldexp(1.0f, exponent - 10);
+  float rounded = std::nearbyint(magnitude / step) * step;
+  if (rounded > 65504.0f)
+    rounded = INFINITY;
+  return std::copysign(rounded, x);
+}
+
+bool convertWeight(float *w, int64_t rows, int64_t cols, WeightFormat format,
+                   size_t *at) {
+  size_t n = size_t(rows) * size_t(cols);
+  switch (format) {
+  case WeightFormat::F32:
+    return true;
+  case WeightFormat::BF16:
+    for (size_t i = 0; i < n; ++i)
+      w[i] = roundToBFloat16(w[i]);
+    return true;
+  case WeightFormat::F16:
+    for (size_t i = 0; i < n; ++i) {
+      float rounded = roundToHalf(w[i]);
+      if (std::isinf(rounded)) {
+        *at = i;
+        return false;
+      }
+      w[i] = rounded;
+    }
+    return true;
+  case WeightFormat::Int8:
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c0 = 0; c0 < cols; c0 += kInt8Block) {
+        float *block = w + r * cols + c0;
+        int64_t width = std::min(kInt8Block, cols - c0);
+        float largest = 0.0f;
+        for (int64_t c = 0; c < width; ++c)
+          largest = std::max(largest, std::fabs(block[c]));
+        float scale = largest / 127.0f;
+        for (int64_t c = 0; c < width; ++c)
+          block[c] =
+              scale == 0.0f ? 0.0f : std::nearbyint(block[c] / scale) * scale;
+      }
+    return true;
+  }
+  return true;
+}
+
+} // namespace tfm::rt
