@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <numeric>
 
 namespace tfm::rt {
@@ -89,21 +90,21 @@ std::string dtypeProblem(const ParamInfo &param,
               : ", expected F32, F16 or BF16");
 }
 
-/// Whether `tensor`'s bytes can be `param`'s floats where they lie: float32,
-/// aligned for a float, and kept as they are.
-bool usableInPlace(const ParamInfo &param, const SafetensorsTensor &tensor) {
+/// Whether `tensor`'s bytes can be a weight's floats where they lie:
+/// float32, aligned for a float, and kept as they are (`format` F32).
+bool usableInPlace(const SafetensorsTensor &tensor, WeightFormat format) {
   return tensor.dtype == TensorDType::F32 &&
          reinterpret_cast<uintptr_t>(tensor.data) % alignof(float) == 0 &&
-         param.format == WeightFormat::F32;
+         format == WeightFormat::F32;
 }
 
-/// Rounds `param`'s loaded values `w` to its format; "" when done, else
-/// why not (f16 overflow), naming the weight (its tensors in the file:
-/// `from`).
-std::string convert(const ParamInfo &param, float *w, const std::string &from) {
+/// Rounds `param`'s loaded values `w` to `format`; "" when done, else why
+/// not (f16 overflow), naming the weight (its tensors in the file: `from`).
+std::string convert(const ParamInfo &param, WeightFormat format, float *w,
+                    const std::string &from) {
   int64_t cols = param.rank == 2 ? param.shape[1] : 1;
   size_t at = 0;
-  if (convertWeight(w, param.shape[0], cols, param.format, &at))
+  if (convertWeight(w, param.shape[0], cols, format, &at))
     return "";
   std::string what = "tensor " + from;
   if (from != std::string("'") + param.name + "'")
@@ -329,9 +330,26 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
       continue;
     }
     source[i] = tensor;
-    bool inPlace = usableInPlace(param, *tensor);
-    if (!inPlace)
-      ownedBytes += alignedFloatBytes(elements);
+  }
+  // The format each weight is kept in. Two weights read from one tensor (an
+  // encoder_decoder's src and tgt tables as one shared embed.weight) are
+  // one table: converted for both when either is (a tied head's table is,
+  // and every lookup then reads its converted rows).
+  std::vector<WeightFormat> format(model.numParams);
+  std::map<const SafetensorsTensor *, WeightFormat> tensorFormat;
+  for (size_t i = 0; i < model.numParams; ++i) {
+    format[i] = model.params[i].format;
+    if (source[i] && format[i] != WeightFormat::F32)
+      tensorFormat[source[i]] = format[i];
+  }
+  for (size_t i = 0; i < model.numParams; ++i) {
+    if (!source[i])
+      continue;
+    if (auto it = tensorFormat.find(source[i]); it != tensorFormat.end())
+      format[i] = it->second;
+    if (!usableInPlace(*source[i], format[i]))
+      ownedBytes += alignedFloatBytes(source[i]->bytes /
+                                      tensorDTypeSize(source[i]->dtype));
   }
   for (size_t t = 0; t < tensors.size(); ++t)
     if (!used[t] && !isIgnored(model, tensors[t]->name))
@@ -368,7 +386,8 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
         row0 += rows;
       }
       ptrs[i] = out;
-      if (std::string bad = convert(param, out, describeSources(parts[i]));
+      if (std::string bad =
+              convert(param, format[i], out, describeSources(parts[i]));
           !bad.empty()) {
         error = std::string(path) + ": " + bad;
         return false;
@@ -377,7 +396,7 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
     }
     const SafetensorsTensor &tensor = *source[i];
     size_t elements = tensor.bytes / tensorDTypeSize(tensor.dtype);
-    if (usableInPlace(param, tensor)) {
+    if (usableInPlace(tensor, format[i])) {
       ptrs[i] = reinterpret_cast<const float *>(tensor.data);
       continue;
     }
@@ -391,7 +410,8 @@ bool Weights::loadParsed(const ModelInfo &model, const char *path,
       for (size_t e = 0; e < elements; ++e)
         out[e] = elementAt(tensor, e);
     ptrs[i] = out;
-    if (std::string bad = convert(param, out, "'" + tensor.name + "'");
+    if (std::string bad =
+            convert(param, format[i], out, "'" + tensor.name + "'");
         !bad.empty()) {
       error = std::string(path) + ": " + bad;
       return false;
@@ -489,7 +509,8 @@ bool Weights::initRandom(const ModelInfo &model, std::string &error,
   // lie in `owned`, which these weights may write).
   for (size_t i = 0; i < model.numParams; ++i)
     if (std::string bad =
-            convert(model.params[i], const_cast<float *>(ptrs[i]),
+            convert(model.params[i], model.params[i].format,
+                    const_cast<float *>(ptrs[i]),
                     std::string("'") + model.params[i].name + "'");
         !bad.empty()) {
       error = "random weights: " + bad;

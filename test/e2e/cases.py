@@ -103,6 +103,15 @@ else (b) with each layer in its kind's second form.  COMPILE_ERRORS holds
 the `layers` values tfm-compile must refuse (`layers_err_*`; one of them
 as JSON text, a duplicated key: CompileError.text).
 
+`wdtype_f16_range` (contract section 10, run_e2e.py --weight-dtype) has
+weights at f16's edge (`Case.weight_edit`, weight_edit_rows()): 65519 in
+layers.0.linear1.weight (rounds to 65504, the largest finite f16: no
+error), 65520 in layers.1.linear1.weight (rounds beyond it: with
+--weight-dtype=f16 a load error naming that tensor) and 1e6 in a
+pos_embed.weight row no input reaches (a positional table is never
+converted: no error); each linear1 row's hidden unit has a zero linear2
+column, so none of these values reaches the output in any format.
+
 `check_coverage()` asserts that every option of the contract is exercised.
 """
 
@@ -256,6 +265,10 @@ class Case:
     # every layer, or ("starved", e), expert e chosen by none; None: the
     # gates as reference.make_weights draws them.
     moe_gate: Optional[Tuple[str, int]] = None
+    # Weights edited for contract section 10's edges (WEIGHT_EDITS,
+    # weight_edit_rows()): "f16_range", values at f16's largest finite
+    # value and beyond; None: the weights as reference.make_weights draws them.
+    weight_edit: Optional[str] = None
     note: str = ""
 
     def compile_args(self):
@@ -483,6 +496,39 @@ def moe_gate_constant(cfg, arrays):
 
 
 # block_sparse's block_pattern in the weights file: int32 or int64 ids.
+# Case.weight_edit's kinds (weight_edit_rows()).
+WEIGHT_EDITS = ("f16_range",)
+F16_EDGE_OK = 65519.0       # rounds to 65504, f16's largest finite value
+F16_EDGE_OVER = 65520.0     # rounds beyond it (to inf): an f16 load error
+F16_EDGE_TABLE = 1.0e6      # in a positional table, which no format converts
+
+
+def weight_edit_rows(cfg, arrays, how):
+    """Case.weight_edit "f16_range" (contract section 10): in a decoder or
+    encoder of 2 dense layers or more with learned positions,
+    layers.0.linear1.weight[5, 3] = 65519 and layers.1.linear1.weight[7, 10]
+    = 65520, each with its hidden unit's linear2 column (5, 7) zero, so that
+    neither reaches the output, whatever the weight format; and
+    pos_embed.weight[max_seq_len - 1, 0] = 1e6, a position no input reaches
+    (every input is shorter than max_seq_len).  With --weight-dtype=f16
+    layers.1.linear1.weight must be refused at load (and only it: 65519
+    rounds to 65504, and positional tables are never converted)."""
+    if how != "f16_range":
+        raise ValueError("weight edit %r" % how)
+    arrays = dict(arrays)
+
+    def edit(name, fn):
+        a = np.array(arrays[name], dtype=np.float32, copy=True)
+        fn(a)
+        arrays[name] = a
+    edit("layers.0.linear1.weight", lambda a: a.__setitem__((5, 3), F16_EDGE_OK))
+    edit("layers.0.linear2.weight", lambda a: a.__setitem__((slice(None), 5), 0.0))
+    edit("layers.1.linear1.weight", lambda a: a.__setitem__((7, 10), F16_EDGE_OVER))
+    edit("layers.1.linear2.weight", lambda a: a.__setitem__((slice(None), 7), 0.0))
+    edit("pos_embed.weight", lambda a: a.__setitem__((cfg.max_seq_len - 1, 0), F16_EDGE_TABLE))
+    return arrays
+
+
 PATTERN_DTYPES = ("I32", "I64")
 # Weights files the executable must refuse (Case.weight_fault): every
 # block_pattern stored as F32 (ids as floats); every block_pattern
@@ -1298,6 +1344,21 @@ CASES += [
 ]
 
 
+# ---- contract section 10: weight formats at f16's edge (run_e2e.py --weight-dtype) ----
+# weight_edit_rows(): 65519 (rounds to f16's 65504) and 65520 (rounds beyond
+# it) in two layers' linear1, neither reaching the output; 1e6 in a
+# pos_embed row no input reaches.  With --weight-dtype=f16 the executable
+# must refuse layers.1.linear1.weight (exit 1 naming it); in every other
+# format (f32 included) it is an ordinary case.
+CASES += [
+    dec("wdtype_f16_range", ids(13, batch=2), dict(vocab_size=64, positional="learned", norm="pre",
+                                                   tie_embeddings=False),
+        weight_edit="f16_range",
+        note="65519 in layers.0.linear1 (f16: 65504), 65520 in layers.1.linear1 (f16: a load error naming it), "
+             "1e6 in an unread pos_embed row (never converted); untied head"),
+]
+
+
 @dataclass(frozen=True)
 class CompileError:
     """A model description tfm-compile must refuse (contract section 7:
@@ -1675,6 +1736,7 @@ def validate():
                             "max_seq_len columns)" % c.name)
         problems += _validate_block_sparse(c, cfg)
         problems += _validate_moe(c, cfg)
+        problems += _validate_weight_edit(c, cfg)
         problems += _validate_token_types(c, cfg)
         problems += _validate_masks(c, cfg)
     for e in COMPILE_ERRORS:
@@ -1738,11 +1800,13 @@ def weight_file(case, cfg, arrays, patterns):
     """What the case writes: (name -> numpy array, name -> (shape, file
     dtype)), in the listing's order: the float weights in the case's
     weight_dtype, each block_pattern as `patterns` has it (block_patterns())
-    in pattern_dtype, the case's MoE gate rows (moe_gate_rows()), then the
-    case's weight_fault applied (WEIGHT_FAULTS, MOE_WEIGHT_FAULTS)."""
+    in pattern_dtype, the case's MoE gate rows (moe_gate_rows()) and
+    weight_edit (weight_edit_rows()), then the case's weight_fault applied (WEIGHT_FAULTS, MOE_WEIGHT_FAULTS)."""
     arrays = dict(arrays)
     if case.moe_gate is not None:
         arrays = moe_gate_rows(cfg, arrays, *case.moe_gate)
+    if case.weight_edit is not None:
+        arrays = weight_edit_rows(cfg, arrays, case.weight_edit)
     dtypes = {}
     for k in arrays:
         if k in patterns:
@@ -1794,6 +1858,24 @@ def case_weights(case, cfg):
     made = reference.make_weights(reference.Config(case.model), case_seed(case.name), case.shared_embeddings)
     arrays, tensors = weight_file(case, cfg, {k: v.numpy() for k, v in made.items()}, case_block_patterns(case, cfg))
     return {k: st.round_to_dtype(a, tensors[k][1]) for k, a in arrays.items()}
+
+
+def _validate_weight_edit(c, cfg):
+    """Case.weight_edit: the model weight_edit_rows() needs."""
+    if c.weight_edit is None:
+        return []
+    if c.weight_edit not in WEIGHT_EDITS:
+        return ["%s: weight edit %r (%s)" % (c.name, c.weight_edit, ", ".join(WEIGHT_EDITS))]
+    problems = []
+    if (cfg.is_encdec or cfg.num_layers < 2 or any(lc.moe for lc in cfg.layer_configs()) or cfg.ffn_gated
+            or cfg.d_ff < 8 or cfg.d_model < 11):
+        problems.append("%s: f16_range needs an encoder or decoder of 2 dense, not gated layers or more "
+                        "(d_ff >= 8, d_model >= 11)" % c.name)
+    if cfg.positional != "learned" or any(i.seq >= cfg.max_seq_len for i in c.inputs.values()):
+        problems.append("%s: f16_range needs learned positions and inputs shorter than max_seq_len" % c.name)
+    if c.weight_dtype != "F32" or c.weight_fault is not None or c.expect_error is not None:
+        problems.append("%s: f16_range needs F32 weights, no weight fault and no expected error" % c.name)
+    return problems
 
 
 def _validate_moe(c, cfg):
@@ -1943,6 +2025,8 @@ def coverage():
             continue
         if c.masks:
             _mask_coverage(c, cfg, add)
+        if c.weight_edit is not None:
+            add("weight edit=" + c.weight_edit, n)
         _embedding_coverage(c, cfg, add)
         add("architecture=" + cfg.architecture, n)
         add("positional=" + cfg.positional, n)

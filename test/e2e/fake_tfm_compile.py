@@ -66,6 +66,26 @@ TFM_FAKE_MODE (read when compiling) selects a behaviour:
                 layers_err_mask_performer case at the IR check too, and its executable would
                 not refuse the mask)
 
+`--weight-dtype=f32|bf16|f16|int8` (contract section 10; another value is
+an exit 1): its IR marks the GEMM weights (weight_formats.gemm_weights of
+the IR's own names: a tied encoder_decoder head's tgt_embed.weight)
+`{format = #tfm.weight_format<X>}`, and its executable converts the file's
+GEMM weights as weight_formats.convert does (an f16 overflow: exit 1
+naming the tensor) and computes in f32.  The modes for it:
+  wdtype_ignored   accepts --weight-dtype and ignores it: no format in the IR, the f32
+                   weights computed with (must FAIL: IR check, a GEMM weight without format)
+  wdtype_unconverted marks the IR as the contract says but computes with the unconverted
+                   weights (must FAIL with int8: the output matches the f32 weights'
+                   reference, "--weight-dtype=int8 ignored")
+  wdtype_all_rank2 marks and converts every rank-2 float weight (untied embedding tables,
+                   positions, the MoE gate, ...) (must FAIL: IR check, a format on a weight
+                   that is not a GEMM weight)
+  wdtype_row_scale int8 with one scale per row instead of per block of 32 columns (must
+                   FAIL: tolerance, on models whose GEMMs have more than 32 input columns)
+  wdtype_f16_inf   f16 without the overflow check: a value beyond 65504 becomes inf and the
+                   executable runs (must FAIL on wdtype_f16_range: exit 0, not 1 naming the
+                   tensor)
+
 Like tfm-compile, it refuses a linformer model, or a block_sparse one with
 random blocks, with --max-seq-len above the model's max_seq_len (E and F
 have max_seq_len columns, block_pattern ceil(max_seq_len / block) rows;
@@ -84,7 +104,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe",
          "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window", "no_linformer",
-         "no_performer", "no_mask", "no_block_sparse", "ids_wrap", "no_moe", "no_layers")
+         "no_performer", "no_mask", "no_block_sparse", "ids_wrap", "no_moe", "no_layers",
+         "wdtype_ignored", "wdtype_unconverted", "wdtype_all_rank2", "wdtype_row_scale", "wdtype_f16_inf")
+WEIGHT_DTYPES = ("f32", "bf16", "f16", "int8")
 EMITS = ("exe", "mlir")
 
 
@@ -100,8 +122,14 @@ def compile_main(argv):
     ap.add_argument("--l1-cache-bytes")
     ap.add_argument("--l2-cache-bytes")
     ap.add_argument("--backend")
+    ap.add_argument("--weight-dtype", default="f32")
     args = ap.parse_args(argv)
     mode = os.environ.get("TFM_FAKE_MODE", "exact")
+    if args.weight_dtype not in WEIGHT_DTYPES:
+        print("tfm-compile: error: --weight-dtype=%s: expected one of %s" % (args.weight_dtype, ", ".join(WEIGHT_DTYPES)),
+              file=sys.stderr)
+        return 1
+    wdtype = "f32" if mode == "wdtype_ignored" else args.weight_dtype
     if mode not in MODES:
         print("fake tfm-compile: unknown TFM_FAKE_MODE %r" % mode, file=sys.stderr)
         return 2
@@ -137,22 +165,36 @@ def compile_main(argv):
               "for the query blocks beyond it" % (args.model, max_seq, cfg.max_seq_len), file=sys.stderr)
         return 1
     if args.emit == "mlir":
-        return emit_mlir(cfg, args.max_batch, max_seq, mode, args.out)
+        return emit_mlir(cfg, args.max_batch, max_seq, mode, args.out, wdtype)
     if mode == "noexe":
         return 0
     script = "#!%s\nimport sys\nsys.path.insert(0, %r)\nimport fake_tfm_compile\n" \
-             "sys.exit(fake_tfm_compile.exe_main(%r, %d, %d, %r, sys.argv[1:]))\n" % (
-                 sys.executable, HERE, json.dumps(desc), args.max_batch, max_seq, mode)
+             "sys.exit(fake_tfm_compile.exe_main(%r, %d, %d, %r, sys.argv[1:], %r))\n" % (
+                 sys.executable, HERE, json.dumps(desc), args.max_batch, max_seq, mode, wdtype)
     with open(args.out, "w") as f:
         f.write(script)
     os.chmod(args.out, os.stat(args.out).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return 0
 
 
-def emit_mlir(cfg, max_batch, max_seq, mode, out):
+def _formatted(cfg, names, mode, wdtype):
+    """The weights that get a format: the GEMM weights among `names`
+    (weight_formats.gemm_weights), or with wdtype_all_rank2 every rank-2
+    float weight."""
+    import weight_formats
+    if wdtype == "f32":
+        return set()
+    if mode == "wdtype_all_rank2":
+        return {n for n, v in names.items() if len(getattr(v, "shape", v)) == 2
+                and not n.endswith("self_attn.block_pattern")}
+    return weight_formats.gemm_weights(cfg, names)
+
+
+def emit_mlir(cfg, max_batch, max_seq, mode, out, wdtype="f32"):
     """The parts of the frontend's IR that run_e2e.check_ir reads."""
     import reference
     params = list(reference.expected_weights(cfg, False).items())
+    formatted = _formatted(cfg, dict(params), mode, wdtype)
     if mode == "ir_drop_param":
         params = params[:-1]
     if mode == "ir_extra_param":
@@ -163,10 +205,14 @@ def emit_mlir(cfg, max_batch, max_seq, mode, out):
     lines = ["module attributes {tfm.max_batch = %d : i64, tfm.max_seq_len = %d : i64} {"
              % (max_batch, max_seq)]
     for name, shape in params:
-        alias = ' {alias = "embed.weight"}' if (
-            cfg.is_encdec and name in ("src_embed.weight", "tgt_embed.weight")) else ""
+        attrs = []
+        if cfg.is_encdec and name in ("src_embed.weight", "tgt_embed.weight"):
+            attrs.append('alias = "embed.weight"')
         if name.endswith("self_attn.block_pattern"):
-            alias = " {block_ids}"
+            attrs.append("block_ids")
+        if name in formatted:
+            attrs.append("format = #tfm.weight_format<%s>" % wdtype)
+        alias = " {%s}" % ", ".join(attrs) if attrs else ""
         lines.append("  tfm.param @%s%s : tensor<%sxf32>" % (name, alias, "x".join(str(d) for d in shape)))
     lines.append("}")
     with open(out, "w") as f:
@@ -176,7 +222,30 @@ def emit_mlir(cfg, max_batch, max_seq, mode, out):
     return 0
 
 
-def exe_main(desc_json, max_batch, max_seq, mode, argv):
+def convert_weights(cfg, weights, mode, wdtype):
+    """The file's weights as --weight-dtype converts them (mode's mistakes
+    included); raises weight_formats.F16Overflow."""
+    import numpy as np
+    import weight_formats as wf
+    if wdtype == "f32" or mode == "wdtype_unconverted":
+        return weights
+    out = dict(weights)
+    for name in _formatted(cfg, weights, mode, wdtype):
+        w = np.asarray(weights[name], dtype=np.float32)
+        if mode == "wdtype_row_scale" and wdtype == "int8":
+            s = (np.max(np.abs(w), axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = np.where(s > 0, np.rint(w / s), np.float32(0)).astype(np.float32)
+            out[name] = (q * s).astype(np.float32)
+        elif mode == "wdtype_f16_inf" and wdtype == "f16":
+            with np.errstate(over="ignore"):
+                out[name] = w.astype(np.float16).astype(np.float32)
+        else:
+            out[name] = wf.convert(w, wdtype, name)
+    return out
+
+
+def exe_main(desc_json, max_batch, max_seq, mode, argv, wdtype="f32"):
     import numpy as np
     import reference
     import safetensors as st
@@ -221,6 +290,13 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
             print("model: error: %s: tensor '%s' has dtype %s, expected %s" % (
                 args.weights, name, dtypes[name], "I32 or I64" if ids else "F32, F16 or BF16"), file=sys.stderr)
             return 1
+    # Contract section 10: the GEMM weights converted at load.
+    import weight_formats
+    try:
+        weights = convert_weights(cfg, weights, mode, wdtype)
+    except weight_formats.F16Overflow as e:
+        print("model: error: %s: %s" % (args.weights, e), file=sys.stderr)
+        return 1
     inputs, masks = {}, {}
     for spec in args.input:
         name, _, path = spec.partition("=")

@@ -41,6 +41,21 @@ name the input (expect_error) on stderr, on a line that also says each of
 the case's expect_detail (the error in the executable's words, which the
 reference's refusal says too).
 
+--weight-dtype {f32,bf16,f16,int8} (contract section 10): both tfm-compile
+calls get --weight-dtype=X; the IR check requires `format =
+#tfm.weight_format<X>` on exactly the GEMM weights' tfm.param
+(weight_formats.gemm_weights; f32: on none); the weights file is written
+as always (the executable converts at load) and the reference runs on the
+GEMM weights converted as weight_formats.convert does.  Where the
+conversion moves the reference by more than 2 tol from the one on the
+unconverted weights, the output must be more than tol from the latter
+(the option not ignored); int8 requires that move of every case it
+computes (the weights of every case are big enough).  A case whose GEMM
+weight overflows f16 (`wdtype_f16_range`) is, with f16, an error case:
+the executable must exit 1 naming the tensor.  Error cases (expect_error,
+weight_fault) and --compile-errors run with the option too: what they
+refuse does not depend on it.
+
 One line per case (PASS/FAIL), the last line `N passed, M failed`; the exit
 status is 1 if any case failed.
 
@@ -83,9 +98,16 @@ import numpy as np  # noqa: E402
 import cases as cases_mod  # noqa: E402
 import case_pool  # noqa: E402
 import safetensors as st  # noqa: E402  (our own, test/e2e/safetensors.py)
+import weight_formats as wf  # noqa: E402
 
 AB_BOUND = 1e-5            # (a) vs (b), normalised by max(1, max|ref|)
 CONDITIONING_FRACTION = 0.1  # |ref32 - ref64| must stay below this share of the tolerance
+# --weight-dtype: the output must be more than tol from the reference on the
+# unconverted weights where the conversion moves the reference by more than
+# SHIFT_SHOWN tol (then an output within tol of the converted reference is
+# at least (SHIFT_SHOWN - 1) tol from it: the check cannot fail a correct
+# executable); int8 requires every case to move that much.
+SHIFT_SHOWN = 2.0
 
 
 class CaseFailure(Exception):
@@ -127,15 +149,28 @@ def make_inputs(case, cfg, seed):
     return cases_mod.case_inputs(case, cfg, seed)
 
 
-def prepare_reference(case, case_dir):
-    """Steps 1-3.  Returns a dict of paths and facts; raises CaseFailure."""
+def expected_refusal(case, info):
+    """(the name stderr must say, the details its line must say too, extra
+    run arguments) of an error case, or None: the case's expect_error, or
+    a tensor that overflows f16 with --weight-dtype=f16."""
+    if info.get("overflow") is not None:
+        return info["overflow"], (), ()
+    if case.expect_error is not None:
+        return case.expect_error, tuple(case.expect_detail), tuple(case.run_args)
+    return None
+
+
+def prepare_reference(case, case_dir, weight_dtype="f32"):
+    """Steps 1-3.  Returns a dict of paths and facts; raises CaseFailure.
+    weight_dtype (contract section 10): the reference reads the GEMM
+    weights converted to it (the file is written as always)."""
     import torch
     import reference as R
     torch.set_num_threads(1)
     os.makedirs(case_dir, exist_ok=True)
     cfg = R.Config(case.model)
     seed = case_seed(case.name)
-    info = {"cfg": cfg}
+    info = {"cfg": cfg, "weight_dtype": weight_dtype}
 
     model_path = os.path.join(case_dir, case.name + ".json")
     with open(model_path, "w") as f:
@@ -209,6 +244,18 @@ def prepare_reference(case, case_dir):
         info.update(ref=None, problems=problems)
         return info
 
+    # --weight-dtype: the GEMM weights as the executable converts them at
+    # load; a tensor that overflows f16 must be refused, naming it.
+    file_back = back
+    if weight_dtype != "f32":
+        try:
+            back = wf.convert_weights(file_back, cfg, weight_dtype)
+        except wf.F16Overflow as e:
+            info.update(ref=None, overflow=e.name, problems=[("weights", str(e))])
+            return info
+        except wf.Int8Range as e:
+            raise CaseFailure("case table: %s (the contract leaves it open)" % e)
+
     # The rows compared: all of them, or with padding masks those whose
     # query has a key to attend (the others have unspecified values).
     rows = R.attended_rows(cfg, inputs, cases_mod.output_stack_patterns(cfg, patterns)) if case.masks else None
@@ -243,7 +290,19 @@ def prepare_reference(case, case_dir):
     else:
         ref = ref_b
     fm64 = R.load_weights(R.build_formula_model(cfg, case.shared_embeddings).double(), back)
-    ref64 = R.run_model(fm64, cfg, inputs)
+    if weight_dtype != "f32" and any(lc.moe for lc in cfg.layer_configs()):
+        # The routing margin on the converted weights (the oracle's
+        # self-test checks it on the file's): the k-th largest gate logit
+        # minus the next, float64, every token of every MoE layer.
+        logits, ref64 = R.moe_routing(fm64, lambda: R.run_model(fm64, cfg, inputs))
+        eks = [m.top_k for m in R.moe_modules(fm64) if isinstance(m, R.FormulaMoE)]
+        gap = min([R.routing_gap(t, k) for t, k in zip(logits, eks)] + [float("inf")])
+        info["routing_gap"] = gap
+        if gap < R.MOE_MIN_GAP:
+            raise CaseFailure("ill-conditioned case: with --weight-dtype=%s the routing margin is %.3g (< %g): "
+                              "a top-k choice may flip" % (weight_dtype, gap, R.MOE_MIN_GAP))
+    else:
+        ref64 = R.run_model(fm64, cfg, inputs)
     ref = ref.numpy().astype(np.float32)
     ref64 = ref64.numpy()
 
@@ -266,6 +325,19 @@ def prepare_reference(case, case_dir):
     np.save(rpath, ref)
     np.save(os.path.join(case_dir, "reference_f64.npy"), ref64)
     info.update(ref=ref, ref64=ref64, ref_path=rpath, tol=tol, ab=ab, cond=cond)
+    if weight_dtype != "f32":
+        # The reference on the file's unconverted weights ((b)), and how far
+        # the conversion moves it: what an executable ignoring the option
+        # would match.
+        ref_w32 = R.run_model(R.load_weights(R.build_formula_model(cfg, case.shared_embeddings), file_back),
+                              cfg, inputs).numpy().astype(np.float32)
+        kept_w32 = ref_w32 if rows is None else ref_w32[rows]
+        shift = float(np.max(np.abs(kept.astype(np.float64) - kept_w32))) if kept.size else 0.0
+        np.save(os.path.join(case_dir, "reference_f32_weights.npy"), ref_w32)
+        info.update(ref_w32=ref_w32, shift=shift)
+        if weight_dtype == "int8" and not shift > SHIFT_SHOWN * tol:
+            raise CaseFailure("case table: int8 moves the reference by only %.3g (%.2g tol, needs > %g tol): "
+                              "an executable ignoring --weight-dtype would pass" % (shift, shift / tol, SHIFT_SHOWN))
     return info
 
 
@@ -296,9 +368,19 @@ def parse_ir_params(text):
     return params, attrs
 
 
-def check_ir(case, info, tfm_compile, case_dir, timeout):
+_FORMAT_RE = re.compile(r'\bformat\s*=\s*#tfm\.weight_format<\s*([A-Za-z0-9_]+)\s*>')
+
+
+def weight_dtype_args(weight_dtype):
+    """tfm-compile's arguments for run_e2e.py --weight-dtype (None: not
+    given, nothing passed: the compiler's default f32)."""
+    return [] if weight_dtype is None else ["--weight-dtype=" + weight_dtype]
+
+
+def check_ir(case, info, tfm_compile, case_dir, timeout, weight_dtype=None):
     mlir = os.path.join(case_dir, case.name + ".mlir")
-    cmd = [tfm_compile, info["model"], "--emit=mlir", "-o", mlir] + case.compile_args()
+    cmd = [tfm_compile, info["model"], "--emit=mlir", "-o", mlir] + case.compile_args() + \
+        weight_dtype_args(weight_dtype)
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -313,6 +395,17 @@ def check_ir(case, info, tfm_compile, case_dir, timeout):
     if not params:
         raise CaseFailure("no tfm.param in the IR")
     names = info["weight_names"]
+    # Contract section 10: `format` on exactly the GEMM weights, f32 on
+    # none.  The IR does not depend on the weights file: a param is judged
+    # by its own name where it is one of the contract's names with separate
+    # tables (an encoder_decoder's src_embed.weight / tgt_embed.weight, both
+    # aliased to embed.weight: a tied head's table is tgt_embed.weight, the
+    # one the head reads), else by the file tensor it reads.
+    import reference as R
+    fmt = weight_dtype or "f32"
+    ir_names = R.expected_weights(info["cfg"], False)
+    gemm_ir = wf.gemm_weights(info["cfg"], ir_names)
+    gemm_file = wf.gemm_weights(info["cfg"], names)
     used = set()
     for name, alias, shape, elem, attrs_text in params:
         key = name if name in names else alias if alias in names else None
@@ -325,6 +418,15 @@ def check_ir(case, info, tfm_compile, case_dir, timeout):
             raise CaseFailure("IR param %s has element type %s" % (name, elem))
         # block_sparse's key-block ids are integers in the file: the IR
         # says so (`{block_ids}`), and of no other weight.
+        formats = _FORMAT_RE.findall(attrs_text)
+        is_gemm = name in gemm_ir if name in ir_names else key in gemm_file
+        want = fmt if fmt != "f32" and is_gemm else None
+        if formats != ([want] if want else []) or (not formats and re.search(r"\bformat\b", attrs_text)):
+            got = "format %s" % ", ".join(formats) if formats else (
+                "%r" % attrs_text if re.search(r"\bformat\b", attrs_text) else "no format")
+            raise CaseFailure("IR param %s has %s, expected %s (%s, --weight-dtype=%s)" % (
+                name, got, "format = #tfm.weight_format<%s>" % want if want else "no format",
+                "a GEMM weight" if is_gemm else "not a GEMM weight", fmt))
         ids = bool(re.search(r"\bblock_ids\b", attrs_text))
         if ids != (key in info.get("weight_ids", ())):
             raise CaseFailure("IR param %s %s block_ids, the weights file holds %s" % (
@@ -344,13 +446,13 @@ def check_ir(case, info, tfm_compile, case_dir, timeout):
 # Compile and run.
 # ---------------------------------------------------------------------------
 
-def compile_exe(case, info, tfm_compile, case_dir, timeout, backend, simd=None):
+def compile_exe(case, info, tfm_compile, case_dir, timeout, backend, simd=None, weight_dtype=None):
     """tfm-compile CASE.json -o CASE.exe; returns (exe, the environment to
     run it in)."""
     exe = os.path.join(case_dir, case.name + ".exe")
     if os.path.exists(exe):
         os.remove(exe)
-    cmd = [tfm_compile, info["model"], "-o", exe] + case.compile_args()
+    cmd = [tfm_compile, info["model"], "-o", exe] + case.compile_args() + weight_dtype_args(weight_dtype)
     if backend:
         cmd += ["--backend=" + backend]
     run_env = dict(os.environ)
@@ -390,11 +492,13 @@ def expect_refusal(case, info, exe, case_dir, timeout, run_env):
     """An error case: the executable, run once with --threads 1 and the
     case's run_args, must exit with status 1 (a user error, contract
     section 4: not 0, not 2, not a signal) and name the refused input
-    (case.expect_error) on stderr.  Returns the stderr line naming it."""
+    (case.expect_error, or the tensor that overflows f16) on stderr.
+    Returns the stderr line naming it."""
+    expect_error, expect_detail, run_args = expected_refusal(case, info)
     out = os.path.join(case_dir, "out_t1.npy")
     if os.path.exists(out):
         os.remove(out)
-    cmd = _run_command(exe, info, out, 1, case.run_args)
+    cmd = _run_command(exe, info, out, 1, run_args)
     _write(case_dir, "run_t1.cmd", " ".join(cmd) + "\n")
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=case_dir, env=run_env)
@@ -403,28 +507,28 @@ def expect_refusal(case, info, exe, case_dir, timeout, run_env):
     except OSError as e:
         raise CaseFailure("cannot run the executable: %s" % e)
     _write(case_dir, "run_t1.stderr", p.stderr)
-    want = "expected exit 1 naming %r" % case.expect_error
+    want = "expected exit 1 naming %r" % expect_error
     if p.returncode < 0:
         raise CaseFailure("executable (--threads 1) killed by signal %d, %s: %s"
                           % (-p.returncode, want, _tail(p.stderr)))
     if p.returncode != 1:
         raise CaseFailure("executable exited %d, %s: %s" % (p.returncode, want, _tail(p.stderr)))
-    line = next((l.strip() for l in p.stderr.splitlines() if case.expect_error in l), None)
+    line = next((l.strip() for l in p.stderr.splitlines() if expect_error in l), None)
     if line is None:
         raise CaseFailure("executable exited 1, but its stderr does not name %r: %s"
-                          % (case.expect_error, _tail(p.stderr)))
-    missing = [d for d in case.expect_detail if d not in line]
+                          % (expect_error, _tail(p.stderr)))
+    missing = [d for d in expect_detail if d not in line]
     if missing:
         raise CaseFailure("executable exited 1 naming %r, but its line does not say %s: %s"
-                          % (case.expect_error, " and ".join(repr(d) for d in missing), _clip(line, 200)))
+                          % (expect_error, " and ".join(repr(d) for d in missing), _clip(line, 200)))
     return line
 
 
-def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=None):
+def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=None, weight_dtype=None):
     """Steps 4 (the executable) and 5; returns max_err (an error case: the
     stderr line naming the refused input)."""
-    exe, run_env = compile_exe(case, info, tfm_compile, case_dir, timeouts[0], backend, simd)
-    if case.expect_error is not None:
+    exe, run_env = compile_exe(case, info, tfm_compile, case_dir, timeouts[0], backend, simd, weight_dtype)
+    if expected_refusal(case, info) is not None:
         return expect_refusal(case, info, exe, case_dir, timeouts[1], run_env)
 
     outs = {}
@@ -463,6 +567,18 @@ def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=N
     if bad.any():
         raise CaseFailure("output has %d non-finite values%s" % (int(np.sum(bad)), "" if rows is None else
                                                                  " in the rows compared"))
+    if info.get("shift") is not None and info["shift"] > SHIFT_SHOWN * tol:
+        # --weight-dtype not ignored: the conversion moves the reference by
+        # more than SHIFT_SHOWN tol, so the output must not match the
+        # reference on the unconverted weights.
+        with np.errstate(invalid="ignore"):
+            d32 = np.where(defined[..., None], np.abs(o.astype(np.float64) - info["ref_w32"].astype(np.float64)),
+                           0.0)
+        d32 = float(np.max(d32)) if d32.size else 0.0
+        if not d32 > tol:
+            raise CaseFailure("--weight-dtype=%s ignored: the output is within tol of the reference on the "
+                              "unconverted f32 weights (max diff %.3g <= tol=%.3g; the conversion moves the "
+                              "reference by %.3g)" % (info["weight_dtype"], d32, tol, info["shift"]))
     with np.errstate(invalid="ignore"):   # inf - inf in a row left out
         err_arr = np.where(defined[..., None], np.abs(o.astype(np.float64) - ref.astype(np.float64)), 0.0)
     err = float(np.max(err_arr)) if err_arr.size else 0.0
@@ -511,7 +627,8 @@ def run_compile_error(name, opts):
             path = os.path.join(case_dir, out)
             if os.path.exists(path):
                 os.remove(path)
-            cmd = [opts["tfm_compile"], desc] + extra + ["-o", out] + list(e.args)
+            cmd = [opts["tfm_compile"], desc] + extra + ["-o", out] + list(e.args) + \
+                weight_dtype_args(opts.get("weight_dtype"))
             _write(case_dir, tag + ".cmd", " ".join(cmd) + "\n")
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=opts["compile_timeout"],
@@ -541,7 +658,17 @@ def run_one(case_name, opts):
     case_dir = os.path.join(opts["work_dir"], case.name)
     t0 = time.time()
     try:
-        info = prepare_reference(case, case_dir)
+        wdt = opts.get("weight_dtype")
+        info = prepare_reference(case, case_dir, wdt or "f32")
+        refusal = expected_refusal(case, info)
+        if info.get("shift") is not None:
+            wextra = ", weight_dtype=%s moves the reference %.3g tol" % (wdt, info["shift"] / info["tol"])
+        elif wdt is not None:
+            wextra = ", weight_dtype=%s" % wdt
+        else:
+            wextra = ""
+        if info.get("routing_gap") is not None:
+            wextra += ", routing margin %.3g" % info["routing_gap"]
         rows = info.get("rows")
         if rows is not None and not rows.all():
             skipped = ", rows without a key skipped: %d of %d" % (int(np.sum(~rows)), rows.size)
@@ -550,25 +677,26 @@ def run_one(case_name, opts):
         if opts["reference_only"]:
             extra = ""
             if opts["tfm_compile"] and opts["check_ir"]:
-                n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"])
+                n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"], wdt)
                 extra = ", ir_params=%d" % n
-            if case.expect_error is not None:
-                return True, "PASS %s (reference only: an error case, the reference refuses it: %s%s)" % (
+            if refusal is not None:
+                return True, "PASS %s (reference only: an error case, the reference refuses it: %s%s%s)" % (
                     case.name, _clip(info["problems"][0][1] if info["problems"] else
-                                     " ".join(case.run_args) + " with a mask", 120), extra)
+                                     " ".join(case.run_args) + " with a mask", 120), extra, wextra)
             ab = "n/a" if info["ab"] is None else "%.3g" % info["ab"]
-            return True, "PASS %s (max_err=%.3g, tol=%.3g, torch_vs_formula=%s%s%s; reference only: "\
-                "max_err is fp32 vs float64)" % (case.name, info["cond"], info["tol"], ab, extra, skipped)
+            return True, "PASS %s (max_err=%.3g, tol=%.3g, torch_vs_formula=%s%s%s%s; reference only: "\
+                "max_err is fp32 vs float64)" % (case.name, info["cond"], info["tol"], ab, extra, skipped, wextra)
         extra = ""
         if opts["check_ir"]:
-            n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"])
+            n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"], wdt)
             extra = ", ir_params=%d" % n
         res = compile_and_run(case, info, opts["tfm_compile"], case_dir,
                               (opts["compile_timeout"], opts["run_timeout"]), opts["backend"],
-                              opts.get("simd"))
-        if case.expect_error is not None:
-            return True, "PASS %s (refused with exit 1: %s%s)" % (case.name, _clip(res, 140), extra)
-        return True, "PASS %s (max_err=%.3g, tol=%.3g%s%s)" % (case.name, res, info["tol"], extra, skipped)
+                              opts.get("simd"), wdt)
+        if refusal is not None:
+            return True, "PASS %s (refused with exit 1: %s%s%s)" % (case.name, _clip(res, 140), extra, wextra)
+        return True, "PASS %s (max_err=%.3g, tol=%.3g%s%s%s)" % (case.name, res, info["tol"], extra, skipped,
+                                                                wextra)
     except CaseFailure as e:
         return False, "FAIL %s: %s" % (case.name, e)
     except Exception as e:  # noqa: BLE001 - report, never crash the harness
@@ -626,6 +754,10 @@ def main(argv=None):
     ap.add_argument("--simd", choices=["avx512", "avx2", "sse4"], default=None,
                     help="compile with --target=generic and run with TFM_SIMD=SIMD: the "
                          "Highway code on that target whatever the CPU would pick")
+    ap.add_argument("--weight-dtype", choices=list(wf.FORMATS), default=None,
+                    help="contract section 10: passed to tfm-compile as --weight-dtype=X (both calls); the "
+                         "IR's GEMM weights must carry format X and the reference converts them (default: "
+                         "not passed, f32)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
 
@@ -658,7 +790,7 @@ def main(argv=None):
     opts = dict(work_dir=work_dir, tfm_compile=tfm_compile, reference_only=args.reference_only,
                 check_ir=check_ir, compile_timeout=args.compile_timeout,
                 run_timeout=args.run_timeout, verbose=args.verbose, backend=args.backend,
-                simd=args.simd)
+                simd=args.simd, weight_dtype=args.weight_dtype)
 
     return case_pool.run_cases(names, run_compile_error if args.compile_errors else run_one, opts, args.jobs,
                                _init_worker)

@@ -640,4 +640,44 @@ TEST(Weights, RandomWeightsAreConvertedToo) {
             0);
 }
 
+TEST(Weights, OneTableForTwoWeightsIsConvertedForBoth) {
+  // An encoder_decoder's src and tgt tables read one shared embed.weight;
+  // the tied head converts tgt's, and so the table both look up.
+  const ParamInfo params[] = {
+      {"src_embed.weight", "embed.weight", 2, {1, 2}, ParamInit::Normal, 1.0f},
+      {"tgt_embed.weight",
+       "embed.weight",
+       2,
+       {1, 2},
+       ParamInit::Normal,
+       1.0f,
+       nullptr,
+       0,
+       false,
+       false,
+       WeightFormat::BF16},
+  };
+  ModelInfo model = modelWith(params, 2);
+  std::string path = tempPath("shared.safetensors");
+  writeFile(path,
+            safetensorsImage(
+                {{"embed.weight", "F32", {1, 2}, f32Bytes({0.1f, 1.0f})}}));
+  Weights weights;
+  std::string error;
+  ASSERT_TRUE(weights.load(model, path.c_str(), error)) << error;
+  EXPECT_EQ(weights.pointers()[0][0], roundToBFloat16(0.1f));
+  EXPECT_EQ(weights.pointers()[1][0], roundToBFloat16(0.1f));
+  EXPECT_NE(weights.pointers()[0][0], 0.1f);
+
+  // Two tables in the file: only the converted weight's is.
+  writeFile(path,
+            safetensorsImage(
+                {{"src_embed.weight", "F32", {1, 2}, f32Bytes({0.1f, 1.0f})},
+                 {"tgt_embed.weight", "F32", {1, 2}, f32Bytes({0.1f, 1.0f})}}));
+  Weights two;
+  ASSERT_TRUE(two.load(model, path.c_str(), error)) << error;
+  EXPECT_EQ(two.pointers()[0][0], 0.1f);
+  EXPECT_EQ(two.pointers()[1][0], roundToBFloat16(0.1f));
+}
+
 } // namespace
