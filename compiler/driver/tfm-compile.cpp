@@ -100,7 +100,7 @@ cl::opt<Compute> compute(
     cl::init(Compute::F32),
     cl::values(clEnumValN(Compute::F32, "f32", "float32 (default)"),
                clEnumValN(Compute::BF16, "bf16",
-                          "bfloat16 inputs, f32 sums (not supported yet)")),
+                          "GEMM inputs rounded to bfloat16, sums in f32")),
     cl::cat(category));
 cl::opt<int64_t> maxSeqLen(
     "max-seq-len",
@@ -262,10 +262,6 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(
       argc, argv, "tfm-compile: compiles a transformer model description\n");
 
-  if (compute == Compute::BF16)
-    return userError("--compute=bf16 is not supported yet: every GEMM "
-                     "computes in f32 (--weight-dtype=bf16 keeps the "
-                     "weights' values in bf16)");
   if (maxBatch <= 0)
     return userError("--max-batch must be positive, got " + Twine(maxBatch));
   if (maxSeqLen.getNumOccurrences() && maxSeqLen <= 0)
@@ -461,6 +457,13 @@ int main(int argc, char **argv) {
   mlir::tfm::OptimizePipelineOptions options;
   options.remarks = showRemarks;
   mlir::tfm::buildOptimizePipeline(optimize, options);
+  if (compute == Compute::BF16) {
+    // On the GEMMs the pipeline leaves, before the backends tile them.
+    mlir::tfm::TfmSelectGemmPrecisionOptions precision;
+    precision.compute = "bf16";
+    precision.remarks = showRemarks;
+    optimize.addPass(mlir::tfm::createTfmSelectGemmPrecision(precision));
+  }
   // The Highway backend's GEMMs are tiled for this CPU's caches (or the
   // ones named), its attention for the register file, and its buffers
   // placed in frames: choices recorded in the IR.

@@ -879,14 +879,18 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
     out = lmHead(b, out, targetTable);
   func::ReturnOp::create(b, fileLoc, out);
 
-  // Generation needs token ids and an LM head, and a decode step: none for
-  // linformer, whose keys mix every position of the sequence.
-  if (c.vocabSize && c.lmHead && !linformer) {
-    if (c.architecture == Architecture::Decoder)
-      buildDecoderGeneration();
-    else if (encDec)
-      buildEncoderDecoderGeneration(encoderLayers, encoderKind);
-  }
+  // Generation needs token ids and an LM head. Linformer's projected keys
+  // mix every position of the sequence (E_n changes with n), so no cache
+  // can hold them: such a model generates by running @forward over the
+  // whole sequence so far at each step (tfm.regenerates).
+  bool generates = c.vocabSize && c.lmHead &&
+                   (c.architecture == Architecture::Decoder || encDec);
+  if (generates && linformer)
+    module->setAttr("tfm.regenerates", builder.getUnitAttr());
+  else if (generates && c.architecture == Architecture::Decoder)
+    buildDecoderGeneration();
+  else if (generates)
+    buildEncoderDecoderGeneration(encoderLayers, encoderKind);
 
   module->setAttr("tfm.attention_maps", builder.getArrayAttr(attentionMaps));
 

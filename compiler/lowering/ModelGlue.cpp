@@ -136,13 +136,17 @@ void emitPacking(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
   os << "// GEMM weights, packed once after loading: panels of `width` output\n"
         "// columns (zero-padded), each holding every k; a stacked weight\n"
         "// (in_proj's Q, K, V) is packed segment by segment.\n"
+        "// The weight of a GEMM with bf16 inputs (--compute=bf16) is packed\n"
+        "// rounded to bfloat16.\n"
         "static float *packPanels(const float *src, int64_t k, int64_t "
-        "rowOffset, int64_t rows, int64_t width, float *dst) {\n"
+        "rowOffset, int64_t rows, int64_t width, bool bf16, float *dst) {\n"
         "  for (int64_t p = 0; p < (rows + width - 1) / width; ++p)\n"
         "    for (int64_t kk = 0; kk < k; ++kk)\n"
         "      for (int64_t j = 0; j < width; ++j) {\n"
         "        const int64_t n = p * width + j;\n"
-        "        *dst++ = n < rows ? src[(rowOffset + n) * k + kk] : 0.0f;\n"
+        "        const float v = n < rows ? src[(rowOffset + n) * k + kk] : "
+        "0.0f;\n"
+        "        *dst++ = bf16 ? tfm::rt::roundToBFloat16(v) : v;\n"
         "      }\n"
         "  return dst;\n"
         "}\n\n";
@@ -162,7 +166,8 @@ void emitPacking(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
   }
   for (auto [j, p] : llvm::enumerate(glue.packs)) {
     os << "  // " << params[p.param].getSymName() << ": " << p.segments << " x "
-       << p.segmentRows << " rows, k = " << p.k << "\n";
+       << p.segmentRows << " rows, k = " << p.k
+       << (p.bf16 ? ", rounded to bf16" : "") << "\n";
     os << "  {\n    float *dst = packed[" << j << "];\n";
     std::string width = std::to_string(p.panelCols[0]);
     if (p.perTarget())
@@ -171,7 +176,8 @@ void emitPacking(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
     os << "    const int64_t width = " << width << ";\n";
     os << "    for (int64_t s = 0; s < " << p.segments << "; ++s)\n";
     os << "      dst = packPanels(w[" << p.param << "], " << p.k << ", s * "
-       << p.segmentRows << ", " << p.segmentRows << ", width, dst);\n  }\n";
+       << p.segmentRows << ", " << p.segmentRows << ", width, "
+       << (p.bf16 ? "true" : "false") << ", dst);\n  }\n";
   }
   os << "}\n\n";
 }
@@ -309,7 +315,8 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
                        : std::string("nullptr"))
       << ",\n    /*ignoredTensors=*/"
       << (ignored.empty() ? "nullptr" : "tfm_generated::kIgnoredTensors")
-      << ", " << ignored.size() << "};\n\n"
+      << ", " << ignored.size() << ",\n    /*regenerates=*/"
+      << (module->hasAttr("tfm.regenerates") ? "true" : "false") << "};\n\n"
       << "// The C API of contract section 5, under the model's name.\n"
       << "extern \"C\" {\n"
       << "tfm_model *" << cName

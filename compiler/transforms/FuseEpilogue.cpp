@@ -39,7 +39,7 @@ struct FuseFeedForwardActivation : OpRewritePattern<FeedForwardOp> {
     } else {
       hidden = LinearOp::create(rewriter, loc, op.getInput(), op.getW1(),
                                 op.getB1(), op.getActivationAttr(),
-                                /*residual=*/Value());
+                                /*residual=*/Value(), /*bf16_inputs=*/false);
     }
     auto out = LinearOp::create(rewriter, loc, hidden, op.getW2(), op.getB2());
     if (remarks) {
@@ -94,12 +94,13 @@ struct DecomposeMixtureOfExperts : OpRewritePattern<MixtureOfExpertsOp> {
     Value hidden = GroupedLinearOp::create(
         rewriter, loc, rowsOf(firstRows), rows, route.getStarts(), op.getW1(),
         op.getB1(), op.getGated() ? ActivationAttr() : op.getActivationAttr(),
-        Value(), Value(), Value());
+        Value(), Value(), Value(), /*bf16_inputs=*/false);
     if (op.getGated())
       hidden = GluOp::create(rewriter, loc, op.getActivationAttr(), hidden);
     Value out = GroupedLinearOp::create(
         rewriter, loc, input, hidden, route.getStarts(), op.getW2(), op.getB2(),
-        ActivationAttr(), route.getTokens(), route.getWeights(), Value());
+        ActivationAttr(), route.getTokens(), route.getWeights(), Value(),
+        /*bf16_inputs=*/false);
     if (remarks)
       remarkAt(op) << "mixture of " << op.getNumExperts()
                    << " experts: the router as one GEMM, top-" << op.getTopK()

@@ -46,9 +46,7 @@ SmallVector<Value> gemmWeights(Operation *op) {
         llvm::append_range(weights, g.getWeights());
       })
       .Case([&](LinearOp l) {
-        bool router =
-            llvm::any_of(l->getUsers(), llvm::IsaPred<RouteExpertsOp>);
-        if (!router)
+        if (!isRouterGemm(l))
           weights.push_back(l.getWeight());
       });
   return weights;

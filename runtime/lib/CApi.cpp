@@ -250,8 +250,7 @@ static int step(tfm_model *model, const tfm_tensor *inputs, size_t n_inputs,
   if (!model->instance.canGenerate()) {
     writeMessage(model->error, sizeof(model->error),
                  "%s: this model has no prefill/decode (generation needs a "
-                 "decoder or encoder_decoder with token ids and an LM head, "
-                 "and no linformer attention)",
+                 "decoder or encoder_decoder with token ids and an LM head)",
                  info.name);
     return 1;
   }

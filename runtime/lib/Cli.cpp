@@ -222,10 +222,9 @@ bool parseOptions(const ModelInfo &model, int argc, char **argv,
             "--generate N";
     return false;
   }
-  if (options.generate && !(model.prefill && model.decode)) {
+  if (options.generate && !canGenerate(model)) {
     error = "this model cannot --generate: generation needs a decoder or "
-            "encoder_decoder model with token ids and an LM head (and no "
-            "linformer attention, which has no decode step)";
+            "encoder_decoder model with token ids and an LM head";
     return false;
   }
   for (size_t m = 0; options.generate && m < model.numMasks; ++m)

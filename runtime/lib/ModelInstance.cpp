@@ -56,7 +56,50 @@ bool ModelInstance::allocateCaches(std::string &error) {
   return true;
 }
 
+namespace {
+/// Bytes of one position of `input`: an int32 id or dModel floats.
+size_t positionBytes(const ModelInfo &model, const InputInfo &input) {
+  return input.kind == InputKind::Embeddings ? size_t(model.dModel) * 4 : 4;
+}
+} // namespace
+
+void ModelInstance::regenerate(int64_t length, int64_t rows, float *logits) {
+  InputView &growing = views[model->numInputs - 1];
+  for (int64_t b = 0; b < growing.batch; ++b)
+    std::copy_n(sequence.data() + b * model->maxSeqLen, length,
+                compacted.data() + b * length);
+  growing = {compacted.data(), growing.batch, length};
+  for (size_t m = 0; m < model->numMasks; ++m) {
+    const InputView &of = views[model->masks[m].input];
+    views[model->numInputs + m] = {ones.data(), of.batch, of.seq};
+  }
+  forward(views.data(), nullptr);
+  const int64_t vocab = model->outputWidth;
+  for (int64_t b = 0; b < growing.batch; ++b)
+    std::copy_n(outputBuffer() + (b * length + length - rows) * vocab,
+                rows * vocab, logits + b * rows * vocab);
+}
+
 void ModelInstance::prefill(const InputView *inputs, float *logits) {
+  if (model->regenerates) {
+    // The inputs that stay, copied; the prompt into the growing sequence.
+    size_t last = model->numInputs - 1;
+    for (size_t i = 0; i < last; ++i) {
+      size_t bytes = size_t(inputs[i].batch * inputs[i].seq) *
+                     positionBytes(*model, model->inputs[i]);
+      auto *from = static_cast<const unsigned char *>(inputs[i].data);
+      std::copy_n(from, bytes, kept[i].data());
+      views[i] = {kept[i].data(), inputs[i].batch, inputs[i].seq};
+    }
+    const InputView &prompt = inputs[last];
+    auto *ids = static_cast<const int32_t *>(prompt.data);
+    for (int64_t b = 0; b < prompt.batch; ++b)
+      std::copy_n(ids + b * prompt.seq, prompt.seq,
+                  sequence.data() + b * model->maxSeqLen);
+    views[last].batch = prompt.batch;
+    regenerate(prompt.seq, 1, logits);
+    return;
+  }
   activations->release(0);
   // An encoder_decoder's memory is its source: inputs[0].
   memoryLength = model->numInputs > 1 ? inputs[0].seq : 0;
@@ -66,6 +109,14 @@ void ModelInstance::prefill(const InputView *inputs, float *logits) {
 
 void ModelInstance::decode(const InputView &tokens, int64_t position,
                            float *logits) {
+  if (model->regenerates) {
+    auto *ids = static_cast<const int32_t *>(tokens.data);
+    for (int64_t b = 0; b < tokens.batch; ++b)
+      std::copy_n(ids + b * tokens.seq, tokens.seq,
+                  sequence.data() + b * model->maxSeqLen + position);
+    regenerate(position + tokens.seq, tokens.seq, logits);
+    return;
+  }
   activations->release(0);
   model->decode(weightPointers.data(), caches.data(), &tokens, position,
                 memoryLength, logits, *activations, *pool);
@@ -96,6 +147,17 @@ bool ModelInstance::init(const ModelInfo &info, const char *weightsPath,
 
   if (!packWeights(error) || !allocateCaches(error))
     return false;
+  if (info.regenerates) {
+    // Room for every input at the maxima, allocated once.
+    size_t positions = size_t(info.maxBatch * info.maxSeqLen);
+    kept.resize(info.numInputs);
+    for (size_t i = 0; i + 1 < info.numInputs; ++i)
+      kept[i].resize(positions * positionBytes(info, info.inputs[i]));
+    sequence.assign(positions, 0);
+    compacted.assign(positions, 0);
+    ones.assign(positions, 1.0f);
+    views.assign(info.numInputs + info.numMasks, InputView{nullptr, 0, 0});
+  }
 
   activations = std::make_unique<Arena>(info.arenaBytes);
   if (activations->capacity() < info.arenaBytes) {

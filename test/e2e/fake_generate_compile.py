@@ -7,7 +7,10 @@ writes EXE, a Python script answering the contract's `--generate N` interface
 --input tgt=TGT.npy for an encoder_decoder (tgt continued), --output IDS.npy,
 --threads T, --temperature T --top-k K --seed S, --step-logits LOGITS.npy),
 computed with run_generate.KVCacheDecoder (the torch KV cache) on the weights
-file (an encoder_decoder's `embed.weight` alone means shared embeddings).
+file (an encoder_decoder's `embed.weight` alone means shared embeddings), or,
+for a model that regenerates (run_generate.regenerates: linformer, which no
+cache can serve), with run_generate.RegenerateDecoder: a full forward of the
+reference over the sequence so far at every step, as tfm's executables do.
 
 TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
   exact        correct (default): every case must PASS
@@ -53,6 +56,13 @@ TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
                the model-level weight names and refuses a file with a layer's
                own (exit 1 naming the tensor), or computes the model-level
                kinds (must FAIL on gen_layers_* cases)
+  lin_cached   linformer: decodes with a cache instead of regenerating
+               (KVCacheDecoder's linformer_mistake "cached": each layer's
+               keys and values of earlier positions kept as computed when
+               they were new, projected by E_n, F_n of the current n); exact
+               for the prefill and a one-layer model, wrong from the second
+               layer on, since the model is never causal (must FAIL on
+               gen_lin_* cases: step logits)
 """
 
 import argparse
@@ -66,7 +76,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ("exact", "unsupported", "noisy", "flip", "threads", "sample_nondet", "fixed_seed",
          "greedy_sample", "topk",
          "no_line", "int64", "no_limit", "crash", "no_src_limit", "src_short", "no_window",
-         "no_performer", "no_block_sparse", "bs_step_row", "no_moe", "no_layers")
+         "no_performer", "no_block_sparse", "bs_step_row", "no_moe", "no_layers", "lin_cached")
 
 
 def compile_main(argv):
@@ -200,7 +210,13 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
                 pe = getattr(fm, name)
                 pe.weight = torch.nn.Parameter(torch.cat(
                     [pe.weight, torch.zeros(max(p2.shape[1] + n, max_seq + 1), cfg.d_model)]))
-    dec = run_generate.KVCacheDecoder(fm, src, block_mistake="step_row" if mode == "bs_step_row" else None)
+    if run_generate.regenerates(cfg):
+        # linformer: a full forward over the sequence so far at every step
+        # (lin_cached: a cache, which cannot serve it).
+        dec = (run_generate.KVCacheDecoder(fm, src, linformer_mistake="cached") if mode == "lin_cached"
+               else run_generate.RegenerateDecoder(fm, src))
+    else:
+        dec = run_generate.KVCacheDecoder(fm, src, block_mistake="step_row" if mode == "bs_step_row" else None)
     seed = None if mode == "sample_nondet" else 12345 if mode == "fixed_seed" else args.seed
     rng = np.random.default_rng(seed)
     r = dec.step(p2.astype(np.int64))[:, -1, :].numpy()

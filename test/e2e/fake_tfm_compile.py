@@ -86,6 +86,17 @@ naming the tensor) and computes in f32.  The modes for it:
                    executable runs (must FAIL on wdtype_f16_range: exit 0, not 1 naming the
                    tensor)
 
+`--compute=f32|bf16` (contract section 10; another value is an exit 1):
+--emit=mlir is unchanged by it (as the real frontend's), and with bf16 the
+executable rounds both inputs of every GEMM but the MoE router's to bf16
+(reference.py's `linear`, which (b) calls for every projection, FFN and
+expert linear and the LM head, patched while it runs; the gate's own
+forward left unrounded), products summed in f32.  The modes for it:
+  compute_ignored  accepts --compute=bf16 and computes in f32 (must FAIL: "--compute=bf16
+                   ignored", the output equal to the build without --compute bit for bit)
+  compute_noisy    computes as bf16 should, then adds 2e-2 * (1 + max|out|) to one element
+                   (must FAIL: tolerance, 1e-2 * (1 + max|ref|) with --compute=bf16)
+
 Like tfm-compile, it refuses a linformer model, or a block_sparse one with
 random blocks, with --max-seq-len above the model's max_seq_len (E and F
 have max_seq_len columns, block_pattern ceil(max_seq_len / block) rows;
@@ -105,8 +116,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe",
          "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window", "no_linformer",
          "no_performer", "no_mask", "no_block_sparse", "ids_wrap", "no_moe", "no_layers",
-         "wdtype_ignored", "wdtype_unconverted", "wdtype_all_rank2", "wdtype_row_scale", "wdtype_f16_inf")
+         "wdtype_ignored", "wdtype_unconverted", "wdtype_all_rank2", "wdtype_row_scale", "wdtype_f16_inf",
+         "compute_ignored", "compute_noisy")
 WEIGHT_DTYPES = ("f32", "bf16", "f16", "int8")
+COMPUTES = ("f32", "bf16")
 EMITS = ("exe", "mlir")
 
 
@@ -123,13 +136,19 @@ def compile_main(argv):
     ap.add_argument("--l2-cache-bytes")
     ap.add_argument("--backend")
     ap.add_argument("--weight-dtype", default="f32")
+    ap.add_argument("--compute", default="f32")
     args = ap.parse_args(argv)
     mode = os.environ.get("TFM_FAKE_MODE", "exact")
     if args.weight_dtype not in WEIGHT_DTYPES:
         print("tfm-compile: error: --weight-dtype=%s: expected one of %s" % (args.weight_dtype, ", ".join(WEIGHT_DTYPES)),
               file=sys.stderr)
         return 1
+    if args.compute not in COMPUTES:
+        print("tfm-compile: error: --compute=%s: expected one of %s" % (args.compute, ", ".join(COMPUTES)),
+              file=sys.stderr)
+        return 1
     wdtype = "f32" if mode == "wdtype_ignored" else args.weight_dtype
+    compute = "f32" if mode == "compute_ignored" else args.compute
     if mode not in MODES:
         print("fake tfm-compile: unknown TFM_FAKE_MODE %r" % mode, file=sys.stderr)
         return 2
@@ -169,8 +188,8 @@ def compile_main(argv):
     if mode == "noexe":
         return 0
     script = "#!%s\nimport sys\nsys.path.insert(0, %r)\nimport fake_tfm_compile\n" \
-             "sys.exit(fake_tfm_compile.exe_main(%r, %d, %d, %r, sys.argv[1:], %r))\n" % (
-                 sys.executable, HERE, json.dumps(desc), args.max_batch, max_seq, mode, wdtype)
+             "sys.exit(fake_tfm_compile.exe_main(%r, %d, %d, %r, sys.argv[1:], %r, %r))\n" % (
+                 sys.executable, HERE, json.dumps(desc), args.max_batch, max_seq, mode, wdtype, compute)
     with open(args.out, "w") as f:
         f.write(script)
     os.chmod(args.out, os.stat(args.out).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
@@ -245,7 +264,37 @@ def convert_weights(cfg, weights, mode, wdtype):
     return out
 
 
-def exe_main(desc_json, max_batch, max_seq, mode, argv, wdtype="f32"):
+class _Bf16Gemms:
+    """--compute=bf16 while (b) runs: reference.linear (every GEMM of (b):
+    projections, FFN and expert linears, the LM head) with both inputs
+    rounded to bf16; each MoE gate's forward computes its logits from the
+    unrounded values."""
+
+    def __init__(self, model):
+        import reference
+        self.ref = reference
+        self.gates = [m.gate for m in reference.moe_modules(model) if isinstance(m, reference.FormulaMoE)]
+
+    def __enter__(self):
+        import torch
+        plain = self.plain = self.ref.linear
+
+        def bf16(t):
+            return t.to(torch.bfloat16).to(t.dtype)
+
+        self.ref.linear = lambda x, w, b=None: plain(bf16(x), bf16(w), b)
+        for g in self.gates:
+            g.forward = (lambda x, g=g: plain(x, g.weight, g.bias))
+        return self
+
+    def __exit__(self, *exc):
+        self.ref.linear = self.plain
+        for g in self.gates:
+            del g.forward
+        return False
+
+
+def exe_main(desc_json, max_batch, max_seq, mode, argv, wdtype="f32", compute="f32"):
     import numpy as np
     import reference
     import safetensors as st
@@ -360,8 +409,14 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv, wdtype="f32"):
     if mode == "no_moe":
         for m in reference.moe_modules(model):
             m.mistake = "expert0"
-    out = reference.run_model(model, cfg, inputs).numpy().astype(np.float32)
+    if compute == "bf16":
+        with _Bf16Gemms(model):
+            out = reference.run_model(model, cfg, inputs).numpy().astype(np.float32)
+    else:
+        out = reference.run_model(model, cfg, inputs).numpy().astype(np.float32)
     flat = out.reshape(-1)
+    if mode == "compute_noisy" and flat.size:
+        flat[flat.size // 2] += 2e-2 * (1.0 + float(np.max(np.abs(out))))
     if mode == "noisy" and flat.size:
         flat[flat.size // 2] += 1e-3 * (1.0 + float(np.max(np.abs(out))))
     if mode == "threads" and args.threads == 2 and flat.size:

@@ -48,6 +48,21 @@ block_patterns() for the final length (prompt + N), so ids past a step's
 block count exist in every step.  run_generate's KVCacheDecoder masks its
 cache by the rule at absolute positions.
 
+Section 7 (`attention` of kind linformer, never causal: `"causal": false`):
+no cache can serve it (E_n mixes every position, n grows each step, and
+earlier positions' outputs change with each token), so the compiled model
+regenerates (a full forward over the sequence so far at each step) and the
+`gen_lin_*` cases check it against the reference's full forward over each
+prefix: a decoder with learned positions (k 6, batch 2, sampled), one with
+rope half and k 10 above its unbatched prompt of 4, llama-like with 2 kv
+heads of 4 (k 5, too_long), a prompt of 1 token whose 11 new tokens reach
+max_seq_len 12 (k 4, interleaved rope, too_long), and an encoder_decoder
+with both self-attentions linformer (src fixed, tgt growing; batch 2,
+too_long).  At most 12 new tokens each, 2 decoder layers or more (with one,
+a cache of its keys would be exact).  run_generate's KVCacheDecoder refuses
+them; its RegenerateDecoder (on the factored second form) stands in, and
+each case must show that a cache would be far off (check_regeneration).
+
 Section 11 (norm_type, silu, ffn_gated, num_kv_heads, bias): llama-like
 decoders (pre rms norms, gated silu, rope, no biases) with 2 kv heads of 4
 (batch 2, sampled too), one kv head (multi-query, unbatched, interleaved
@@ -192,6 +207,12 @@ def block_sparse(b, wb=None, gb=None, r=None):
     return a
 
 
+
+
+def linformer(k):
+    """Contract section 7's Linformer with K projected rows (the model needs
+    "causal": false: linformer is never causal)."""
+    return dict(kind="linformer", k=k)
 
 
 def moe(e, k):
@@ -469,6 +490,53 @@ CASES += [
 ]
 
 
+# ---- section 7: linformer (never causal: the model regenerates) ----------------------
+# No cache can serve a linformer model: its projected keys E_n K and values
+# F_n V mix every position with weights that change as n grows, and the
+# model is never causal, so each earlier position's outputs change with
+# every new token.  The compiled model runs its whole forward pass over the
+# sequence so far at each step (tfm.regenerates), and the oracle is the
+# reference's full forward over each prefix (the step-logit check's for
+# every model); run_generate's KVCacheDecoder refuses the model, its
+# RegenerateDecoder (on the factored second form) stands in for it, and
+# each case must show that a cache of every layer's keys would be far off
+# (run_generate.check_regeneration).  2 layers or more (with one, a cache of
+# the raw keys is exact), at most 12 new tokens (a full forward per step).
+# Seeds and gains picked (of 1..40; gains 3, and 6 or 10 for the pre-norm
+# rope case, 5 or 8 for the encoder_decoder, whose greedy paths repeat one
+# token at gain 3) for varied greedy paths (3 to 10 distinct ids a row), top-2
+# gaps of 86-211 tol and fp32 noise of 0.010-0.035 tol; a cache of every
+# layer's keys is 4700-9400 tol off on each (run_generate.py --reference-only
+# prints them).
+SEED_LIN_1, SEED_LIN_2, SEED_LIN_3, SEED_LIN_4, SEED_LIN_5 = 1, 1, 34, 15, 16
+GAIN_LIN_2, GAIN_LIN_5 = 6.0, 5.0
+CASES += [
+    gen("gen_lin_learned_batch2", prompt(5, batch=2), dict(positional="learned", causal=False,
+                                                           attention=linformer(6)),
+        new_tokens=12, extras=("sample",), seed=SEED_LIN_1,
+        note="k 6, learned positions, post norm; two prompts of 5, 17 positions; greedy and sampled"),
+    gen("gen_lin_rope_k10_unbatched", prompt(4, batch=None, dtype="int32"), dict(
+        positional="rope", norm="pre", causal=False, attention=linformer(10)),
+        new_tokens=10, seed=SEED_LIN_2, weight_gain=GAIN_LIN_2,
+        note="k 10 above the prompt's 4 (and below the final 14), rope half, pre norm; an unbatched prompt"),
+    gen("gen_lin_llama_gqa", prompt(6, batch=2), dict(LLAMA, num_kv_heads=2, causal=False,
+                                                      attention=linformer(5)),
+        new_tokens=10, extras=("too_long",), seed=SEED_LIN_3,
+        note="llama-like (rms norms, gated silu, rope, no biases), 2 kv heads of 4 (E and F shared by the "
+             "heads); k 5; batch 2"),
+    gen("gen_lin_seq1_to_max", prompt(1), dict(max_seq_len=12, positional="rope", rope_style="interleaved",
+                                               causal=False, attention=linformer(4)),
+        new_tokens=11, extras=("too_long",), seed=SEED_LIN_4,
+        note="a prompt of 1 token, 11 new tokens: 1 + 11 = max_seq_len 12 (E and F whole at the last "
+             "step); k 4, interleaved rope"),
+    gen_ed("gen_lin_ed", prompt(9, batch=2), prompt(3, batch=2, dtype="int32"), dict(
+        norm="pre", causal=False, attention=linformer(6)), new_tokens=10, extras=("too_long",),
+        seed=SEED_LIN_5, weight_gain=GAIN_LIN_5,
+        note="encoder_decoder, both self-attentions linformer (k 6): the encoder's over src 9 (fixed), the "
+             "decoder's over tgt 3 + 10 (regenerated); cross-attention full; batch 2"),
+]
+
+
 def case_weights(case, cfg):
     """The case's weights as run_generate.py writes them (its
     prepare_reference()): reference.make_weights with the case's seed,
@@ -535,9 +603,24 @@ def validate():
             problems.append("%s: %s" % (c.name, e))
             continue
         if (cfg.architecture not in ("decoder", "encoder_decoder") or not cfg.tokens
-                or not cfg.lm_head or not cfg.causal):
+                or not cfg.lm_head or not (cfg.causal or cfg.linformer)):
             problems.append("%s: --generate cases are causal decoders or encoder_decoders with "
-                            "vocab_size and an LM head" % c.name)
+                            "vocab_size and an LM head (not causal: linformer only, which regenerates)"
+                            % c.name)
+        if cfg.linformer:
+            # The model regenerates (run_generate.regenerates): every step a
+            # full forward over the prefix, with E_n and F_n of its length.
+            if c.max_seq_len is not None and c.max_seq_len > cfg.max_seq_len:
+                problems.append("%s: --max-seq-len above max_seq_len with linformer (E and F have "
+                                "max_seq_len columns)" % c.name)
+            layers = cfg.num_decoder_layers if cfg.is_encdec else cfg.num_layers
+            if layers < 2:
+                problems.append("%s: a linformer case needs 2 decoder layers or more: with one, a cache of "
+                                "its keys is exact, so the case could not tell regeneration from a cache"
+                                % c.name)
+            if c.new_tokens > 12:
+                problems.append("%s: a linformer case regenerates (a full forward per step): at most 12 "
+                                "new tokens" % c.name)
         if c.prompt.dtype not in ("int32", "int64"):
             problems.append("%s: prompt dtype %s" % (c.name, c.prompt.dtype))
         if cfg.is_encdec:
@@ -703,6 +786,23 @@ def coverage():
                 add(a + "performer section 11", n)
             for e in c.extras:
                 add(a + "performer extra " + e, n)
+        if cfg.linformer:
+            kk, total = cfg.linformer_k, c.prompt.seq + c.new_tokens
+            add(a + "linformer", n)
+            add(a + "linformer positional=" + pos, n)
+            add(a + "linformer prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
+            add(a + "linformer prompt seq=%s" % ("1" if c.prompt.seq == 1 else ">1"), n)
+            add(a + "linformer k%sprompt" % (">" if kk > c.prompt.seq else "<="), n)
+            if kk < total:   # at the last steps E_n projects more positions than k
+                add(a + "linformer k<prompt + N", n)
+            if total == c.effective_max_seq_len():
+                add(a + "linformer prompt + N == max seq len", n)
+            if cfg.num_kv_heads != cfg.num_heads:
+                add(a + "linformer gqa", n)
+            if cfg.uses_section11():
+                add(a + "linformer section 11", n)
+            for e in c.extras:
+                add(a + "linformer extra " + e, n)
         if cfg.moe:
             add(a + "moe", n)
             add(a + "moe E=%d K=%d" % (cfg.moe_experts, cfg.moe_top_k), n)
@@ -793,6 +893,13 @@ REQUIRED = (
        "block_sparse extra sample", "block_sparse extra too_long"]
     # the embeddings' norm, the decode steps' rows at offset positions
     + ["embedding_norm positional=learned"]
+    # section 7: linformer (regenerated at every step)
+    + ["linformer positional=learned", "linformer positional=rope_half", "linformer positional=rope_interleaved",
+       "linformer prompt batch=none", "linformer prompt batch=2", "linformer prompt seq=1",
+       "linformer prompt seq=>1", "linformer k>prompt", "linformer k<=prompt", "linformer k<prompt + N",
+       "linformer prompt + N == max seq len", "linformer gqa", "linformer section 11", "linformer extra sample",
+       "linformer extra too_long", "encdec linformer", "encdec linformer prompt batch=2",
+       "encdec linformer extra too_long"]
     # section 7: mixture-of-experts FFNs
     + ["moe E=4 K=2", "moe E=8 K=1", "moe norm=pre", "moe prompt batch=none", "moe prompt batch=2",
        "moe ffn_gated(silu)", "moe section 11", "moe extra sample", "moe extra too_long", "encdec moe",

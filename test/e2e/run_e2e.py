@@ -56,6 +56,21 @@ the executable must exit 1 naming the tensor.  Error cases (expect_error,
 weight_fault) and --compile-errors run with the option too: what they
 refuse does not depend on it.
 
+--compute {f32,bf16} (contract section 10; combinable with --weight-dtype):
+both tfm-compile calls get --compute=X (the --emit=mlir check unchanged:
+it must still succeed without a word on stderr).  With bf16 the output is
+compared with the same f32 reference (on the weights --weight-dtype
+converts) within 1e-2 * (1 + max|ref|) instead of 1e-4 * (...); --threads 1
+and 2 must still be bit-identical.  The option not ignored: the case is
+also compiled without --compute (CASE.f32.exe, run with --threads 1), and
+where the emulated bf16 reference (model (b) with both inputs of every
+GEMM but the MoE router's rounded to bf16, bf16_gemm_inputs) is more than
+the f32 tolerance from the f32 one, at least one compared element must
+differ from that build's output.  A MoE model's routing margin at each
+token must be more than ROUTING_SHIFTS times the largest move of that
+token's gate logits under that rounding, else the case is ill-conditioned
+for bf16 (a top-k choice could flip).
+
 One line per case (PASS/FAIL), the last line `N passed, M failed`; the exit
 status is 1 if any case failed.
 
@@ -108,14 +123,70 @@ CONDITIONING_FRACTION = 0.1  # |ref32 - ref64| must stay below this share of the
 # at least (SHIFT_SHOWN - 1) tol from it: the check cannot fail a correct
 # executable); int8 requires every case to move that much.
 SHIFT_SHOWN = 2.0
+# --compute (contract section 10): the relative tolerance of each, and the
+# MoE routing margin a bf16 case needs at each token, in units of the
+# largest move of that token's gate logits under the emulated bf16 rounding.
+# A difference of two logits moves at most twice as far, and a correct
+# executable's logits are near, not equal to, the emulation's: an f32-sized
+# difference before a GEMM can flip some bf16 roundings, and flips cascade
+# (the emulation with its GEMMs summed in float64 instead was up to 0.67
+# of the rounding's whole move from it, on the suite's cases), so up to
+# about 2 x 1.7 = 3.4 moves; 5 leaves room.
+COMPUTE_TOL = {"f32": 1e-4, "bf16": 1e-2}
+ROUTING_SHIFTS = 5.0
 
 
 class CaseFailure(Exception):
     pass
 
 
-def tolerance(ref):
-    return 1e-4 * (1.0 + float(np.max(np.abs(ref)))) if ref.size else 1e-4
+def tolerance(ref, compute="f32"):
+    r = COMPUTE_TOL[compute]
+    return r * (1.0 + float(np.max(np.abs(ref)))) if ref.size else r
+
+
+def _bf16(t):
+    """t's values rounded to bfloat16 (nearest, ties to even), in t's dtype."""
+    import torch
+    return t.to(torch.bfloat16).to(t.dtype)
+
+
+class bf16_gemm_inputs:
+    """Contract section 10's --compute=bf16 on a model of (b), as a context:
+    both inputs of every GEMM (reference.linear: the attention in/out
+    projections, FFN and expert linears, the LM head, a tied head's table;
+    the token lookups still read the table as it is) rounded to bf16, the
+    products summed in f32 (torch.matmul of the rounded values, whose
+    products are exact in f32); the MoE gate's GEMM left as it is.  The
+    attention cores, norms, softmax, linformer's and performer's products
+    are not reference.linear and stay f32.  `calls` counts the rounded
+    GEMMs (the harness requires some: a reference that stopped calling
+    reference.linear would emulate nothing)."""
+
+    def __init__(self, model):
+        import reference as R
+        self.R = R
+        self.gates = [m.gate for m in R.moe_modules(model) if isinstance(m, R.FormulaMoE)]
+        self.calls = 0
+
+    def __enter__(self):
+        R, plain = self.R, self.R.linear
+        self.plain = plain
+
+        def rounded(x, weight, bias=None):
+            self.calls += 1
+            return plain(_bf16(x), _bf16(weight), bias)
+
+        R.linear = rounded
+        for g in self.gates:
+            g.forward = (lambda x, g=g: plain(x, g.weight, g.bias))
+        return self
+
+    def __exit__(self, *exc):
+        self.R.linear = self.plain
+        for g in self.gates:
+            del g.forward
+        return False
 
 
 case_seed = cases_mod.case_seed   # crc32 of the case name
@@ -160,17 +231,20 @@ def expected_refusal(case, info):
     return None
 
 
-def prepare_reference(case, case_dir, weight_dtype="f32"):
+def prepare_reference(case, case_dir, weight_dtype="f32", compute="f32"):
     """Steps 1-3.  Returns a dict of paths and facts; raises CaseFailure.
     weight_dtype (contract section 10): the reference reads the GEMM
-    weights converted to it (the file is written as always)."""
+    weights converted to it (the file is written as always).  compute
+    (section 10): the tolerance (COMPUTE_TOL); with bf16 also the emulated
+    bf16 reference (bf16_gemm_inputs), how far it is from the f32 one, and
+    a MoE model's routing margin against its gate logits' move."""
     import torch
     import reference as R
     torch.set_num_threads(1)
     os.makedirs(case_dir, exist_ok=True)
     cfg = R.Config(case.model)
     seed = case_seed(case.name)
-    info = {"cfg": cfg, "weight_dtype": weight_dtype}
+    info = {"cfg": cfg, "weight_dtype": weight_dtype, "compute": compute}
 
     model_path = os.path.join(case_dir, case.name + ".json")
     with open(model_path, "w") as f:
@@ -316,15 +390,61 @@ def prepare_reference(case, case_dir, weight_dtype="f32"):
     if not np.all(np.isfinite(ref)):
         raise CaseFailure("reference has non-finite values")
     kept, kept64 = (ref, ref64) if rows is None else (ref[rows], ref64[rows])
-    tol = tolerance(kept)
+    # The conditioning is judged against the f32 tolerance whatever
+    # --compute says (the reference is the same f32 computation).
+    tol32 = tolerance(kept)
+    tol = tolerance(kept, compute)
     cond = float(np.max(np.abs(kept.astype(np.float64) - kept64)))
-    if cond > CONDITIONING_FRACTION * tol:
+    if cond > CONDITIONING_FRACTION * tol32:
         raise CaseFailure("ill-conditioned case: fp32 reference is %.3g from float64 (tolerance %.3g)"
-                          % (cond, tol))
+                          % (cond, tol32))
     rpath = os.path.join(case_dir, "reference.npy")
     np.save(rpath, ref)
     np.save(os.path.join(case_dir, "reference_f64.npy"), ref64)
-    info.update(ref=ref, ref64=ref64, ref_path=rpath, tol=tol, ab=ab, cond=cond)
+    info.update(ref=ref, ref64=ref64, ref_path=rpath, tol=tol, tol32=tol32, ab=ab, cond=cond)
+    if compute == "bf16":
+        # The emulated --compute=bf16 reference: (b) on the same (converted)
+        # weights with every GEMM's inputs but the router's rounded to bf16.
+        fm_bf = R.load_weights(R.build_formula_model(cfg, case.shared_embeddings), back)
+        with bf16_gemm_inputs(fm_bf) as hook:
+            logits_bf, ref_bf = R.moe_routing(fm_bf, lambda: R.run_model(fm_bf, cfg, inputs))
+        if hook.calls == 0:
+            raise CaseFailure("internal: the bf16 emulation rounded no GEMM (reference.linear not called)")
+        ref_bf = ref_bf.numpy().astype(np.float32)
+        if ref_bf.shape != ref.shape or not np.all(np.isfinite(ref_bf if rows is None else ref_bf[rows])):
+            raise CaseFailure("internal: the emulated bf16 reference is %s, not finite or not shaped %s"
+                              % (list(ref_bf.shape), list(ref.shape)))
+        kept_bf = ref_bf if rows is None else ref_bf[rows]
+        cshift = float(np.max(np.abs(kept.astype(np.float64) - kept_bf))) if kept.size else 0.0
+        np.save(os.path.join(case_dir, "reference_bf16_emulated.npy"), ref_bf)
+        info.update(ref_bf16=ref_bf, compute_shift=cshift)
+        if logits_bf:
+            # MoE: the router stays f32, but its input moves with the
+            # rounding upstream; the top-k choices must be far from a flip.
+            logits_32, _ = R.moe_routing(fm, lambda: R.run_model(fm, cfg, inputs))
+            eks = [m.top_k for m in R.moe_modules(fm) if isinstance(m, R.FormulaMoE)]
+            if len(logits_32) != len(logits_bf) or len(eks) != len(logits_32):
+                raise CaseFailure("internal: the emulated bf16 run saw %d gate calls, the f32 one %d (%d MoE "
+                                  "layers)" % (len(logits_bf), len(logits_32), len(eks)))
+            # Per token: the margin of its top-k choice (the k-th largest
+            # f32 logit minus the next) against the largest move of its
+            # logits under the emulated rounding.
+            worst = (float("inf"), 0.0, 0.0)     # (margin / move, margin, move)
+            for a, b, k in zip(logits_32, logits_bf, eks):
+                if k >= a.shape[-1] or a.numel() == 0:
+                    continue        # every expert chosen: nothing to flip
+                srt = torch.sort(a.double(), dim=-1, descending=True).values
+                margin = srt[:, k - 1] - srt[:, k]
+                move = (a.double() - b.double()).abs().amax(dim=-1)
+                ratio = torch.where(move > 0, margin / move.clamp_min(1e-300), torch.full_like(margin, float("inf")))
+                i = int(torch.argmin(ratio))
+                if float(ratio[i]) < worst[0]:
+                    worst = (float(ratio[i]), float(margin[i]), float(move[i]))
+            info.update(compute_routing=worst)
+            if not worst[0] > ROUTING_SHIFTS:
+                raise CaseFailure("ill-conditioned case: with --compute=bf16 a token's gate logits move by up to "
+                                  "%.3g (emulated) and its routing margin is %.3g (%.3g x, needs > %g x): a top-k "
+                                  "choice may flip" % (worst[2], worst[1], worst[0], ROUTING_SHIFTS))
     if weight_dtype != "f32":
         # The reference on the file's unconverted weights ((b)), and how far
         # the conversion moves it: what an executable ignoring the option
@@ -335,7 +455,7 @@ def prepare_reference(case, case_dir, weight_dtype="f32"):
         shift = float(np.max(np.abs(kept.astype(np.float64) - kept_w32))) if kept.size else 0.0
         np.save(os.path.join(case_dir, "reference_f32_weights.npy"), ref_w32)
         info.update(ref_w32=ref_w32, shift=shift)
-        if weight_dtype == "int8" and not shift > SHIFT_SHOWN * tol:
+        if weight_dtype == "int8" and compute == "f32" and not shift > SHIFT_SHOWN * tol:
             raise CaseFailure("case table: int8 moves the reference by only %.3g (%.2g tol, needs > %g tol): "
                               "an executable ignoring --weight-dtype would pass" % (shift, shift / tol, SHIFT_SHOWN))
     return info
@@ -377,10 +497,19 @@ def weight_dtype_args(weight_dtype):
     return [] if weight_dtype is None else ["--weight-dtype=" + weight_dtype]
 
 
-def check_ir(case, info, tfm_compile, case_dir, timeout, weight_dtype=None):
+def compute_args(compute):
+    """tfm-compile's arguments for run_e2e.py --compute (None: not given,
+    nothing passed: the compiler's default f32)."""
+    return [] if compute is None else ["--compute=" + compute]
+
+
+def check_ir(case, info, tfm_compile, case_dir, timeout, weight_dtype=None, compute=None):
+    """The --emit=mlir check (step 4).  --compute does not change that IR
+    (section 10 rounds in the backends): it is passed so that the call
+    with it must succeed without a word on stderr."""
     mlir = os.path.join(case_dir, case.name + ".mlir")
     cmd = [tfm_compile, info["model"], "--emit=mlir", "-o", mlir] + case.compile_args() + \
-        weight_dtype_args(weight_dtype)
+        weight_dtype_args(weight_dtype) + compute_args(compute)
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -446,13 +575,16 @@ def check_ir(case, info, tfm_compile, case_dir, timeout, weight_dtype=None):
 # Compile and run.
 # ---------------------------------------------------------------------------
 
-def compile_exe(case, info, tfm_compile, case_dir, timeout, backend, simd=None, weight_dtype=None):
-    """tfm-compile CASE.json -o CASE.exe; returns (exe, the environment to
-    run it in)."""
-    exe = os.path.join(case_dir, case.name + ".exe")
+def compile_exe(case, info, tfm_compile, case_dir, timeout, backend, simd=None, weight_dtype=None, compute=None,
+                tag=""):
+    """tfm-compile CASE.json -o CASE.exe (tag "f32": CASE.f32.exe, with its
+    own f32_compile.cmd / .stderr); returns (exe, the environment to run it
+    in)."""
+    exe = os.path.join(case_dir, case.name + (".%s" % tag if tag else "") + ".exe")
     if os.path.exists(exe):
         os.remove(exe)
-    cmd = [tfm_compile, info["model"], "-o", exe] + case.compile_args() + weight_dtype_args(weight_dtype)
+    cmd = [tfm_compile, info["model"], "-o", exe] + case.compile_args() + weight_dtype_args(weight_dtype) + \
+        compute_args(compute)
     if backend:
         cmd += ["--backend=" + backend]
     run_env = dict(os.environ)
@@ -463,16 +595,18 @@ def compile_exe(case, info, tfm_compile, case_dir, timeout, backend, simd=None, 
         # another.
         cmd += ["--target=generic"]
         run_env["TFM_SIMD"] = simd
-    _write(case_dir, "compile.cmd", " ".join(cmd) + "\n")
+    pre = tag + "_" if tag else ""
+    what = "tfm-compile (without --compute)" if tag else "tfm-compile"
+    _write(case_dir, pre + "compile.cmd", " ".join(cmd) + "\n")
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=case_dir)
     except subprocess.TimeoutExpired:
-        raise CaseFailure("tfm-compile timed out after %ds" % timeout)
+        raise CaseFailure("%s timed out after %ds" % (what, timeout))
     except OSError as e:
         raise CaseFailure("cannot run tfm-compile: %s" % e)
-    _write(case_dir, "compile.stderr", p.stderr)
+    _write(case_dir, pre + "compile.stderr", p.stderr)
     if p.returncode != 0:
-        raise CaseFailure("tfm-compile exited %d: %s" % (p.returncode, _tail(p.stderr)))
+        raise CaseFailure("%s exited %d: %s" % (what, p.returncode, _tail(p.stderr)))
     if not os.path.isfile(exe) or not os.access(exe, os.X_OK):
         raise CaseFailure("tfm-compile succeeded but wrote no executable %s" % exe)
     return exe, run_env
@@ -524,35 +658,75 @@ def expect_refusal(case, info, exe, case_dir, timeout, run_env):
     return line
 
 
-def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=None, weight_dtype=None):
-    """Steps 4 (the executable) and 5; returns max_err (an error case: the
-    stderr line naming the refused input)."""
-    exe, run_env = compile_exe(case, info, tfm_compile, case_dir, timeouts[0], backend, simd, weight_dtype)
+def _run_exe(exe, info, case_dir, threads, timeout, run_env, tag=""):
+    """Runs the executable with --threads N into out_tN.npy (tag "f32":
+    f32_out_tN.npy, the build without --compute); returns the output."""
+    pre = tag + "_" if tag else ""
+    what = "executable%s (--threads %d)" % (" without --compute" if tag else "", threads)
+    out = os.path.join(case_dir, "%sout_t%d.npy" % (pre, threads))
+    if os.path.exists(out):
+        os.remove(out)
+    cmd = _run_command(exe, info, out, threads)
+    _write(case_dir, "%srun_t%d.cmd" % (pre, threads), " ".join(cmd) + "\n")
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=case_dir, env=run_env)
+    except subprocess.TimeoutExpired:
+        raise CaseFailure("%s timed out after %ds" % (what, timeout))
+    except OSError as e:
+        raise CaseFailure("cannot run the executable: %s" % e)
+    _write(case_dir, "%srun_t%d.stderr" % (pre, threads), p.stderr)
+    if p.returncode != 0:
+        how = ("killed by signal %d" % -p.returncode) if p.returncode < 0 else ("exited %d" % p.returncode)
+        raise CaseFailure("%s %s: %s" % (what, how, _tail(p.stderr)))
+    try:
+        return np.load(out, allow_pickle=False)
+    except Exception as e:  # noqa: BLE001 - any unreadable output is a failure
+        raise CaseFailure("output of %s unreadable: %s" % (what, e))
+
+
+def check_compute_used(case, info, tfm_compile, case_dir, timeouts, backend, simd, weight_dtype, o, defined):
+    """--compute=bf16 not ignored: the case compiled without --compute
+    (CASE.f32.exe, the same other options) and run with --threads 1; where
+    the emulated bf16 reference is more than the f32 tolerance from the f32
+    one, some compared element of `o` must differ from that output.  (A
+    correct bf16 build rounds GEMM inputs that are not bf16 values: the
+    reference shows the rounding moves the result, so its output equals
+    the f32 build's bit for bit only if every rounding was a no-op.)
+    Returns (elements that differ, of how many, max |difference|), or None
+    where the check does not apply (nothing compiled)."""
+    if not info["compute_shift"] > info["tol32"]:
+        return None
+    exe, run_env = compile_exe(case, info, tfm_compile, case_dir, timeouts[0], backend, simd, weight_dtype,
+                               None, tag="f32")
+    p = _run_exe(exe, info, case_dir, 1, timeouts[1], run_env, tag="f32")
+    if p.dtype != o.dtype or p.shape != o.shape:
+        raise CaseFailure("the build without --compute gives %s %s, the --compute=bf16 one %s %s"
+                          % (p.dtype, list(p.shape), o.dtype, list(o.shape)))
+    mask = np.broadcast_to(defined[..., None], o.shape)
+    diff = (o.view(np.uint32) != p.view(np.uint32)) & mask
+    n = int(np.sum(diff))
+    with np.errstate(invalid="ignore"):
+        d = np.where(mask, np.abs(o.astype(np.float64) - p.astype(np.float64)), 0.0)
+    dmax = float(np.nanmax(d)) if d.size else 0.0
+    if n == 0:
+        raise CaseFailure("--compute=bf16 ignored: the output equals the build without --compute bit for bit "
+                          "in every compared element (the emulated bf16 rounding moves the reference by %.3g, "
+                          "%.3g f32 tol)" % (info["compute_shift"], info["compute_shift"] / info["tol32"]))
+    return n, int(np.sum(mask)), dmax
+
+
+def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=None, weight_dtype=None,
+                    compute=None):
+    """Steps 4 (the executable) and 5; returns (max_err, a note for the
+    PASS line) (an error case: the stderr line naming the refused input)."""
+    exe, run_env = compile_exe(case, info, tfm_compile, case_dir, timeouts[0], backend, simd, weight_dtype,
+                               compute)
     if expected_refusal(case, info) is not None:
-        return expect_refusal(case, info, exe, case_dir, timeouts[1], run_env)
+        return expect_refusal(case, info, exe, case_dir, timeouts[1], run_env), ""
 
     outs = {}
     for threads in (1, 2):
-        out = os.path.join(case_dir, "out_t%d.npy" % threads)
-        if os.path.exists(out):
-            os.remove(out)
-        cmd = _run_command(exe, info, out, threads)
-        _write(case_dir, "run_t%d.cmd" % threads, " ".join(cmd) + "\n")
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeouts[1], cwd=case_dir,
-                               env=run_env)
-        except subprocess.TimeoutExpired:
-            raise CaseFailure("executable (--threads %d) timed out after %ds" % (threads, timeouts[1]))
-        except OSError as e:
-            raise CaseFailure("cannot run the executable: %s" % e)
-        _write(case_dir, "run_t%d.stderr" % threads, p.stderr)
-        if p.returncode != 0:
-            what = ("killed by signal %d" % -p.returncode) if p.returncode < 0 else ("exited %d" % p.returncode)
-            raise CaseFailure("executable (--threads %d) %s: %s" % (threads, what, _tail(p.stderr)))
-        try:
-            outs[threads] = np.load(out, allow_pickle=False)
-        except Exception as e:  # noqa: BLE001 - any unreadable output is a failure
-            raise CaseFailure("output of --threads %d unreadable: %s" % (threads, e))
+        outs[threads] = _run_exe(exe, info, case_dir, threads, timeouts[1], run_env)
 
     ref, tol, rows = info["ref"], info["tol"], info["rows"]
     o = outs[1]
@@ -579,6 +753,21 @@ def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=N
             raise CaseFailure("--weight-dtype=%s ignored: the output is within tol of the reference on the "
                               "unconverted f32 weights (max diff %.3g <= tol=%.3g; the conversion moves the "
                               "reference by %.3g)" % (info["weight_dtype"], d32, tol, info["shift"]))
+    note = ""
+    if compute == "bf16":
+        used = check_compute_used(case, info, tfm_compile, case_dir, timeouts, backend, simd, weight_dtype,
+                                  o, defined)
+        kept_o = o if rows is None else o[rows]
+        kept_bf = info["ref_bf16"] if rows is None else info["ref_bf16"][rows]
+        emu = float(np.max(np.abs(kept_o.astype(np.float64) - kept_bf))) if kept_o.size else 0.0
+        note = ", compute=bf16: the emulated bf16 reference %.3g f32 tol from the f32 one, the output %.3g from " \
+            "it" % (info["compute_shift"] / info["tol32"], emu / info["tol32"])
+        if used is None:
+            note += ", not checked against a build without --compute (the rounding moves the reference by " \
+                "less than the f32 tol)"
+        else:
+            note += ", %d of %d elements differ from the build without --compute (max %.3g f32 tol)" % (
+                used[0], used[1], used[2] / info["tol32"])
     with np.errstate(invalid="ignore"):   # inf - inf in a row left out
         err_arr = np.where(defined[..., None], np.abs(o.astype(np.float64) - ref.astype(np.float64)), 0.0)
     err = float(np.max(err_arr)) if err_arr.size else 0.0
@@ -594,7 +783,7 @@ def compile_and_run(case, info, tfm_compile, case_dir, timeouts, backend, simd=N
         n = int(np.sum(o2.view(np.uint32) != o.view(np.uint32)))
         d = float(np.max(np.abs(o2.astype(np.float64) - o.astype(np.float64))))
         raise CaseFailure("--threads 1 and 2 differ in %d elements (max %.3g): not bit-identical" % (n, d))
-    return err
+    return err, note
 
 
 def _write(case_dir, name, text):
@@ -628,7 +817,7 @@ def run_compile_error(name, opts):
             if os.path.exists(path):
                 os.remove(path)
             cmd = [opts["tfm_compile"], desc] + extra + ["-o", out] + list(e.args) + \
-                weight_dtype_args(opts.get("weight_dtype"))
+                weight_dtype_args(opts.get("weight_dtype")) + compute_args(opts.get("compute"))
             _write(case_dir, tag + ".cmd", " ".join(cmd) + "\n")
             try:
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=opts["compile_timeout"],
@@ -658,8 +847,8 @@ def run_one(case_name, opts):
     case_dir = os.path.join(opts["work_dir"], case.name)
     t0 = time.time()
     try:
-        wdt = opts.get("weight_dtype")
-        info = prepare_reference(case, case_dir, wdt or "f32")
+        wdt, comp = opts.get("weight_dtype"), opts.get("compute")
+        info = prepare_reference(case, case_dir, wdt or "f32", comp or "f32")
         refusal = expected_refusal(case, info)
         if info.get("shift") is not None:
             wextra = ", weight_dtype=%s moves the reference %.3g tol" % (wdt, info["shift"] / info["tol"])
@@ -669,6 +858,8 @@ def run_one(case_name, opts):
             wextra = ""
         if info.get("routing_gap") is not None:
             wextra += ", routing margin %.3g" % info["routing_gap"]
+        if info.get("compute_routing") is not None:
+            wextra += ", bf16 routing margin >= %.3g x its gate logits' move" % info["compute_routing"][0]
         rows = info.get("rows")
         if rows is not None and not rows.all():
             skipped = ", rows without a key skipped: %d of %d" % (int(np.sum(~rows)), rows.size)
@@ -677,8 +868,11 @@ def run_one(case_name, opts):
         if opts["reference_only"]:
             extra = ""
             if opts["tfm_compile"] and opts["check_ir"]:
-                n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"], wdt)
+                n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"], wdt, comp)
                 extra = ", ir_params=%d" % n
+            if info.get("compute_shift") is not None:
+                extra += ", compute=bf16: the emulated bf16 reference %.3g f32 tol from the f32 one" % (
+                    info["compute_shift"] / info["tol32"])
             if refusal is not None:
                 return True, "PASS %s (reference only: an error case, the reference refuses it: %s%s%s)" % (
                     case.name, _clip(info["problems"][0][1] if info["problems"] else
@@ -688,15 +882,15 @@ def run_one(case_name, opts):
                 "max_err is fp32 vs float64)" % (case.name, info["cond"], info["tol"], ab, extra, skipped, wextra)
         extra = ""
         if opts["check_ir"]:
-            n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"], wdt)
+            n = check_ir(case, info, opts["tfm_compile"], case_dir, opts["compile_timeout"], wdt, comp)
             extra = ", ir_params=%d" % n
-        res = compile_and_run(case, info, opts["tfm_compile"], case_dir,
-                              (opts["compile_timeout"], opts["run_timeout"]), opts["backend"],
-                              opts.get("simd"), wdt)
+        res, note = compile_and_run(case, info, opts["tfm_compile"], case_dir,
+                                    (opts["compile_timeout"], opts["run_timeout"]), opts["backend"],
+                                    opts.get("simd"), wdt, comp)
         if refusal is not None:
             return True, "PASS %s (refused with exit 1: %s%s%s)" % (case.name, _clip(res, 140), extra, wextra)
-        return True, "PASS %s (max_err=%.3g, tol=%.3g%s%s%s)" % (case.name, res, info["tol"], extra, skipped,
-                                                                wextra)
+        return True, "PASS %s (max_err=%.3g, tol=%.3g%s%s%s%s)" % (case.name, res, info["tol"], extra, skipped,
+                                                                  wextra, note)
     except CaseFailure as e:
         return False, "FAIL %s: %s" % (case.name, e)
     except Exception as e:  # noqa: BLE001 - report, never crash the harness
@@ -758,6 +952,10 @@ def main(argv=None):
                     help="contract section 10: passed to tfm-compile as --weight-dtype=X (both calls); the "
                          "IR's GEMM weights must carry format X and the reference converts them (default: "
                          "not passed, f32)")
+    ap.add_argument("--compute", choices=list(COMPUTE_TOL), default=None,
+                    help="contract section 10: passed to tfm-compile as --compute=X (both calls); with bf16 the "
+                         "tolerance is 1e-2 * (1 + max|ref|) and the output must differ from a build without "
+                         "--compute (default: not passed, f32)")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
 
@@ -790,7 +988,7 @@ def main(argv=None):
     opts = dict(work_dir=work_dir, tfm_compile=tfm_compile, reference_only=args.reference_only,
                 check_ir=check_ir, compile_timeout=args.compile_timeout,
                 run_timeout=args.run_timeout, verbose=args.verbose, backend=args.backend,
-                simd=args.simd, weight_dtype=args.weight_dtype)
+                simd=args.simd, weight_dtype=args.weight_dtype, compute=args.compute)
 
     return case_pool.run_cases(names, run_compile_error if args.compile_errors else run_one, opts, args.jobs,
                                _init_worker)

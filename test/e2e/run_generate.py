@@ -32,9 +32,19 @@ For each case of generate_cases.py:
      running sums phi(K)^T V and phi(K)^T 1 instead; a block_sparse layer
      masks its cache by the blocks at absolute positions) gives the same
      logits, and the
-     same ids as the fp32 loop; where PyTorch's own modules (reference.py
-     (a): nn.TransformerEncoder, nn.Transformer) express the model they
-     agree with (b).  Then fp32 against float64, scaled by the case's
+     same ids as the fp32 loop.  A model that regenerates (regenerates():
+     linformer, never causal, no cache possible; the executable runs its
+     whole forward over the sequence so far at each step) has no cache to
+     check: there (ii) is the opposite (one forward over the whole sequence
+     must differ from the per-prefix rows, which are the oracle and what
+     rows below stand for), and (iii) is check_regeneration:
+     RegenerateDecoder on the second form (linformer factored) gives (b)'s
+     logits and the fp32 loop's ids, and a cache of every layer's keys
+     (KVCacheDecoder's linformer_mistake "cached") is more than CACHE_SHOWN
+     tol off, so the case can tell the two apart.  Where PyTorch's own
+     modules (reference.py (a): nn.TransformerEncoder, nn.Transformer; a
+     linformer model: (b)'s factored form) express the model they agree
+     with (b).  Then fp32 against float64, scaled by the case's
      conditioning: the fp32 rounding noise N of the case is measured by
      emulating fp32's rounding errors in float64 (reference.Fp32Rounding,
      16 runs with a fixed seed: the same on every machine, whereas the fp32
@@ -90,8 +100,11 @@ overflows fp32).  --self-test checks the helpers, and the torch KV cache
 token, several src lengths; full, sliding-window, performer and
 block_sparse attention) against full forwards, and that the KV-cache check
 catches each planted performer and block_sparse decode mistake
-(PERFORMER_DECODE_MISTAKES, BLOCK_SPARSE_DECODE_MISTAKES); -v prints every
-check.
+(PERFORMER_DECODE_MISTAKES, BLOCK_SPARSE_DECODE_MISTAKES); for linformer,
+that KVCacheDecoder refuses it, RegenerateDecoder matches full forwards,
+and check_regeneration passes it and catches the planted cache
+(LINFORMER_DECODE_MISTAKES; exact with one layer, which the check then
+refuses as unable to tell); -v prints every check.
 
 Run with Debian's /usr/bin/python3 (it has python3-torch 1.13):
 
@@ -259,6 +272,85 @@ PERFORMER_DECODE_MISTAKES = ("no_carry", "key_after_query", "kv_w", "no_scale")
 # queries (ceil(S / B): a decode step's 1 token) instead of its keys, so
 # that valid pattern ids are dropped; the random blocks ignored.
 BLOCK_SPARSE_DECODE_MISTAKES = ("step_row", "nb_from_queries", "no_pattern")
+# The mistake the self-test (and fake_generate_compile's lin_cached) plants
+# in a linformer model's decoding: KVCacheDecoder run on it as if a cache
+# could serve it, each layer keeping its keys and values of earlier
+# positions as they were computed when those positions were new, and a
+# step projecting them with E_n, F_n of the current n.  Exact for one layer
+# (its keys depend on their own token only), wrong from the second on: the
+# model is never causal, so the earlier positions' outputs of a layer change
+# with every new token, and with them the next layer's keys.
+LINFORMER_DECODE_MISTAKES = ("cached",)
+# A regenerating case must tell regeneration from that cache: the cached
+# decoder's step logits must be at least this many tol from the full
+# forwards' on its own prefix (prepare_reference), so an executable that
+# caches fails the step-logit check by far.
+CACHE_SHOWN = 10.0
+
+
+def regenerates(cfg):
+    """Whether a model generates by running its whole forward pass again
+    over the sequence so far at every step (the compiled module's
+    `tfm.regenerates`, ModelInfo::regenerates), with no cache: a linformer
+    model (contract section 7), whose projected keys E_n K and values F_n V
+    mix every position (n grows with each token) and which is never causal
+    (its earlier positions' outputs change with each token too).  The
+    oracle of such a model is the reference's full forward over each
+    prefix, which the step-logit check uses for every model anyway; the
+    KV-cache oracle (KVCacheDecoder) does not apply, and prepare_reference
+    checks RegenerateDecoder on the second form instead (step iii)."""
+    return cfg.linformer
+
+
+class RegenerateDecoder:
+    """Decoding by regeneration (regenerates(cfg): linformer), with
+    KVCacheDecoder's interface: the sequence so far is kept, and each
+    step() appends its chunk and runs `model` (any full-forward model of
+    the description: (b), or (b)'s second form) over the whole of it (an
+    encoder_decoder: the target so far, with the fixed src), returning the
+    new positions' rows.  Prefill is one chunk, each decode step a chunk of
+    one, so a step costs a full forward over its prefix, as the executable's
+    does."""
+
+    def __init__(self, model, src=None):
+        cfg = model.cfg
+        if not cfg.tokens or cfg.architecture not in ("decoder", "encoder_decoder") or not cfg.lm_head:
+            raise ValueError("RegenerateDecoder is for decoders and encoder_decoders with token inputs "
+                             "and an LM head")
+        if cfg.is_encdec and src is None:
+            raise ValueError("an encoder_decoder RegenerateDecoder needs src")
+        if not cfg.is_encdec and src is not None:
+            raise ValueError("src is for encoder_decoder models")
+        self.model, self.cfg = model, cfg
+        self.src = None if src is None else np.asarray(src, dtype=np.int64)
+        self.reset()
+
+    def reset(self):
+        self.seq = None
+        self.pos = 0
+
+    def step(self, ids):
+        """ids [B, S] (numpy or tensor): the logits [B, S, V] of the new
+        positions, from one forward over everything so far (a torch
+        tensor, as KVCacheDecoder.step returns)."""
+        torch = _torch()
+        ids = np.asarray(ids, dtype=np.int64)
+        self.seq = ids if self.seq is None else np.concatenate([self.seq, ids], axis=1)
+        s = ids.shape[1]
+        self.pos = self.seq.shape[1]
+        return torch.from_numpy(full_rows(self.model, self.seq, self.src)[:, -s:, :])
+
+    def greedy(self, prompt2d, n):
+        return KVCacheDecoder.greedy(self, prompt2d, n)
+
+
+def make_decoder(fm, src=None, **mistakes):
+    """The torch decoder of fm's model: RegenerateDecoder where the model
+    regenerates (linformer), else KVCacheDecoder (mistakes: its
+    self-test ones)."""
+    if regenerates(fm.cfg) and not mistakes.get("linformer_mistake"):
+        return RegenerateDecoder(fm, src)
+    return KVCacheDecoder(fm, src, **mistakes)
 
 
 class KVCacheDecoder:
@@ -305,9 +397,20 @@ class KVCacheDecoder:
     what its own kind needs (reference.Config.layer_config): a performer
     layer its running sums, a sliding-window, block_sparse or full layer
     its keys and values, masked by its own rule; an MoE layer routes each
-    new token with its own gate."""
+    new token with its own gate.
 
-    def __init__(self, fm, src=None, performer_mistake=None, block_mistake=None):
+    Linformer (contract section 7): no cache can serve it (regenerates():
+    E_n mixes every position, the model is never causal), so a linformer
+    model is refused, with the reason; RegenerateDecoder decodes it.  The
+    self-test (and fake_generate_compile's lin_cached) construct one with
+    `linformer_mistake` "cached" (LINFORMER_DECODE_MISTAKES) to show what
+    a cache would get wrong: each decoder layer keeps its keys and values
+    (after rope) of the positions so far as they were computed, and a
+    step's queries attend K' = E_n K, V' = F_n V over them, n the
+    positions so far, unmasked; the encoder's self-attention (an
+    encoder_decoder's, over the fixed src) is linformer over src, correct."""
+
+    def __init__(self, fm, src=None, performer_mistake=None, block_mistake=None, linformer_mistake=None):
         import reference as R
         self.R = R
         self.fm = fm
@@ -315,10 +418,20 @@ class KVCacheDecoder:
             raise ValueError(performer_mistake)
         if block_mistake not in (None,) + BLOCK_SPARSE_DECODE_MISTAKES:
             raise ValueError(block_mistake)
+        if linformer_mistake not in (None,) + LINFORMER_DECODE_MISTAKES:
+            raise ValueError(linformer_mistake)
         self.performer_mistake = performer_mistake
         self.block_mistake = block_mistake
+        self.linformer_mistake = linformer_mistake
         self.cfg = cfg = fm.cfg
-        if not cfg.tokens or not cfg.causal or cfg.architecture not in ("decoder", "encoder_decoder"):
+        if regenerates(cfg) and linformer_mistake is None:
+            raise ValueError("KVCacheDecoder: a linformer model has no cache (its projected keys E_n K mix "
+                             "every position, n grows with each token, and it is never causal): it "
+                             "regenerates (RegenerateDecoder)")
+        if linformer_mistake is not None and not cfg.linformer:
+            raise ValueError("linformer_mistake is for linformer models")
+        causal = cfg.causal or linformer_mistake is not None
+        if not cfg.tokens or not causal or cfg.architecture not in ("decoder", "encoder_decoder"):
             raise ValueError("KVCacheDecoder is for causal decoders and encoder_decoders with token inputs")
         if cfg.is_encdec:
             if src is None:
@@ -456,6 +569,8 @@ class KVCacheDecoder:
         lc = self._kinds(li)
         if lc.performer:
             return self._performer(attn, q, k, v, li)
+        if lc.linformer:
+            return self._linformer(attn, q, k, v, li)
         window = lc.sliding_window
         block = lc.block_sparse
         if li is None:
@@ -465,6 +580,25 @@ class KVCacheDecoder:
             v = torch.cat([self.cache[li][1], v], dim=2)
         self.cache[li] = (k, v)
         return self._attend(attn, q, k, v, causal_from=self.pos, window=window, block=block, kinds=lc)
+
+    def _linformer(self, attn, q, k, v, li):
+        """Linformer self-attention of the new positions' q [B, H, S, dk]
+        and k, v [B, KV, S, dk]: the encoder's (li None) over these keys;
+        a decoder layer's (linformer_mistake "cached" only, see the class)
+        over its cached keys and values of every position so far, which
+        these extend.  K' = E_n K, V' = F_n V (E_n, F_n: the first n
+        columns of proj_e, proj_f), then unmasked attention over the k
+        projected rows."""
+        torch = _torch()
+        if li is not None:
+            if self.cache[li] is not None:
+                k = torch.cat([self.cache[li][0], k], dim=2)
+                v = torch.cat([self.cache[li][1], v], dim=2)
+            self.cache[li] = (k, v)
+        n = k.shape[2]
+        kp = torch.matmul(attn.proj_e[:, :n], k)     # [k, n] @ [B, KV, n, dk]
+        vp = torch.matmul(attn.proj_f[:, :n], v)
+        return self._attend(attn, q, kp, vp)
 
     def _phi(self, x, w):
         """FAVOR+'s features of x [B, H, S, dk] (head h mapped with w[h],
@@ -730,18 +864,44 @@ def prepare_reference(case, case_dir, strict_margin):
     scale = max(1.0, float(np.max(np.abs(ref_rows))))
     fm64 = R.load_weights(R.build_formula_model(cfg, shared).double(), back)
 
+    regen = regenerates(cfg)
+    info["regenerates"] = regen
+
     def rows_of(model):
-        """Rows L-1.. of one forward over the whole sequence, as [n, B, V] float64."""
+        """The greedy steps' rows, as [n, B, V] float64: rows L-1.. of one
+        forward over the whole sequence (causal), or, for a model that
+        regenerates (never causal), the last row of a forward over each
+        prefix (what each step of the executable computes)."""
+        if regen:
+            return logits_on_prefix(model, prompt2d, ref_ids, src2d).astype(np.float64)
         return full_rows(model, full_seq, src2d)[:, L - 1:, :].transpose(1, 0, 2).astype(np.float64)
     ref64 = logits_on_prefix(fm64, prompt2d, ref_ids, src2d)     # the loop's rows, in float64
-    # (ii) Causality: one forward over the whole sequence, row L-1+t == step t.
-    whole64 = rows_of(fm64)
-    d_whole = float(np.max(np.abs(whole64 - ref64)))
-    if not d_whole / scale < AB_BOUND_F64:   # (NaN fails too)
-        raise CaseFailure("reference: rows of one full forward differ from per-prefix last rows "
-                          "by %.3g in float64 (not causal?)" % d_whole)
-    # (iii) The independent KV-cache implementation.
-    d_kv = check_kv_cache(fm64, prompt2d, n, src2d, ref_ids, ref64, scale)
+    d_cached = None
+    if not regen:
+        # (ii) Causality: one forward over the whole sequence, row L-1+t == step t.
+        whole64 = rows_of(fm64)
+        d_whole = float(np.max(np.abs(whole64 - ref64)))
+        if not d_whole / scale < AB_BOUND_F64:   # (NaN fails too)
+            raise CaseFailure("reference: rows of one full forward differ from per-prefix last rows "
+                              "by %.3g in float64 (not causal?)" % d_whole)
+        # (iii) The independent KV-cache implementation.
+        d_kv = check_kv_cache(fm64, prompt2d, n, src2d, ref_ids, ref64, scale)
+    else:
+        # (ii) A regenerating model is never causal: a row of one forward
+        # over the whole sequence has seen the later tokens, so it must
+        # differ from the last row of the forward over its prefix (the
+        # executable's step, the oracle here).
+        whole64 = ref64
+        d_whole = float(np.max(np.abs(
+            full_rows(fm64, full_seq, src2d)[:, L - 1:, :].transpose(1, 0, 2) - ref64)))
+        if not d_whole / scale > 1e-3:
+            raise CaseFailure("reference: a regenerating (linformer) model's rows of one full forward are "
+                              "within %.3g of the per-prefix last rows in float64: not the non-causal "
+                              "model it should be" % d_whole)
+        # (iii) No cache to check (regenerates()): RegenerateDecoder on the
+        # second form instead, and the case must tell that from a cache.
+        d_kv, d_cached = check_regeneration(fm64, R.load_weights(R.build_torch_model(cfg, shared).double(), back),
+                                            prompt2d, n, src2d, ref_ids, ref64, scale, tol)
     # What fp32 rounding does to this case (its conditioning): the float64
     # model run under reference.Fp32Rounding, an emulation of fp32's rounding
     # errors with a fixed seed, so the same on every machine (the fp32 logits
@@ -794,7 +954,8 @@ def prepare_reference(case, case_dir, strict_margin):
                               % (temp, top_k, ref_ids.size, 10.0 ** greedy_lp, MAX_GREEDY_PATH_PROB))
     # (vii) Margins of the greedy choices.
     gap, where = min_gap(ref_rows)
-    info.update(cond=cond, cond_a=cond_a, noise=noise, d_ab=d_ab, d_kv=d_kv, d_whole=d_whole, gap=gap,
+    info.update(cond=cond, cond_a=cond_a, noise=noise, d_ab=d_ab, d_kv=d_kv, d_cached=d_cached,
+                d_whole=d_whole, gap=gap,
                 gap_at=where, greedy_log10_prob=greedy_lp)
     if strict_margin and gap <= AMBIGUITY * tol:
         raise CaseFailure("ambiguous reference: at step %d row %d the top two logits are %.3g apart "
@@ -822,6 +983,45 @@ def check_kv_cache(fm64, prompt2d, n, src2d, ref_ids, ref64, scale, performer_mi
         raise CaseFailure("reference: torch KV-cache greedy ids (float64) differ from the fp32 greedy "
                           "loop at step %d row %d (%d vs %d)" % (t, bb, kv_ids[bb, t], ref_ids[bb, t]))
     return d_kv
+
+
+def check_regeneration(fm64, second64, prompt2d, n, src2d, ref_ids, ref64, scale, tol, decoder=None):
+    """prepare_reference's step (iii) for a model that regenerates
+    (regenerates(): linformer), which has no cache to check:
+      * the decoder (default: RegenerateDecoder over second64, the float64
+        second form, reference.build_torch_model: linformer factored, so
+        the attention computed independently of (b)'s; prefill of the
+        prompt, then n - 1 steps, each a full forward over the sequence so
+        far) against (b)'s full forwards: its logits within AB_BOUND_F64
+        (relative to scale) of the last row of (b)'s forward on its own
+        prefix (ref64: on the reference's greedy path ref_ids), and its
+        greedy ids those of the fp32 loop;
+      * the case tells regeneration from a cache: KVCacheDecoder with
+        linformer_mistake "cached" (LINFORMER_DECODE_MISTAKES), on (b) in
+        float64, is more than CACHE_SHOWN * tol from (b)'s full forwards on
+        its own prefix (else an executable that cached would pass it).
+    Returns (the decoder's difference, the cached one's); raises
+    CaseFailure.  decoder: the self-test's (a planted mistake)."""
+    dec = decoder if decoder is not None else RegenerateDecoder(second64, src2d)
+    ids, rows = dec.greedy(prompt2d, n)
+    on = ref64 if np.array_equal(ids, ref_ids) else logits_on_prefix(fm64, prompt2d, ids, src2d)
+    d = float(np.max(np.abs(rows - on)))
+    if not d / scale < AB_BOUND_F64:
+        raise CaseFailure("reference: regenerating decode (the second form, a full forward per step) differs "
+                          "from (b)'s full forwards by %.3g in float64" % d)
+    if not np.array_equal(ids, ref_ids):
+        t, bb = _first_mismatch(ids, ref_ids)
+        raise CaseFailure("reference: regenerating decode's greedy ids (float64) differ from the fp32 greedy "
+                          "loop at step %d row %d (%d vs %d)" % (t, bb, ids[bb, t], ref_ids[bb, t]))
+    c_ids, c_rows = KVCacheDecoder(fm64, src2d, linformer_mistake="cached").greedy(prompt2d, n)
+    on_c = ref64 if np.array_equal(c_ids, ref_ids) else logits_on_prefix(fm64, prompt2d, c_ids, src2d)
+    d_cached = float(np.max(np.abs(c_rows - on_c)))
+    if not d_cached > CACHE_SHOWN * tol:
+        raise CaseFailure("a cache of each layer's keys and values (linformer_mistake 'cached') is only %.3g = "
+                          "%.2f*tol from the full forwards (<= %g*tol): the case cannot tell regeneration from "
+                          "a cache; give it more decoder layers, another seed or more new tokens"
+                          % (d_cached, d_cached / tol, CACHE_SHOWN))
+    return d, d_cached
 
 
 def _first_mismatch(a, b):
@@ -1132,11 +1332,17 @@ def run_one(case_name, opts):
             ab32 = "" if info["cond_a"] is None else ", torch_fp32_vs_fp64=%.3g" % info["cond_a"]
             if info["greedy_log10_prob"] is not None:
                 ab32 += ", sampling_draws_greedy_ids_prob=10^%.1f" % info["greedy_log10_prob"]
+            if info["regenerates"]:
+                kv = ("regenerates (no cache): regenerate_vs_full=%.3g, cached_vs_full=%.3g=%.0f*tol, "
+                      "whole_vs_prefix=%.3g" % (info["d_kv"], info["d_cached"], info["d_cached"] / info["tol"],
+                                                info["d_whole"]))
+            else:
+                kv = "kv_cache_vs_full=%.3g" % info["d_kv"]
             return True, ("PASS %s (reference only: tol=%.3g, fp32_noise=%.3g=%.3f*tol, fp32_vs_fp64=%.3g%s, "
-                          "kv_cache_vs_full=%.3g, torch_vs_formula_fp64=%s, min_top2_gap=%.3g=%.0f*tol, "
+                          "%s, torch_vs_formula_fp64=%s, min_top2_gap=%.3g=%.0f*tol, "
                           "ids=%s)"
                           % (case.name, info["tol"], info["noise"], info["noise"] / info["tol"], info["cond"],
-                             ab32, info["d_kv"], ab, info["gap"], info["gap"] / info["tol"],
+                             ab32, kv, ab, info["gap"], info["gap"] / info["tol"],
                              _short_ids(info["ref_ids"])))
         err, tol, notes = compile_and_run(case, info, opts["tfm_compile"], case_dir,
                                           (opts["compile_timeout"], opts["run_timeout"]),
@@ -1364,6 +1570,7 @@ def self_test(verbose=False):
         pass
     _performer_decode_self_test(check)
     _block_sparse_decode_self_test(check)
+    _linformer_decode_self_test(check)
     # The reference's checks against float64 pass on a correct reference and
     # fail on wrong ones.
     desc = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=24, num_layers=2,
@@ -1524,6 +1731,105 @@ def _block_sparse_decode_self_test(check):
             check("block_sparse %s: planted %s caught by the KV-cache check (%s), logits off by %.3g "
                   "relative > 1e-3" % (label, mistake, _clip(caught, 90), d),
                   caught.startswith("reference: torch KV-cache") and not d <= 1e-3)
+
+
+def _linformer_decode_self_test(check):
+    """A linformer model regenerates (regenerates()): KVCacheDecoder
+    refuses it, saying why, and make_decoder gives RegenerateDecoder, whose
+    logits (prefill in one chunk, in pieces, token by token) are the full
+    forwards'; check_regeneration passes on the second form's regeneration,
+    and fails the planted cache (LINFORMER_DECODE_MISTAKES: "cached") by
+    far, on a decoder (learned positions, a prompt of 4, batch 2), a
+    grouped-query decoder with rope (a prompt of 1) and an encoder_decoder
+    (the encoder's self-attention linformer too), in float64 as in
+    prepare_reference.  With one decoder layer that cache is exact (its
+    keys depend on their own tokens alone; the planted decoder's linformer
+    is right where a cache can serve), and check_regeneration then fails
+    the case itself: it could not tell regeneration from a cache."""
+    import reference as R
+    lin = dict(kind="linformer", k=5)
+    models = (
+        ("decoder", dict(architecture="decoder", num_layers=2, positional="learned", causal=False,
+                         attention=lin), 4),
+        ("decoder gqa rope prompt 1", dict(architecture="decoder", num_layers=2, num_kv_heads=2,
+                                           positional="rope", norm="pre", causal=False, attention=lin), 1),
+        ("encdec", dict(architecture="encoder_decoder", num_layers=2, positional="sinusoidal", causal=False,
+                        attention=lin), 3),
+    )
+    n = 7
+    for label, desc, plen in models:
+        for layers in (2, 1):
+            d = dict(desc, d_model=16, num_heads=4, d_ff=24, max_seq_len=12, vocab_size=23)
+            d["num_layers"] = layers
+            cfg = R.Config(d)
+            w = R.make_weights(cfg, 5)
+            w = {k: (v * 3.0 if k.endswith(("in_proj_weight", "out_proj.weight", "linear1.weight",
+                                             "linear2.weight")) else v) for k, v in w.items()}
+            fm64 = R.load_weights(R.build_formula_model(cfg).double(), w)
+            second64 = R.load_weights(R.build_torch_model(cfg).double(), w)
+            rng = np.random.default_rng(2)
+            src = rng.integers(0, 23, size=(2, 7)) if cfg.is_encdec else None
+            prompt2d = rng.integers(0, 23, size=(2, plen))
+            ref_ids, _ = greedy_full(fm64, prompt2d, n, src)
+            ref64 = logits_on_prefix(fm64, prompt2d, ref_ids, src)
+            scale = max(1.0, float(np.max(np.abs(ref64))))
+            tol = tolerance(ref64)
+            cached_ids, cached_rows = KVCacheDecoder(fm64, src, linformer_mistake="cached").greedy(prompt2d, n)
+            d_c = float(np.max(np.abs(cached_rows - logits_on_prefix(fm64, prompt2d, cached_ids, src)))) / scale
+            if layers == 1:
+                check("linformer %s, 1 layer: a cache of its keys is exact (%.3g < %g)" % (label, d_c, AB_BOUND_F64),
+                      d_c < AB_BOUND_F64)
+                try:
+                    check_regeneration(fm64, second64, prompt2d, n, src, ref_ids, ref64, scale, tol)
+                    caught = "not caught"
+                except CaseFailure as e:
+                    caught = str(e)
+                check("linformer %s, 1 layer: check_regeneration says it cannot tell regeneration from a cache "
+                      "(%s)" % (label, _clip(caught, 80)), "cannot tell regeneration from a cache" in caught)
+                continue
+            try:
+                KVCacheDecoder(fm64, src)
+                refused = "not refused"
+            except ValueError as e:
+                refused = str(e)
+            check("linformer %s: KVCacheDecoder refuses it (%s)" % (label, _clip(refused, 60)),
+                  "linformer" in refused and "regenerates" in refused)
+            dec = make_decoder(fm64, src)
+            check("linformer %s: make_decoder regenerates" % label, isinstance(dec, RegenerateDecoder))
+            seq = np.concatenate([prompt2d, ref_ids], axis=1)
+            full = full_rows(fm64, seq, src)
+            for chunks in ([seq.shape[1]], [plen] + [1] * n, [1] * seq.shape[1]):
+                dec.reset()
+                outs, p0 = [], 0
+                for c in chunks:
+                    outs.append(dec.step(seq[:, p0:p0 + c]).numpy())
+                    p0 += c
+                # Each chunk's rows are those of the forward over its prefix:
+                # the last chunk's equal the whole forward's.
+                last = outs[-1]
+                d_last = float(np.max(np.abs(last - full[:, -last.shape[1]:]))) / scale
+                prefix_ok = all(
+                    float(np.max(np.abs(o[:, -1] - full_rows(fm64, seq[:, :sum(chunks[:i + 1])], src)[:, -1])))
+                    / scale < AB_BOUND_F64 for i, o in enumerate(outs))
+                check("linformer %s: RegenerateDecoder in chunks %s: each chunk the forward over its prefix "
+                      "(%.3g)" % (label, chunks[:3] + (["..."] if len(chunks) > 3 else []), d_last),
+                      d_last < AB_BOUND_F64 and prefix_ok)
+            try:
+                dr, dc = check_regeneration(fm64, second64, prompt2d, n, src, ref_ids, ref64, scale, tol)
+                check("linformer %s: check_regeneration passes (%.3g; the cache %.0f*tol off)"
+                      % (label, dr, dc / tol), True)
+            except CaseFailure as e:
+                check("linformer %s: check_regeneration passes: %s" % (label, e), False)
+            for mistake in LINFORMER_DECODE_MISTAKES:
+                try:
+                    check_regeneration(fm64, second64, prompt2d, n, src, ref_ids, ref64, scale, tol,
+                                       decoder=KVCacheDecoder(fm64, src, linformer_mistake=mistake))
+                    caught = "not caught"
+                except CaseFailure as e:
+                    caught = str(e)
+                check("linformer %s: planted %s caught by check_regeneration (%s), logits off by %.3g relative "
+                      "> 1e-3" % (label, mistake, _clip(caught, 90), d_c),
+                      caught.startswith("reference: regenerating decode") and not d_c <= 1e-3)
 
 
 def main(argv=None):

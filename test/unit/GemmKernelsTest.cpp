@@ -133,11 +133,88 @@ TEST_P(GemmTileRowsTest, MatchesNaiveReference) {
   EXPECT_TRUE(ran) << cols << " columns fit no panel width of this target";
 }
 
+/// x rounded to the nearest bfloat16, ties to even: of its two bf16
+/// neighbours (x's bits truncated, and one bf16 step further from zero),
+/// the nearer by exact distance (a second form of the kernel's bit
+/// arithmetic).
+float nearestBFloat16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  uint32_t down = bits & 0xffff0000u, up = down + 0x10000u;
+  float lo, hi;
+  std::memcpy(&lo, &down, 4);
+  std::memcpy(&hi, &up, 4);
+  double dl = std::fabs(double(x) - lo), dh = std::fabs(double(hi) - x);
+  uint32_t pick = dl < dh   ? down
+                  : dh < dl ? up
+                            : ((down >> 16) & 1 ? up : down);
+  float out;
+  std::memcpy(&out, &pick, 4);
+  return out;
+}
+
+/// With bf16 inputs a tile reads A rounded to bf16: bit for bit the plain
+/// tile on A rounded beforehand (the panel is the caller's to round), for
+/// every row count and prefetch, k across the kernel's chunks of 256.
+template <size_t kCols> void checkBf16Inputs(size_t depth, size_t cols) {
+  SCOPED_TRACE("target " + targetName() + " panel width " +
+               std::to_string(kCols) + " k " + std::to_string(depth) +
+               " cols " + std::to_string(cols));
+  std::mt19937 rng(2000 + depth * 37 + cols + kCols);
+  constexpr size_t maxRows = 16;
+  const size_t lda = depth + 3;
+  std::vector<float> a(maxRows * lda, kNaN), rounded(maxRows * lda, kNaN);
+  for (size_t r = 0; r < maxRows; ++r) {
+    fillUniform(rng, a.data() + r * lda, depth);
+    for (size_t kk = 0; kk < depth; ++kk)
+      rounded[r * lda + kk] = nearestBFloat16(a[r * lda + kk]);
+  }
+  auto panel = hwy::AllocateAligned<float>(2 * depth * kCols);
+  ASSERT_TRUE(panel);
+  for (size_t i = 0; i < 2 * depth * kCols; ++i)
+    panel[i] =
+        nearestBFloat16(std::uniform_real_distribution<float>(-1, 1)(rng));
+  const float *next = panel.get() + depth * kCols;
+  const size_t lines = depth * kCols * sizeof(float) / 64;
+  for (int prefetch : {0, 1, 2})
+    for (size_t rows = 1; rows <= maxRows; ++rows) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + " prefetch " +
+                   std::to_string(prefetch));
+      std::vector<float> got(rows * cols, kSentinel), want(rows * cols, 0.0f);
+      k::GemmTileRows<maxRows, kCols, true>(
+          rows, a.data(), lda, panel.get(), depth, nullptr, got.data(), cols,
+          cols, prefetch == 1 ? next : nullptr, prefetch == 2 ? next : nullptr,
+          prefetch == 2 ? lines : 0);
+      k::GemmTileRows<maxRows, kCols>(rows, rounded.data(), lda, panel.get(),
+                                      depth, nullptr, want.data(), cols, cols);
+      for (size_t i = 0; i < rows * cols; ++i)
+        ASSERT_TRUE(sameBits(got[i], want[i]))
+            << "C[" << i / cols << "][" << i % cols << "] " << got[i]
+            << " != " << want[i];
+      // And the rounding did something: A's values are not bf16 values.
+      if (rows == maxRows && depth >= 64) {
+        std::vector<float> plain(rows * cols, 0.0f);
+        k::GemmTileRows<maxRows, kCols>(rows, a.data(), lda, panel.get(), depth,
+                                        nullptr, plain.data(), cols, cols);
+        EXPECT_NE(plain, want);
+      }
+    }
+}
+
+TEST_P(GemmTileRowsTest, Bf16InputsRoundTheRowsTheyRead) {
+  const size_t depth = GetParam().k, cols = GetParam().cols;
+  constexpr size_t kLanes = hn::MaxLanes(hn::ScalableTag<float>());
+  if (cols <= 2 * kLanes)
+    checkBf16Inputs<2 * kLanes>(depth, cols);
+  else
+    checkBf16Inputs<4 * kLanes>(depth, cols);
+}
+
 std::vector<GemmShape> gemmShapes() {
   std::vector<GemmShape> shapes;
   // Up to the widest panel this target allows: four vectors.
   const size_t widest = 4 * hn::MaxLanes(hn::ScalableTag<float>());
-  for (size_t depth : {1, 3, 64, 257})
+  for (size_t depth : {1, 3, 64, 257, 600})
     for (size_t cols : {1, 3, 5, 8, 9, 16, 17, 31, 32, 33, 63, 64})
       if (cols <= widest)
         shapes.push_back({depth, cols});

@@ -158,7 +158,7 @@ private:
                   const std::string &bias, const std::string &out,
                   int64_t outStride, std::optional<mlir::tfm::Activation> act,
                   const std::string &residual,
-                  mlir::tfm::codegen::GemmTilingAttr tiling,
+                  mlir::tfm::codegen::GemmTilingAttr tiling, bool bf16Inputs,
                   const GemmScatter *scatter = nullptr);
 
   /// A strided view of per-head rows ([batch, heads, seq, dk]): element

@@ -25,7 +25,7 @@ void FunctionEmitter::emitMatmul(
     int64_t xStride, const std::string &packedW, int64_t firstSegment,
     int64_t segments, int64_t segmentRows, int64_t k, const std::string &bias,
     const std::string &out, int64_t outStride, std::optional<Activation> act,
-    const std::string &residual, GemmTilingAttr tilingAttr,
+    const std::string &residual, GemmTilingAttr tilingAttr, bool bf16Inputs,
     const GemmScatter *scatter) {
   int64_t n = segments * segmentRows;
   os << "{ // " << what << ": [" << rows << ", " << k << "] x [" << n << ", "
@@ -132,14 +132,21 @@ void FunctionEmitter::emitMatmul(
           "firstLine) : 0;\n";
     prefetchArgs = ", nullptr, l2At, size_t(l2Lines)";
   }
+  // With bf16 inputs the tile rounds the rows of x it reads (the weight
+  // was rounded as it was packed).
+  std::string tile =
+      std::string("k::GemmTileRows<tileRows, size_t(panelCols)") +
+      (bf16Inputs ? ", true" : "") + ">";
+  if (bf16Inputs)
+    os << "// bf16 inputs: x's values rounded to bfloat16 as the tiles read "
+          "them, products summed in f32.\n";
   if (scatter) {
     // The tile goes to a buffer on the stack, then each row, times its
     // routing weight, into its token's row, while in L1.
     os << "alignas(64) float tile[tileRows * panelCols];\n";
-    os << "k::GemmTileRows<tileRows, size_t(panelCols)>(nRows, " << x
-       << " + r0 * " << xStride << ", " << xStride << ", " << panelAt << ", "
-       << k << ", " << biasArg << ", tile, size_t(panelCols), cols"
-       << prefetchArgs << ");\n";
+    os << tile << "(nRows, " << x << " + r0 * " << xStride << ", " << xStride
+       << ", " << panelAt << ", " << k << ", " << biasArg
+       << ", tile, size_t(panelCols), cols" << prefetchArgs << ");\n";
     os << "for (int64_t r = 0; r < nRows; ++r) {\n";
     if (act)
       os << "  k::" << activationKernel(*act)
@@ -149,10 +156,10 @@ void FunctionEmitter::emitMatmul(
        << scatter->destStride << " + col, cols);\n";
     os << "}\n";
   } else {
-    os << "k::GemmTileRows<tileRows, size_t(panelCols)>(nRows, " << x
-       << " + r0 * " << xStride << ", " << xStride << ", " << panelAt << ", "
-       << k << ", " << biasArg << ", " << out << " + r0 * " << outStride
-       << " + col, " << outStride << ", cols" << prefetchArgs << ");\n";
+    os << tile << "(nRows, " << x << " + r0 * " << xStride << ", " << xStride
+       << ", " << panelAt << ", " << k << ", " << biasArg << ", " << out
+       << " + r0 * " << outStride << " + col, " << outStride << ", cols"
+       << prefetchArgs << ");\n";
   }
   if (act && !scatter) {
     os << "for (int64_t r = 0; r < nRows; ++r)\n";
@@ -207,13 +214,14 @@ LogicalResult FunctionEmitter::findPackedArguments() {
       return record(w.packed,
                     PackSpec{0, w.segments, w.segmentRows,
                              linear.getWeight().getType().getDimSize(1),
-                             panelColumns(linear)});
+                             panelColumns(linear), linear.getBf16Inputs()});
     }
     if (auto grouped = dyn_cast<GroupedLinearOp>(op))
       for (Value weight : grouped.getWeights()) {
         auto type = cast<RankedTensorType>(weight.getType());
-        if (record(weight, PackSpec{0, 1, type.getDimSize(0),
-                                    type.getDimSize(1), panelColumns(op)})
+        if (record(weight,
+                   PackSpec{0, 1, type.getDimSize(0), type.getDimSize(1),
+                            panelColumns(op), grouped.getBf16Inputs()})
                 .wasInterrupted())
           return WalkResult::interrupt();
       }
@@ -260,10 +268,11 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
     return op.emitError(
         "tfm.linear has no tfm_codegen.gemm_tiling: the Highway "
         "backend follows tfm-select-gemm-tiling");
-  PackSpec layout{0, weight.segments, weight.segmentRows, k, panelColumns(op)};
+  PackSpec layout{0, weight.segments,  weight.segmentRows,
+                  k, panelColumns(op), op.getBf16Inputs()};
   emitMatmul(what, product(lead), x.ptr, k, packedWeight(weight.packed, layout),
              weight.firstSegment, weight.usedSegments, weight.segmentRows, k,
-             bias, out.ptr, n, act, residual, tiling);
+             bias, out.ptr, n, act, residual, tiling, op.getBf16Inputs());
   if (!facts.remarks)
     return success();
   SmallVector<std::string> epilogue;
@@ -306,7 +315,7 @@ LogicalResult FunctionEmitter::emitGroupedLinear(GroupedLinearOp op) {
     outDims.erase(outDims.end() - 2);
   Buffer out = allocate(op.getResult(), outDims);
   std::optional<Activation> act = op.getActivation();
-  PackSpec layout{0, 1, n, k, panelColumns(op)};
+  PackSpec layout{0, 1, n, k, panelColumns(op), op.getBf16Inputs()};
 
   os << "{ // " << groups << " groups of rows, each through its own weight\n";
   os.indent();
@@ -356,7 +365,7 @@ LogicalResult FunctionEmitter::emitGroupedLinear(GroupedLinearOp op) {
              "packed[group]", 0, 1, n, k,
              op.getBiases().empty() ? "" : "biases[group]",
              out.ptr + " + first * " + num(n), n, act, "", tiling,
-             target ? &*target : nullptr);
+             op.getBf16Inputs(), target ? &*target : nullptr);
   os.unindent();
   os << "}\n";
   os.unindent();

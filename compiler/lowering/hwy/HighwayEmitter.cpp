@@ -138,6 +138,7 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "#include \"tfm/runtime/CApi.h\"\n"
       << "#include \"tfm/runtime/Model.h\"\n"
       << "#include \"tfm/runtime/ThreadPool.h\"\n"
+      << "#include \"tfm/runtime/WeightFormat.h\"\n"
       << "#include \"tfm/tfm.h\"\n\n"
       << "#undef HWY_TARGET_INCLUDE\n"
       << "#define HWY_TARGET_INCLUDE \"" << fileName << "\"\n"

@@ -74,10 +74,14 @@ struct LowerLinear : TfmLowering<LinearOp> {
     // Rows of a stacked weight are segments of its packed panels.
     GemmWeight w = gemmWeight(op);
     Value panels = tb.packedOf(w.packed);
-    Value y =
-        panels ? tb.linearSegments(op.getInput(), panels, w.firstSegment,
-                                   w.usedSegments, w.segmentRows, op.getBias())
-               : tb.linearUnpacked(op.getInput(), op.getWeight(), op.getBias());
+    Value y = panels
+                  ? tb.linearSegments(op.getBf16Inputs()
+                                          ? tb.roundedToBFloat16(op.getInput())
+                                          : op.getInput(),
+                                      panels, w.firstSegment, w.usedSegments,
+                                      w.segmentRows, op.getBias())
+                  : tb.linear(op.getInput(), op.getWeight(), op.getBias(),
+                              op.getBf16Inputs());
     if (std::optional<Activation> act = op.getActivation())
       y = tb.activation(y, *act);
     if (Value residual = op.getResidual())

@@ -159,6 +159,7 @@ llvm::Error emitDispatch(StringRef cName, func::FuncOp entry, bool step,
         PackSpec spec{it->second, segments.getInt(),
                       weightType.getDimSize(0) / segments.getInt(),
                       weightType.getDimSize(1)};
+        spec.bf16 = bool(entry.getArgAttr(i, "tfm.bf16"));
         size_t j = 0;
         while (j < packs.size() &&
                !(packs[j].param == spec.param && packs[j].sameLayout(spec)))
@@ -308,6 +309,7 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
      << "#include \"tfm/runtime/CApi.h\"\n"
      << "#include \"tfm/runtime/Model.h\"\n"
      << "#include \"tfm/runtime/ThreadPool.h\"\n"
+     << "#include \"tfm/runtime/WeightFormat.h\"\n"
      << "#include \"tfm/tfm.h\"\n\n"
      << "namespace tfm_generated {\n\n"
      << "// MLIR's strided memref descriptor, row-major.\n"

@@ -127,11 +127,42 @@ public:
 
   /// out[l..., n] = sum_k x[l..., k] * w[n, k] (+ bias[n]): nn.Linear; by
   /// the packed panels of `w` when tfm-pack-gemm-weights gave it some.
-  Value linear(Value x, Value w, Value bias) {
+  /// x Wᵀ + bias; with `bf16Inputs` both operands rounded to bfloat16
+  /// first (packed panels were rounded when the runtime packed them).
+  Value linear(Value x, Value w, Value bias, bool bf16Inputs = false) {
     int64_t n = cast<RankedTensorType>(w.getType()).getDimSize(0);
+    if (bf16Inputs)
+      x = roundedToBFloat16(x);
     if (Value panels = packedOf(w))
       return gemmColumns(gemmPanels(x, panels), 0, n, bias, x);
-    return linearUnpacked(x, w, bias);
+    return linearUnpacked(x, bf16Inputs ? roundedToBFloat16(w) : w, bias);
+  }
+
+  /// Each value of `x` rounded to the nearest bfloat16 (ties to even; NaN
+  /// kept), as f32: integer arithmetic on the bits, as the runtime and the
+  /// Highway kernels round (no bf16 type, so no library call or
+  /// instruction that treats subnormals otherwise).
+  Value roundedToBFloat16(Value x) {
+    return elementwise({x}, [](OpBuilder &nb, Location nl, ValueRange a) {
+      Type i32 = nb.getI32Type();
+      auto constant = [&](int32_t v) {
+        return arith::ConstantOp::create(nb, nl, nb.getI32IntegerAttr(v))
+            .getResult();
+      };
+      Value bits = arith::BitcastOp::create(nb, nl, i32, a[0]);
+      Value odd = arith::AndIOp::create(
+          nb, nl, arith::ShRUIOp::create(nb, nl, bits, constant(16)),
+          constant(1));
+      Value sum = arith::AddIOp::create(
+          nb, nl, arith::AddIOp::create(nb, nl, bits, constant(0x7fff)), odd);
+      Value top =
+          arith::AndIOp::create(nb, nl, sum, constant(int32_t(0xffff0000u)));
+      Value rounded =
+          arith::BitcastOp::create(nb, nl, a[0].getType(), top).getResult();
+      Value isNaN =
+          arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::UNO, a[0], a[0]);
+      return arith::SelectOp::create(nb, nl, isNaN, a[0], rounded).getResult();
+    });
   }
 
   /// The packed panels of weight `w`: its sibling argument marked

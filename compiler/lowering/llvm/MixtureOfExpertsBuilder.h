@@ -133,7 +133,8 @@ public:
           tensor::ExtractOp::create(b, loc, starts, index(int64_t(e) + 1)));
       Value rows = arith::SubIOp::create(b, loc, end, first);
       Value group = tb.sliceDim(x, 0, first, rows);
-      Value y = tb.linear(group, w, biases.empty() ? Value() : biases[e]);
+      Value y = tb.linear(group, w, biases.empty() ? Value() : biases[e],
+                          op.getBf16Inputs());
       if (std::optional<Activation> act = op.getActivation())
         y = tb.activation(y, *act);
       result = tokens ? scatter(y, first, end, tokens, routingWeights, result)

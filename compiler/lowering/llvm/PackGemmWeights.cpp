@@ -54,24 +54,26 @@ struct PackGemmWeightsPass
     // The GEMM weights each function multiplies by, with their segments
     // (a stacked weight's rows as tfm.slice_rows picks them: one packed
     // copy for all its slices).
-    SmallVector<std::pair<Value, int64_t>> weights;
+    // A GEMM with bf16 inputs reads its weight rounded as it is packed.
+    SmallVector<std::tuple<Value, int64_t, bool>> weights;
     module.walk([&](LinearOp linear) {
       GemmWeight w = gemmWeight(linear);
-      weights.push_back({w.packed, w.segments});
+      weights.push_back({w.packed, w.segments, linear.getBf16Inputs()});
     });
     // Each expert's weight of a grouped GEMM is a GEMM weight of its own.
     module.walk([&](GroupedLinearOp grouped) {
       for (Value w : grouped.getWeights())
-        weights.push_back({w, 1});
+        weights.push_back({w, 1, grouped.getBf16Inputs()});
     });
-    for (auto [weight, segments] : weights)
-      if (failed(ensurePacked(weight, segments, users)))
+    for (auto [weight, segments, bf16] : weights)
+      if (failed(ensurePacked(weight, segments, bf16, users)))
         return signalPassFailure();
   }
 
   /// The packed argument beside the argument `weight`, added (with one in
-  /// each caller, recursively) if missing.
-  FailureOr<unsigned> ensurePacked(Value weight, int64_t segments,
+  /// each caller, recursively) if missing; `tfm.bf16` on it when its
+  /// values are rounded to bf16.
+  FailureOr<unsigned> ensurePacked(Value weight, int64_t segments, bool bf16,
                                    SymbolUserMap &users) {
     auto arg = dyn_cast<BlockArgument>(weight);
     auto f = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
@@ -83,7 +85,8 @@ struct PackGemmWeightsPass
     unsigned index = arg.getArgNumber();
     if (std::optional<unsigned> packed = packedArgumentOf(f, index)) {
       auto have = f.getArgAttrOfType<IntegerAttr>(*packed, "tfm.segments");
-      if (have.getInt() != segments)
+      if (have.getInt() != segments ||
+          bool(f.getArgAttr(*packed, "tfm.bf16")) != bf16)
         return f.emitError("argument ")
                << index << " is used as two differently packed GEMM weights";
       return *packed;
@@ -101,6 +104,8 @@ struct PackGemmWeightsPass
     Builder b(&getContext());
     f.setArgAttr(packed, "tfm.packs", b.getI64IntegerAttr(index));
     f.setArgAttr(packed, "tfm.segments", b.getI64IntegerAttr(segments));
+    if (bf16)
+      f.setArgAttr(packed, "tfm.bf16", b.getUnitAttr());
     if (f.isPublic())
       return packed; // the glue passes the runtime's packed tensor
     // Every caller passes its own packed form of what it passes here.
@@ -110,7 +115,7 @@ struct PackGemmWeightsPass
         return user->emitError("uses @")
                << f.getSymName() << " other than by a call";
       FailureOr<unsigned> callerPacked =
-          ensurePacked(call.getOperand(index), segments, users);
+          ensurePacked(call.getOperand(index), segments, bf16, users);
       if (failed(callerPacked))
         return failure();
       auto caller = call->getParentOfType<func::FuncOp>();

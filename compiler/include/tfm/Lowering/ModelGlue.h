@@ -33,6 +33,9 @@ struct PackSpec {
   unsigned param;
   int64_t segments, segmentRows, k;
   std::array<int64_t, 3> panelCols = {32, 32, 32};
+  /// Each value rounded to bfloat16 as it is packed: the weight of GEMMs
+  /// with `bf16_inputs`.
+  bool bf16 = false;
 
   int64_t floats(int64_t cols) const {
     return segments * ((segmentRows + cols - 1) / cols) * cols * k;
@@ -50,7 +53,7 @@ struct PackSpec {
   }
   bool sameLayout(const PackSpec &o) const {
     return segments == o.segments && segmentRows == o.segmentRows && k == o.k &&
-           panelCols == o.panelCols;
+           panelCols == o.panelCols && bf16 == o.bf16;
   }
 };
 

@@ -32,6 +32,13 @@ void populateDecomposeAttentionPatterns(RewritePatternSet &patterns,
 void populateFuseEpiloguePatterns(RewritePatternSet &patterns,
                                   bool remarks = false);
 
+/// Whether `linear` is a mixture of experts' router (the GEMM whose logits
+/// tfm.route_experts reads): contract section 10 keeps its weight and its
+/// products in f32, unlike every other GEMM's.
+inline bool isRouterGemm(LinearOp linear) {
+  return llvm::any_of(linear->getUsers(), llvm::IsaPred<RouteExpertsOp>);
+}
+
 struct OptimizePipelineOptions
     : public PassPipelineOptions<OptimizePipelineOptions> {
   Option<bool> remarks{*this, "remarks",

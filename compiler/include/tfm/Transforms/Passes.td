@@ -217,6 +217,30 @@ def TfmSelectWeightFormat : Pass<"tfm-select-weight-format",
   ];
 }
 
+def TfmSelectGemmPrecision : Pass<"tfm-select-gemm-precision"> {
+  let summary = "mark the GEMMs that multiply bf16-rounded inputs";
+  let description = [{
+    `tfm-compile --compute=bf16` (contract section 10): sets `bf16_inputs`
+    on every `tfm.linear` and `tfm.grouped_linear` but the router's (the
+    `tfm.linear` whose logits `tfm.route_experts` reads, which stays f32,
+    as its weight does under `--weight-dtype`): both operands are rounded
+    to bf16 before the products, which are summed in f32. Attention cores,
+    norms and softmax stay f32. Runs on decomposed IR (after
+    `tfm-optimize`, where the GEMMs are `tfm.linear` ops); tfm-compile runs
+    it before the backends' tiling.
+
+    `compute=f32` (the default) changes nothing. With `remarks=true`, one
+    remark per function says how many GEMMs it marked.
+  }];
+  let dependentDialects = ["mlir::tfm::TfmDialect"];
+  let options = [
+    Option<"compute", "compute", "std::string", /*default=*/"\"f32\"",
+           "f32 (nothing marked) or bf16">,
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "report what was marked as an MLIR remark">,
+  ];
+}
+
 def TfmPlanMemory : Pass<"tfm-plan-memory", "::mlir::ModuleOp"> {
   let summary = "give every buffer of each function a static place in one "
                 "frame, reusing the space of dead ones";

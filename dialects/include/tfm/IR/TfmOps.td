@@ -394,6 +394,11 @@ def Tfm_LinearOp : Tfm_Op<"linear",
     `gelu_tanh`, `silu`, as in `tfm.ffn`), then adding `residual`, a tensor of the
     result's shape (a residual connection).
 
+    With `bf16_inputs` (`--tfm-select-gemm-precision`, `tfm-compile
+    --compute=bf16`) both operands are rounded to bfloat16 (nearest, ties
+    to even) before they are multiplied, and the products summed in f32:
+    the weight once, as it is packed, the input as the GEMM reads it.
+
     The Highway backend takes its register tile and the order of the
     weight's panels from `tfm_codegen.gemm_tiling` (set by
     `--tfm-select-gemm-tiling`).
@@ -410,13 +415,14 @@ def Tfm_LinearOp : Tfm_Op<"linear",
   let arguments = (ins Tfm_Tensor:$input, Tfm_Tensor:$weight,
                        Optional<Tfm_Tensor>:$bias,
                        OptionalAttr<Tfm_ActivationAttr>:$activation,
-                       Optional<Tfm_Tensor>:$residual);
+                       Optional<Tfm_Tensor>:$residual,
+                       UnitAttr:$bf16_inputs);
   let results = (outs Tfm_Tensor:$result);
   let builders = [
     // A plain linear layer, no epilogue.
     OpBuilder<(ins "Value":$input, "Value":$weight, CArg<"Value", "{}">:$bias), [{
       build($_builder, $_state, input, weight, bias, /*activation=*/nullptr,
-            /*residual=*/Value());
+            /*residual=*/Value(), /*bf16_inputs=*/false);
     }]>
   ];
   let assemblyFormat = [{
@@ -1095,7 +1101,8 @@ def Tfm_GroupedLinearOp : Tfm_Op<"grouped_linear",
     input's order.
 
     The Highway backend takes its register tile from
-    `tfm_codegen.gemm_tiling`, as for `tfm.linear`.
+    `tfm_codegen.gemm_tiling`, as for `tfm.linear`; `bf16_inputs` means
+    what it means there.
 
     ```mlir
     %h = tfm.grouped_linear %xs groups %starts weights(%w0, %w1) bias(%b0, %b1)
@@ -1114,7 +1121,8 @@ def Tfm_GroupedLinearOp : Tfm_Op<"grouped_linear",
                        OptionalAttr<Tfm_ActivationAttr>:$activation,
                        Optional<Tfm_IndexTensor>:$tokens,
                        Optional<Tfm_Tensor>:$routing_weights,
-                       Optional<Tfm_Tensor>:$residual);
+                       Optional<Tfm_Tensor>:$residual,
+                       UnitAttr:$bf16_inputs);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
     $input `groups` $starts `weights` `(` $weights `)`

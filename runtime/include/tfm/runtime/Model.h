@@ -179,7 +179,19 @@ struct ModelInfo {
   /// error.
   const char *const *ignoredTensors = nullptr;
   size_t numIgnoredTensors = 0;
+  /// Generation without a decode step (prefill and decode null): each step
+  /// runs `forward` over the whole sequence so far, inputs and generated
+  /// tokens, and keeps the last position's logits. The compiler's choice
+  /// for a model no cache can serve (linformer: its projected keys mix
+  /// every position).
+  bool regenerates = false;
 };
+
+/// Whether `model` can --generate (and its C API prefill/decode): with a
+/// key/value cache, or by running forward again at each step.
+inline bool canGenerate(const ModelInfo &model) {
+  return (model.prefill && model.decode) || model.regenerates;
+}
 
 /// Defined by the generated code of each compiled model.
 extern const ModelInfo kModel;

@@ -34,7 +34,9 @@ public:
   /// position's logits [batch, 1, vocab]; decode runs new target `tokens`
   /// at `position`.. and writes their logits. Both extend the key/value
   /// caches; positions must stay below maxSeqLen.
-  bool canGenerate() const { return model->prefill && model->decode; }
+  /// A model that regenerates (ModelInfo::regenerates) keeps the inputs
+  /// and tokens so far instead, and runs forward over all of them.
+  bool canGenerate() const { return tfm::rt::canGenerate(*model); }
   void prefill(const InputView *inputs, float *logits);
   void decode(const InputView &tokens, int64_t position, float *logits);
 
@@ -47,6 +49,10 @@ private:
   /// Fills the packed tensors from the loaded params.
   bool packWeights(std::string &error);
   bool allocateCaches(std::string &error);
+  /// A regenerating model's step: forward over the inputs kept, the
+  /// sequence `length` tokens long, then the logits of its last `rows`
+  /// positions into `logits` ([batch, rows, vocab]).
+  void regenerate(int64_t length, int64_t rows, float *logits);
 
   const ModelInfo *model = nullptr;
   Weights weights;
@@ -59,6 +65,15 @@ private:
   std::vector<float *> caches;
   /// The source length of the last prefill (encoder_decoder).
   int64_t memoryLength = 0;
+  /// A regenerating model's inputs: copies of those that stay (an
+  /// encoder_decoder's source), the token ids of the sequence that grows
+  /// ([maxBatch, maxSeqLen]: row b's tokens at b * maxSeqLen), the same
+  /// compacted to [batch, length] for forward, all-ones padding masks, and
+  /// the views forward reads.
+  std::vector<std::vector<unsigned char>> kept;
+  std::vector<int32_t> sequence, compacted;
+  std::vector<float> ones;
+  std::vector<InputView> views;
   std::unique_ptr<Arena> activations;
   std::unique_ptr<ThreadPool> pool;
   AlignedBuffer output;

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -31,6 +32,33 @@ namespace hn = hwy::HWY_NAMESPACE;
 /// into L2 (long panels: the tiles of a panel share the next one's lines, so
 /// it is in L2 when its first tile starts instead of in memory).
 enum class GemmPrefetch { kNone, kL1, kL2 };
+
+/// `n` floats of `src` rounded to bfloat16 (nearest, ties to even; NaN
+/// kept) into `dst`, as floats: the inputs of a GEMM with bf16 inputs.
+template <class D>
+HWY_INLINE void RoundToBFloat16(D d, const float *HWY_RESTRICT src,
+                                float *HWY_RESTRICT dst, size_t n) {
+  const hn::RebindToUnsigned<D> du;
+  const auto half = hn::Set(du, 0x7fffu), one = hn::Set(du, 1u);
+  const auto top = hn::Set(du, 0xffff0000u);
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto v = hn::LoadU(d, src + i);
+    const auto bits = hn::BitCast(du, v);
+    const auto odd = hn::And(hn::ShiftRight<16>(bits), one);
+    const auto rounded = hn::And(hn::Add(hn::Add(bits, half), odd), top);
+    hn::StoreU(hn::IfThenElse(hn::IsNaN(v), v, hn::BitCast(d, rounded)), d,
+               dst + i);
+  }
+  for (; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, src + i, 4);
+    if ((bits & 0x7fffffffu) <= 0x7f800000u) // not NaN
+      bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+    std::memcpy(dst + i, &bits, 4);
+  }
+}
 
 /// One k step of a tile: acc[r][v] += A[r, kk] * panel[kk, v * lanes...].
 template <size_t kRows, size_t kVecs, class D, class V>
@@ -60,7 +88,12 @@ HWY_INLINE void GemmStep(D d, V (&acc)[kRows][kVecs],
 /// inlined copies at every call site, for every row count and prefetch
 /// kind, tripled the C++ compile time of a model (--target=generic: 68 s
 /// to 23 s for examples/tiny-decoder.json).
-template <size_t kRows, size_t kCols, GemmPrefetch kPrefetch>
+///
+/// With kBf16Inputs, A's values are rounded to bfloat16 as they are read
+/// (the panel was rounded when it was packed): blocks of kBf16Chunk k's of
+/// the tile's rows are rounded into a buffer in L1, then multiplied.
+template <size_t kRows, size_t kCols, GemmPrefetch kPrefetch,
+          bool kBf16Inputs = false>
 HWY_NOINLINE void
 GemmTile(const float *HWY_RESTRICT a, size_t lda,
          const float *HWY_RESTRICT panel, size_t k,
@@ -75,7 +108,26 @@ GemmTile(const float *HWY_RESTRICT a, size_t lda,
   for (size_t r = 0; r < kRows; ++r)
     for (size_t v = 0; v < kVecs; ++v)
       acc[r][v] = hn::Zero(d);
-  if constexpr (kPrefetch == GemmPrefetch::kL2) {
+  if constexpr (kBf16Inputs) {
+    constexpr size_t kChunk = 256;
+    HWY_ALIGN float rounded[kRows * kChunk];
+    const char *lines = reinterpret_cast<const char *>(prefetchAt);
+    for (size_t k0 = 0; k0 < k; k0 += kChunk) {
+      const size_t n = HWY_MIN(kChunk, k - k0);
+      for (size_t r = 0; r < kRows; ++r)
+        RoundToBFloat16(d, a + r * lda + k0, rounded + r * kChunk, n);
+      for (size_t kk = 0; kk < n; ++kk) {
+        if constexpr (kPrefetch == GemmPrefetch::kL1)
+          for (size_t line = 0; line < kCols; line += 64 / sizeof(float))
+            hwy::Prefetch(prefetchAt + (k0 + kk) * kCols + line);
+        GemmStep(d, acc, rounded, kChunk, panel + k0 * kCols, kk);
+      }
+      if constexpr (kPrefetch == GemmPrefetch::kL2)
+        for (size_t line = k0 * l2Lines / k; line < (k0 + n) * l2Lines / k;
+             ++line)
+          __builtin_prefetch(lines + line * 64, 0, 2);
+    }
+  } else if constexpr (kPrefetch == GemmPrefetch::kL2) {
     const char *lines = reinterpret_cast<const char *>(prefetchAt);
     const size_t every = l2Lines == 0 ? k : HWY_MAX(size_t{1}, k / l2Lines);
     size_t kk = 0;
@@ -112,7 +164,7 @@ GemmTile(const float *HWY_RESTRICT a, size_t lda,
 }
 
 /// GemmTile for `rows` (1..kRows) rows, chosen at run time.
-template <size_t kRows, size_t kCols>
+template <size_t kRows, size_t kCols, bool kBf16Inputs>
 HWY_INLINE void GemmTileUpTo(size_t rows, const float *HWY_RESTRICT a,
                              size_t lda, const float *HWY_RESTRICT panel,
                              size_t k, const float *HWY_RESTRICT bias,
@@ -121,24 +173,25 @@ HWY_INLINE void GemmTileUpTo(size_t rows, const float *HWY_RESTRICT a,
                              const float *HWY_RESTRICT l2At, size_t l2Lines) {
   if constexpr (kRows > 1) {
     if (rows < kRows)
-      return GemmTileUpTo<kRows - 1, kCols>(
+      return GemmTileUpTo<kRows - 1, kCols, kBf16Inputs>(
           rows, a, lda, panel, k, bias, c, ldc, cols, nextPanel, l2At, l2Lines);
   }
   if (nextPanel != nullptr)
-    GemmTile<kRows, kCols, GemmPrefetch::kL1>(a, lda, panel, k, bias, c, ldc,
-                                              cols, nextPanel, 0);
+    GemmTile<kRows, kCols, GemmPrefetch::kL1, kBf16Inputs>(
+        a, lda, panel, k, bias, c, ldc, cols, nextPanel, 0);
   else if (l2At != nullptr && l2Lines > 0)
-    GemmTile<kRows, kCols, GemmPrefetch::kL2>(a, lda, panel, k, bias, c, ldc,
-                                              cols, l2At, l2Lines);
+    GemmTile<kRows, kCols, GemmPrefetch::kL2, kBf16Inputs>(
+        a, lda, panel, k, bias, c, ldc, cols, l2At, l2Lines);
   else
-    GemmTile<kRows, kCols, GemmPrefetch::kNone>(a, lda, panel, k, bias, c, ldc,
-                                                cols, nullptr, 0);
+    GemmTile<kRows, kCols, GemmPrefetch::kNone, kBf16Inputs>(
+        a, lda, panel, k, bias, c, ldc, cols, nullptr, 0);
 }
 
 /// GemmTile for 1..kMaxRows rows of kCols columns, chosen at run time (the
 /// last rows of C may be fewer). Prefetches `nextPanel` (a whole panel) into L1
 /// if given, else `l2Lines` lines from `l2At` into L2 (see GemmTile).
-template <size_t kMaxRows, size_t kCols>
+/// kBf16Inputs: A rounded to bfloat16 as it is read (see GemmTile).
+template <size_t kMaxRows, size_t kCols, bool kBf16Inputs = false>
 HWY_INLINE void
 GemmTileRows(size_t rows, const float *HWY_RESTRICT a, size_t lda,
              const float *HWY_RESTRICT panel, size_t k,
@@ -146,8 +199,8 @@ GemmTileRows(size_t rows, const float *HWY_RESTRICT a, size_t lda,
              size_t cols, const float *HWY_RESTRICT nextPanel = nullptr,
              const float *HWY_RESTRICT l2At = nullptr, size_t l2Lines = 0) {
   static_assert(kMaxRows >= 1 && kMaxRows <= 16, "1 to 16 rows");
-  GemmTileUpTo<kMaxRows, kCols>(rows, a, lda, panel, k, bias, c, ldc, cols,
-                                nextPanel, l2At, l2Lines);
+  GemmTileUpTo<kMaxRows, kCols, kBf16Inputs>(
+      rows, a, lda, panel, k, bias, c, ldc, cols, nextPanel, l2At, l2Lines);
 }
 
 } // namespace HWY_NAMESPACE
