@@ -457,10 +457,10 @@ int main(int argc, char **argv) {
   mlir::tfm::OptimizePipelineOptions options;
   options.remarks = showRemarks;
   mlir::tfm::buildOptimizePipeline(optimize, options);
-  if (compute == Compute::BF16) {
+  if (compute == Compute::BF16 || weightDtype != WeightDtype::F32) {
     // On the GEMMs the pipeline leaves, before the backends tile them.
     mlir::tfm::TfmSelectGemmPrecisionOptions precision;
-    precision.compute = "bf16";
+    precision.compute = compute == Compute::BF16 ? "bf16" : "f32";
     precision.remarks = showRemarks;
     optimize.addPass(mlir::tfm::createTfmSelectGemmPrecision(precision));
   }

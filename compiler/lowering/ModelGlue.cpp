@@ -137,18 +137,28 @@ void emitPacking(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
         "// columns (zero-padded), each holding every k; a stacked weight\n"
         "// (in_proj's Q, K, V) is packed segment by segment.\n"
         "// The weight of a GEMM with bf16 inputs (--compute=bf16) is packed\n"
-        "// rounded to bfloat16.\n"
-        "static float *packPanels(const float *src, int64_t k, int64_t "
-        "rowOffset, int64_t rows, int64_t width, bool bf16, float *dst) {\n"
+        "// rounded to bfloat16. A panel element is a float, or (`element` 1\n"
+        "// and 2) the 16 bits of a bf16 or f16 value.\n"
+        "static void *packPanels(const float *src, int64_t k, int64_t "
+        "rowOffset, int64_t rows, int64_t width, bool bf16, int element, "
+        "void *out) {\n"
+        "  float *f = static_cast<float *>(out);\n"
+        "  uint16_t *h = static_cast<uint16_t *>(out);\n"
         "  for (int64_t p = 0; p < (rows + width - 1) / width; ++p)\n"
         "    for (int64_t kk = 0; kk < k; ++kk)\n"
         "      for (int64_t j = 0; j < width; ++j) {\n"
         "        const int64_t n = p * width + j;\n"
-        "        const float v = n < rows ? src[(rowOffset + n) * k + kk] : "
-        "0.0f;\n"
-        "        *dst++ = bf16 ? tfm::rt::roundToBFloat16(v) : v;\n"
+        "        float v = n < rows ? src[(rowOffset + n) * k + kk] : 0.0f;\n"
+        "        if (bf16)\n"
+        "          v = tfm::rt::roundToBFloat16(v);\n"
+        "        if (element == 0)\n"
+        "          *f++ = v;\n"
+        "        else\n"
+        "          *h++ = element == 1 ? tfm::rt::bfloat16Bits(v) : "
+        "tfm::rt::halfBits(v);\n"
         "      }\n"
-        "  return dst;\n"
+        "  return element == 0 ? static_cast<void *>(f) : "
+        "static_cast<void *>(h);\n"
         "}\n\n";
   SmallVector<std::string> sizes;
   for (const PackSpec &p : glue.packs)
@@ -167,8 +177,12 @@ void emitPacking(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
   for (auto [j, p] : llvm::enumerate(glue.packs)) {
     os << "  // " << params[p.param].getSymName() << ": " << p.segments << " x "
        << p.segmentRows << " rows, k = " << p.k
-       << (p.bf16 ? ", rounded to bf16" : "") << "\n";
-    os << "  {\n    float *dst = packed[" << j << "];\n";
+       << (p.bf16 ? ", rounded to bf16" : "")
+       << (p.element == PackSpec::Element::BF16  ? ", bf16 panels"
+           : p.element == PackSpec::Element::F16 ? ", f16 panels"
+                                                 : "")
+       << "\n";
+    os << "  {\n    void *dst = packed[" << j << "];\n";
     std::string width = std::to_string(p.panelCols[0]);
     if (p.perTarget())
       width = llvm::formatv("bits >= 512 ? {0} : bits >= 256 ? {1} : {2}",
@@ -177,7 +191,8 @@ void emitPacking(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
     os << "    for (int64_t s = 0; s < " << p.segments << "; ++s)\n";
     os << "      dst = packPanels(w[" << p.param << "], " << p.k << ", s * "
        << p.segmentRows << ", " << p.segmentRows << ", width, "
-       << (p.bf16 ? "true" : "false") << ", dst);\n  }\n";
+       << (p.bf16 ? "true" : "false") << ", " << int(p.element)
+       << ", dst);\n  }\n";
   }
   os << "}\n\n";
 }

@@ -39,7 +39,8 @@ struct FuseFeedForwardActivation : OpRewritePattern<FeedForwardOp> {
     } else {
       hidden = LinearOp::create(rewriter, loc, op.getInput(), op.getW1(),
                                 op.getB1(), op.getActivationAttr(),
-                                /*residual=*/Value(), /*bf16_inputs=*/false);
+                                /*residual=*/Value(), /*bf16_inputs=*/false,
+                                /*weight_format=*/WeightFormatAttr());
     }
     auto out = LinearOp::create(rewriter, loc, hidden, op.getW2(), op.getB2());
     if (remarks) {
@@ -94,13 +95,14 @@ struct DecomposeMixtureOfExperts : OpRewritePattern<MixtureOfExpertsOp> {
     Value hidden = GroupedLinearOp::create(
         rewriter, loc, rowsOf(firstRows), rows, route.getStarts(), op.getW1(),
         op.getB1(), op.getGated() ? ActivationAttr() : op.getActivationAttr(),
-        Value(), Value(), Value(), /*bf16_inputs=*/false);
+        Value(), Value(), Value(), /*bf16_inputs=*/false,
+        /*weight_format=*/WeightFormatAttr());
     if (op.getGated())
       hidden = GluOp::create(rewriter, loc, op.getActivationAttr(), hidden);
     Value out = GroupedLinearOp::create(
         rewriter, loc, input, hidden, route.getStarts(), op.getW2(), op.getB2(),
         ActivationAttr(), route.getTokens(), route.getWeights(), Value(),
-        /*bf16_inputs=*/false);
+        /*bf16_inputs=*/false, /*weight_format=*/WeightFormatAttr());
     if (remarks)
       remarkAt(op) << "mixture of " << op.getNumExperts()
                    << " experts: the router as one GEMM, top-" << op.getTopK()

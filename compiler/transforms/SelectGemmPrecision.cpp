@@ -1,14 +1,18 @@
-//===- SelectGemmPrecision.cpp - which GEMMs --compute=bf16 rounds --------===//
+//===- SelectGemmPrecision.cpp - what each GEMM's operands hold -----------===//
 //
-// Contract section 10's --compute=bf16 rounds the inputs of the GEMMs whose
-// weights --weight-dtype converts: every linear but the MoE router. The
-// choice is an attribute of each GEMM op; the backends round the weight as
-// they pack it and the input as they read it.
+// The precision a GEMM reads its operands in, as attributes of the GEMM op
+// the backends lower: `weight_format`, the format its weight's tfm.params
+// keep their values in (tfm-compile --weight-dtype, through the layer
+// functions' arguments), so that a backend can pack them narrower; and,
+// with --compute=bf16 (contract section 10), `bf16_inputs` on every GEMM
+// whose weight --weight-dtype converts: every linear but the MoE router.
 //
 //===----------------------------------------------------------------------===//
 
-#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "tfm/Transforms/Passes.h"
+#include "tfm/Transforms/WeightParams.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 namespace mlir::tfm {
 #define GEN_PASS_DEF_TFMSELECTGEMMPRECISION
@@ -25,33 +29,68 @@ struct SelectGemmPrecision
   using TfmSelectGemmPrecisionBase::TfmSelectGemmPrecisionBase;
 
   void runOnOperation() override {
-    if (compute == "f32")
-      return;
-    if (compute != "bf16") {
+    if (compute != "f32" && compute != "bf16") {
       getOperation()->emitError()
           << "tfm-select-gemm-precision: unknown compute '" << compute
           << "' (f32 or bf16)";
       return signalPassFailure();
     }
+    bool bf16 = compute == "bf16";
+    auto module = dyn_cast<ModuleOp>(getOperation());
+    if (!module)
+      module = getOperation()->getParentOfType<ModuleOp>();
+    std::optional<WeightParams> params;
+    if (module)
+      params.emplace(module);
+
     llvm::DenseMap<Operation *, int64_t> markedIn;
-    getOperation()->walk([&](Operation *op) {
+    WalkResult result = getOperation()->walk([&](Operation *op) {
+      SmallVector<Value> weights;
       auto linear = dyn_cast<LinearOp>(op);
-      if (linear && !isRouterGemm(linear))
-        linear.setBf16Inputs(true);
-      else if (auto grouped = dyn_cast<GroupedLinearOp>(op))
-        grouped.setBf16Inputs(true);
+      auto grouped = dyn_cast<GroupedLinearOp>(op);
+      if (linear)
+        weights.push_back(linear.getWeight());
+      else if (grouped)
+        llvm::append_range(weights, grouped.getWeights());
       else
-        return;
-      if (Operation *func = op->getParentOfType<FunctionOpInterface>())
-        ++markedIn[func];
+        return WalkResult::advance();
+      if (bf16 && !(linear && isRouterGemm(linear))) {
+        op->setAttr("bf16_inputs", UnitAttr::get(op->getContext()));
+        if (Operation *func = op->getParentOfType<FunctionOpInterface>())
+          ++markedIn[func];
+      }
+      if (!params)
+        return WalkResult::advance();
+      // The format of every param the weights can be: one kernel reads
+      // them all, so they must agree.
+      llvm::SetVector<ParamOp> read;
+      params->collect(weights, read);
+      std::optional<WeightFormat> format;
+      for (size_t i = 0; i < read.size(); ++i) {
+        ParamOp param = read[i];
+        std::optional<WeightFormat> f = param.getFormat();
+        if (i > 0 && f != format) {
+          op->emitError("reads weights kept in different formats: @")
+              << ParamOp(read[0]).getSymName() << " and @"
+              << param.getSymName();
+          return WalkResult::interrupt();
+        }
+        format = f;
+      }
+      if (format)
+        op->setAttr("weight_format",
+                    WeightFormatAttr::get(op->getContext(), *format));
+      return WalkResult::advance();
     });
+    if (result.wasInterrupted())
+      return signalPassFailure();
     if (!remarks)
       return;
     getOperation()->walk([&](FunctionOpInterface func) {
       if (int64_t n = markedIn.lookup(func))
-        emitRemark(func.getLoc())
-            << n << " GEMM" << (n == 1 ? "" : "s")
-            << " with bf16 inputs (products summed in f32)";
+        emitRemark(func.getLoc()) << n << " GEMM" << (n == 1 ? "" : "s")
+                                  << " with bf16 inputs (products summed in "
+                                     "f32)";
     });
   }
 };

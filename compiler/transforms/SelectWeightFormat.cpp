@@ -10,9 +10,9 @@
 
 #include "PassRemarks.h"
 #include "tfm/Transforms/Passes.h"
+#include "tfm/Transforms/WeightParams.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -67,37 +67,11 @@ struct SelectWeightFormat
       return signalPassFailure();
     }
 
-    SymbolTable symbols(module);
-    // Each function's call sites: a weight an argument carries is the
-    // operand some caller passes.
-    DenseMap<Operation *, SmallVector<func::CallOp>> callers;
-    module.walk([&](func::CallOp call) {
-      if (auto callee = symbols.lookup<func::FuncOp>(call.getCallee()))
-        callers[callee].push_back(call);
-    });
-
-    llvm::SetVector<Value> reached;
-    module.walk([&](Operation *op) {
-      SmallVector<Value> weights = gemmWeights(op);
-      reached.insert(weights.begin(), weights.end());
-    });
+    SmallVector<Value> weights;
+    module.walk(
+        [&](Operation *op) { llvm::append_range(weights, gemmWeights(op)); });
     llvm::SetVector<ParamOp> marked;
-    // `reached` grows as arguments lead to their callers' operands.
-    for (size_t i = 0; i < reached.size(); ++i) {
-      Value v = reached[i];
-      if (auto weight = v.getDefiningOp<WeightOp>()) {
-        if (auto param = symbols.lookup<ParamOp>(weight.getParam()))
-          marked.insert(param);
-      } else if (auto slice = v.getDefiningOp<SliceRowsOp>()) {
-        reached.insert(slice.getInput());
-      } else if (auto arg = dyn_cast<BlockArgument>(v)) {
-        auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-        if (func && arg.getOwner()->isEntryBlock())
-          for (func::CallOp call : callers.lookup(func))
-            reached.insert(call.getOperand(arg.getArgNumber()));
-      }
-      // Anything else is computed, not loaded: nothing to convert.
-    }
+    WeightParams(module).collect(weights, marked);
 
     auto attr = WeightFormatAttr::get(module.getContext(), *chosen);
     int64_t converted = 0, floats = 0;

@@ -73,6 +73,28 @@ float roundToHalf(float x) {
   return std::copysign(rounded, x);
 }
 
+uint16_t bfloat16Bits(float x) {
+  float rounded = roundToBFloat16(x);
+  uint32_t bits;
+  std::memcpy(&bits, &rounded, sizeof(bits));
+  return uint16_t(bits >> 16);
+}
+
+uint16_t halfBits(float x) {
+  float rounded = roundToHalf(x);
+  uint16_t sign = std::signbit(rounded) ? 0x8000u : 0u;
+  float magnitude = std::fabs(rounded);
+  if (std::isnan(rounded))
+    return uint16_t(sign | 0x7e00u);
+  if (std::isinf(rounded))
+    return uint16_t(sign | 0x7c00u);
+  if (magnitude < 6.103515625e-05f) // below the smallest normal: 2^-24 steps
+    return uint16_t(sign | uint16_t(magnitude * 16777216.0f));
+  int exponent = std::ilogb(magnitude);                            // -14..15
+  float mantissa = std::ldexp(magnitude, 10 - exponent) - 1024.0f; // exact
+  return uint16_t(sign | uint16_t((exponent + 15) << 10) | uint16_t(mantissa));
+}
+
 bool convertWeight(float *w, int64_t rows, int64_t cols, WeightFormat format,
                    size_t *at) {
   size_t n = size_t(rows) * size_t(cols);

@@ -6,6 +6,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelTestSupport.h"
+#include "tfm/runtime/HalfFloat.h"
+
+#include <cstring>
+#include <type_traits>
 
 namespace {
 using namespace tfm::kernel_test;
@@ -199,6 +203,87 @@ template <size_t kCols> void checkBf16Inputs(size_t depth, size_t cols) {
         EXPECT_NE(plain, want);
       }
     }
+}
+
+/// A 16-bit panel (bf16 or f16 values) gives, bit for bit, what the f32
+/// panel of the same values gives, for every row count and prefetch.
+template <size_t kCols, typename PanelT>
+void check16BitPanel(size_t depth, size_t cols, const char *what) {
+  SCOPED_TRACE(std::string(what) + " panel, target " + targetName() +
+               " width " + std::to_string(kCols) + " k " +
+               std::to_string(depth) + " cols " + std::to_string(cols));
+  std::mt19937 rng(3000 + depth * 37 + cols + kCols);
+  constexpr size_t maxRows = 16;
+  const size_t lda = depth + 3;
+  std::vector<float> a(maxRows * lda, kNaN);
+  for (size_t r = 0; r < maxRows; ++r)
+    fillUniform(rng, a.data() + r * lda, depth);
+  const size_t n = 2 * depth * kCols;
+  auto narrow = hwy::AllocateAligned<PanelT>(n);
+  auto wide = hwy::AllocateAligned<float>(n);
+  ASSERT_TRUE(narrow && wide);
+  constexpr bool kBf16 = std::is_same_v<PanelT, hwy::bfloat16_t>;
+  for (size_t i = 0; i < n; ++i) {
+    // The format's own 16 bits, of magnitudes around 1 (binary exponents
+    // -14 to 1), subnormal ones and zeros; their float values widened
+    // independently of the kernel.
+    uint32_t sign = rng() & 1, mantissa = rng(), exponent = rng() % 16;
+    uint16_t bits;
+    if (kBf16)
+      bits = uint16_t(sign << 15 | (exponent + 113) << 7 | (mantissa & 0x7f));
+    else
+      bits = uint16_t(sign << 15 | (exponent + 1) << 10 | (mantissa & 0x3ff));
+    if (i % 7 == 3) // subnormal (f16), or tiny (bf16)
+      bits = kBf16 ? uint16_t(bits & 0x807f) : uint16_t(bits & 0x83ff);
+    if (i % 11 == 5)
+      bits = 0;
+    std::memcpy(&narrow[i], &bits, 2);
+    if (kBf16) {
+      uint32_t wideBits = uint32_t(bits) << 16;
+      std::memcpy(&wide[i], &wideBits, 4);
+    } else {
+      wide[i] = tfm::rt::halfToFloat(bits);
+    }
+  }
+  const size_t lines = depth * kCols * sizeof(PanelT) / 64;
+  for (int prefetch : {0, 1, 2})
+    for (size_t rows = 1; rows <= maxRows; ++rows) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + " prefetch " +
+                   std::to_string(prefetch));
+      std::vector<float> got(rows * cols, kSentinel), want(rows * cols, 0.0f);
+      const PanelT *next = narrow.get() + depth * kCols;
+      k::GemmTileRows<maxRows, kCols>(
+          rows, a.data(), lda, narrow.get(), depth, nullptr, got.data(), cols,
+          cols, prefetch == 1 ? next : nullptr, prefetch == 2 ? next : nullptr,
+          prefetch == 2 ? lines : 0);
+      k::GemmTileRows<maxRows, kCols>(rows, a.data(), lda, wide.get(), depth,
+                                      nullptr, want.data(), cols, cols);
+      for (size_t i = 0; i < rows * cols; ++i)
+        ASSERT_TRUE(sameBits(got[i], want[i]))
+            << "C[" << i / cols << "][" << i % cols << "] " << got[i]
+            << " != " << want[i];
+      if (prefetch == 2) {
+        // As generated code calls it: a literal nullptr for the L1
+        // prefetch beside an L2 one.
+        std::vector<float> again(rows * cols, kSentinel);
+        k::GemmTileRows<maxRows, kCols>(rows, a.data(), lda, narrow.get(),
+                                        depth, nullptr, again.data(), cols,
+                                        cols, nullptr, next, lines);
+        EXPECT_EQ(again, got);
+      }
+    }
+}
+
+TEST_P(GemmTileRowsTest, SixteenBitPanelsWidenExactly) {
+  const size_t depth = GetParam().k, cols = GetParam().cols;
+  constexpr size_t kLanes = hn::MaxLanes(hn::ScalableTag<float>());
+  if (cols <= 2 * kLanes) {
+    check16BitPanel<2 * kLanes, hwy::bfloat16_t>(depth, cols, "bf16");
+    check16BitPanel<2 * kLanes, hwy::float16_t>(depth, cols, "f16");
+  } else {
+    check16BitPanel<4 * kLanes, hwy::bfloat16_t>(depth, cols, "bf16");
+    check16BitPanel<4 * kLanes, hwy::float16_t>(depth, cols, "f16");
+  }
 }
 
 TEST_P(GemmTileRowsTest, Bf16InputsRoundTheRowsTheyRead) {

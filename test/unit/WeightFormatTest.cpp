@@ -187,4 +187,21 @@ TEST(WeightFormat, Float16OverflowStopsAtTheValue) {
   EXPECT_EQ(w[2], 70000.0f); // left as it was, for the message
 }
 
+TEST(WeightFormat, SixteenBitEncodingsRoundTripEveryValue) {
+  // Every finite half and bf16 value (of both signs), widened and encoded
+  // again, gives its own bits; a value between two encodes as the nearer.
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7c00u) == 0x7c00u)
+      continue; // infinities and NaNs
+    ASSERT_EQ(halfBits(halfToFloat(uint16_t(h))), h) << std::hex << h;
+    float b = fromBits(h << 16);
+    if (std::isfinite(b))
+      ASSERT_EQ(bfloat16Bits(b), h) << std::hex << h;
+  }
+  EXPECT_EQ(halfBits(1.0f + 1.0f / 4096), 0x3c00u); // nearer 1 than 1 + 2^-10
+  EXPECT_EQ(halfBits(70000.0f), 0x7c00u);
+  EXPECT_EQ(halfBits(-INFINITY), 0xfc00u);
+  EXPECT_EQ(bfloat16Bits(1.00390625f), 0x3f80u); // a tie: to even
+}
+
 } // namespace

@@ -159,6 +159,7 @@ private:
                   int64_t outStride, std::optional<mlir::tfm::Activation> act,
                   const std::string &residual,
                   mlir::tfm::codegen::GemmTilingAttr tiling, bool bf16Inputs,
+                  PackSpec::Element element,
                   const GemmScatter *scatter = nullptr);
 
   /// A strided view of per-head rows ([batch, heads, seq, dk]): element

@@ -26,7 +26,7 @@ void FunctionEmitter::emitMatmul(
     int64_t segments, int64_t segmentRows, int64_t k, const std::string &bias,
     const std::string &out, int64_t outStride, std::optional<Activation> act,
     const std::string &residual, GemmTilingAttr tilingAttr, bool bf16Inputs,
-    const GemmScatter *scatter) {
+    PackSpec::Element element, const GemmScatter *scatter) {
   int64_t n = segments * segmentRows;
   os << "{ // " << what << ": [" << rows << ", " << k << "] x [" << n << ", "
      << k << "]^T (packed) -> [" << rows << ", " << n << "]\n";
@@ -103,7 +103,20 @@ void FunctionEmitter::emitMatmul(
   std::string biasArg = "nullptr";
   if (!bias.empty())
     biasArg = bias + " + col";
-  std::string panelAt = packedW + " + (" + num(firstSegment) +
+  // 16-bit panels: the same offsets in elements of half the size.
+  const char *panelType = element == PackSpec::Element::BF16 ? "hwy::bfloat16_t"
+                          : element == PackSpec::Element::F16 ? "hwy::float16_t"
+                                                              : "float";
+  std::string panels = element == PackSpec::Element::F32
+                           ? packedW
+                           : "reinterpret_cast<const " +
+                                 std::string(panelType) + " *>(" + packedW +
+                                 ")";
+  if (element != PackSpec::Element::F32)
+    os << "// The weight's panels hold " << panelType
+       << " values (half the bytes), widened to f32 as the tiles read "
+          "them.\n";
+  std::string panelAt = panels + " + (" + num(firstSegment) +
                         " * perSegment + panel) * panelFloats";
   // Panel by panel, what the tiles prefetch of the next panel (the thread's
   // next tasks read it: each thread runs a contiguous range of tasks, but
@@ -114,20 +127,22 @@ void FunctionEmitter::emitMatmul(
   std::string prefetchArgs;
   if (prefetch == GemmPrefetch::L1) {
     os << "// The last row block prefetches the next panel into L1.\n";
-    os << "const float *nextPanel = r0 + nRows >= rows && panel + 1 < panels "
+    os << "const " << panelType
+       << " *nextPanel = r0 + nRows >= rows && panel + 1 < panels "
           "? "
        << nextPanel << " : nullptr;\n";
     prefetchArgs = ", nextPanel";
   } else if (prefetch == GemmPrefetch::L2) {
     os << "// Each row block prefetches its share of the next panel's lines "
           "into L2.\n";
-    os << "constexpr int64_t lines = panelFloats * int64_t(sizeof(float)) / "
-          "64;\n";
+    os << "constexpr int64_t lines = panelFloats * int64_t(sizeof(" << panelType
+       << ")) / 64;\n";
     os << "const int64_t share = (lines + rowBlocks - 1) / rowBlocks, "
           "firstLine = rowBlock * share;\n";
     os << "const bool hasNext = panel + 1 < panels && firstLine < lines;\n";
-    os << "const float *l2At = hasNext ? " << nextPanel
-       << " + firstLine * 16 : nullptr;\n";
+    os << "const " << panelType << " *l2At = hasNext ? " << nextPanel
+       << " + firstLine * " << (element == PackSpec::Element::F32 ? 16 : 32)
+       << " : nullptr;\n";
     os << "const int64_t l2Lines = hasNext ? std::min<int64_t>(share, lines - "
           "firstLine) : 0;\n";
     prefetchArgs = ", nullptr, l2At, size_t(l2Lines)";
@@ -180,6 +195,20 @@ void FunctionEmitter::emitMatmul(
 }
 
 namespace {
+/// What `op`'s weight panels hold: the 16 bits of each value when they are
+/// bf16 values (--compute=bf16 rounds them so, whatever their format) or
+/// f16 ones (its weight_format), else floats (an int8 weight's values are
+/// not 16-bit values).
+PackSpec::Element panelElement(Operation *op) {
+  bool bf16 = op->hasAttr("bf16_inputs");
+  auto format = op->getAttrOfType<WeightFormatAttr>("weight_format");
+  if (bf16 || (format && format.getValue() == WeightFormat::BF16))
+    return PackSpec::Element::BF16;
+  if (format && format.getValue() == WeightFormat::F16)
+    return PackSpec::Element::F16;
+  return PackSpec::Element::F32;
+}
+
 /// The panel widths `op`'s GEMM reads where the code runs with 512-, 256-
 /// and 128-bit vectors: its register tiles' columns.
 std::array<int64_t, 3> panelColumns(Operation *op) {
@@ -214,14 +243,15 @@ LogicalResult FunctionEmitter::findPackedArguments() {
       return record(w.packed,
                     PackSpec{0, w.segments, w.segmentRows,
                              linear.getWeight().getType().getDimSize(1),
-                             panelColumns(linear), linear.getBf16Inputs()});
+                             panelColumns(linear), linear.getBf16Inputs(),
+                             panelElement(linear)});
     }
     if (auto grouped = dyn_cast<GroupedLinearOp>(op))
       for (Value weight : grouped.getWeights()) {
         auto type = cast<RankedTensorType>(weight.getType());
-        if (record(weight,
-                   PackSpec{0, 1, type.getDimSize(0), type.getDimSize(1),
-                            panelColumns(op), grouped.getBf16Inputs()})
+        if (record(weight, PackSpec{0, 1, type.getDimSize(0),
+                                    type.getDimSize(1), panelColumns(op),
+                                    grouped.getBf16Inputs(), panelElement(op)})
                 .wasInterrupted())
           return WalkResult::interrupt();
       }
@@ -268,11 +298,17 @@ LogicalResult FunctionEmitter::emitLinear(LinearOp op) {
     return op.emitError(
         "tfm.linear has no tfm_codegen.gemm_tiling: the Highway "
         "backend follows tfm-select-gemm-tiling");
-  PackSpec layout{0, weight.segments,  weight.segmentRows,
-                  k, panelColumns(op), op.getBf16Inputs()};
+  PackSpec layout{0,
+                  weight.segments,
+                  weight.segmentRows,
+                  k,
+                  panelColumns(op),
+                  op.getBf16Inputs(),
+                  panelElement(op)};
   emitMatmul(what, product(lead), x.ptr, k, packedWeight(weight.packed, layout),
              weight.firstSegment, weight.usedSegments, weight.segmentRows, k,
-             bias, out.ptr, n, act, residual, tiling, op.getBf16Inputs());
+             bias, out.ptr, n, act, residual, tiling, op.getBf16Inputs(),
+             layout.element);
   if (!facts.remarks)
     return success();
   SmallVector<std::string> epilogue;
@@ -315,7 +351,8 @@ LogicalResult FunctionEmitter::emitGroupedLinear(GroupedLinearOp op) {
     outDims.erase(outDims.end() - 2);
   Buffer out = allocate(op.getResult(), outDims);
   std::optional<Activation> act = op.getActivation();
-  PackSpec layout{0, 1, n, k, panelColumns(op), op.getBf16Inputs()};
+  PackSpec layout{
+      0, 1, n, k, panelColumns(op), op.getBf16Inputs(), panelElement(op)};
 
   os << "{ // " << groups << " groups of rows, each through its own weight\n";
   os.indent();
@@ -365,7 +402,7 @@ LogicalResult FunctionEmitter::emitGroupedLinear(GroupedLinearOp op) {
              "packed[group]", 0, 1, n, k,
              op.getBiases().empty() ? "" : "biases[group]",
              out.ptr + " + first * " + num(n), n, act, "", tiling,
-             op.getBf16Inputs(), target ? &*target : nullptr);
+             op.getBf16Inputs(), layout.element, target ? &*target : nullptr);
   os.unindent();
   os << "}\n";
   os.unindent();

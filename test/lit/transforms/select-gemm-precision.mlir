@@ -31,3 +31,30 @@ func.func @layer(%x: tensor<?x?x8xf32>, %wi: tensor<24x8xf32>, %bi: tensor<24xf3
   %3 = tfm.ffn <gelu> %2, %v1, %c1, %v2, %c2 : (tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<?x?x8xf32>
   return %3 : tensor<?x?x8xf32>
 }
+
+// -----
+
+// weight_format: each GEMM gets the format of the params its weight can be
+// (through the layer function's argument, from both call sites); the
+// router's weight has none. Both compute settings set it.
+// CHECK-LABEL: func.func private @ffn_layer(
+// CHECK: tfm.linear %{{.+}} {bf16_inputs, weight_format = #tfm.weight_format<f16>}
+// F32-LABEL: func.func private @ffn_layer(
+// F32: tfm.linear %{{.+}} {weight_format = #tfm.weight_format<f16>}
+module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
+  tfm.param @w0 {format = #tfm.weight_format<f16>} : tensor<8x8xf32>
+  tfm.param @w1 {format = #tfm.weight_format<f16>} : tensor<8x8xf32>
+  // expected-remark @+1 {{1 GEMM with bf16 inputs (products summed in f32)}}
+  func.func private @ffn_layer(%x: tensor<?x?x8xf32>, %w: tensor<8x8xf32>) -> tensor<?x?x8xf32> {
+    %0 = tfm.linear %x, %w : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+    return %0 : tensor<?x?x8xf32>
+  }
+  func.func @forward(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+    %w0 = tfm.weight @w0 : tensor<8x8xf32>
+    %w1 = tfm.weight @w1 : tensor<8x8xf32>
+    %0 = call @ffn_layer(%x, %w0) : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+    %1 = call @ffn_layer(%0, %w1) : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+    return %1 : tensor<?x?x8xf32>
+  }
+}
+

@@ -36,9 +36,19 @@ struct PackSpec {
   /// Each value rounded to bfloat16 as it is packed: the weight of GEMMs
   /// with `bf16_inputs`.
   bool bf16 = false;
+  /// What a panel element is: a float, or the 16 bits of a bf16 or f16
+  /// value (a weight whose values that format holds exactly: its
+  /// `weight_format`), half the bytes.
+  enum class Element { F32, BF16, F16 };
+  Element element = Element::F32;
+
+  /// Elements per float of the packed tensor (which the runtime sizes and
+  /// aligns in floats).
+  int64_t perFloat() const { return element == Element::F32 ? 1 : 2; }
 
   int64_t floats(int64_t cols) const {
-    return segments * ((segmentRows + cols - 1) / cols) * cols * k;
+    int64_t elements = segments * ((segmentRows + cols - 1) / cols) * cols * k;
+    return (elements + perFloat() - 1) / perFloat();
   }
   /// The floats of the widest layout: room for whichever target packs.
   int64_t maxFloats() const {
@@ -53,7 +63,7 @@ struct PackSpec {
   }
   bool sameLayout(const PackSpec &o) const {
     return segments == o.segments && segmentRows == o.segmentRows && k == o.k &&
-           panelCols == o.panelCols && bf16 == o.bf16;
+           panelCols == o.panelCols && bf16 == o.bf16 && element == o.element;
   }
 };
 

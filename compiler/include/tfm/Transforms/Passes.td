@@ -218,9 +218,16 @@ def TfmSelectWeightFormat : Pass<"tfm-select-weight-format",
 }
 
 def TfmSelectGemmPrecision : Pass<"tfm-select-gemm-precision"> {
-  let summary = "mark the GEMMs that multiply bf16-rounded inputs";
+  let summary = "the precision each GEMM reads its operands in";
   let description = [{
-    `tfm-compile --compute=bf16` (contract section 10): sets `bf16_inputs`
+    Sets `weight_format` on every `tfm.linear` and `tfm.grouped_linear`
+    whose weight's `tfm.param`s (followed back through `tfm.slice_rows` and
+    the layer functions' arguments) have a `format`
+    (`tfm-select-weight-format`): the format the backend's packed panels
+    can keep them in. Weights of one GEMM kept in different formats are an
+    error (one kernel reads them all).
+
+    `tfm-compile --compute=bf16` (contract section 10): also sets `bf16_inputs`
     on every `tfm.linear` and `tfm.grouped_linear` but the router's (the
     `tfm.linear` whose logits `tfm.route_experts` reads, which stays f32,
     as its weight does under `--weight-dtype`): both operands are rounded
@@ -229,8 +236,9 @@ def TfmSelectGemmPrecision : Pass<"tfm-select-gemm-precision"> {
     `tfm-optimize`, where the GEMMs are `tfm.linear` ops); tfm-compile runs
     it before the backends' tiling.
 
-    `compute=f32` (the default) changes nothing. With `remarks=true`, one
-    remark per function says how many GEMMs it marked.
+    With `compute=f32` (the default) no GEMM gets `bf16_inputs`. With
+    `remarks=true`, one remark per function says how many GEMMs have bf16
+    inputs.
   }];
   let dependentDialects = ["mlir::tfm::TfmDialect"];
   let options = [

@@ -399,6 +399,11 @@ def Tfm_LinearOp : Tfm_Op<"linear",
     to even) before they are multiplied, and the products summed in f32:
     the weight once, as it is packed, the input as the GEMM reads it.
 
+    `weight_format` (`--tfm-select-gemm-precision`, from the weight's
+    `tfm.param`) is the format its weight's values are kept in: the
+    Highway backend packs a bf16 or f16 weight in 16-bit panels, half the
+    bytes, and widens them to f32 as it reads them.
+
     The Highway backend takes its register tile and the order of the
     weight's panels from `tfm_codegen.gemm_tiling` (set by
     `--tfm-select-gemm-tiling`).
@@ -416,13 +421,15 @@ def Tfm_LinearOp : Tfm_Op<"linear",
                        Optional<Tfm_Tensor>:$bias,
                        OptionalAttr<Tfm_ActivationAttr>:$activation,
                        Optional<Tfm_Tensor>:$residual,
-                       UnitAttr:$bf16_inputs);
+                       UnitAttr:$bf16_inputs,
+                       OptionalAttr<Tfm_WeightFormatAttr>:$weight_format);
   let results = (outs Tfm_Tensor:$result);
   let builders = [
     // A plain linear layer, no epilogue.
     OpBuilder<(ins "Value":$input, "Value":$weight, CArg<"Value", "{}">:$bias), [{
       build($_builder, $_state, input, weight, bias, /*activation=*/nullptr,
-            /*residual=*/Value(), /*bf16_inputs=*/false);
+            /*residual=*/Value(), /*bf16_inputs=*/false,
+            /*weight_format=*/WeightFormatAttr());
     }]>
   ];
   let assemblyFormat = [{
@@ -1101,8 +1108,8 @@ def Tfm_GroupedLinearOp : Tfm_Op<"grouped_linear",
     input's order.
 
     The Highway backend takes its register tile from
-    `tfm_codegen.gemm_tiling`, as for `tfm.linear`; `bf16_inputs` means
-    what it means there.
+    `tfm_codegen.gemm_tiling`, as for `tfm.linear`; `bf16_inputs` and
+    `weight_format` mean what they mean there.
 
     ```mlir
     %h = tfm.grouped_linear %xs groups %starts weights(%w0, %w1) bias(%b0, %b1)
@@ -1122,7 +1129,8 @@ def Tfm_GroupedLinearOp : Tfm_Op<"grouped_linear",
                        Optional<Tfm_IndexTensor>:$tokens,
                        Optional<Tfm_Tensor>:$routing_weights,
                        Optional<Tfm_Tensor>:$residual,
-                       UnitAttr:$bf16_inputs);
+                       UnitAttr:$bf16_inputs,
+                       OptionalAttr<Tfm_WeightFormatAttr>:$weight_format);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = [{
     $input `groups` $starts `weights` `(` $weights `)`

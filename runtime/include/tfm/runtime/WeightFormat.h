@@ -31,6 +31,13 @@ float roundToBFloat16(float x);
 /// included), as a float: +-infinity beyond the largest finite half.
 float roundToHalf(float x);
 
+/// The bfloat16 nearest `x` (roundToBFloat16), as its 16 bits.
+uint16_t bfloat16Bits(float x);
+
+/// The IEEE binary16 nearest `x` (roundToHalf; infinity beyond 65504), as
+/// its 16 bits.
+uint16_t halfBits(float x);
+
 /// Rounds the [rows, cols] weight `w` in place to the values `format`
 /// keeps. False for f16 when a value rounds beyond 65504 (or is infinite):
 /// `*at` is then its index, the values before it converted, it and the

@@ -60,16 +60,31 @@ HWY_INLINE void RoundToBFloat16(D d, const float *HWY_RESTRICT src,
   }
 }
 
+/// A vector of panel values as floats: loaded, or 16-bit values (a weight
+/// kept in bf16 or f16: half the bytes to read) widened exactly.
+template <class D>
+HWY_INLINE hn::Vec<D> LoadPanel(D d, const float *HWY_RESTRICT p) {
+  return hn::Load(d, p);
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadPanel(D d, const hwy::bfloat16_t *HWY_RESTRICT p) {
+  return hn::PromoteTo(d, hn::LoadU(hn::Rebind<hwy::bfloat16_t, D>(), p));
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadPanel(D d, const hwy::float16_t *HWY_RESTRICT p) {
+  return hn::PromoteTo(d, hn::LoadU(hn::Rebind<hwy::float16_t, D>(), p));
+}
+
 /// One k step of a tile: acc[r][v] += A[r, kk] * panel[kk, v * lanes...].
-template <size_t kRows, size_t kVecs, class D, class V>
+template <size_t kRows, size_t kVecs, class D, class V, typename PanelT>
 HWY_INLINE void GemmStep(D d, V (&acc)[kRows][kVecs],
                          const float *HWY_RESTRICT a, size_t lda,
-                         const float *HWY_RESTRICT panel, size_t kk) {
+                         const PanelT *HWY_RESTRICT panel, size_t kk) {
   constexpr size_t kLanes = hn::MaxLanes(d);
   constexpr size_t kCols = kVecs * kLanes;
   V b[kVecs];
   for (size_t v = 0; v < kVecs; ++v)
-    b[v] = hn::Load(d, panel + kk * kCols + v * kLanes);
+    b[v] = LoadPanel(d, panel + kk * kCols + v * kLanes);
   for (size_t r = 0; r < kRows; ++r) {
     const V ar = hn::Set(d, a[r * lda + kk]);
     for (size_t v = 0; v < kVecs; ++v)
@@ -92,13 +107,17 @@ HWY_INLINE void GemmStep(D d, V (&acc)[kRows][kVecs],
 /// With kBf16Inputs, A's values are rounded to bfloat16 as they are read
 /// (the panel was rounded when it was packed): blocks of kBf16Chunk k's of
 /// the tile's rows are rounded into a buffer in L1, then multiplied.
-template <size_t kRows, size_t kCols, GemmPrefetch kPrefetch,
-          bool kBf16Inputs = false>
+///
+/// The panel's elements are floats, or 16-bit values (PanelT bfloat16_t or
+/// float16_t) widened as they are loaded.
+template <size_t kRows, size_t kCols, GemmPrefetch kPrefetch, bool kBf16Inputs,
+          typename PanelT>
 HWY_NOINLINE void
 GemmTile(const float *HWY_RESTRICT a, size_t lda,
-         const float *HWY_RESTRICT panel, size_t k,
+         const PanelT *HWY_RESTRICT panel, size_t k,
          const float *HWY_RESTRICT bias, float *HWY_RESTRICT c, size_t ldc,
-         size_t cols, const float *HWY_RESTRICT prefetchAt, size_t l2Lines) {
+         size_t cols, const PanelT *HWY_RESTRICT prefetchAt, size_t l2Lines) {
+  constexpr size_t kPerLine = 64 / sizeof(PanelT);
   const hn::ScalableTag<float> d;
   constexpr size_t kLanes = hn::MaxLanes(d);
   static_assert(kCols % kLanes == 0, "a tile is whole vectors wide");
@@ -118,7 +137,7 @@ GemmTile(const float *HWY_RESTRICT a, size_t lda,
         RoundToBFloat16(d, a + r * lda + k0, rounded + r * kChunk, n);
       for (size_t kk = 0; kk < n; ++kk) {
         if constexpr (kPrefetch == GemmPrefetch::kL1)
-          for (size_t line = 0; line < kCols; line += 64 / sizeof(float))
+          for (size_t line = 0; line < kCols; line += kPerLine)
             hwy::Prefetch(prefetchAt + (k0 + kk) * kCols + line);
         GemmStep(d, acc, rounded, kChunk, panel + k0 * kCols, kk);
       }
@@ -141,7 +160,7 @@ GemmTile(const float *HWY_RESTRICT a, size_t lda,
   } else {
     for (size_t kk = 0; kk < k; ++kk) {
       if constexpr (kPrefetch == GemmPrefetch::kL1)
-        for (size_t line = 0; line < kCols; line += 64 / sizeof(float))
+        for (size_t line = 0; line < kCols; line += kPerLine)
           hwy::Prefetch(prefetchAt + kk * kCols + line);
       GemmStep(d, acc, a, lda, panel, kk);
     }
@@ -164,26 +183,26 @@ GemmTile(const float *HWY_RESTRICT a, size_t lda,
 }
 
 /// GemmTile for `rows` (1..kRows) rows, chosen at run time.
-template <size_t kRows, size_t kCols, bool kBf16Inputs>
+template <size_t kRows, size_t kCols, bool kBf16Inputs, typename PanelT>
 HWY_INLINE void GemmTileUpTo(size_t rows, const float *HWY_RESTRICT a,
-                             size_t lda, const float *HWY_RESTRICT panel,
+                             size_t lda, const PanelT *HWY_RESTRICT panel,
                              size_t k, const float *HWY_RESTRICT bias,
                              float *HWY_RESTRICT c, size_t ldc, size_t cols,
-                             const float *HWY_RESTRICT nextPanel,
-                             const float *HWY_RESTRICT l2At, size_t l2Lines) {
+                             const PanelT *HWY_RESTRICT nextPanel,
+                             const PanelT *HWY_RESTRICT l2At, size_t l2Lines) {
   if constexpr (kRows > 1) {
     if (rows < kRows)
-      return GemmTileUpTo<kRows - 1, kCols, kBf16Inputs>(
+      return GemmTileUpTo<kRows - 1, kCols, kBf16Inputs, PanelT>(
           rows, a, lda, panel, k, bias, c, ldc, cols, nextPanel, l2At, l2Lines);
   }
   if (nextPanel != nullptr)
-    GemmTile<kRows, kCols, GemmPrefetch::kL1, kBf16Inputs>(
+    GemmTile<kRows, kCols, GemmPrefetch::kL1, kBf16Inputs, PanelT>(
         a, lda, panel, k, bias, c, ldc, cols, nextPanel, 0);
   else if (l2At != nullptr && l2Lines > 0)
-    GemmTile<kRows, kCols, GemmPrefetch::kL2, kBf16Inputs>(
+    GemmTile<kRows, kCols, GemmPrefetch::kL2, kBf16Inputs, PanelT>(
         a, lda, panel, k, bias, c, ldc, cols, l2At, l2Lines);
   else
-    GemmTile<kRows, kCols, GemmPrefetch::kNone, kBf16Inputs>(
+    GemmTile<kRows, kCols, GemmPrefetch::kNone, kBf16Inputs, PanelT>(
         a, lda, panel, k, bias, c, ldc, cols, nullptr, 0);
 }
 
@@ -191,15 +210,23 @@ HWY_INLINE void GemmTileUpTo(size_t rows, const float *HWY_RESTRICT a,
 /// last rows of C may be fewer). Prefetches `nextPanel` (a whole panel) into L1
 /// if given, else `l2Lines` lines from `l2At` into L2 (see GemmTile).
 /// kBf16Inputs: A rounded to bfloat16 as it is read (see GemmTile).
-template <size_t kMaxRows, size_t kCols, bool kBf16Inputs = false>
+/// `T` where a call's argument must not deduce it (a nullptr there).
+template <typename T> struct NotDeduced { using type = T; };
+
+/// PanelT: float, or hwy::bfloat16_t / hwy::float16_t for 16-bit panels
+/// (deduced from `panel` alone: the prefetch pointers may be nullptr).
+template <size_t kMaxRows, size_t kCols, bool kBf16Inputs = false,
+          typename PanelT>
 HWY_INLINE void
 GemmTileRows(size_t rows, const float *HWY_RESTRICT a, size_t lda,
-             const float *HWY_RESTRICT panel, size_t k,
+             const PanelT *HWY_RESTRICT panel, size_t k,
              const float *HWY_RESTRICT bias, float *HWY_RESTRICT c, size_t ldc,
-             size_t cols, const float *HWY_RESTRICT nextPanel = nullptr,
-             const float *HWY_RESTRICT l2At = nullptr, size_t l2Lines = 0) {
+             size_t cols,
+             typename NotDeduced<const PanelT *>::type nextPanel = nullptr,
+             typename NotDeduced<const PanelT *>::type l2At = nullptr,
+             size_t l2Lines = 0) {
   static_assert(kMaxRows >= 1 && kMaxRows <= 16, "1 to 16 rows");
-  GemmTileUpTo<kMaxRows, kCols, kBf16Inputs>(
+  GemmTileUpTo<kMaxRows, kCols, kBf16Inputs, PanelT>(
       rows, a, lda, panel, k, bias, c, ldc, cols, nextPanel, l2At, l2Lines);
 }
 
