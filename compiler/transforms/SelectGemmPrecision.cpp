@@ -44,23 +44,18 @@ struct SelectGemmPrecision
       params.emplace(module);
 
     llvm::DenseMap<Operation *, int64_t> markedIn;
-    WalkResult result = getOperation()->walk([&](Operation *op) {
-      SmallVector<Value> weights;
-      auto linear = dyn_cast<LinearOp>(op);
-      auto grouped = dyn_cast<GroupedLinearOp>(op);
-      if (linear)
-        weights.push_back(linear.getWeight());
-      else if (grouped)
-        llvm::append_range(weights, grouped.getWeights());
-      else
-        return WalkResult::advance();
-      if (bf16 && !(linear && isRouterGemm(linear))) {
-        op->setAttr("bf16_inputs", UnitAttr::get(op->getContext()));
-        if (Operation *func = op->getParentOfType<FunctionOpInterface>())
+    // Marks one GEMM op (tfm.linear or tfm.grouped_linear) reading
+    // `weights`; `router`: the MoE router's, which stays f32.
+    auto mark = [&](auto gemm, ArrayRef<Value> weights,
+                    bool router) -> LogicalResult {
+      if (bf16 && !router) {
+        gemm.setBf16Inputs(true);
+        if (Operation *func =
+                gemm->template getParentOfType<FunctionOpInterface>())
           ++markedIn[func];
       }
       if (!params)
-        return WalkResult::advance();
+        return success();
       // The format of every param the weights can be: one kernel reads
       // them all, so they must agree.
       llvm::SetVector<ParamOp> read;
@@ -69,18 +64,25 @@ struct SelectGemmPrecision
       for (size_t i = 0; i < read.size(); ++i) {
         ParamOp param = read[i];
         std::optional<WeightFormat> f = param.getFormat();
-        if (i > 0 && f != format) {
-          op->emitError("reads weights kept in different formats: @")
-              << ParamOp(read[0]).getSymName() << " and @"
-              << param.getSymName();
-          return WalkResult::interrupt();
-        }
+        if (i > 0 && f != format)
+          return gemm.emitError("reads weights kept in different formats: @")
+                 << ParamOp(read[0]).getSymName() << " and @"
+                 << param.getSymName();
         format = f;
       }
       if (format)
-        op->setAttr("weight_format",
-                    WeightFormatAttr::get(op->getContext(), *format));
-      return WalkResult::advance();
+        gemm.setWeightFormatAttr(
+            WeightFormatAttr::get(gemm.getContext(), *format));
+      return success();
+    };
+    WalkResult result = getOperation()->walk([&](Operation *op) {
+      LogicalResult marked = success();
+      if (auto linear = dyn_cast<LinearOp>(op))
+        marked = mark(linear, {linear.getWeight()}, isRouterGemm(linear));
+      else if (auto grouped = dyn_cast<GroupedLinearOp>(op))
+        marked = mark(grouped, SmallVector<Value>(grouped.getWeights()),
+                      /*router=*/false);
+      return failed(marked) ? WalkResult::interrupt() : WalkResult::advance();
     });
     if (result.wasInterrupted())
       return signalPassFailure();

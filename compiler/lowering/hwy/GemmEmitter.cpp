@@ -199,12 +199,11 @@ namespace {
 /// bf16 values (--compute=bf16 rounds them so, whatever their format) or
 /// f16 ones (its weight_format), else floats (an int8 weight's values are
 /// not 16-bit values).
-PackSpec::Element panelElement(Operation *op) {
-  bool bf16 = op->hasAttr("bf16_inputs");
-  auto format = op->getAttrOfType<WeightFormatAttr>("weight_format");
-  if (bf16 || (format && format.getValue() == WeightFormat::BF16))
+template <typename GemmOp> PackSpec::Element panelElement(GemmOp op) {
+  std::optional<WeightFormat> format = op.getWeightFormat();
+  if (op.getBf16Inputs() || format == WeightFormat::BF16)
     return PackSpec::Element::BF16;
-  if (format && format.getValue() == WeightFormat::F16)
+  if (format == WeightFormat::F16)
     return PackSpec::Element::F16;
   return PackSpec::Element::F32;
 }
@@ -249,9 +248,10 @@ LogicalResult FunctionEmitter::findPackedArguments() {
     if (auto grouped = dyn_cast<GroupedLinearOp>(op))
       for (Value weight : grouped.getWeights()) {
         auto type = cast<RankedTensorType>(weight.getType());
-        if (record(weight, PackSpec{0, 1, type.getDimSize(0),
-                                    type.getDimSize(1), panelColumns(op),
-                                    grouped.getBf16Inputs(), panelElement(op)})
+        if (record(weight,
+                   PackSpec{0, 1, type.getDimSize(0), type.getDimSize(1),
+                            panelColumns(op), grouped.getBf16Inputs(),
+                            panelElement(grouped)})
                 .wasInterrupted())
           return WalkResult::interrupt();
       }
