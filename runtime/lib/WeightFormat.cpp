@@ -9,38 +9,9 @@
 
 namespace tfm::rt {
 
-const char *weightFormatName(WeightFormat format) {
-  switch (format) {
-  case WeightFormat::F32:
-    return "f32";
-  case WeightFormat::BF16:
-    return "bf16";
-  case WeightFormat::F16:
-    return "f16";
-  case WeightFormat::Int8:
-    return "int8";
-  }
-  return "?";
-}
-
 namespace {
 constexpr int64_t kInt8Block = 32;
 } // namespace
-
-double weightFormatBytes(WeightFormat format, int64_t rows, int64_t cols) {
-  double values = double(rows) * double(cols);
-  switch (format) {
-  case WeightFormat::F32:
-    return 4 * values;
-  case WeightFormat::BF16:
-  case WeightFormat::F16:
-    return 2 * values;
-  case WeightFormat::Int8:
-    return values +
-           4.0 * double(rows) * double((cols + kInt8Block - 1) / kInt8Block);
-  }
-  return 4 * values;
-}
 
 float roundToBFloat16(float x) {
   uint32_t bits;

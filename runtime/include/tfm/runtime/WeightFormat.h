@@ -16,13 +16,6 @@
 
 namespace tfm::rt {
 
-/// "f32", "bf16", "f16" or "int8": the tfm-compile option's spelling.
-const char *weightFormatName(WeightFormat format);
-
-/// Bytes one value of a [rows, cols] weight takes in `format`, scales
-/// included (int8: one float per block of 32 columns).
-double weightFormatBytes(WeightFormat format, int64_t rows, int64_t cols);
-
 /// `x` rounded to the nearest bfloat16 (ties to even), as a float; NaN
 /// stays NaN.
 float roundToBFloat16(float x);
