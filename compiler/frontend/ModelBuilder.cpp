@@ -94,6 +94,15 @@ private:
   std::vector<WeightSpec> attentionWeights(StringRef prefix, bool self,
                                            const LayerKinds &k);
   std::vector<WeightSpec> feedForwardWeights(const LayerKinds &k);
+  /// A mamba layer's weights: its norm's, then its mixer's (Hugging Face
+  /// MambaMixer names, contract section 7).
+  std::vector<WeightSpec> mambaWeights();
+  /// The function of the mamba layers (of form `kind`: cached or not).
+  func::FuncOp buildMambaLayerFunc(const LayerKind &kind, StringRef name);
+  /// A mamba layer's conv window and scan state, and a handle to the one
+  /// named `name`, declared once at module level.
+  MambaStateType mambaStateType();
+  Value mambaState(OpBuilder &b, StringRef name);
   /// A norm's weight, and its bias for a layer norm.
   std::vector<WeightSpec> normWeights(StringRef name);
   std::vector<WeightSpec> layerWeights(const LayerKind &kind,
@@ -230,6 +239,8 @@ std::vector<WeightSpec> ModelBuilder::attentionWeights(StringRef prefix,
 /// PyTorch's numbering.
 std::vector<WeightSpec> ModelBuilder::layerWeights(const LayerKind &kind,
                                                    const LayerKinds &k) {
+  if (k.mamba)
+    return mambaWeights();
   std::vector<WeightSpec> specs = attentionWeights("self_attn", true, k);
   if (kind.crossAttention)
     llvm::append_range(specs, attentionWeights("multihead_attn", false, k));
@@ -263,6 +274,84 @@ std::vector<WeightSpec> ModelBuilder::feedForwardWeights(const LayerKinds &k) {
     llvm::append_range(specs,
                        linears("moe.experts." + std::to_string(e) + "."));
   return specs;
+}
+
+std::vector<WeightSpec> ModelBuilder::mambaWeights() {
+  const MambaSizes &m = *c.mamba;
+  int64_t d = c.dModel, ch = c.mambaChannels(), n = m.stateSize;
+  std::vector<WeightSpec> specs = normWeights("norm");
+  llvm::append_range(specs, std::vector<WeightSpec>{
+                                {"mixer.in_proj.weight", {2 * ch, d}},
+                                {"mixer.conv1d.weight", {ch, 1, m.convWidth}},
+                                {"mixer.conv1d.bias", {ch}},
+                                {"mixer.x_proj.weight", {m.dtRank + 2 * n, ch}},
+                                {"mixer.dt_proj.weight", {ch, m.dtRank}},
+                                {"mixer.dt_proj.bias", {ch}},
+                                {"mixer.A_log", {ch, n}},
+                                {"mixer.D", {ch}},
+                                {"mixer.out_proj.weight", {d, ch}},
+                            });
+  return specs;
+}
+
+MambaStateType ModelBuilder::mambaStateType() {
+  return MambaStateType::get(builder.getContext(), limits.maxBatch,
+                             c.mambaChannels(), c.mamba->convWidth,
+                             c.mamba->stateSize);
+}
+
+Value ModelBuilder::mambaState(OpBuilder &b, StringRef name) {
+  MambaStateType type = mambaStateType();
+  if (declared.insert(name).second) {
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPoint(module.getBody(), module.getBody()->end());
+    KVCacheDeclOp::create(builder, fileLoc, builder.getStringAttr(name),
+                          TypeAttr::get(type));
+  }
+  return CacheOp::create(b, fileLoc, type, name);
+}
+
+func::FuncOp ModelBuilder::buildMambaLayerFunc(const LayerKind &kind,
+                                               StringRef name) {
+  std::vector<WeightSpec> specs = mambaWeights();
+  SmallVector<Type> argTypes = {activations()};
+  // Cached: position, the mixer's state.
+  if (kind.cached) {
+    argTypes.push_back(builder.getIndexType());
+    argTypes.push_back(mambaStateType());
+  }
+  size_t firstWeight = argTypes.size();
+  for (const WeightSpec &s : specs)
+    argTypes.push_back(f32(s.shape));
+
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPoint(module.getBody(), module.getBody()->end());
+  auto func =
+      func::FuncOp::create(builder, named(name), name,
+                           builder.getFunctionType(argTypes, {activations()}));
+  func.setPrivate();
+  func.setArgAttr(0, "tfm.input", builder.getStringAttr("x"));
+  if (kind.cached)
+    func.setArgAttr(1, "tfm.input", builder.getStringAttr("position"));
+  for (auto [i, s] : llvm::enumerate(specs))
+    func.setArgAttr(firstWeight + i, "tfm.weight",
+                    builder.getStringAttr(s.suffix));
+
+  OpBuilder b = OpBuilder::atBlockEnd(func.addEntryBlock());
+  Value x = func.getArgument(0);
+  Value position = kind.cached ? func.getArgument(1) : Value();
+  Value state = kind.cached ? func.getArgument(2) : Value();
+  ValueRange w = func.getArguments().drop_front(firstWeight);
+  size_t perNorm = normWeights("norm").size();
+  // x + Mixer(Norm(x)), whatever `norm` places (contract section 7).
+  Value normed = norm(b, named("norm"), x, w.take_front(perNorm));
+  ValueRange m = w.drop_front(perNorm);
+  Value mixed = MambaMixerOp::create(b, named("mixer"), activations(), normed,
+                                     m[0], m[1], m[2], m[3], m[4], m[5], m[6],
+                                     m[7], m[8], position, state);
+  func::ReturnOp::create(b, fileLoc,
+                         Value(AddOp::create(b, x.getLoc(), x, mixed)));
+  return func;
 }
 
 std::vector<WeightSpec> ModelBuilder::normWeights(StringRef name) {
@@ -419,6 +508,8 @@ StackFuncs ModelBuilder::buildStackFuncs(const LayerKind &kind,
 
 func::FuncOp ModelBuilder::buildLayerFunc(const LayerKind &kind,
                                           const LayerKinds &k, StringRef name) {
+  if (k.mamba)
+    return buildMambaLayerFunc(kind, name);
   std::vector<WeightSpec> specs = layerWeights(kind, k);
   bool takesMemory = kind.crossAttention && !kind.memoryFromCache;
   SmallVector<Type> argTypes = {activations()};
@@ -607,7 +698,10 @@ Value ModelBuilder::stack(OpBuilder &b, Value x, Value memory,
     SmallVector<Value> args = {x};
     if (memory)
       args.push_back(memory);
-    if (kind.cached) {
+    if (kind.cached && k.mamba) {
+      args.push_back(position);
+      args.push_back(mambaState(b, layerPrefix + "mixer.state"));
+    } else if (kind.cached) {
       args.push_back(position);
       args.push_back(cache(b, layerPrefix + "self_attn.cache", true, k));
       if (kind.crossAttention)
@@ -795,14 +889,18 @@ OwningOpRef<ModuleOp> ModelBuilder::build() {
       c.anyLayer([](const LayerKinds &k) { return bool(k.linformerK); });
   bool performer =
       c.anyLayer([](const LayerKinds &k) { return bool(k.performerFeatures); });
-  bool masked = !linformer && !performer;
+  bool mamba = c.anyLayer([](const LayerKinds &k) { return k.mamba; });
+  bool masked = !linformer && !performer && !mamba;
   if (!masked)
     module->setAttr(
         "tfm.padding_masks_refused",
-        builder.getStringAttr(linformer ? "linformer attention mixes every "
-                                          "position into each key"
-                                        : "performer attention sums every "
-                                          "key into its features"));
+        builder.getStringAttr(
+            linformer   ? "linformer attention mixes every position into each "
+                          "key"
+            : performer ? "performer attention sums every key into its "
+                          "features"
+                        : "a mamba layer's scan carries every position into "
+                          "the next"));
   if (masked)
     inputTypes.append(maskable, paddingMask());
 

@@ -64,7 +64,8 @@ const char *const kKnownKeys[] = {"name",
                                   "type_vocab_size",
                                   "embedding_norm",
                                   "ffn",
-                                  "layers"};
+                                  "layers",
+                                  "mamba"};
 
 /// A kind of a `{"kind": ..., ...}` key (`attention`, `ffn`: contract
 /// section 7) and the keys it takes besides `kind`.
@@ -86,11 +87,13 @@ const KindKeys kFfnKinds[] = {
     {"dense", {}, true},
     {"moe", {"experts", "top_k"}, true},
 };
-/// A `layers` entry's kinds (mamba: another issue).
+/// A `layers` entry's kinds.
 const KindKeys kLayerKinds[] = {
     {"attention", {"attention", "ffn"}, true},
-    {"mamba", {}, false},
+    {"mamba", {}, true},
 };
+/// The keys of `mamba`, each a positive integer (dt_rank also "auto").
+const StringRef kMambaKeys[] = {"d_state", "d_conv", "expand", "dt_rank"};
 constexpr StringRef kAttentionExample =
     "{\"kind\": \"sliding_window\", \"window\": 256}";
 constexpr StringRef kFfnExample =
@@ -354,6 +357,12 @@ private:
   /// Reads `layers` into c.decoderLayerKinds (once the architecture and
   /// the layer counts are known).
   void readLayers(ModelConfig &c);
+  /// Whether `layers` is a list whose every entry is a mamba layer (a stack
+  /// that needs no num_heads or d_ff).
+  bool onlyMambaLayers() const;
+  /// Reads `mamba` into c.mamba when some layer is a mamba layer (an error
+  /// when none is).
+  void readMamba(ModelConfig &c);
   /// Checks that `k`'s attention kind suits the model's causality and score;
   /// `at` is where its `attention` value starts.
   void checkAttention(const ModelConfig &c, const LayerKinds &k, Position at,
@@ -570,6 +579,13 @@ void ConfigReader::readFeedForward(const KindObject &kind, LayerKinds &k) {
   k.experts = MixtureOfExperts{*experts, *topK};
 }
 
+/// The kinds of a mamba layer.
+LayerKinds mambaLayer() {
+  LayerKinds k;
+  k.mamba = true;
+  return k;
+}
+
 void ConfigReader::readLayers(ModelConfig &c) {
   const json::Value *v = object.get("layers");
   if (!v)
@@ -606,9 +622,7 @@ void ConfigReader::readLayers(ModelConfig &c) {
     LayerKinds &k = layers.emplace_back(c.kinds);
     if (std::optional<StringRef> kind = entry.getAsString()) {
       if (*kind == "mamba")
-        error(at, formatv("{0} kind 'mamba' is not supported yet; supported: "
-                          "attention",
-                          name));
+        k = mambaLayer();
       else if (*kind != "attention")
         error(at, formatv("'{0}' kind must be one of attention, mamba; got {1}",
                           name, describe(entry)));
@@ -625,6 +639,10 @@ void ConfigReader::readLayers(ModelConfig &c) {
         readKindValue(name, entry, offset, kLayerKinds, "");
     if (!layer)
       continue;
+    if (layer->kind == "mamba") {
+      k = mambaLayer();
+      continue;
+    }
     // A layer's own `attention` and `ffn` replace the model's.
     auto valueOf = [&](StringRef key) -> size_t {
       for (const KeyLocation &kl : llvm::reverse(layer->inner))
@@ -653,6 +671,111 @@ void ConfigReader::readLayers(ModelConfig &c) {
     }
   }
   c.decoderLayerKinds = std::move(layers);
+}
+
+bool ConfigReader::onlyMambaLayers() const {
+  const json::Value *v = object.get("layers");
+  const json::Array *entries = v ? v->getAsArray() : nullptr;
+  if (!entries || entries->empty())
+    return false;
+  return llvm::all_of(*entries, [](const json::Value &entry) {
+    if (std::optional<StringRef> kind = entry.getAsString())
+      return *kind == "mamba";
+    const json::Object *o = entry.getAsObject();
+    const json::Value *kind = o ? o->get("kind") : nullptr;
+    return kind && kind->getAsString() == std::optional<StringRef>("mamba");
+  });
+}
+
+void ConfigReader::readMamba(ModelConfig &c) {
+  bool used = llvm::any_of(c.decoderLayerKinds,
+                           [](const LayerKinds &k) { return k.mamba; });
+  const json::Value *v = object.get("mamba");
+  if (!v) {
+    if (used)
+      c.mamba = MambaSizes{};
+  } else if (!used) {
+    // A `layers` in error says nothing of its mamba layers.
+    if (failed)
+      return;
+    error("mamba", "'mamba' sizes the mixers of mamba layers, but no "
+                   "'layers' entry is \"mamba\"");
+    return;
+  } else if (!v->getAsObject()) {
+    error("mamba", formatv("'mamba' must be an object such as {{\"d_state\": "
+                           "16, \"d_conv\": 4, \"expand\": 2, \"dt_rank\": "
+                           "\"auto\"}, got {0}",
+                           describe(*v)));
+    return;
+  }
+  if (!used)
+    return;
+  MambaSizes sizes;
+  bool autoRank = true;
+  if (v) {
+    const json::Object &o = *v->getAsObject();
+    size_t objectOffset = 0;
+    std::vector<KeyLocation> inner =
+        scanObjectKeys(text, valueOffset("mamba"), objectOffset);
+    auto at = [&](StringRef key, bool value) {
+      for (const KeyLocation &k : llvm::reverse(inner))
+        if (k.key == key)
+          return positionOf(text, value ? k.valueOffset : k.keyOffset);
+      return positionOf(text, objectOffset);
+    };
+    for (auto [i, k] : llvm::enumerate(inner)) {
+      bool duplicate = false;
+      for (size_t j = 0; j < i && !duplicate; ++j)
+        duplicate = inner[j].key == k.key;
+      if (duplicate)
+        error(positionOf(text, k.keyOffset),
+              formatv("duplicate key '{0}' in 'mamba'", k.key));
+      else if (!llvm::is_contained(kMambaKeys, StringRef(k.key)))
+        error(positionOf(text, k.keyOffset),
+              formatv("unknown key '{0}' in 'mamba' (it takes {1})", k.key,
+                      llvm::join(ArrayRef<StringRef>(kMambaKeys), ", ")));
+    }
+    auto count = [&](StringRef key, StringRef meaning, int64_t &into) -> bool {
+      const json::Value *value = o.get(key);
+      if (!value)
+        return false;
+      std::optional<int64_t> n = value->getAsInteger();
+      if (!n || *n < 1 || *n > kMaxDim) {
+        error(at(key, true),
+              formatv("'mamba' '{0}' ({1}) must be an integer from 1 to {2}, "
+                      "got {3}",
+                      key, meaning, kMaxDim, describe(*value)));
+        return false;
+      }
+      into = *n;
+      return true;
+    };
+    count("d_state", "the scan's state size per channel", sizes.stateSize);
+    count("d_conv", "the causal conv's kernel width", sizes.convWidth);
+    count("expand", "d_inner = expand x d_model", sizes.expand);
+    if (const json::Value *rank = o.get("dt_rank")) {
+      if (rank->getAsString() == std::optional<StringRef>("auto"))
+        autoRank = true;
+      else if (rank->getAsInteger())
+        autoRank = !count("dt_rank", "the rank of the step-size projection",
+                          sizes.dtRank);
+      else {
+        error(at("dt_rank", true),
+              formatv("'mamba' 'dt_rank' must be a positive integer or "
+                      "\"auto\" (ceil(d_model / 16)), got {0}",
+                      describe(*rank)));
+        autoRank = false;
+      }
+    }
+    if (sizes.expand * c.dModel > kMaxDim)
+      error(at("expand", true),
+            formatv("'mamba' d_inner = expand {0} x d_model {1} is above the "
+                    "supported maximum {2}",
+                    sizes.expand, c.dModel, kMaxDim));
+  }
+  if (autoRank)
+    sizes.dtRank = (c.dModel + 15) / 16;
+  c.mamba = sizes;
 }
 
 void ConfigReader::checkAttention(const ModelConfig &c, const LayerKinds &k,
@@ -780,8 +903,14 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
     c.architecture = static_cast<Architecture>(*arch);
 
   std::optional<int64_t> dModel = readInt("d_model", true, kMaxDim);
-  std::optional<int64_t> heads = readInt("num_heads", true, kMaxDim);
-  std::optional<int64_t> dFF = readInt("d_ff", true, kMaxDim);
+  // A stack of mamba layers only has no attention heads and no FFN.
+  bool attentionFree = onlyMambaLayers();
+  std::optional<int64_t> heads = readInt("num_heads", !attentionFree, kMaxDim);
+  std::optional<int64_t> dFF = readInt("d_ff", !attentionFree, kMaxDim);
+  if (attentionFree) {
+    heads = heads.value_or(1);
+    dFF = dFF.value_or(1);
+  }
   std::optional<int64_t> layers = readInt("num_layers", false, kMaxLayers);
   std::optional<int64_t> encLayers =
       readInt("num_encoder_layers", false, kMaxLayers);
@@ -911,6 +1040,7 @@ std::optional<ModelConfig> ConfigReader::read(StringRef path) {
   if (c.kinds.linformerK)
     checkAttention(c, c.kinds, valuePos("attention"), causal.has_value());
   readLayers(c);
+  readMamba(c);
   // The scores a kind takes: once for the model, whichever layers have it.
   if (c.anyLayer([](const LayerKinds &k) { return bool(k.linformerK); }) &&
       c.score != ScoreKind::ScaledDot)
@@ -955,8 +1085,8 @@ bool LayerKinds::operator==(const LayerKinds &o) const {
     return m ? std::make_pair(m->experts, m->topK)
              : std::make_pair(int64_t(0), int64_t(0));
   };
-  return window == o.window && globalTokens == o.globalTokens &&
-         linformerK == o.linformerK &&
+  return mamba == o.mamba && window == o.window &&
+         globalTokens == o.globalTokens && linformerK == o.linformerK &&
          performerFeatures == o.performerFeatures && block == o.block &&
          windowBlocks == o.windowBlocks && globalBlocks == o.globalBlocks &&
          randomBlocks == o.randomBlocks && moe(experts) == moe(o.experts);

@@ -262,12 +262,12 @@ void emitModelGlue(const ModelGlue &glue, raw_ostream &out) {
 
   SmallVector<std::string> cacheSizes;
   for (KVCacheDeclOp c : caches) {
-    cacheSizes.push_back(
-        std::to_string(cast<KVCacheType>(c.getType()).getFloats()));
+    cacheSizes.push_back(std::to_string(c.getType().getFloats()));
   }
   cacheSizes.push_back("0"); // keeps the array non-empty
-  out << "// Each attention's keys and values (!tfm.kv_cache's layout), "
-         "kept across calls.\n"
+  out << "// Each tfm.kv_cache's floats (in its type's layout: an attention's "
+         "keys and values, a mamba mixer's window and state), kept across "
+         "calls.\n"
       << "static const size_t kCacheFloats[] = {"
       << llvm::join(cacheSizes, ", ") << "};\n\n"
       << glue.flopsDefinition;

@@ -11,6 +11,9 @@ void mlir::tfm::buildOptimizePipeline(OpPassManager &pm,
   TfmDecomposeAttentionOptions decomposeAttention;
   decomposeAttention.remarks = options.remarks;
   pm.addPass(createTfmDecomposeAttention(decomposeAttention));
+  TfmDecomposeMambaOptions decomposeMamba;
+  decomposeMamba.remarks = options.remarks;
+  pm.addPass(createTfmDecomposeMamba(decomposeMamba));
   TfmFuseResidualNormOptions fuseNorm;
   fuseNorm.remarks = options.remarks;
   pm.addPass(createTfmFuseResidualNorm(fuseNorm));

@@ -215,7 +215,7 @@ LogicalResult FunctionEmitter::emitSignature(EntryKind entry) {
       }
       continue;
     }
-    if (isa<KVCacheType>(arg.getType())) {
+    if (isa<StateBufferTypeInterface>(arg.getType())) {
       if (isEntry)
         return func.emitError("caches cannot be entry-point arguments");
       argParams.push_back("float *" + name);
@@ -388,6 +388,8 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       .Case([&](RouteExpertsOp o) { return emitRouteExperts(o); })
       .Case([&](GatherRowsOp o) { return emitGatherRows(o); })
       .Case([&](GroupedLinearOp o) { return emitGroupedLinear(o); })
+      .Case([&](CausalConv1dOp o) { return emitCausalConv1d(o); })
+      .Case([&](SelectiveScanOp o) { return emitSelectiveScan(o); })
       .Case([&](func::CallOp o) { return emitCall(o); })
       .Case([&](func::ReturnOp o) { return emitReturn(o); })
       .Default([&](Operation *o) {

@@ -133,6 +133,8 @@ private:
   mlir::LogicalResult emitRouteExperts(mlir::tfm::RouteExpertsOp op);
   mlir::LogicalResult emitGatherRows(mlir::tfm::GatherRowsOp op);
   mlir::LogicalResult emitGroupedLinear(mlir::tfm::GroupedLinearOp op);
+  mlir::LogicalResult emitCausalConv1d(mlir::tfm::CausalConv1dOp op);
+  mlir::LogicalResult emitSelectiveScan(mlir::tfm::SelectiveScanOp op);
   mlir::LogicalResult emitCall(mlir::func::CallOp op);
   mlir::LogicalResult emitReturn(mlir::func::ReturnOp op);
 

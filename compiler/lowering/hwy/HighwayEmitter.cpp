@@ -149,6 +149,7 @@ LogicalResult ModuleEmitter::emit(HighwayEmitStats *stats) {
       << "#include \"tfm/runtime/kernels/features-inl.h\"\n"
       << "#include \"tfm/runtime/kernels/gemm-inl.h\"\n"
       << "#include \"tfm/runtime/kernels/norm-inl.h\"\n"
+      << "#include \"tfm/runtime/kernels/scan-inl.h\"\n"
       << "#include \"tfm/runtime/kernels/transpose-inl.h\"\n"
       << "#include \"tfm/runtime/kernels/vector-inl.h\"\n\n"
       << "HWY_BEFORE_NAMESPACE();\n"

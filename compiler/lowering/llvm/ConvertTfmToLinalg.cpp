@@ -240,17 +240,18 @@ struct LowerAttention : TfmLowering<AttentionOp> {
 
 /// A cache is a buffer the runtime keeps across calls, in the layout its
 /// type defines.
-MemRefType cacheBuffer(KVCacheType type) {
+MemRefType cacheBuffer(StateBufferTypeInterface type) {
   return MemRefType::get({type.getFloats()},
                          Float32Type::get(type.getContext()));
 }
 
 /// The buffer of cache handle `cache` (a function argument, which
 /// convertCacheArguments makes that buffer once every op is lowered).
-Value cacheBufferOf(OpBuilder &rewriter, Location loc,
-                    TypedValue<KVCacheType> cache) {
-  return UnrealizedConversionCastOp::create(rewriter, loc,
-                                            cacheBuffer(cache.getType()), cache)
+Value cacheBufferOf(OpBuilder &rewriter, Location loc, Value cache) {
+  return UnrealizedConversionCastOp::create(
+             rewriter, loc,
+             cacheBuffer(cast<StateBufferTypeInterface>(cache.getType())),
+             cache)
       .getResult(0);
 }
 
@@ -444,7 +445,7 @@ void convertCacheArguments(Operation *root) {
       return;
     SmallVector<Type> inputs;
     for (BlockArgument arg : f.getArguments()) {
-      if (auto cache = dyn_cast<KVCacheType>(arg.getType()))
+      if (auto cache = dyn_cast<StateBufferTypeInterface>(arg.getType()))
         arg.setType(cacheBuffer(cache));
       inputs.push_back(arg.getType());
     }

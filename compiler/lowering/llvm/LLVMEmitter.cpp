@@ -132,7 +132,7 @@ llvm::Error emitDispatch(StringRef cName, func::FuncOp entry, bool step,
     }
     std::string elem = "float", data, batch = "1", seq = "1";
     SmallVector<int64_t> shape;
-    if (auto type = dyn_cast<KVCacheType>(arg.getType())) {
+    if (auto type = dyn_cast<StateBufferTypeInterface>(arg.getType())) {
       auto it = cache ? cacheIndex.find(cache.getValue()) : cacheIndex.end();
       if (it == cacheIndex.end())
         return error(llvm::formatv(

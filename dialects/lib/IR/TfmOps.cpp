@@ -10,6 +10,7 @@
 #include "TfmMaskSyntax.h"
 
 #include "tfm/IR/TfmInterfaces.cpp.inc"
+#include "tfm/IR/TfmTypeInterfaces.cpp.inc"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -1340,3 +1341,166 @@ GluOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
 
 #define GET_OP_CLASSES
 #include "tfm/IR/TfmOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Mamba mixers
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+MambaStateType::verify(function_ref<InFlightDiagnostic()> emitError,
+                       int64_t maxBatch, int64_t channels, int64_t convWidth,
+                       int64_t stateSize) {
+  if (maxBatch <= 0 || channels <= 0 || convWidth <= 0 || stateSize <= 0)
+    return emitError() << "mamba_state sizes must be positive, got maxBatch = "
+                       << maxBatch << ", channels = " << channels
+                       << ", convWidth = " << convWidth
+                       << ", stateSize = " << stateSize;
+  return success();
+}
+
+namespace {
+
+/// The reads and writes of a Mamba op that carries `state` (none without).
+void stateEffects(
+    MutableOperandRange state,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  if (state.empty())
+    return;
+  effects.emplace_back(MemoryEffects::Read::get(), &state[0]);
+  effects.emplace_back(MemoryEffects::Write::get(), &state[0]);
+}
+
+/// `offset` and `state` come together; the state's channels (and conv
+/// width or state size, when given) are the op's.
+LogicalResult verifyCarriedState(Diag &diag, Value offset,
+                                 TypedValue<MambaStateType> state,
+                                 int64_t channels, int64_t convWidth,
+                                 int64_t stateSize, int64_t batch) {
+  if (bool(offset) != bool(state))
+    return diag.fail("`offset` and `state` come together: a decode step's "
+                     "rows start at offset and continue from the state");
+  if (!state)
+    return success();
+  MambaStateType type = state.getType();
+  if (!dimsMatch(channels, type.getChannels()) ||
+      !dimsMatch(convWidth, type.getConvWidth()) ||
+      !dimsMatch(stateSize, type.getStateSize()))
+    return diag.fail("state ", Type(type), " does not hold ",
+                     formatDim(channels), " channels, a conv width of ",
+                     formatDim(convWidth), " and states of ",
+                     formatDim(stateSize));
+  if (!isDynamic(batch) && batch > type.getMaxBatch())
+    return diag.fail("the step has ", batch, " sequences; the state holds ",
+                     type.getMaxBatch());
+  return success();
+}
+
+/// The leading (batch) dimension of a [..., n, C] value carried with a
+/// state: its first, when it has a batch dimension.
+int64_t batchOf(RankedTensorType rows) {
+  return rows.getRank() >= 3 ? rows.getDimSize(0) : 1;
+}
+
+} // namespace
+
+LogicalResult MambaMixerOp::verify() {
+  Diag diag(*this);
+  RankedTensorType input = getInput().getType();
+  if (failed(expectRankAtLeast(diag, "input", input, 2, "[..., seq, d_model]")))
+    return failure();
+  int64_t dModel = input.getDimSize(input.getRank() - 1);
+  RankedTensorType aLog = getALog().getType(), xProj = getXProj().getType(),
+                   dtProj = getDtProj().getType(),
+                   conv = getConvWeight().getType();
+  if (aLog.getRank() != 2 || dtProj.getRank() != 2 || conv.getRank() != 3)
+    return diag.fail("a_log must be [d_inner, d_state], dt_proj [d_inner, "
+                     "dt_rank] and conv_weight [d_inner, 1, width], got ",
+                     Type(aLog), ", ", Type(dtProj), " and ", Type(conv));
+  int64_t channels = firstStatic(
+      {aLog.getDimSize(0), dtProj.getDimSize(0), conv.getDimSize(0)});
+  int64_t states = aLog.getDimSize(1), rank = dtProj.getDimSize(1),
+          width = conv.getDimSize(2);
+  int64_t xRows = isDynamic(rank) || isDynamic(states) ? ShapedType::kDynamic
+                                                       : rank + 2 * states;
+  int64_t inRows = isDynamic(channels) ? ShapedType::kDynamic : 2 * channels;
+  if (failed(expectShape(diag, "in_proj", getInProj().getType(),
+                         {inRows, dModel})) ||
+      failed(expectShape(diag, "conv_weight", conv, {channels, 1, width})) ||
+      failed(expectShape(diag, "conv_bias", getConvBias().getType(),
+                         {channels})) ||
+      failed(expectShape(diag, "x_proj", xProj, {xRows, channels})) ||
+      failed(expectShape(diag, "dt_proj", dtProj, {channels, rank})) ||
+      failed(expectShape(diag, "dt_bias", getDtBias().getType(), {channels})) ||
+      failed(expectShape(diag, "a_log", aLog, {channels, states})) ||
+      failed(expectShape(diag, "d", getD().getType(), {channels})) ||
+      failed(expectShape(diag, "out_proj", getOutProj().getType(),
+                         {dModel, channels})))
+    return failure();
+  // The decomposition splits in_proj and x_proj by rows: static ones.
+  if (isDynamic(channels) || isDynamic(states) || isDynamic(rank) ||
+      isDynamic(width))
+    return diag.fail("the mixer's sizes (d_inner, d_state, dt_rank, conv "
+                     "width) must be static");
+  return verifyCarriedState(diag, getOffset(), getState(), channels, width,
+                            states, batchOf(input));
+}
+
+void MambaMixerOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  stateEffects(getStateMutable(), effects);
+}
+
+LogicalResult CausalConv1dOp::verify() {
+  Diag diag(*this);
+  RankedTensorType input = getInput().getType();
+  if (failed(expectRankAtLeast(diag, "input", input, 2, "[..., seq, C]")))
+    return failure();
+  int64_t channels = input.getDimSize(input.getRank() - 1);
+  RankedTensorType weight = getWeight().getType();
+  int64_t width = dimOr(weight, 3, 2);
+  if (failed(expectShape(diag, "weight", weight, {channels, 1, width})) ||
+      failed(expectShape(diag, "bias", getBias().getType(), {channels})))
+    return failure();
+  if (isDynamic(channels) || isDynamic(width))
+    return diag.fail("the channels and the conv width must be static, got ",
+                     Type(input), " and ", Type(weight));
+  return verifyCarriedState(diag, getOffset(), getState(), channels, width,
+                            ShapedType::kDynamic, batchOf(input));
+}
+
+void CausalConv1dOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  stateEffects(getStateMutable(), effects);
+}
+
+LogicalResult SelectiveScanOp::verify() {
+  Diag diag(*this);
+  RankedTensorType input = getInput().getType();
+  if (failed(expectRankAtLeast(diag, "input", input, 2, "[..., seq, C]")))
+    return failure();
+  int64_t rank = input.getRank();
+  int64_t channels = input.getDimSize(rank - 1);
+  RankedTensorType aLog = getALog().getType();
+  int64_t states = dimOr(aLog, 2, 1);
+  SmallVector<int64_t> rows(input.getShape());
+  rows.back() = states;
+  if (failed(expectShape(diag, "a_log", aLog, {channels, states})) ||
+      failed(expectShape(diag, "b", getB().getType(), rows)) ||
+      failed(expectShape(diag, "c", getC().getType(), rows)) ||
+      failed(expectShape(diag, "d", getD().getType(), {channels})))
+    return failure();
+  if (isDynamic(channels) || isDynamic(states))
+    return diag.fail("the channels and the state size must be static, got ",
+                     Type(input), " and ", Type(aLog));
+  return verifyCarriedState(diag, getOffset(), getState(), channels,
+                            ShapedType::kDynamic, states, batchOf(input));
+}
+
+void SelectiveScanOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  stateEffects(getStateMutable(), effects);
+}

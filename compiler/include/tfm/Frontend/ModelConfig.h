@@ -41,9 +41,18 @@ struct MixtureOfExperts {
   int64_t experts = 0, topK = 0;
 };
 
+/// The sizes of a model's Mamba mixers (contract section 7, `mamba`), with
+/// dt_rank "auto" resolved.
+struct MambaSizes {
+  int64_t stateSize = 16, convWidth = 4, expand = 2, dtRank = 0;
+};
+
 /// The kinds of a layer's blocks (contract section 7): its self-attention's
-/// (`attention`) and its FFN's (`ffn`).
+/// (`attention`) and its FFN's (`ffn`); or a Mamba mixer instead of both
+/// (`layers` entry "mamba").
 struct LayerKinds {
+  /// A mamba layer: x + Mixer(Norm(x)), no attention, no FFN.
+  bool mamba = false;
   /// `attention` kind sliding_window (Longformer): keys within `window`
   /// positions of the query, and the first `globalTokens` positions
   /// attending and attended both ways, in the self-attention. No window: full
@@ -70,7 +79,7 @@ struct LayerKinds {
   /// Whether the self-attention is `full` (the kind whose weights a dump
   /// writes).
   bool fullAttention() const {
-    return !window && !linformerK && !performerFeatures && !block;
+    return !mamba && !window && !linformerK && !performerFeatures && !block;
   }
   bool operator==(const LayerKinds &o) const;
   bool operator!=(const LayerKinds &o) const { return !(*this == o); }
@@ -120,7 +129,12 @@ struct ModelConfig {
   /// before the first layer (`embed_norm`: BERT's embeddings.LayerNorm).
   bool embeddingNorm = false;
 
+  /// The Mamba mixers' sizes, when some layer is a mamba layer.
+  std::optional<MambaSizes> mamba;
+
   int64_t headDim() const { return dModel / numHeads; }
+  /// A Mamba mixer's channels (d_inner = expand x d_model).
+  int64_t mambaChannels() const { return mamba->expand * dModel; }
   /// The kinds of layer `layer` of the decoder stack (`decoder`) or of the
   /// encoder stack.
   const LayerKinds &layerKinds(bool decoder, int64_t layer) const {

@@ -27,6 +27,11 @@ void populateFuseResidualNormPatterns(RewritePatternSet &patterns,
 void populateDecomposeAttentionPatterns(RewritePatternSet &patterns,
                                         bool remarks = false);
 
+/// Every tfm.mamba_mixer -> tfm.linear projections, tfm.causal_conv1d and
+/// tfm.selective_scan.
+void populateDecomposeMambaPatterns(RewritePatternSet &patterns,
+                                    bool remarks = false);
+
 /// tfm.ffn -> two tfm.linear (the activation in the first one's store);
 /// tfm.add of a tfm.linear's result -> the linear with a residual.
 void populateFuseEpiloguePatterns(RewritePatternSet &patterns,

@@ -45,6 +45,32 @@ def TfmDecomposeAttention : Pass<"tfm-decompose-attention"> {
   ];
 }
 
+def TfmDecomposeMamba : Pass<"tfm-decompose-mamba"> {
+  let summary = "every Mamba mixer as GEMMs, its causal conv and its scan";
+  let description = [{
+    Rewrites each `tfm.mamba_mixer` into the ops the backends lower:
+
+    - in_proj as two `tfm.linear`s over its halves (`tfm.slice_rows`): the
+      scan's input u and its gate z, each a GEMM of its own;
+    - `tfm.causal_conv1d`: the depthwise conv, its bias and the SiLU in one
+      pass over u (the window carried in the mixer's state in a decode step);
+    - x_proj as three `tfm.linear`s over its dt, B and C rows, then dt_proj
+      (with its bias) over dt: the scan's step sizes before softplus;
+    - `tfm.selective_scan`: softplus, the discretisation, the recurrence
+      over the sequence, C . h, the D skip and the SiLU(z) gate, fused (the
+      state carried in a decode step);
+    - out_proj as a `tfm.linear` (a residual add after it fuses into its
+      store in `--tfm-fuse-epilogue`).
+
+    With `remarks=true`, each rewrite is reported with what it became.
+  }];
+  let dependentDialects = ["mlir::tfm::TfmDialect"];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "report each rewrite as an MLIR remark">,
+  ];
+}
+
 def TfmFuseResidualNorm : Pass<"tfm-fuse-residual-norm"> {
   let summary = "fuse a residual tfm.add and the tfm.layer_norm of its sum";
   let description = [{

@@ -46,4 +46,18 @@ def Tfm_MatmulFlopsOpInterface : OpInterface<"MatmulFlopsOpInterface"> {
   ];
 }
 
+def Tfm_StateBufferTypeInterface : TypeInterface<"StateBufferTypeInterface"> {
+  let cppNamespace = "::mlir::tfm";
+  let description = [{
+    A buffer a model keeps from call to call (a `tfm.kv_cache`
+    declaration's type): a key/value cache, or a Mamba mixer's conv window
+    and scan state. The runtime allocates `getFloats()` floats for each
+    declaration, once with the model; the type defines the layout every
+    backend reads.
+  }];
+  let methods = [
+    InterfaceMethod<"Floats of the whole buffer.", "int64_t", "getFloats">,
+  ];
+}
+
 #endif // TFM_INTERFACES_TD

@@ -18,6 +18,7 @@
 #include "tfm/IR/TfmSizes.h"
 
 #include "tfm/IR/TfmInterfaces.h.inc"
+#include "tfm/IR/TfmTypeInterfaces.h.inc"
 
 #include "tfm/IR/TfmEnums.h.inc"
 

@@ -17,7 +17,8 @@ include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache"> {
+def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache",
+    [Tfm_StateBufferTypeInterface]> {
   let mnemonic = "kv_cache";
   let summary = "the keys and values of one attention, kept across calls";
   let description = [{
@@ -94,6 +95,53 @@ def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache"> {
     }
   }];
 }
+
+
+def Tfm_MambaStateType : TypeDef<Tfm_Dialect, "MambaState",
+    [Tfm_StateBufferTypeInterface]> {
+  let mnemonic = "mamba_state";
+  let summary = "a Mamba mixer's conv window and scan state, kept across calls";
+  let description = [{
+    What a Mamba mixer carries from one call to the next in incremental
+    decoding, for up to `maxBatch` sequences: the last `convWidth - 1`
+    inputs of its causal depthwise convolution (`channels` = d_inner each)
+    and the selective scan's state h (`stateSize` = d_state per channel).
+    Its size does not depend on the position: a decode step costs the same
+    at any position. Declared with `tfm.kv_cache` like a key/value cache;
+    `tfm.causal_conv1d` and `tfm.selective_scan` read and update it.
+
+    The type defines the layout, which every backend shares: first the
+    conv windows, `[maxBatch, convWidth - 1, channels]` (oldest input
+    first), then the scan states, `[maxBatch, stateSize, channels]` (a
+    state's channels contiguous: the scan's vectors run across channels).
+
+    ```mlir
+    !tfm.mamba_state<maxBatch = 2, channels = 64, convWidth = 4, stateSize = 16>
+    ```
+  }];
+  let parameters = (ins "int64_t":$maxBatch, "int64_t":$channels,
+                        "int64_t":$convWidth, "int64_t":$stateSize);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Floats of one sequence's conv window and of its scan state.
+    int64_t getWindowFloats() const {
+      return (getConvWidth() - 1) * getChannels();
+    }
+    int64_t getScanFloats() const { return getStateSize() * getChannels(); }
+    /// Where the scan states start, in floats from the buffer's start (the
+    /// conv windows start at 0).
+    int64_t getScanOffset() const { return getMaxBatch() * getWindowFloats(); }
+    int64_t getFloats() const {
+      return getMaxBatch() * (getWindowFloats() + getScanFloats());
+    }
+  }];
+}
+
+def Tfm_StateBuffer : Type<
+    CPred<"::llvm::isa<::mlir::tfm::StateBufferTypeInterface>($_self)">,
+    "a buffer kept across calls (!tfm.kv_cache or !tfm.mamba_state)",
+    "::mlir::tfm::StateBufferTypeInterface">;
 
 def Tfm_MaskAttr : AttrDef<Tfm_Dialect, "Mask"> {
   let mnemonic = "mask";
@@ -250,19 +298,22 @@ def Tfm_WeightOp : Tfm_Op<"weight",
 }
 
 def Tfm_KVCacheDeclOp : Tfm_Op<"kv_cache", [Symbol, HasParent<"ModuleOp">]> {
-  let summary = "declares the key/value cache of one attention block";
+  let summary = "declares the state one block keeps across calls";
   let description = [{
-    One self-attention's cache for incremental decoding, allocated once with
-    the model and kept across calls. Functions get a handle to it with
+    One attention's key/value cache for incremental decoding (or a Mamba
+    mixer's conv window and scan state, `!tfm.mamba_state`), allocated once
+    with the model and kept across calls. Functions get a handle to it with
     `tfm.cache`.
 
     ```mlir
     tfm.kv_cache @"layers.0.self_attn.cache"
         : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>
+    tfm.kv_cache @"layers.1.mixer.state"
+        : !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 4, stateSize = 16>
     ```
   }];
   let arguments = (ins SymbolNameAttr:$sym_name,
-                       TypeAttrOf<Tfm_KVCacheType>:$type);
+                       TypeAttrOf<Tfm_StateBuffer>:$type);
   let assemblyFormat = "$sym_name attr-dict `:` $type";
   let hasVerifier = 1;
 }
@@ -277,7 +328,7 @@ def Tfm_CacheOp : Tfm_Op<"cache",
     ```
   }];
   let arguments = (ins FlatSymbolRefAttr:$name);
-  let results = (outs Tfm_KVCacheType:$result);
+  let results = (outs Tfm_StateBuffer:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
 }
 
@@ -1176,6 +1227,141 @@ def Tfm_AddOp : Tfm_Op<"add", [Tfm_SizedResultsOpInterface,
   let arguments = (ins Tfm_Tensor:$lhs, Tfm_Tensor:$rhs);
   let results = (outs Tfm_Tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Mamba (selective state-space) mixers
+//===----------------------------------------------------------------------===//
+
+def Tfm_MambaMixerOp : Tfm_Op<"mamba_mixer", [
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+     AllTypesMatch<["input", "result"]>, AttrSizedOperandSegments]> {
+  let summary = "a Mamba-1 mixer (Hugging Face's MambaMixer, sequential path)";
+  let description = [{
+    For `input` x `[..., n, d_model]`, with C = d_inner channels, N = the
+    state size, R = dt_rank and K = the conv width (all read off the
+    weights' shapes):
+
+        u, z = halves of x in_projᵀ              (in_proj [2C, d_model])
+        u = SiLU(causal depthwise conv(u) + conv_bias)   (conv_weight [C, 1, K])
+        dt, B, Cm = split(u x_projᵀ, [R, N, N])  (x_proj [R + 2N, C])
+        delta = softplus(dt dt_projᵀ + dt_bias)  (dt_proj [C, R])
+        h_t = exp(delta_t A) h_{t-1} + delta_t B_t u_t,  A = -exp(a_log) [C, N]
+        y_t = Cm_t . h_t + d u_t                 (d [C])
+        result = (y SiLU(z)) out_projᵀ           (out_proj [d_model, C])
+
+    per sequence, from a zero conv window and a zero state; or with
+    `offset %p state(%s)` (incremental decoding) the `n` rows are positions
+    p.. of their sequences and the mixer starts from the window and state
+    `%s` holds (zero at p = 0) and leaves those after its last row there.
+
+    Decomposed by `--tfm-decompose-mamba` into `tfm.linear`s,
+    `tfm.causal_conv1d` and `tfm.selective_scan`.
+
+    ```mlir
+    %y = tfm.mamba_mixer %x in_proj %win conv(%cw, %cb) x_proj %wx
+        dt_proj(%wdt, %bdt) a_log %a d %d out_proj %wout
+        : (tensor<?x?x32xf32>, tensor<128x32xf32>, ...) -> tensor<?x?x32xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input, Tfm_Tensor:$in_proj,
+                       Tfm_Tensor:$conv_weight, Tfm_Tensor:$conv_bias,
+                       Tfm_Tensor:$x_proj, Tfm_Tensor:$dt_proj,
+                       Tfm_Tensor:$dt_bias, Tfm_Tensor:$a_log, Tfm_Tensor:$d,
+                       Tfm_Tensor:$out_proj, Optional<Index>:$offset,
+                       Optional<Tfm_MambaStateType>:$state);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $input `in_proj` $in_proj `conv` `(` $conv_weight `,` $conv_bias `)`
+    `x_proj` $x_proj `dt_proj` `(` $dt_proj `,` $dt_bias `)` `a_log` $a_log
+    `d` $d `out_proj` $out_proj (`offset` $offset^)? (`state` `(` $state^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// d_inner, the mixer's channels (in_proj makes twice as many).
+    int64_t getChannels() { return getDtBias().getType().getDimSize(0); }
+    /// The scan's state size (a_log's columns).
+    int64_t getStateSize() { return getALog().getType().getDimSize(1); }
+    /// dt_rank (dt_proj's columns).
+    int64_t getDtRank() { return getDtProj().getType().getDimSize(1); }
+    /// The conv width (conv_weight's last dimension).
+    int64_t getConvWidth() { return getConvWeight().getType().getDimSize(2); }
+  }];
+}
+
+def Tfm_CausalConv1dOp : Tfm_Op<"causal_conv1d", [Tfm_SizedResultsOpInterface,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+     AllTypesMatch<["input", "result"]>, AttrSizedOperandSegments]> {
+  let summary = "SiLU(causal depthwise conv1d + bias) along the sequence";
+  let description = [{
+    For `input` `[..., n, C]` (rows are positions), `weight` `[C, 1, K]`
+    (PyTorch's depthwise `Conv1d` layout) and `bias` `[C]`: row t, channel c
+    of the result is
+
+        SiLU(bias[c] + sum_{k < K} weight[c, 0, k] input[t - K + 1 + k, c])
+
+    where positions before the sequence's first are zero; or, with `offset
+    %p state(%s)`, the rows are positions p.. and the K - 1 positions
+    before them come from the conv window `%s` holds (zeros at p = 0),
+    which then holds the K - 1 inputs up to the last row. Channels are
+    independent: a backend runs them in any split.
+
+    ```mlir
+    %u = tfm.causal_conv1d %x, %w, %b
+        : (tensor<?x?x64xf32>, tensor<64x1x4xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input, Tfm_Tensor:$weight,
+                       Tfm_Tensor:$bias, Optional<Index>:$offset,
+                       Optional<Tfm_MambaStateType>:$state);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $bias (`offset` $offset^)? (`state` `(` $state^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_SelectiveScanOp : Tfm_Op<"selective_scan", [Tfm_SizedResultsOpInterface,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+     AllTypesMatch<["input", "delta", "gate", "result"]>,
+     AttrSizedOperandSegments]> {
+  let summary = "Mamba's selective scan, its D skip and its SiLU gate";
+  let description = [{
+    For `input` u, `delta` and `gate` z `[..., n, C]`, `a_log` `[C, N]`,
+    `b` and `c` `[..., n, N]` and `d` `[C]`: per sequence and channel, from
+    h = 0 (N floats),
+
+        dt = softplus(delta[t])   (log(1 + e^x); x above 20 taken as is)
+        h = exp(dt A) h + dt b[t] u[t],   A = -exp(a_log) (per channel)
+        result[t] = (c[t] . h + d u[t]) SiLU(z[t])
+
+    row by row (t = 0..n-1). With `offset %p state(%s)` the rows are
+    positions p.. and h starts from the state `%s` holds (zero at p = 0),
+    which then holds h after the last row. The time axis is sequential; the
+    channels are independent (a backend splits them across threads, never
+    the rows).
+
+    ```mlir
+    %y = tfm.selective_scan %u, %dt, %a, %b, %c, %d, %z
+        : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64x16xf32>,
+           tensor<?x?x16xf32>, tensor<?x?x16xf32>, tensor<64xf32>,
+           tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_Tensor:$input, Tfm_Tensor:$delta,
+                       Tfm_Tensor:$a_log, Tfm_Tensor:$b, Tfm_Tensor:$c,
+                       Tfm_Tensor:$d, Tfm_Tensor:$gate,
+                       Optional<Index>:$offset,
+                       Optional<Tfm_MambaStateType>:$state);
+  let results = (outs Tfm_Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $delta `,` $a_log `,` $b `,` $c `,` $d `,` $gate
+    (`offset` $offset^)? (`state` `(` $state^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // TFM_OPS_TD

@@ -95,11 +95,13 @@ HWY_INLINE void GeluTanhInPlace(float *x, size_t n) {
 
 /// x sigmoid(x) = x / (1 + e^(-x)); -x is capped at 80 (the result is then
 /// 0 to float precision) so that the reciprocal stays a normal float.
+template <class D, class V> HWY_INLINE V Silu(D d, V v) {
+  const auto e = ExpFast(d, hn::Min(hn::Neg(v), hn::Set(d, 80.0f)));
+  return hn::Mul(v, Reciprocal(d, hn::Add(hn::Set(d, 1.0f), e)));
+}
+
 HWY_INLINE void SiluInPlace(float *x, size_t n) {
-  MapInPlace(x, n, [](auto d, auto v) {
-    const auto e = ExpFast(d, hn::Min(hn::Neg(v), hn::Set(d, 80.0f)));
-    return hn::Mul(v, Reciprocal(d, hn::Add(hn::Set(d, 1.0f), e)));
-  });
+  MapInPlace(x, n, [](auto d, auto v) { return Silu(d, v); });
 }
 
 /// y = act(gate) * up over n features (a GLU's gate and up rows side by

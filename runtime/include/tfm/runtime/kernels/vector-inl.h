@@ -52,6 +52,20 @@ HWY_INLINE hn::Vec<D> LoadFirst(D d, const float *p, size_t count) {
 #endif
 }
 
+/// Stores the first `count` lanes of v at p (all of them when count >=
+/// lanes), touching nothing past p + count.
+template <class D>
+HWY_INLINE void StoreFirst(D d, hn::Vec<D> v, float *p, size_t count) {
+  if (count >= hn::Lanes(d)) {
+    hn::StoreU(v, d, p);
+    return;
+  }
+  HWY_ALIGN float lanes[hn::MaxLanes(d)];
+  hn::Store(v, d, lanes);
+  for (size_t i = 0; i < count; ++i)
+    p[i] = lanes[i];
+}
+
 /// sum_i a[i] * b[i]. The tail is a partial load, so nothing past n is read.
 HWY_INLINE float Dot(const float *HWY_RESTRICT a, const float *HWY_RESTRICT b,
                      size_t n) {
