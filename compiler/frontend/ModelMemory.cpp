@@ -51,6 +51,15 @@ double normElements(const ModelConfig &c) {
 /// cross-attention.
 double layerElements(const ModelConfig &c, const LayerKinds &k, bool cross) {
   double d = double(c.dModel), ff = double(c.dFF);
+  if (k.mamba) {
+    // The norm, in_proj, conv weight and bias, x_proj, dt_proj and its
+    // bias, A_log, D, out_proj.
+    const MambaSizes &m = *c.mamba;
+    double ch = double(c.mambaChannels()), n = double(m.stateSize);
+    return normElements(c) + 2 * ch * d + ch * double(m.convWidth + 1) +
+           double(m.dtRank + 2 * m.stateSize) * ch + ch * double(m.dtRank + 1) +
+           ch * (n + 1) + d * ch;
+  }
   double firstRows = c.ffnGated ? 2 * ff : ff; // a gated FFN's gate and up
   double n = attentionElements(c) * (cross ? 2 : 1);
   if (k.linformerK) // a self-attention's proj_e and proj_f
@@ -99,6 +108,10 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
 
   double tokens = double(limits.maxBatch) * double(limits.maxSeqLen);
   double width = d + 3 * d + double(c.dFF); // x, Q/K/V, FFN hidden
+  if (c.mamba) // u and z, their conv, the scan's dt, B, C and output
+    width =
+        std::max(width, d + 5 * double(c.mambaChannels()) +
+                            double(c.mamba->dtRank + 2 * c.mamba->stateSize));
   // Each token's rows gathered for its top_k experts.
   width += double(topK) * (d + 2 * double(c.dFF));
   if (encDec)
@@ -113,11 +126,15 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
     double selfCaches = 0;
     for (int64_t i = 0; i < c.numDecoderLayers; ++i) {
       const LayerKinds &k = c.layerKinds(true, i);
-      selfCaches += k.performerFeatures
-                        ? double(limits.maxBatch) * double(c.numHeads) *
-                              double(*k.performerFeatures) *
-                              double(c.headDim() + 1)
-                        : positions;
+      if (k.mamba) // the conv window and the scan state
+        selfCaches += double(limits.maxBatch) * double(c.mambaChannels()) *
+                      double(c.mamba->convWidth - 1 + c.mamba->stateSize);
+      else
+        selfCaches += k.performerFeatures
+                          ? double(limits.maxBatch) * double(c.numHeads) *
+                                double(*k.performerFeatures) *
+                                double(c.headDim() + 1)
+                          : positions;
     }
     m.cacheBytes =
         (selfCaches + (encDec ? double(c.numDecoderLayers) * positions : 0.0)) *

@@ -1385,11 +1385,17 @@ LogicalResult verifyCarriedState(Diag &diag, Value offset,
   MambaStateType type = state.getType();
   if (!dimsMatch(channels, type.getChannels()) ||
       !dimsMatch(convWidth, type.getConvWidth()) ||
-      !dimsMatch(stateSize, type.getStateSize()))
-    return diag.fail("state ", Type(type), " does not hold ",
-                     formatDim(channels), " channels, a conv width of ",
-                     formatDim(convWidth), " and states of ",
-                     formatDim(stateSize));
+      !dimsMatch(stateSize, type.getStateSize())) {
+    // What the op fixes of the state: its channels, and its conv width or
+    // its state size or both.
+    std::string what = formatDim(channels) + " channels";
+    if (!isDynamic(convWidth))
+      what += std::string(isDynamic(stateSize) ? " and" : ",") +
+              " a conv width of " + formatDim(convWidth);
+    if (!isDynamic(stateSize))
+      what += " and states of " + formatDim(stateSize);
+    return diag.fail("state ", Type(type), " does not hold ", what);
+  }
   if (!isDynamic(batch) && batch > type.getMaxBatch())
     return diag.fail("the step has ", batch, " sequences; the state holds ",
                      type.getMaxBatch());

@@ -2953,3 +2953,127 @@ func.func @mha_key_padding_linformer(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf
   %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 in_proj(%wi) out_proj(%wo) linformer(%e, %e) key_padding(%m) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<32x32xf32>, tensor<4x16xf32>, tensor<4x16xf32>, tensor<?x?xf32>) -> tensor<?x?x32xf32>
   return %0 : tensor<?x?x32xf32>
 }
+
+// -----
+
+// expected-error @+1 {{mamba_state sizes must be positive, got maxBatch = 1, channels = 64, convWidth = 0, stateSize = 16}}
+func.func @mamba_state_sizes(%s: !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 0, stateSize = 16>) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'tfm.kv_cache' op attribute 'type' failed to satisfy constraint: type attribute of a buffer kept across calls (!tfm.kv_cache or !tfm.mamba_state)}}
+tfm.kv_cache @state : f32
+
+// -----
+
+func.func @mamba_mixer_in_proj(%x: tensor<?x?x32xf32>, %win: tensor<96x32xf32>, %cw: tensor<64x1x4xf32>, %cb: tensor<64xf32>, %wx: tensor<18x64xf32>, %wdt: tensor<64x2xf32>, %bdt: tensor<64xf32>, %a: tensor<64x8xf32>, %d: tensor<64xf32>, %wout: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.mamba_mixer' op in_proj must be [128, 32], got 'tensor<96x32xf32>'}}
+  %0 = tfm.mamba_mixer %x in_proj %win conv(%cw, %cb) x_proj %wx dt_proj(%wdt, %bdt) a_log %a d %d out_proj %wout : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<64x1x4xf32>, tensor<64xf32>, tensor<18x64xf32>, tensor<64x2xf32>, tensor<64xf32>, tensor<64x8xf32>, tensor<64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mamba_mixer_x_proj(%x: tensor<?x?x32xf32>, %win: tensor<128x32xf32>, %cw: tensor<64x1x4xf32>, %cb: tensor<64xf32>, %wx: tensor<16x64xf32>, %wdt: tensor<64x2xf32>, %bdt: tensor<64xf32>, %a: tensor<64x8xf32>, %d: tensor<64xf32>, %wout: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.mamba_mixer' op x_proj must be [18, 64], got 'tensor<16x64xf32>'}}
+  %0 = tfm.mamba_mixer %x in_proj %win conv(%cw, %cb) x_proj %wx dt_proj(%wdt, %bdt) a_log %a d %d out_proj %wout : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<64x1x4xf32>, tensor<64xf32>, tensor<16x64xf32>, tensor<64x2xf32>, tensor<64xf32>, tensor<64x8xf32>, tensor<64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mamba_mixer_ranks(%x: tensor<?x?x32xf32>, %win: tensor<128x32xf32>, %cw: tensor<64x4xf32>, %cb: tensor<64xf32>, %wx: tensor<18x64xf32>, %wdt: tensor<64x2xf32>, %bdt: tensor<64xf32>, %a: tensor<64x8xf32>, %d: tensor<64xf32>, %wout: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.mamba_mixer' op a_log must be [d_inner, d_state], dt_proj [d_inner, dt_rank] and conv_weight [d_inner, 1, width], got 'tensor<64x8xf32>', 'tensor<64x2xf32>' and 'tensor<64x4xf32>'}}
+  %0 = tfm.mamba_mixer %x in_proj %win conv(%cw, %cb) x_proj %wx dt_proj(%wdt, %bdt) a_log %a d %d out_proj %wout : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<64x4xf32>, tensor<64xf32>, tensor<18x64xf32>, tensor<64x2xf32>, tensor<64xf32>, tensor<64x8xf32>, tensor<64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mamba_mixer_dynamic(%x: tensor<?x?x32xf32>, %win: tensor<128x32xf32>, %cw: tensor<64x1x?xf32>, %cb: tensor<64xf32>, %wx: tensor<18x64xf32>, %wdt: tensor<64x2xf32>, %bdt: tensor<64xf32>, %a: tensor<64x8xf32>, %d: tensor<64xf32>, %wout: tensor<32x64xf32>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.mamba_mixer' op the mixer's sizes (d_inner, d_state, dt_rank, conv width) must be static}}
+  %0 = tfm.mamba_mixer %x in_proj %win conv(%cw, %cb) x_proj %wx dt_proj(%wdt, %bdt) a_log %a d %d out_proj %wout : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<64x1x?xf32>, tensor<64xf32>, tensor<18x64xf32>, tensor<64x2xf32>, tensor<64xf32>, tensor<64x8xf32>, tensor<64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mamba_mixer_state(%x: tensor<?x?x32xf32>, %win: tensor<128x32xf32>, %cw: tensor<64x1x4xf32>, %cb: tensor<64xf32>, %wx: tensor<18x64xf32>, %wdt: tensor<64x2xf32>, %bdt: tensor<64xf32>, %a: tensor<64x8xf32>, %d: tensor<64xf32>, %wout: tensor<32x64xf32>, %p: index, %s: !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 3, stateSize = 8>) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.mamba_mixer' op state '!tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 3, stateSize = 8>' does not hold 64 channels, a conv width of 4 and states of 8}}
+  %0 = tfm.mamba_mixer %x in_proj %win conv(%cw, %cb) x_proj %wx dt_proj(%wdt, %bdt) a_log %a d %d out_proj %wout offset %p state(%s) : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<64x1x4xf32>, tensor<64xf32>, tensor<18x64xf32>, tensor<64x2xf32>, tensor<64xf32>, tensor<64x8xf32>, tensor<64xf32>, tensor<32x64xf32>, index, !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 3, stateSize = 8>) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @causal_conv1d_state_offset(%u: tensor<?x?x64xf32>, %cw: tensor<64x1x4xf32>, %cb: tensor<64xf32>, %s: !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 4, stateSize = 8>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'tfm.causal_conv1d' op `offset` and `state` come together: a decode step's rows start at offset and continue from the state}}
+  %0 = tfm.causal_conv1d %u, %cw, %cb state(%s) : (tensor<?x?x64xf32>, tensor<64x1x4xf32>, tensor<64xf32>, !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 4, stateSize = 8>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @causal_conv1d_weight(%u: tensor<?x?x64xf32>, %cw: tensor<32x1x4xf32>, %cb: tensor<64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'tfm.causal_conv1d' op weight must be [64, 1, 4], got 'tensor<32x1x4xf32>'}}
+  %0 = tfm.causal_conv1d %u, %cw, %cb : (tensor<?x?x64xf32>, tensor<32x1x4xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @causal_conv1d_dynamic(%u: tensor<?x?x?xf32>, %cw: tensor<64x1x4xf32>, %cb: tensor<64xf32>) -> tensor<?x?x?xf32> {
+  // expected-error @+1 {{'tfm.causal_conv1d' op the channels and the conv width must be static, got 'tensor<?x?x?xf32>' and 'tensor<64x1x4xf32>'}}
+  %0 = tfm.causal_conv1d %u, %cw, %cb : (tensor<?x?x?xf32>, tensor<64x1x4xf32>, tensor<64xf32>) -> tensor<?x?x?xf32>
+  return %0 : tensor<?x?x?xf32>
+}
+
+// -----
+
+func.func @causal_conv1d_rank(%u: tensor<64xf32>, %cw: tensor<64x1x4xf32>, %cb: tensor<64xf32>) -> tensor<64xf32> {
+  // expected-error @+1 {{'tfm.causal_conv1d' op input must be [..., seq, C] (rank >= 2), got 'tensor<64xf32>'}}
+  %0 = tfm.causal_conv1d %u, %cw, %cb : (tensor<64xf32>, tensor<64x1x4xf32>, tensor<64xf32>) -> tensor<64xf32>
+  return %0 : tensor<64xf32>
+}
+
+// -----
+
+func.func @causal_conv1d_batch(%u: tensor<3x?x64xf32>, %cw: tensor<64x1x4xf32>, %cb: tensor<64xf32>, %p: index, %s: !tfm.mamba_state<maxBatch = 2, channels = 64, convWidth = 4, stateSize = 8>) -> tensor<3x?x64xf32> {
+  // expected-error @+1 {{'tfm.causal_conv1d' op the step has 3 sequences; the state holds 2}}
+  %0 = tfm.causal_conv1d %u, %cw, %cb offset %p state(%s) : (tensor<3x?x64xf32>, tensor<64x1x4xf32>, tensor<64xf32>, index, !tfm.mamba_state<maxBatch = 2, channels = 64, convWidth = 4, stateSize = 8>) -> tensor<3x?x64xf32>
+  return %0 : tensor<3x?x64xf32>
+}
+
+// -----
+
+func.func @selective_scan_b(%u: tensor<?x?x64xf32>, %a: tensor<64x8xf32>, %b: tensor<?x?x4xf32>, %d: tensor<64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'tfm.selective_scan' op b must be [?, ?, 8], got 'tensor<?x?x4xf32>'}}
+  %0 = tfm.selective_scan %u, %u, %a, %b, %b, %d, %u : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64x8xf32>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @selective_scan_a_log(%u: tensor<?x?x64xf32>, %a: tensor<32x8xf32>, %b: tensor<?x?x8xf32>, %d: tensor<64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'tfm.selective_scan' op a_log must be [64, 8], got 'tensor<32x8xf32>'}}
+  %0 = tfm.selective_scan %u, %u, %a, %b, %b, %d, %u : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<32x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @selective_scan_dynamic(%u: tensor<?x?x64xf32>, %a: tensor<64x?xf32>, %b: tensor<?x?x?xf32>, %d: tensor<64xf32>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'tfm.selective_scan' op the channels and the state size must be static, got 'tensor<?x?x64xf32>' and 'tensor<64x?xf32>'}}
+  %0 = tfm.selective_scan %u, %u, %a, %b, %b, %d, %u : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64x?xf32>, tensor<?x?x?xf32>, tensor<?x?x?xf32>, tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}
+
+// -----
+
+func.func @selective_scan_state(%u: tensor<?x?x64xf32>, %a: tensor<64x8xf32>, %b: tensor<?x?x8xf32>, %d: tensor<64xf32>, %p: index, %s: !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 4, stateSize = 16>) -> tensor<?x?x64xf32> {
+  // expected-error @+1 {{'tfm.selective_scan' op state '!tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 4, stateSize = 16>' does not hold 64 channels and states of 8}}
+  %0 = tfm.selective_scan %u, %u, %a, %b, %b, %d, %u offset %p state(%s) : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<64xf32>, tensor<?x?x64xf32>, index, !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 4, stateSize = 16>) -> tensor<?x?x64xf32>
+  return %0 : tensor<?x?x64xf32>
+}

@@ -366,7 +366,7 @@ func.func @linear_attention(%f: tensor<?x4x?x6xf32>, %v: tensor<?x4x?x8xf32>, %f
 // CHECK: tfm.kv_cache @layers.0.self_attn.cache : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>
 // CHECK-LABEL: func.func @linear_attention_sums(
 // CHECK-SAME: %arg5: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>)
-// CHECK-NEXT: %0 = tfm.cache @layers.0.self_attn.cache : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>
+// CHECK-NEXT: %0 = tfm.cache @layers.0.self_attn.cache : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>
 // CHECK-NEXT: %1 = tfm.linear_attention %arg0, %arg0, %arg1 causal offset %arg2 sums(%0) : (tensor<?x4x1x6xf32>, tensor<?x4x1x6xf32>, tensor<?x4x1x8xf32>, index, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>) -> tensor<?x4x1x8xf32>
 // CHECK-NEXT: %2 = tfm.linear_attention %arg4, %arg4, %arg3 causal offset %arg2 sums(%0) : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x2x?x8xf32>, index, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8, features = 6>) -> tensor<?x4x?x8xf32>
 // CHECK-NEXT: return %1, %2 : tensor<?x4x1x8xf32>, tensor<?x4x?x8xf32>
@@ -664,8 +664,8 @@ func.func @add(%x: tensor<?x?x32xf32>, %y: tensor<?x?x32xf32>, %s: tensor<2x3xf3
 // CHECK: tfm.kv_cache @layers.0.self_attn.cache : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
 // CHECK: tfm.kv_cache @layers.0.multihead_attn.cache : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
 // CHECK-LABEL: func.func @mha_cached(
-// CHECK-NEXT: %0 = tfm.cache @layers.0.self_attn.cache : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
-// CHECK-NEXT: %1 = tfm.cache @layers.0.multihead_attn.cache : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+// CHECK-NEXT: %0 = tfm.cache @layers.0.self_attn.cache : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+// CHECK-NEXT: %1 = tfm.cache @layers.0.multihead_attn.cache : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
 // CHECK-NEXT: %2 = tfm.multi_head_attention <scaled_dot> %arg0 heads 4 cache(%0 at %arg2) in_proj(%arg3, %arg4) out_proj(%arg5, %arg6) causal {rope = #tfm.rope<half>} : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
 // CHECK-NEXT: %c0 = arith.constant 0 : index
 // CHECK-NEXT: %3 = tfm.multi_head_attention <dot> %2 memory %arg1 heads 4 cache(%1 at %c0) in_proj(%arg3, %arg4) out_proj(%arg5, %arg6) : (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, index) -> tensor<?x?x32xf32>
@@ -700,7 +700,7 @@ func.func @mha_cached(%x: tensor<?x?x32xf32>, %mem: tensor<?x?x32xf32>, %pos: in
 // the cache takes, all its sequences and positions at once.
 // CHECK: tfm.kv_cache @decoder.cache : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
 // CHECK-LABEL: func.func @cache_ops(
-// CHECK-NEXT: %0 = tfm.cache @decoder.cache : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
+// CHECK-NEXT: %0 = tfm.cache @decoder.cache : !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
 // CHECK-NEXT: %1 = tfm.cache_append %0, %arg0, %arg1 at %arg2 : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x4x?x8xf32>
 // CHECK-NEXT: %keys, %values = tfm.cache_read %0[%arg3, %1] : <maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>
 // CHECK-NEXT: %2 = tfm.attention <scaled_dot> %arg0, %keys, %values causal offset %arg2 : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, index) -> tensor<?x4x?x8xf32>
@@ -920,4 +920,41 @@ func.func @grouped_linear(%xs: tensor<?x?x2x32xf32>, %starts: tensor<3xi32>, %w0
   %z = tfm.grouped_linear %h groups %starts weights(%v0, %v1) bias(%c0, %c1) scatter %tokens, %weights residual %r : (tensor<?x?x2x64xf32>, tensor<3xi32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<32xf32>, tensor<32xf32>, tensor<?x?x2xi32>, tensor<?x?x2xf32>, tensor<?x?x32xf32>) -> tensor<?x?x32xf32>
   %n = tfm.grouped_linear %xs groups %starts weights(%w0, %w1) : (tensor<?x?x2x32xf32>, tensor<3xi32>, tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<?x?x2x64xf32>
   return %y, %z, %n : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x2x64xf32>
+}
+
+// -----
+
+// A Mamba mixer, alone and carrying its state from a position; its
+// decomposed conv and scan, alone and with the state.
+// CHECK-LABEL: func.func @mamba(
+// CHECK-NEXT: %0 = tfm.mamba_mixer %arg0 in_proj %arg1 conv(%arg2, %arg3) x_proj %arg4 dt_proj(%arg5, %arg6) a_log %arg7 d %arg8 out_proj %arg9 : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<64x1x4xf32>, tensor<64xf32>, tensor<18x64xf32>, tensor<64x2xf32>, tensor<64xf32>, tensor<64x8xf32>, tensor<64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %1 = tfm.mamba_mixer %arg0 in_proj %arg1 conv(%arg2, %arg3) x_proj %arg4 dt_proj(%arg5, %arg6) a_log %arg7 d %arg8 out_proj %arg9 offset %arg10 state(%arg11) : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<64x1x4xf32>, tensor<64xf32>, tensor<18x64xf32>, tensor<64x2xf32>, tensor<64xf32>, tensor<64x8xf32>, tensor<64xf32>, tensor<32x64xf32>, index, !tfm.mamba_state<maxBatch = 2, channels = 64, convWidth = 4, stateSize = 8>) -> tensor<?x?x32xf32>
+// CHECK-NEXT: %2 = tfm.causal_conv1d %arg12, %arg2, %arg3 : (tensor<?x?x64xf32>, tensor<64x1x4xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: %3 = tfm.causal_conv1d %arg12, %arg2, %arg3 offset %arg10 state(%arg11) : (tensor<?x?x64xf32>, tensor<64x1x4xf32>, tensor<64xf32>, index, !tfm.mamba_state<maxBatch = 2, channels = 64, convWidth = 4, stateSize = 8>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: %4 = tfm.selective_scan %2, %arg12, %arg7, %arg13, %arg13, %arg8, %arg12 : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: %5 = tfm.selective_scan %3, %arg12, %arg7, %arg13, %arg13, %arg8, %arg12 offset %arg10 state(%arg11) : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<64xf32>, tensor<?x?x64xf32>, index, !tfm.mamba_state<maxBatch = 2, channels = 64, convWidth = 4, stateSize = 8>) -> tensor<?x?x64xf32>
+// GENERIC-LABEL: sym_name = "mamba"
+// GENERIC: "tfm.mamba_mixer"(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %arg8, %arg9) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0>}>
+// GENERIC: "tfm.mamba_mixer"({{.*}}, %arg10, %arg11) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1>}>
+// GENERIC: "tfm.causal_conv1d"(%arg12, %arg2, %arg3) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>}>
+// GENERIC: "tfm.selective_scan"({{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1>}>
+func.func @mamba(%x: tensor<?x?x32xf32>, %win: tensor<128x32xf32>, %cw: tensor<64x1x4xf32>, %cb: tensor<64xf32>, %wx: tensor<18x64xf32>, %wdt: tensor<64x2xf32>, %bdt: tensor<64xf32>, %a: tensor<64x8xf32>, %d: tensor<64xf32>, %wout: tensor<32x64xf32>, %p: index, %s: !tfm.mamba_state<maxBatch = 2, channels = 64, convWidth = 4, stateSize = 8>, %u: tensor<?x?x64xf32>, %bc: tensor<?x?x8xf32>) -> (tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>) {
+  %0 = tfm.mamba_mixer %x in_proj %win conv(%cw, %cb) x_proj %wx dt_proj(%wdt, %bdt) a_log %a d %d out_proj %wout : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<64x1x4xf32>, tensor<64xf32>, tensor<18x64xf32>, tensor<64x2xf32>, tensor<64xf32>, tensor<64x8xf32>, tensor<64xf32>, tensor<32x64xf32>) -> tensor<?x?x32xf32>
+  %1 = tfm.mamba_mixer %x in_proj %win conv(%cw, %cb) x_proj %wx dt_proj(%wdt, %bdt) a_log %a d %d out_proj %wout offset %p state(%s) : (tensor<?x?x32xf32>, tensor<128x32xf32>, tensor<64x1x4xf32>, tensor<64xf32>, tensor<18x64xf32>, tensor<64x2xf32>, tensor<64xf32>, tensor<64x8xf32>, tensor<64xf32>, tensor<32x64xf32>, index, !tfm.mamba_state<maxBatch = 2, channels = 64, convWidth = 4, stateSize = 8>) -> tensor<?x?x32xf32>
+  %2 = tfm.causal_conv1d %u, %cw, %cb : (tensor<?x?x64xf32>, tensor<64x1x4xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %3 = tfm.causal_conv1d %u, %cw, %cb offset %p state(%s) : (tensor<?x?x64xf32>, tensor<64x1x4xf32>, tensor<64xf32>, index, !tfm.mamba_state<maxBatch = 2, channels = 64, convWidth = 4, stateSize = 8>) -> tensor<?x?x64xf32>
+  %4 = tfm.selective_scan %2, %u, %a, %bc, %bc, %d, %u : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<64xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %5 = tfm.selective_scan %3, %u, %a, %bc, %bc, %d, %u offset %p state(%s) : (tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<64x8xf32>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<64xf32>, tensor<?x?x64xf32>, index, !tfm.mamba_state<maxBatch = 2, channels = 64, convWidth = 4, stateSize = 8>) -> tensor<?x?x64xf32>
+  return %0, %1, %4, %5 : tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x?x64xf32>, tensor<?x?x64xf32>
+}
+
+// -----
+
+// A mixer's state declared with tfm.kv_cache beside a key/value cache.
+// CHECK-LABEL: tfm.kv_cache @layers.0.mixer.state : !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 4, stateSize = 16>
+// CHECK: %0 = tfm.cache @layers.0.mixer.state : !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 4, stateSize = 16>
+tfm.kv_cache @layers.0.mixer.state : !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 4, stateSize = 16>
+func.func @state_handle() -> !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 4, stateSize = 16> {
+  %0 = tfm.cache @layers.0.mixer.state : !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 4, stateSize = 16>
+  return %0 : !tfm.mamba_state<maxBatch = 1, channels = 64, convWidth = 4, stateSize = 16>
 }
