@@ -42,6 +42,11 @@ SmallVector<Value> gemmWeights(Operation *op) {
         llvm::append_range(weights, m.getW1());
         llvm::append_range(weights, m.getW2());
       })
+      .Case([&](MambaMixerOp m) {
+        // Its conv weight, A_log and D are not matrix products' operands.
+        weights = {m.getInProj(), m.getXProj(), m.getDtProj(),
+                   m.getOutProj()};
+      })
       .Case([&](GroupedLinearOp g) {
         llvm::append_range(weights, g.getWeights());
       })

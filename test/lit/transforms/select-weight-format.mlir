@@ -105,3 +105,43 @@ module @ffn_encoder attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i
     return %y : tensor<?x?x8xf32>
   }
 }
+
+// -----
+
+// A mamba mixer's in_proj, x_proj, dt_proj and out_proj are GEMM weights;
+// its conv weight and bias, dt_proj's bias, A_log and D are not.
+// CHECK-LABEL: module @mamba
+// CHECK-NEXT: tfm.param @in_proj.weight {format = #tfm.weight_format<int8>} : tensor<32x8xf32>
+// CHECK-NEXT: tfm.param @conv1d.weight : tensor<16x1x4xf32>
+// CHECK-NEXT: tfm.param @conv1d.bias : tensor<16xf32>
+// CHECK-NEXT: tfm.param @x_proj.weight {format = #tfm.weight_format<int8>} : tensor<9x16xf32>
+// CHECK-NEXT: tfm.param @dt_proj.weight {format = #tfm.weight_format<int8>} : tensor<16x1xf32>
+// CHECK-NEXT: tfm.param @dt_proj.bias : tensor<16xf32>
+// CHECK-NEXT: tfm.param @A_log : tensor<16x4xf32>
+// CHECK-NEXT: tfm.param @D : tensor<16xf32>
+// CHECK-NEXT: tfm.param @out_proj.weight {format = #tfm.weight_format<int8>} : tensor<8x16xf32>
+// expected-remark @+1 {{weights kept as bf16: 4 GEMM weights (544 values)}}
+module @mamba {
+  tfm.param @in_proj.weight : tensor<32x8xf32>
+  tfm.param @conv1d.weight : tensor<16x1x4xf32>
+  tfm.param @conv1d.bias : tensor<16xf32>
+  tfm.param @x_proj.weight : tensor<9x16xf32>
+  tfm.param @dt_proj.weight : tensor<16x1xf32>
+  tfm.param @dt_proj.bias : tensor<16xf32>
+  tfm.param @A_log : tensor<16x4xf32>
+  tfm.param @D : tensor<16xf32>
+  tfm.param @out_proj.weight : tensor<8x16xf32>
+  func.func @forward(%x: tensor<?x?x8xf32>) -> tensor<?x?x8xf32> {
+    %win = tfm.weight @in_proj.weight : tensor<32x8xf32>
+    %cw = tfm.weight @conv1d.weight : tensor<16x1x4xf32>
+    %cb = tfm.weight @conv1d.bias : tensor<16xf32>
+    %wx = tfm.weight @x_proj.weight : tensor<9x16xf32>
+    %wdt = tfm.weight @dt_proj.weight : tensor<16x1xf32>
+    %bdt = tfm.weight @dt_proj.bias : tensor<16xf32>
+    %a = tfm.weight @A_log : tensor<16x4xf32>
+    %d = tfm.weight @D : tensor<16xf32>
+    %wout = tfm.weight @out_proj.weight : tensor<8x16xf32>
+    %0 = tfm.mamba_mixer %x in_proj %win conv(%cw, %cb) x_proj %wx dt_proj(%wdt, %bdt) a_log %a d %d out_proj %wout : (tensor<?x?x8xf32>, tensor<32x8xf32>, tensor<16x1x4xf32>, tensor<16xf32>, tensor<9x16xf32>, tensor<16x1xf32>, tensor<16xf32>, tensor<16x4xf32>, tensor<16xf32>, tensor<8x16xf32>) -> tensor<?x?x8xf32>
+    return %0 : tensor<?x?x8xf32>
+  }
+}
