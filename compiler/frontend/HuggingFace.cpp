@@ -495,6 +495,99 @@ bool mapBert(ConfigJson &config, json::Object &desc,
   return true;
 }
 
+/// The sequences a Mamba checkpoint's description accepts by default: its
+/// config has no limit (no positions), `--max-seq-len` raises it.
+constexpr int64_t kMambaDefaultMaxSeqLen = 2048;
+
+/// Mamba (`MambaForCausalLM`): a stack of Mamba-1 mixers, each behind a
+/// pre-norm RMS norm, a final RMS norm and a tied head by default.
+bool mapMamba(ConfigJson &config, json::Object &desc,
+              HuggingFaceCheckpoint &ckpt) {
+  std::optional<int64_t> d = config.integer("hidden_size");
+  std::optional<int64_t> layers = config.layerCount("num_hidden_layers");
+  std::optional<int64_t> vocab = config.integer("vocab_size");
+  std::optional<int64_t> state = config.integer("state_size", false);
+  std::optional<int64_t> conv = config.integer("conv_kernel", false);
+  std::optional<int64_t> expand = config.integer("expand", false);
+  std::optional<int64_t> inner = config.integer("intermediate_size", false);
+  std::optional<double> eps = config.number("layer_norm_epsilon");
+  std::optional<StringRef> act = config.string("hidden_act");
+  bool bias = config.boolean("use_bias", false);
+  bool convBias = config.boolean("use_conv_bias", true);
+  bool tied = config.boolean("tie_word_embeddings", true);
+  // dt_rank: an integer or "auto" (ceil(hidden_size / 16)).
+  json::Value rank("auto");
+  if (const json::Value *r = config.get("time_step_rank")) {
+    if (r->getAsInteger() && *r->getAsInteger() > 0)
+      rank = *r->getAsInteger();
+    else if (r->getAsString() != std::optional<StringRef>("auto"))
+      config.error("time_step_rank", "'time_step_rank' must be a positive "
+                                     "integer or \"auto\"");
+  }
+  // Same maths: the initialisation of dt_proj and the residuals, the
+  // residual's dtype (f32 here anyway), the CPU path's choice.
+  for (StringRef key :
+       {"time_step_scale", "time_step_min", "time_step_max",
+        "time_step_init_scheme", "time_step_floor", "rescale_prenorm_residual",
+        "residual_in_fp32", "use_mambapy"})
+    config.get(key);
+  if (act && *act != "silu")
+    config.error("hidden_act",
+                 formatv("'hidden_act' '{0}' is not supported: tfm's mamba "
+                         "mixers use silu",
+                         *act));
+  if (bias)
+    config.error("use_bias", "'use_bias' true is not supported: tfm's mamba "
+                             "in_proj and out_proj have no bias");
+  if (!convBias)
+    config.error("use_conv_bias", "'use_conv_bias' false is not supported: "
+                                  "tfm's mamba conv1d has a bias");
+  if (config.failed || !d || !layers || !vocab)
+    return false;
+  int64_t x = expand.value_or(2);
+  if (inner && *inner != x * *d) {
+    config.error("intermediate_size",
+                 formatv("'intermediate_size' {0} is not expand {1} x "
+                         "hidden_size {2}",
+                         *inner, x, *d));
+    return false;
+  }
+  desc["architecture"] = "decoder";
+  desc["d_model"] = *d;
+  desc["num_layers"] = *layers;
+  desc["vocab_size"] = *vocab;
+  desc["max_seq_len"] = kMambaDefaultMaxSeqLen;
+  desc["positional"] = "none";
+  desc["norm"] = "pre";
+  desc["norm_type"] = "rms_norm";
+  desc["norm_eps"] = eps.value_or(1e-5);
+  desc["final_norm"] = true;
+  desc["tie_embeddings"] = tied;
+  desc["layers"] = json::Array(std::vector<json::Value>(*layers, "mamba"));
+  desc["mamba"] = json::Object{{"d_state", state.value_or(16)},
+                               {"d_conv", conv.value_or(4)},
+                               {"expand", x},
+                               {"dt_rank", std::move(rank)}};
+
+  auto &w = ckpt.weights;
+  w["embed.weight"] = {{"backbone.embeddings.weight"}};
+  for (int64_t i = 0; i < *layers; ++i) {
+    std::string hf = ("backbone.layers." + Twine(i) + ".").str();
+    w[layerName(i, "norm.weight")] = {{hf + "norm.weight"}};
+    for (const char *mixer :
+         {"mixer.in_proj.weight", "mixer.conv1d.weight", "mixer.conv1d.bias",
+          "mixer.x_proj.weight", "mixer.dt_proj.weight", "mixer.dt_proj.bias",
+          "mixer.A_log", "mixer.D", "mixer.out_proj.weight"})
+      w[layerName(i, mixer)] = {{hf + mixer}};
+  }
+  w["norm.weight"] = {{"backbone.norm_f.weight"}};
+  if (!tied)
+    w["lm_head.weight"] = {{"lm_head.weight"}};
+  else
+    ckpt.ignoredTensors.push_back("lm_head.weight"); // a copy of the table
+  return true;
+}
+
 /// Keys every config.json may have that do not change the maths.
 constexpr const char *kCommonKeys[] = {
     "architectures",        "model_type",
@@ -529,7 +622,7 @@ std::string modelName(StringRef dir) {
 } // namespace
 
 StringRef supportedHuggingFaceModelTypes() {
-  return "bert, gpt2, llama, mistral, mixtral";
+  return "bert, gpt2, llama, mamba, mistral, mixtral";
 }
 
 bool readCheckpointTensorNames(StringRef dir, StringSet<> &names,
@@ -670,6 +763,8 @@ mapHuggingFaceConfig(StringRef text, StringRef dir,
                          : *type == "mistral" ? LlamaFamily::Mistral
                                               : LlamaFamily::Mixtral;
     mapped = mapLlama(config, family, desc, ckpt);
+  } else if (*type == "mamba") {
+    mapped = mapMamba(config, desc, ckpt);
   } else if (*type == "gpt2") {
     bool bare = tensorNames.contains("wte.weight") &&
                 !tensorNames.contains("transformer.wte.weight");

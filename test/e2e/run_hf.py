@@ -1615,7 +1615,7 @@ def self_test():
               raises(lambda: generation_reference(model, prompt, 4), "ill-conditioned: .*top-2 gap 0"))
         # The rejection check.
         one = ("tfm-compile: error: hf/config.json: model_type 'roberta' is not supported "
-               "(supported: bert, gpt2, llama, mistral, mixtral)\n")
+               "(supported: bert, gpt2, llama, mamba, mistral, mixtral)\n")
         names = ["roberta"] + list(cases_mod.SUPPORTED)
         check("rejection: one line naming roberta and the supported types passes",
               check_rejected("t", 1, one, names, one_line=True) is None)
