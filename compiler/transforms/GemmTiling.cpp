@@ -153,7 +153,14 @@ GemmWeight gemmWeight(LinearOp op) {
     return w;
   int64_t total = slice.getInput().getType().getDimSize(0);
   int64_t offset = slice.getOffset();
-  int64_t segment = std::gcd(std::gcd(offset, rows), total);
+  // One segment size for every slice of the stacked weight (a mamba
+  // x_proj's dt, B and C rows differ in size): each GEMM that reads part
+  // of it reads the same packed panels.
+  int64_t segment = total;
+  for (Operation *user : slice.getInput().getUsers())
+    if (auto other = dyn_cast<SliceRowsOp>(user))
+      segment = std::gcd(std::gcd(segment, other.getOffset()),
+                         other.getType().getDimSize(0));
   if (segment <= 0)
     return w; // unverified IR: read the slice as a weight of its own
   w.packed = slice.getInput();

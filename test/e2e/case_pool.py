@@ -12,15 +12,17 @@ import fnmatch
 import multiprocessing
 
 
-def select_names(names, filters, shard=None):
+def select_names(names, filters, shard=None, excludes=()):
     """The names that match one of `filters` (a glob where it has one of
-    `*?[`, else a substring; none: every name), then, with shard (K, N),
-    the K-th of every N of them (1-based, round robin: ctest runs a long
-    suite as N tests that each take about its N-th part, and no one of them
-    reaches the test time limit)."""
+    `*?[`, else a substring; none: every name) and none of `excludes`
+    (the same way), then, with shard (K, N), the K-th of every N of them
+    (1-based, round robin: ctest runs a long suite as N tests that each
+    take about its N-th part, and no one of them reaches the test time
+    limit)."""
     def match(n, f):
         return fnmatch.fnmatchcase(n, f) if any(ch in f for ch in "*?[") else f in n
-    picked = [n for n in names if not filters or any(match(n, f) for f in filters)]
+    picked = [n for n in names if (not filters or any(match(n, f) for f in filters))
+              and not any(match(n, f) for f in excludes)]
     if shard is not None:
         k, n = shard
         picked = picked[k - 1::n]
@@ -41,6 +43,12 @@ def shard_arg(text):
 def add_shard_argument(ap):
     ap.add_argument("--shard", type=shard_arg, default=None, metavar="K/N",
                     help="run the K-th of every N selected cases (round robin; 1-based)")
+
+
+def add_exclude_argument(ap):
+    ap.add_argument("--exclude", dest="excludes", action="append", default=[], metavar="FILTER",
+                    help="leave out the cases whose name contains FILTER (or matches it as a glob); "
+                         "repeatable, applied before --shard")
 
 
 def run_cases(names, run_one, opts, jobs, init_worker):

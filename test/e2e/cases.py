@@ -103,6 +103,19 @@ else (b) with each layer in its kind's second form.  COMPILE_ERRORS holds
 the `layers` values tfm-compile must refuse (`layers_err_*`; one of them
 as JSON text, a duplicated key: CompileError.text).
 
+The `mamba_*` cases (contract section 7's mamba layers: `layers` entries
+"mamba" / {"kind": "mamba"} sized by the `mamba` key) are pure stacks
+(no num_heads / d_ff, or given and unused) and Jamba-like hybrids with
+full, sliding-window, performer, block_sparse attention and MoE FFN layers:
+d_state 4, 8, 16, d_conv 1 to 4, expand 1 to 3, dt_rank explicit, "auto"
+and left out, ids and float inputs, batched and not, pre and post norm,
+rms_norm, sequences 1, 5, 13, 17, 33 and 64.  They are checked against (b)
+in its second form (each mixer's scan in closed form, its convolution as
+F.conv1d).  mamba_mask_refused / mamba_hybrid_mask_refused give a mask the
+executable must refuse, mamba_load_* weights files it must refuse
+(MAMBA_WEIGHT_FAULTS).  ctest runs them as e2e-mamba (-k mamba); the
+sharded e2e suite leaves them out (--exclude mamba).
+
 `wdtype_f16_range` (contract section 10, run_e2e.py --weight-dtype) has
 weights at f16's edge (`Case.weight_edit`, weight_edit_rows()): 65519 in
 layers.0.linear1.weight (rounds to 65504, the largest finite f16: no
@@ -542,6 +555,10 @@ WEIGHT_FAULTS = ("pattern_f32", "pattern_transposed", "pattern_unexpected", "flo
 # the first layer's moe.gate.weight transposed ([d_model, E] for [E,
 # d_model]).
 MOE_WEIGHT_FAULTS = ("moe_missing_expert", "moe_gate_transposed")
+# Mamba weights files the executable must refuse: the first mamba layer's
+# mixer.conv1d.weight stored as [d_inner, d_conv] (the singleton axis of
+# [d_inner, 1, d_conv] dropped: the same values); its mixer.A_log left out.
+MAMBA_WEIGHT_FAULTS = ("mamba_conv_2d", "mamba_missing_a_log")
 
 
 def stack_lengths(cfg, case_inputs_spec):
@@ -1344,6 +1361,131 @@ CASES += [
 ]
 
 
+# ---- contract section 7: mamba layers (pure and hybrid stacks) -----------------------
+# `layers` entries "mamba" / {"kind": "mamba"}: x + Mixer(Norm(x)) (the model's
+# norm_type, pre-norm whatever `norm` says, no FFN), the mixer Hugging Face's
+# MambaMixer (Mamba-1, its sequential slow path); `mamba` {d_state, d_conv,
+# expand, dt_rank} (defaults 16, 4, 2, "auto" = ceil(d_model / 16)).  Weights
+# layers.{i}.norm.* and layers.{i}.mixer.{in_proj.weight, conv1d.weight,
+# conv1d.bias, x_proj.weight, dt_proj.weight, dt_proj.bias, A_log, D,
+# out_proj.weight}.  A stack of mamba layers only needs no num_heads / d_ff
+# (mamba_dec()).  Checked against (b) in its second form "mamba": each mixer
+# in the closed form of its scan (cumulative sums of delta A) with the
+# convolution as PyTorch's grouped conv1d, attention layers in their kinds'
+# second forms, MoE FFNs in the dense form; the oracle's self-test checks the
+# mixer against per-element loops, and mamba_reference.py (ctest
+# harness-mamba-hf) against transformers' MambaMixer and MambaForCausalLM.
+# The self-test also requires the scan to move every case's output by more
+# than reference.MAMBA_SHOWN tolerances (the weights' x_proj is
+# reference.MAMBA_X_PROJ_GAIN times a Linear's init: B and C of order 1).
+# Every case's name has "mamba" in it: ctest's e2e-mamba (-k mamba) runs
+# them, the sharded e2e suite leaves them out (--exclude mamba).
+def mamba_dec(name, inputs, model=None, **case_kw):
+    """A decoder with mamba layers and no num_heads / d_ff (unless `model`
+    gives them): d_model 32, 2 layers, max_seq_len 64."""
+    m = dict(name=name, architecture="decoder", d_model=32, num_layers=2, max_seq_len=64)
+    m.update(model or {})
+    return Case(name, m, inputs, **case_kw)
+
+
+def mamba_sizes(d_state=None, d_conv=None, expand=None, dt_rank=None):
+    """The `mamba` key with the sizes given (None: the key left out)."""
+    return {k: v for k, v in (("d_state", d_state), ("d_conv", d_conv), ("expand", expand), ("dt_rank", dt_rank))
+            if v is not None}
+
+
+MAMBA2 = ["mamba", "mamba"]
+
+CASES += [
+    # Pure stacks.
+    mamba_dec("mamba_pure_ids_pre", ids(17, batch=2), dict(vocab_size=64, norm="pre", layers=MAMBA2),
+              note="two mamba layers, every size its default (no `mamba` key: d_state 16, d_conv 4, expand 2, "
+                   "dt_rank ceil(32/16) = 2); pre norm, final norm, tied head; no num_heads / d_ff"),
+    mamba_dec("mamba_pure_float_post_unbatched", floats(17, batch=None), dict(
+        d_model=16, num_layers=3, layers=["mamba", {"kind": "mamba"}, "mamba"],
+        mamba=mamba_sizes(8, 3, 1, 3)), note="float inputs, hidden states, no batch dimension; post norm (a mamba "
+                                               "layer is pre-norm whatever `norm` says), no final norm; d_state 8, "
+                                               "d_conv 3, expand 1, dt_rank 3"),
+    mamba_dec("mamba_pure_rms_untied_seq64", ids(64, batch=2), dict(
+        vocab_size=64, norm="pre", norm_type="rms_norm", positional="none", tie_embeddings=False, layers=MAMBA2,
+        mamba=mamba_sizes(4, 2, dt_rank="auto")),
+        note="seq 64 = max_seq_len; rms norms (norm.weight only), no positions, untied head; d_state 4, d_conv 2, "
+             "dt_rank \"auto\" given"),
+    mamba_dec("mamba_pure_seq1_unbatched", ids(1, batch=None), dict(
+        d_model=16, vocab_size=64, norm="pre", layers=MAMBA2, mamba=mamba_sizes(8)),
+        note="one token: the convolution reads only its last tap, h_0 = delta B u"),
+    mamba_dec("mamba_pure_seq5_int32_learned", ids(5, batch=3, dtype="int32"), dict(
+        d_model=24, vocab_size=64, positional="learned", final_norm=True, layers=MAMBA2,
+        mamba=mamba_sizes(16, 4, 2, 4)), max_batch=4,
+        note="seq 5, batch 3 of --max-batch 4, int32 ids, learned positions, post norm with a final norm; "
+             "d_model 24, dt_rank 4"),
+    mamba_dec("mamba_pure_dconv1_expand3", floats(13, batch=2), dict(
+        d_model=16, norm="pre", layers=MAMBA2, mamba=mamba_sizes(16, 1, 3, 1)),
+        note="d_conv 1 (a pointwise conv: no state of past inputs), expand 3 (d_inner 48), dt_rank 1"),
+    mamba_dec("mamba_pure_heads_given_hidden", ids(17), dict(
+        num_heads=4, d_ff=64, vocab_size=64, lm_head=False, positional="rope", norm="pre", layers=MAMBA2,
+        mamba=mamba_sizes(8, 2, 1)),
+        note="num_heads and d_ff given (accepted, unused), rope (nothing to rotate), token ids to hidden states "
+             "(lm_head false)"),
+    mamba_dec("mamba_pure_weights_bf16", ids(17, batch=2), dict(vocab_size=64, norm="pre", layers=MAMBA2),
+              weight_dtype="BF16", note="BF16 weights file: every mixer tensor rounded in the file"),
+    mamba_dec("mamba_pure_max_seq_len_above", ids(33, batch=2), dict(
+        max_seq_len=16, vocab_size=64, norm="pre", layers=MAMBA2, mamba=mamba_sizes(4, 3)), max_seq_len=40,
+        note="--max-seq-len 40 above the model's 16 (sinusoidal positions; a mamba layer's state does not "
+             "depend on it); seq 33"),
+    mamba_dec("mamba_pure_float_seq64_post", floats(64, batch=2), dict(
+        layers=MAMBA2, final_norm=True, mamba=mamba_sizes(16, 4, 2, 8)),
+        note="float inputs, seq 64, batch 2, post norm with a final norm; dt_rank 8"),
+    # Hybrid (Jamba-like) stacks.
+    dec("mamba_jamba_window_moe", ids(17, batch=2), dict(
+        vocab_size=64, num_layers=4, d_ff=50, max_seq_len=64, positional="rope", norm="pre",
+        layers=["mamba", layer(att_window(3, 1), ffn_moe(4, 2)), "mamba", "attention"], mamba=mamba_sizes(8)),
+        note="Jamba-like: mamba, a sliding window (W 3, G 1) with an MoE FFN (E 4, K 2), mamba, full attention; "
+             "rope, pre norm; d_state 8"),
+    dec("mamba_jamba_llama_moe", ids(17, batch=2), dict(
+        LLAMA, vocab_size=64, num_kv_heads=2, d_ff=44, num_layers=4, max_seq_len=32, tie_embeddings=False,
+        layers=["mamba", "mamba", layer(FULL, ffn_moe(4, 2)), "mamba"], mamba=mamba_sizes(16, 4, 2, "auto")),
+        note="llama-like (rms norms, gated silu experts, rope, no biases: the mixers have none anyway), 2 kv "
+             "heads of 4, untied head; three mamba layers around a full attention layer with an MoE FFN"),
+    dec("mamba_hybrid_post_float_unbatched", floats(17, batch=None), dict(
+        num_layers=2, max_seq_len=32, attention=att_window(2), layers=["attention", "mamba"],
+        mamba=mamba_sizes(4, 2, 1)),
+        note="post norm (the attention layer post-norm, the mamba layer pre-norm), model-level sliding window "
+             "(W 2), float inputs, unbatched; d_state 4, d_conv 2, expand 1"),
+    dec("mamba_hybrid_seq64_window", ids(64, batch=2), dict(
+        vocab_size=64, num_layers=3, max_seq_len=64, positional="learned", norm="pre",
+        layers=["mamba", layer(att_window(8, 2)), "mamba"], mamba=mamba_sizes(16, 3)),
+        note="seq 64: two mamba layers around a sliding window (W 8, G 2); learned positions"),
+    dec("mamba_hybrid_performer_bs", ids(13, batch=2), dict(
+        vocab_size=64, num_layers=3, norm="pre",
+        layers=[layer(att_performer(8)), "mamba", layer(att_block_sparse(2, 1, 1, 2))],
+        mamba=mamba_sizes(8, expand=1)),
+        note="a performer layer (causal running sums), a mamba layer, block_sparse with random blocks "
+             "(layers.2.self_attn.block_pattern); expand 1"),
+    dec("mamba_hybrid_seq1_rms", ids(1, batch=2), dict(
+        vocab_size=64, norm="pre", norm_type="rms_norm", layers=["attention", "mamba"]),
+        note="one token, batch 2: a full attention layer then a mamba layer with its default sizes; rms norms"),
+    dec("mamba_hybrid_seq5_rms_post", ids(5, batch=None, dtype="int32"), dict(
+        vocab_size=64, num_layers=3, norm_type="rms_norm", tie_embeddings=False,
+        layers=["mamba", "attention", {"kind": "mamba"}], mamba=mamba_sizes(4, 4, 2, 1)),
+        note="rms norms with post norm (the attention layer post, the mamba layers pre), no final norm, untied "
+             "head, unbatched int32 ids of 5"),
+    # A mask is refused (contract section 8), and misshapen weights files.
+    mamba_dec("mamba_mask_refused", ids(7, batch=2), dict(vocab_size=64, layers=MAMBA2),
+              masks={"mask": Mask("right")}, expect_error="mask",
+              note="a model with a mamba layer refuses a mask input"),
+    dec("mamba_hybrid_mask_refused", ids(7, batch=2), dict(_TINY, num_layers=2, layers=["attention", "mamba"]),
+        masks={"mask": Mask("left")}, expect_error="mask",
+        note="one mamba layer is enough: the hybrid refuses a mask input"),
+    mamba_dec("mamba_load_conv_2d", ids(7), dict(d_model=16, vocab_size=20, layers=MAMBA2),
+              weight_fault="mamba_conv_2d", expect_error="conv1d.weight",
+              note="layers.0.mixer.conv1d.weight stored as [32, 4] (its singleton axis dropped) for [32, 1, 4]"),
+    dec("mamba_load_missing_a_log", ids(7), dict(_TINY, num_layers=2, layers=["attention", "mamba"]),
+        weight_fault="mamba_missing_a_log", expect_error="A_log",
+        note="layers.1.mixer.A_log left out of the file"),
+]
+
+
 # ---- contract section 10: weight formats at f16's edge (run_e2e.py --weight-dtype) ----
 # weight_edit_rows(): 65519 (rounds to f16's 65504) and 65520 (rounds beyond
 # it) in two layers' linear1, neither reaching the output; 1e6 in a
@@ -1588,13 +1730,6 @@ COMPILE_ERRORS += [
                                                           num_layers=2),
                  "'layers[1]' kind must be one of attention, mamba; got \"full\"", "'layers[1]' kind must be",
                  note="an attention kind where a layer kind goes, at the entry"),
-    CompileError("layers_err_mamba", _layers_error("layers_err_mamba", ["mamba"]),
-                 "layers[0] kind 'mamba' is not supported yet; supported: attention", "'mamba' is not supported",
-                 note="at the entry"),
-    CompileError("layers_err_mamba_object", _layers_error("layers_err_mamba_object", ["attention", {"kind": "mamba"}],
-                                                          num_layers=2),
-                 "layers[1] kind 'mamba' is not supported yet; supported: attention", "'mamba' is not supported",
-                 note="at the kind's value"),
     CompileError("layers_err_kind_missing", _layers_error("layers_err_kind_missing",
                                                           [{"attention": att_window(2)}]),
                  "'layers[0]' needs a 'kind': one of attention, mamba", "'layers[0]' needs a 'kind'",
@@ -1779,7 +1914,7 @@ def _validate_block_sparse(c, cfg):
             problems.append("%s: no pattern id adds a key block to its row: the random blocks do not matter"
                             % c.name)
     if c.weight_fault is not None:
-        if c.weight_fault not in WEIGHT_FAULTS + MOE_WEIGHT_FAULTS:
+        if c.weight_fault not in WEIGHT_FAULTS + MOE_WEIGHT_FAULTS + MAMBA_WEIGHT_FAULTS:
             problems.append("%s: weight fault %r" % (c.name, c.weight_fault))
         elif c.expect_error is None or c.masks:
             problems.append("%s: a weight fault needs expect_error (the tensor's name) and no masks" % c.name)
@@ -1845,6 +1980,13 @@ def weight_file(case, cfg, arrays, patterns):
     elif fault == "moe_gate_transposed":
         k = next(k for k in arrays if k.endswith("moe.gate.weight"))
         arrays[k] = np.ascontiguousarray(np.asarray(arrays[k]).T)
+    elif fault == "mamba_conv_2d":
+        k = next(k for k in arrays if k.endswith("mixer.conv1d.weight"))
+        arrays[k] = np.ascontiguousarray(np.asarray(arrays[k])[:, 0, :])
+    elif fault == "mamba_missing_a_log":
+        k = next(k for k in arrays if k.endswith("mixer.A_log"))
+        del arrays[k]
+        del dtypes[k]
     return arrays, {k: (tuple(np.asarray(v).shape), dtypes[k]) for k, v in arrays.items()}
 
 
@@ -1982,9 +2124,10 @@ def _validate_masks(c, cfg):
                             % (c.name, c.expect_error, " and saying %s" % (c.expect_detail,)
                                if c.expect_detail else "", found or "accepted"))
     elif c.masks:
-        if cfg.linformer or cfg.performer:
+        if cfg.linformer or cfg.performer or cfg.mamba:
             problems.append("%s: %s refuses a mask input: an error case" % (
-                c.name, "/".join(k for k in cfg.attention_kinds if k in ("linformer", "performer"))))
+                c.name, "/".join([k for k in cfg.attention_kinds if k in ("linformer", "performer")]
+                                 + (["mamba"] if cfg.mamba else []))))
         if c.run_args:
             problems.append("%s: run_args are for error cases" % c.name)
     return problems
@@ -2000,6 +2143,13 @@ def coverage():
     for c in CASES:
         cfg = reference.Config(c.model)
         n = c.name
+        if c.expect_error is not None and cfg.mamba:
+            for name in c.masks:
+                add("mamba mask error names " + name, n)
+                add("mamba mask error " + ("pure" if cfg.only_mamba else "hybrid"), n)
+            if c.weight_fault is not None:
+                add("mamba load error=" + c.weight_fault, n)
+            continue
         if c.expect_error is not None:
             # Refused inputs: what is refused; they compare no output.
             for name, mk in c.masks.items():
@@ -2022,6 +2172,12 @@ def coverage():
                 add("block_sparse load error=" + c.weight_fault, n)
             if c.token_types is not None and c.token_types.pattern in TYPE_ERROR_PATTERNS:
                 add("token_type_ids error=" + c.token_types.pattern, n)
+            continue
+        if cfg.mamba:
+            # Mamba layers (pure and hybrid stacks): their own features, not
+            # the attention models' (which they would count without
+            # exercising).
+            _mamba_coverage(c, cfg, add, next(iter(c.inputs.values())).batch)
             continue
         if c.masks:
             _mask_coverage(c, cfg, add)
@@ -2212,6 +2368,65 @@ def coverage():
     for e in COMPILE_ERRORS:
         add("compile error " + e.name, e.name)
     return feats
+
+
+def _mamba_coverage(c, cfg, add, b):
+    """Section 7's mamba layers: the sizes, how the key and the entries say
+    them, the inputs, norms, positions and heads they meet, the layer kinds
+    beside them in a hybrid stack."""
+    n, m = c.name, c.model.get("mamba", {})
+    add("mamba(%s%s)" % (cfg.architecture, ",causal" if cfg.causal else ""), n)
+    add("mamba stack " + ("pure" if cfg.only_mamba else "hybrid"), n)
+    add("mamba d_state=%d" % cfg.mamba_d_state, n)
+    add("mamba d_conv=%d" % cfg.mamba_d_conv, n)
+    add("mamba expand=%d" % cfg.mamba_expand, n)
+    r = m.get("dt_rank")
+    add("mamba dt_rank " + ("default" if r is None else "auto" if r == "auto" else "explicit"), n)
+    if "mamba" not in c.model:
+        add("mamba key left out", n)
+    for k in ("d_state", "d_conv", "expand"):
+        if k not in m:
+            add("mamba %s default" % k, n)
+    spec = c.inputs["input"]
+    add("mamba inputs=" + ("ids" if cfg.tokens else "float32"), n)
+    if cfg.tokens:
+        add("mamba ids " + spec.dtype, n)
+    add("mamba batch" + ("=none" if b is None else "=1" if b == 1 else ">1"), n)
+    add("mamba seq=%d" % spec.seq, n)
+    if spec.seq > cfg.max_seq_len:
+        add("mamba seq>max_seq_len", n)
+    add("mamba norm=" + cfg.norm, n)
+    add("mamba norm_type=" + cfg.norm_type, n)
+    add("mamba final_norm=%s" % cfg.final_norm, n)
+    add("mamba positional=" + cfg.positional, n)
+    if cfg.lm_head:
+        add("mamba lm_head " + ("tied" if cfg.tie_embeddings else "untied"), n)
+    else:
+        add("mamba hidden states", n)
+    add("mamba weights " + c.weight_dtype, n)
+    if c.max_seq_len and c.max_seq_len > cfg.max_seq_len:
+        add("mamba --max-seq-len above max_seq_len", n)
+    if c.effective_max_batch() > (b or 1):
+        add("mamba batch < --max-batch", n)
+    if cfg.only_mamba:
+        add("mamba num_heads,d_ff " + ("given" if "num_heads" in c.model else "left out"), n)
+    for entry, lc in zip(c.model["layers"], cfg.layer_configs()):
+        if entry == "mamba":
+            add("mamba entry \"mamba\"", n)
+        elif lc.layer_kind == "mamba":
+            add("mamba entry {kind: mamba}", n)
+        else:
+            add("mamba hybrid attention=" + lc.attention_kind, n)
+            add("mamba hybrid ffn=" + lc.ffn_kind, n)
+    if not cfg.only_mamba:
+        if cfg.uses_section11():
+            add("mamba hybrid section 11", n)
+        if cfg.num_kv_heads != cfg.num_heads:
+            add("mamba hybrid gqa", n)
+        if cfg.layer_kinds[0] == "attention":
+            add("mamba hybrid attention first", n)
+    if cfg.num_layers >= 3:
+        add("mamba layers>=3", n)
 
 
 def _layers_coverage(c, cfg, add, b):
@@ -2566,6 +2781,26 @@ REQUIRED = (
        "layers lm_head untied", "layers seq>64", "layers mask", "layers block_sparse pattern I32",
        "layers block_sparse pattern I64", "layers mask error=performer"]
     + ["compile error " + e.name for e in COMPILE_ERRORS if e.name.startswith("layers_err_")]
+    # section 7: mamba layers (pure and hybrid stacks)
+    + ["mamba(decoder,causal)", "mamba stack pure", "mamba stack hybrid"]
+    + ["mamba d_state=%d" % v for v in (4, 8, 16)] + ["mamba d_conv=%d" % v for v in (1, 2, 3, 4)]
+    + ["mamba expand=%d" % v for v in (1, 2, 3)]
+    + ["mamba dt_rank explicit", "mamba dt_rank auto", "mamba dt_rank default", "mamba key left out",
+       "mamba d_state default", "mamba d_conv default", "mamba expand default"]
+    + ["mamba inputs=ids", "mamba inputs=float32", "mamba ids int32", "mamba ids int64", "mamba batch=none",
+       "mamba batch=1", "mamba batch>1", "mamba batch < --max-batch"]
+    + ["mamba seq=%d" % v for v in (1, 5, 17, 64)] + ["mamba seq>max_seq_len", "mamba --max-seq-len above max_seq_len"]
+    + ["mamba norm=pre", "mamba norm=post", "mamba norm_type=layer_norm", "mamba norm_type=rms_norm",
+       "mamba final_norm=True", "mamba final_norm=False"]
+    + ["mamba positional=" + p for p in ("sinusoidal", "learned", "rope", "none")]
+    + ["mamba lm_head tied", "mamba lm_head untied", "mamba hidden states", "mamba weights F32", "mamba weights BF16",
+       "mamba num_heads,d_ff left out", "mamba num_heads,d_ff given", "mamba entry \"mamba\"",
+       "mamba entry {kind: mamba}", "mamba layers>=3"]
+    + ["mamba hybrid attention=" + k for k in ("full", "sliding_window", "performer", "block_sparse")]
+    + ["mamba hybrid ffn=dense", "mamba hybrid ffn=moe", "mamba hybrid section 11", "mamba hybrid gqa",
+       "mamba hybrid attention first"]
+    + ["mamba mask error names mask", "mamba mask error pure", "mamba mask error hybrid"]
+    + ["mamba load error=" + f for f in MAMBA_WEIGHT_FAULTS]
     + ["compile error " + e for e in ("tt_err_decoder", "tt_err_encdec", "tt_err_no_vocab",
                                       "emb_err_norm_not_bool")]
 )

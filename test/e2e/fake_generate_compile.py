@@ -63,6 +63,10 @@ TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
                for the prefill and a one-layer model, wrong from the second
                layer on, since the model is never causal (must FAIL on
                gen_lin_* cases: step logits)
+  mamba_state_reset  mamba layers: each step() starts its state h from zero
+               (KVCacheDecoder's mamba_mistake "h_not_carried"): exact for the
+               prefill, wrong from the first decode step (must FAIL on gen_mamba_*
+               cases: step logits)
 """
 
 import argparse
@@ -76,7 +80,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 MODES = ("exact", "unsupported", "noisy", "flip", "threads", "sample_nondet", "fixed_seed",
          "greedy_sample", "topk",
          "no_line", "int64", "no_limit", "crash", "no_src_limit", "src_short", "no_window",
-         "no_performer", "no_block_sparse", "bs_step_row", "no_moe", "no_layers", "lin_cached")
+         "no_performer", "no_block_sparse", "bs_step_row", "no_moe", "no_layers", "lin_cached",
+         "mamba_state_reset")
 
 
 def compile_main(argv):
@@ -216,7 +221,8 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
         dec = (run_generate.KVCacheDecoder(fm, src, linformer_mistake="cached") if mode == "lin_cached"
                else run_generate.RegenerateDecoder(fm, src))
     else:
-        dec = run_generate.KVCacheDecoder(fm, src, block_mistake="step_row" if mode == "bs_step_row" else None)
+        dec = run_generate.KVCacheDecoder(fm, src, block_mistake="step_row" if mode == "bs_step_row" else None,
+                                          mamba_mistake="h_not_carried" if mode == "mamba_state_reset" else None)
     seed = None if mode == "sample_nondet" else 12345 if mode == "fixed_seed" else args.seed
     rng = np.random.default_rng(seed)
     r = dec.step(p2.astype(np.int64))[:, -1, :].numpy()

@@ -10,7 +10,7 @@ from the file (`embed.weight` alone), checks input dtypes and the compiled
 limits, and computes with reference.py's formula model (b).  Padding masks
 (contract section 8: `--input mask=M.npy`, or src_mask / tgt_mask) are
 checked as the contract says (reference.mask_problems: dtype, shape, values
-0 and 1, a real token in every row, none on a linformer or performer model), each
+0 and 1, a real token in every row, none on a linformer, performer or mamba model), each
 refusal an exit 1 naming the input, and the output computed with them;
 `--generate N` with a mask is refused the same way (exit 1), and without one
 exits 2 (generation is fake_generate_compile.py's).
@@ -65,6 +65,10 @@ TFM_FAKE_MODE (read when compiling) selects a behaviour:
                 (the IR check where a layer's kind has other weights, else tolerance; the
                 layers_err_mask_performer case at the IR check too, and its executable would
                 not refuse the mask)
+  no_mamba_scan a model with mamba layers (contract section 7): reads and checks every mixer
+                tensor but drops the scan, each mixer's y = D u alone (reference.MAMBA_MISTAKES'
+                no_ssm): must FAIL on every mamba_* case that compares an output (tolerance; the
+                self-test requires each to see the scan by more than reference.MAMBA_SHOWN tol)
 
 `--weight-dtype=f32|bf16|f16|int8` (contract section 10; another value is
 an exit 1): its IR marks the GEMM weights (weight_formats.gemm_weights of
@@ -115,7 +119,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "crash", "hang", "noexe",
          "ir_warning", "ir_drop_param", "ir_extra_param", "ir_shape", "no_window", "no_linformer",
-         "no_performer", "no_mask", "no_block_sparse", "ids_wrap", "no_moe", "no_layers",
+         "no_performer", "no_mask", "no_block_sparse", "ids_wrap", "no_moe", "no_layers", "no_mamba_scan",
          "wdtype_ignored", "wdtype_unconverted", "wdtype_all_rank2", "wdtype_row_scale", "wdtype_f16_inf",
          "compute_ignored", "compute_noisy")
 WEIGHT_DTYPES = ("f32", "bf16", "f16", "int8")
@@ -409,6 +413,9 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv, wdtype="f32", compute="f
     if mode == "no_moe":
         for m in reference.moe_modules(model):
             m.mistake = "expert0"
+    if mode == "no_mamba_scan":
+        for m in reference.mamba_mixers(model):
+            m.mistake = "no_ssm"
     if compute == "bf16":
         with _Bf16Gemms(model):
             out = reference.run_model(model, cfg, inputs).numpy().astype(np.float32)

@@ -86,6 +86,14 @@ window and MoE overridden by a dense and a performer layer (learned
 positions).  run_generate's KVCacheDecoder keeps per layer what its kind
 needs.
 
+Section 7's mamba layers (`gen_mamba_*`): pure stacks (default sizes,
+batch 2, sampled; a prompt of 1 token, unbatched, d_conv 3, too_long;
+d_conv 1, expand 3, rms norms, untied) and hybrids (Jamba-like: mamba, a
+window with an MoE FFN, mamba, full attention; llama-like with 2 kv heads
+of 4), 20 new tokens each.  A mamba layer decodes from its fixed-size state
+(its last d_conv - 1 convolution inputs and h), which run_generate's
+KVCacheDecoder keeps too.
+
 embedding_norm (the model's norm on the summed embeddings): a decoder with
 learned positions, so that every decode step's row is normed after its
 offset position is added (run_generate's KVCacheDecoder norms each new
@@ -124,7 +132,8 @@ class GenCase:
     max_seq_len: Optional[int] = None    # --max-seq-len (default: none passed, the model's)
     weight_dtype: str = "F32"
     seed: Optional[int] = None           # weights/prompt seed (default: crc32 of the name)
-    # Multiplies every in_proj/out_proj/linear1/linear2 weight after
+    # Multiplies every in_proj/out_proj/linear1/linear2 weight (a mamba
+    # mixer's in_proj and out_proj too: run_generate.GAINED) after
     # reference.make_weights: at PyTorch's init scale the residual stream is
     # dominated by the current token's embedding and a tied-head model just
     # repeats its last token; stronger layers make the context decide, so the
@@ -537,18 +546,66 @@ CASES += [
 ]
 
 
+# ---- section 7: mamba layers (pure and hybrid stacks) -----------------------------------
+# A mamba layer decodes from a fixed-size state per sequence: its last
+# d_conv - 1 convolution inputs and its h [d_inner, d_state], whatever the
+# position (contract section 7); the prefill leaves them as the prompt's
+# last positions made them.  run_generate's KVCacheDecoder keeps the same
+# state (written from the contract, checked against the full forwards), and
+# its self-test shows the check catches a state that is not carried or a
+# convolution window in the wrong order (MAMBA_DECODE_MISTAKES).  Each
+# case's name has "mamba" in it: ctest's generate-mamba (-k mamba) runs
+# them, the generate suite leaves them out (--exclude mamba).  Seeds picked
+# (of 1..24, weight_gain 3 on the mixers' in_proj and out_proj too) for
+# varied greedy paths (10 to 19 distinct ids a row), top-2 gaps of 50-147
+# tol and fp32 noise of 0.022-0.055 tol (run_generate.py --reference-only
+# prints them).
+SEED_MAMBA_1, SEED_MAMBA_2, SEED_MAMBA_3, SEED_MAMBA_4, SEED_MAMBA_5 = 9, 18, 2, 16, 5
+CASES += [
+    gen("gen_mamba_pure_batch2", prompt(6, batch=2), dict(num_heads=None, d_ff=None, norm="pre",
+                                                          layers=["mamba", "mamba"]),
+        extras=("sample",), seed=SEED_MAMBA_1,
+        note="two mamba layers of the default sizes (d_state 16, d_conv 4, expand 2, dt_rank 2), no num_heads "
+             "or d_ff, pre norm, tied head; two prompts of 6, 20 new tokens; greedy and sampled"),
+    gen("gen_mamba_jamba_batch2", prompt(5, batch=2), dict(
+        num_layers=4, d_ff=50, positional="rope", norm="pre",
+        layers=["mamba", layer(window(3, 1), moe(4, 2)), "mamba", "attention"], mamba=dict(d_state=8)),
+        seed=SEED_MAMBA_2,
+        note="Jamba-like: mamba, a sliding window (W 3, G 1) with an MoE FFN (E 4, K 2), mamba, full attention; "
+             "rope; two prompts of 5, 20 new tokens"),
+    gen("gen_mamba_seq1_unbatched", prompt(1, batch=None, dtype="int32"), dict(
+        num_heads=None, d_ff=None, d_model=24, positional="learned", layers=["mamba", "mamba"],
+        mamba=dict(d_state=4, d_conv=3, expand=1)),
+        extras=("too_long",), seed=SEED_MAMBA_3,
+        note="a prompt of 1 token, shorter than the convolution's state of d_conv - 1 = 2 inputs (a zero before "
+             "it after the prefill), unbatched; post norm, learned positions; d_state 4, d_conv 3, expand 1"),
+    gen("gen_mamba_llama_hybrid", prompt(4, batch=2, dtype="int32"), dict(
+        LLAMA, num_kv_heads=2, d_ff=44, num_layers=3, tie_embeddings=False,
+        layers=["mamba", "attention", {"kind": "mamba"}], mamba=dict(d_state=8, d_conv=2, dt_rank=3)),
+        seed=SEED_MAMBA_4,
+        note="llama-like (rms norms, gated silu, rope, no biases), 2 kv heads of 4, untied head: mamba, full "
+             "attention (its KV cache), mamba; d_state 8, d_conv 2, dt_rank 3"),
+    gen("gen_mamba_dconv1_untied", prompt(3), dict(
+        num_heads=None, d_ff=None, d_model=16, num_layers=3, norm="pre", norm_type="rms_norm", positional="none",
+        tie_embeddings=False, layers=["mamba"] * 3, mamba=dict(d_state=16, d_conv=1, expand=3, dt_rank=2)),
+        seed=SEED_MAMBA_5,
+        note="d_conv 1 (no convolution state: h alone), expand 3, three layers, rms norms, no positions, untied"),
+]
+
+
 def case_weights(case, cfg):
     """The case's weights as run_generate.py writes them (its
     prepare_reference()): reference.make_weights with the case's seed,
-    every in_proj / out_proj / linear1 / linear2 weight (the experts' too)
-    times weight_gain, rounded to weight_dtype, and the case's own
+    every in_proj / out_proj / linear1 / linear2 weight (the experts' too,
+    a mamba mixer's in_proj and out_proj: run_generate.GAINED) times
+    weight_gain, rounded to weight_dtype, and the case's own
     block_pattern ids (case_block_patterns()); name -> numpy array."""
     import reference
     import safetensors as st
+    import run_generate
     w = reference.make_weights(reference.Config(case.model), case.effective_seed(), case.shared_embeddings)
-    gained = ("in_proj_weight", "out_proj.weight", "linear1.weight", "linear2.weight")
     if case.weight_gain != 1.0:
-        w = {k: (v * case.weight_gain if k.endswith(gained) else v) for k, v in w.items()}
+        w = {k: (v * case.weight_gain if k.endswith(run_generate.GAINED) else v) for k, v in w.items()}
     patterns = case_block_patterns(case, cfg)
     return {k: patterns[k] if k in patterns else st.round_to_dtype(v.numpy(), case.weight_dtype)
             for k, v in w.items()}
@@ -680,6 +737,9 @@ def coverage():
     for c in CASES:
         cfg = reference.Config(c.model)
         n = c.name
+        if cfg.mamba:
+            _mamba_coverage(c, cfg, add)     # their own features only
+            continue
         a = "encdec " if cfg.is_encdec else ""   # decoder features unprefixed
         pos = cfg.positional + ("_" + cfg.rope_style if cfg.positional == "rope" else "")
         if cfg.is_encdec:
@@ -823,6 +883,29 @@ def coverage():
     return feats
 
 
+def _mamba_coverage(c, cfg, add):
+    n = c.name
+    add("mamba stack " + ("pure" if cfg.only_mamba else "hybrid"), n)
+    add("mamba d_conv=%d" % cfg.mamba_d_conv, n)
+    add("mamba prompt batch=" + ("none" if c.prompt.batch is None else str(c.prompt.batch)), n)
+    add("mamba prompt seq=%s" % ("1" if c.prompt.seq == 1 else ">1"), n)
+    if c.prompt.seq < cfg.mamba_d_conv - 1:
+        add("mamba prompt shorter than the conv state", n)
+    if c.new_tokens >= 20:
+        add("mamba 20 new tokens", n)
+    add("mamba positional=" + cfg.positional, n)
+    add("mamba norm=" + cfg.norm, n)
+    add("mamba lm_head " + ("untied" if cfg.untied_head else "tied"), n)
+    for lc in cfg.layer_configs():
+        if lc.layer_kind == "attention":
+            add("mamba hybrid attention=" + lc.attention_kind, n)
+            add("mamba hybrid ffn=" + lc.ffn_kind, n)
+    if not cfg.only_mamba and cfg.uses_section11():
+        add("mamba hybrid section 11", n)
+    for e in c.extras:
+        add("mamba extra " + e, n)
+
+
 def _layers_coverage(c, cfg, add, a):
     n = c.name
     views = cfg.layer_configs()
@@ -910,6 +993,13 @@ REQUIRED = (
        "layers entry \"attention\"", "layers model-level kinds overridden", "layers prompt batch=none",
        "layers prompt batch=1", "layers prompt batch=2", "layers positional=rope", "layers positional=learned",
        "layers gqa", "layers section 11", "layers extra sample", "layers extra too_long"]
+    # section 7: mamba layers
+    + ["mamba stack pure", "mamba stack hybrid", "mamba d_conv=1", "mamba d_conv=2", "mamba d_conv=3",
+       "mamba d_conv=4", "mamba prompt batch=none", "mamba prompt batch=1", "mamba prompt batch=2",
+       "mamba prompt seq=1", "mamba prompt seq=>1", "mamba prompt shorter than the conv state",
+       "mamba 20 new tokens", "mamba norm=pre", "mamba norm=post", "mamba lm_head tied", "mamba lm_head untied",
+       "mamba hybrid attention=full", "mamba hybrid attention=sliding_window", "mamba hybrid ffn=moe",
+       "mamba hybrid section 11", "mamba extra sample", "mamba extra too_long"]
 )
 
 

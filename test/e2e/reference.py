@@ -79,6 +79,23 @@ stack of one kind throughout is the model-level model of that kind
 (c) when every layer is full or sliding_window, else (b) with each layer
 in its own kind's second form (attention_form="second").
 
+Section 7's mamba layers (`layers` entries "mamba" / {"kind": "mamba"},
+sized by the `mamba` key: d_state N, d_conv C, expand X, dt_rank R or
+"auto" = ceil(d_model / 16); a stack of them only needs no num_heads or
+d_ff): x + Mixer(Norm(x)) with the model's norm_type whatever `norm` says,
+no FFN; the mixer is Hugging Face's MambaMixer (Mamba-1, its sequential
+slow path; layers.{i}.mixer.in_proj, conv1d, x_proj, dt_proj, A_log, D,
+out_proj).  (b) computes it as the sequential scan with the convolution's
+explicit taps (FormulaMambaMixer, the default) or in its second form, the
+closed form of the scan (h_t = sum_{s<=t} exp(L_t - L_s) delta_s B_s u_s,
+L the cumulative sums of delta A) with PyTorch's grouped F.conv1d
+(attention_form="second"; a model with a mamba layer's second form,
+"mamba", has its attention layers in their kinds' second forms too).
+mamba_reference.py checks the mixer against transformers' MambaMixer and a
+pure stack against MambaForCausalLM, in the hf venv (ctest
+harness-mamba-hf); run_generate's KVCacheDecoder decodes it from its state.
+A model with a mamba layer refuses padding masks.
+
 Section 8's padding masks (optional inputs `mask`, or `src_mask` /
 `tgt_mask`: int32, int64, bool or float32, shaped as the input's ids, 1 for
 a real token; mask_problems() lists what the contract refuses, each
@@ -134,7 +151,11 @@ per-token float64 loop, ties, the dense FFN as copies of one expert against
 mistakes; see _moe_self_test) and a decoder's per-layer kinds (the key,
 the model without `layers` and with one kind in every layer, hybrid
 stacks layer by layer against the model-level layers of their kinds,
-their second forms and masks, planted mistakes; see _layers_self_test).
+their second forms and masks, planted mistakes; see _layers_self_test) and
+mamba layers (the `mamba` key, the convolution and the mixer in both forms
+against per-element loops, pure and hybrid stacks against their second form
+and layer by layer, causality, masks refused, planted mistakes, and that
+each case sees the scan; see _mamba_self_test).
 """
 
 import argparse
@@ -163,8 +184,8 @@ KNOWN_KEYS = (
     # contract section 11 (modern decoder keys)
     "norm_type", "ffn_gated", "num_kv_heads", "bias",
     # contract section 7 (attention kinds, mixture-of-experts FFNs, a
-    # decoder's per-layer kinds)
-    "attention", "ffn", "layers",
+    # decoder's per-layer kinds, its mamba layers' sizes)
+    "attention", "ffn", "layers", "mamba",
     # embeddings: a norm after the summed embeddings (any architecture);
     # BERT's token types (encoder only)
     "embedding_norm", "type_vocab_size",
@@ -194,15 +215,22 @@ MAX_COUNT = 1 << 24
 # Contract section 7's FFN kinds: the keys each takes (besides "kind").
 FFN_KINDS = {"dense": (), "moe": ("experts", "top_k")}
 # Contract section 7's `layers` entries (a decoder's): the keys an object
-# entry of each kind takes (besides "kind"), and the kinds supported (mamba
-# is another issue).
+# entry of each kind takes (besides "kind"), and the kinds supported.
 LAYER_KINDS = {"attention": ("attention", "ffn"), "mamba": ()}
-LAYER_KINDS_SUPPORTED = ("attention",)
+LAYER_KINDS_SUPPORTED = ("attention", "mamba")
+# Contract section 7's `mamba` key (the sizes of every mamba layer): its
+# keys and their defaults (dt_rank "auto": ceil(d_model / 16)).
+MAMBA_KEYS = ("d_state", "d_conv", "expand", "dt_rank")
+MAMBA_DEFAULTS = {"d_state": 16, "d_conv": 4, "expand": 2, "dt_rank": "auto"}
 # The Config attributes _parse_attention and _parse_ffn set: what a
 # `layers` entry's own kinds replace (Config.layer_config()).
 ATTENTION_ATTRS = ("attention_kind", "window", "global_tokens", "linformer_k", "performer_m", "block",
                    "window_blocks", "global_blocks", "random_blocks")
 FFN_ATTRS = ("ffn_kind", "moe_experts", "moe_top_k")
+# The Config attribute a `layers` entry's kind sets: "attention" or
+# "mamba".  A mamba layer's view has every ATTENTION_ATTRS and FFN_ATTRS
+# None (no attention, no FFN: Config.layer_config()).
+LAYER_ATTRS = ("layer_kind",)
 # The examples the messages about `layers` show (tfm-compile's wording).
 _ATTENTION_EXAMPLE = '{"kind": "sliding_window", "window": 256}'
 _FFN_EXAMPLE = '{"kind": "moe", "experts": 8, "top_k": 2}'
@@ -305,6 +333,49 @@ def _parse_ffn(f):
     return out
 
 
+def _parse_mamba(m, d_model):
+    """Section 7's `mamba` object (the sizes of every mamba layer) -> a
+    dict of the Config attributes it sets: mamba_d_state (N), mamba_d_conv
+    (C), mamba_expand (X), mamba_dt_rank (R, "auto" resolved to
+    ceil(d_model / 16)), each its default where left out (MAMBA_DEFAULTS).
+    d_state, d_conv and expand: integers from 1 to MAX_COUNT; dt_rank such
+    an integer or "auto"; no other key; d_inner = expand x d_model at most
+    MAX_COUNT.  The messages are tfm-compile's (test/lit/frontend/mamba.test),
+    the first problem only."""
+    if not isinstance(m, dict):
+        raise ConfigError("'mamba' must be an object such as {\"d_state\": 16, \"d_conv\": 4, \"expand\": 2, "
+                          "\"dt_rank\": \"auto\"}, got %s" % _describe(m))
+    unknown = sorted(set(m) - set(MAMBA_KEYS))
+    if unknown:
+        raise ConfigError("unknown key '%s' in 'mamba' (it takes %s)" % (unknown[0], ", ".join(MAMBA_KEYS)))
+    out = {}
+    for k in ("d_state", "d_conv", "expand", "dt_rank"):
+        v = m.get(k, MAMBA_DEFAULTS[k])
+        if k == "dt_rank" and v == "auto":
+            v = -(-d_model // 16)
+        elif k == "dt_rank" and (isinstance(v, bool) or not isinstance(v, int)):
+            raise ConfigError("'mamba' 'dt_rank' must be a positive integer or \"auto\" (ceil(d_model / 16)), got %s"
+                              % _describe(v))
+        elif isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_COUNT:
+            raise ConfigError("'mamba' '%s' (%s) must be an integer from 1 to %d, got %s"
+                              % (k, _MAMBA_KEY_WORDS[k], MAX_COUNT, _describe(v)))
+        out["mamba_" + k] = v
+    if out["mamba_expand"] * d_model > MAX_COUNT:
+        raise ConfigError("'mamba' d_inner = expand %d x d_model %d is above the supported maximum %d"
+                          % (out["mamba_expand"], d_model, MAX_COUNT))
+    return out
+
+
+# What each `mamba` key is, as tfm-compile's messages say it.
+_MAMBA_KEY_WORDS = {"d_state": "the scan's state size per channel", "d_conv": "the causal conv's kernel width",
+                    "expand": "d_inner = expand x d_model", "dt_rank": "the rank of the step-size projection"}
+
+
+def _mamba_entry(entry):
+    """Whether a `layers` entry says mamba ("mamba" or {"kind": "mamba", ...})."""
+    return entry == "mamba" or (isinstance(entry, dict) and entry.get("kind") == "mamba")
+
+
 def _describe(v):
     """A JSON value as tfm-compile's messages quote it ("got ..."): compact
     JSON, cut to 37 characters and "..." past 40."""
@@ -323,8 +394,11 @@ def _parse_layers(layers, architecture, num_layers, model_kinds):
     (ConfigError, in tfm-compile's words): `layers` outside a decoder, not
     a list, another length than num_layers, an entry that is neither a
     string nor an object, a kind other than attention and mamba, a missing
-    kind, unknown keys, and mamba (not supported yet); inside an entry,
-    what the model-level keys refuse (prefixed by the entry's name)."""
+    kind, unknown keys (a mamba entry takes none but "kind"); inside an
+    entry, what the model-level keys refuse (prefixed by the entry's name).
+    Each dict also says the layer's kind (LAYER_ATTRS: layer_kind
+    "attention" or "mamba"); a mamba layer's ATTENTION_ATTRS and FFN_ATTRS
+    are None (it has neither)."""
     if architecture != "decoder":
         raise ConfigError("'layers' applies to architecture 'decoder' only, not %r" % architecture)
     if not isinstance(layers, list):
@@ -359,6 +433,12 @@ def _parse_layers(layers, architecture, num_layers, model_kinds):
         if kind not in LAYER_KINDS_SUPPORTED:
             raise ConfigError("%s kind '%s' is not supported yet; supported: %s"
                               % (name, kind, ", ".join(LAYER_KINDS_SUPPORTED)))
+        own["layer_kind"] = kind
+        if kind == "mamba":
+            # No attention, no FFN: the model-level kinds do not apply.
+            own.update({k: None for k in ATTENTION_ATTRS + FFN_ATTRS})
+            out.append(own)
+            continue
         try:
             if "attention" in keys:
                 own.update(_parse_attention(keys["attention"]))
@@ -440,12 +520,18 @@ class Config:
         self.name = desc.get("name", "model")
         self.architecture = choice("architecture", req("architecture"))
         self.d_model = pos_int("d_model", req("d_model"))
-        self.num_heads = pos_int("num_heads", req("num_heads"))
-        self.d_ff = pos_int("d_ff", req("d_ff"))
-        if self.d_model % self.num_heads:
+        # Section 7: a decoder whose `layers` are all mamba has no attention
+        # and no FFN: num_heads and d_ff may be left out (None; given, they
+        # are checked as always, and unused).
+        layers = desc.get("layers")
+        only_mamba = (self.architecture == "decoder" and isinstance(layers, list) and len(layers) > 0
+                      and all(_mamba_entry(e) for e in layers))
+        self.num_heads = pos_int("num_heads", req("num_heads")) if "num_heads" in desc or not only_mamba else None
+        self.d_ff = pos_int("d_ff", req("d_ff")) if "d_ff" in desc or not only_mamba else None
+        if self.num_heads is not None and self.d_model % self.num_heads:
             raise ConfigError("d_model %d is not a multiple of num_heads %d"
                               % (self.d_model, self.num_heads))
-        self.head_dim = self.d_model // self.num_heads
+        self.head_dim = self.d_model // self.num_heads if self.num_heads is not None else None
         self.max_seq_len = pos_int("max_seq_len", req("max_seq_len"))
 
         if self.architecture == "encoder_decoder":
@@ -473,7 +559,7 @@ class Config:
         self.rope_base = float(desc.get("rope_base", 10000.0))
         if not self.rope_base > 0:
             raise ConfigError("rope_base must be positive")
-        if self.positional == "rope" and self.head_dim % 2:
+        if self.positional == "rope" and self.head_dim is not None and self.head_dim % 2:
             raise ConfigError("rope needs an even head size, got %d" % self.head_dim)
         self.embedding_scale = choice("embedding_scale", "none")
         self.norm = choice("norm", "post")
@@ -481,7 +567,8 @@ class Config:
         self.final_norm = boolean("final_norm", self.norm == "pre")
         self.activation = choice("activation", "relu")
         self.attention_score = choice("attention_score", "scaled_dot")
-        self.additive_dim = pos_int("additive_dim", desc.get("additive_dim", self.head_dim))
+        self.additive_dim = (pos_int("additive_dim", desc["additive_dim"]) if "additive_dim" in desc
+                             else self.head_dim)     # (None without heads: a stack of mamba layers only)
         self.causal = boolean("causal", self.architecture in ("decoder", "encoder_decoder"))
         self.lm_head = boolean("lm_head", self.vocab_size is not None)
         if self.lm_head and self.vocab_size is None:
@@ -491,8 +578,9 @@ class Config:
         # self and cross (multihead_attn.) alike, and to every linear.
         self.norm_type = choice("norm_type", "layer_norm")
         self.ffn_gated = boolean("ffn_gated", False)
-        self.num_kv_heads = pos_int("num_kv_heads", desc.get("num_kv_heads", self.num_heads))
-        if self.num_heads % self.num_kv_heads:
+        self.num_kv_heads = (pos_int("num_kv_heads", desc["num_kv_heads"]) if "num_kv_heads" in desc
+                             else self.num_heads)
+        if self.num_heads is not None and self.num_heads % self.num_kv_heads:
             raise ConfigError("num_kv_heads %d does not divide num_heads %d"
                               % (self.num_kv_heads, self.num_heads))
         self.bias = boolean("bias", True)
@@ -527,12 +615,22 @@ class Config:
         # Section 7's `layers` (decoder only): each layer's own kinds, the
         # model-level ones where an entry gives none (layer_config()).
         self._layer_kinds = None
+        self.layer_kind = "attention"
         if "layers" in desc:
             model_kinds = {k: self.__dict__[k] for k in ATTENTION_ATTRS + FFN_ATTRS}
             self._layer_kinds = _parse_layers(desc["layers"], self.architecture, self.num_layers, model_kinds)
             for i, kinds in enumerate(self._layer_kinds):
                 if kinds["attention_kind"] == "linformer" and self.causal:
                     raise ConfigError("layers[%d]: %s" % (i, never_causal))
+        # Section 7's `mamba` (the sizes of every mamba layer; only with a
+        # mamba layer): mamba_d_state N, mamba_d_conv C, mamba_expand X,
+        # mamba_dt_rank R (resolved), d_inner = X d_model; None without a
+        # mamba layer.
+        self.mamba_d_state = self.mamba_d_conv = self.mamba_expand = self.mamba_dt_rank = None
+        if self.mamba:
+            self.__dict__.update(_parse_mamba(desc.get("mamba", {}), self.d_model))
+        elif "mamba" in desc:
+            raise ConfigError("'mamba' sizes the mixers of mamba layers, but no 'layers' entry is \"mamba\"")
         if self.linformer and self.attention_score != "scaled_dot":
             raise ConfigError("attention kind 'linformer' takes attention_score 'scaled_dot' only, got %r"
                               % self.attention_score)
@@ -598,7 +696,9 @@ class Config:
     def layer_config(self, i):
         """Layer i of the single stack (encoder, decoder): this Config with
         the layer's own attention and FFN kinds (ATTENTION_ATTRS,
-        FFN_ATTRS: its `layers` entry's, or the model-level ones), a view
+        FFN_ATTRS: its `layers` entry's, or the model-level ones) and its
+        layer_kind (a mamba layer's: layer_kind "mamba", the attention and
+        FFN attributes None, the model's mamba_* sizes), a view
         without `layers` of its own; the model itself when it has no
         `layers` (every layer the model-level kinds; an encoder_decoder's
         stacks always)."""
@@ -647,8 +747,40 @@ class Config:
     @property
     def attention_kinds(self):
         """Each self-attention layer's kind, in layer order (one entry, the
-        model-level kind, without `layers`)."""
-        return tuple(k["attention_kind"] for k in self._kinds())
+        model-level kind, without `layers`); mamba layers have none (and
+        are left out)."""
+        return tuple(k["attention_kind"] for k in self._kinds() if k.get("layer_kind", "attention") == "attention")
+
+    @property
+    def layer_kinds(self):
+        """Each layer's kind, "attention" or "mamba", in layer order (one
+        entry without `layers`)."""
+        return tuple(k.get("layer_kind", "attention") for k in self._kinds())
+
+    @property
+    def mamba(self):
+        """Whether some layer is section 7's mamba layer (a layer_config()
+        view: whether it is one): x + Mixer(Norm(x)) (the model's norm_type,
+        whatever `norm` says; no FFN), the mixer Hugging Face's MambaMixer
+        (Mamba-1, its sequential slow path) with d_inner = expand d_model:
+        xz = in_proj(x) (no bias); u, z = its two halves (u first); u =
+        SiLU(causal depthwise conv1d(u) + bias), kernel d_conv; dt, B, C =
+        split(x_proj(u), [dt_rank, d_state, d_state]); delta =
+        softplus(dt_proj(dt)); A = -exp(A_log); h_t = exp(delta_t A) h_{t-1}
+        + delta_t B_t u_t per channel; y_t = C_t . h_t + D u_t; out =
+        out_proj(y * SiLU(z)) (no bias)."""
+        return "mamba" in self.layer_kinds
+
+    @property
+    def only_mamba(self):
+        """Whether every layer is a mamba layer (num_heads and d_ff may then
+        be left out)."""
+        return set(self.layer_kinds) == {"mamba"}
+
+    @property
+    def d_inner(self):
+        """A mamba layer's inner width, expand x d_model (None without one)."""
+        return self.mamba_expand * self.d_model if self.mamba_expand is not None else None
 
     @property
     def sliding_window(self):
@@ -707,6 +839,8 @@ class Config:
         """Whether implementation (a), PyTorch's own modules, can express it
         (with `layers`: every layer of the same kinds, which (a) expresses,
         nn.TransformerEncoder running one mask through every layer)."""
+        if self.mamba:
+            return False
         u = self.uniform()
         if u is not self:
             return u is not None and u.torch_supported()
@@ -741,7 +875,14 @@ class Config:
         and its own FFN) when every layer is full or sliding_window, else
         "mixed" ((b) with each layer's attention in its kind's second form:
         banded, factored, linear, blocks, or dense for full; MoE FFNs in
-        the dense form)."""
+        the dense form).  A model with a mamba layer (pure or hybrid):
+        "mamba" ((b) with each mamba mixer in its second form, the closed
+        form of its scan (cumulative sums of delta A, every h_t a weighted
+        sum over s <= t) with the convolution as PyTorch's grouped conv1d,
+        instead of the sequential scan and the explicit taps; attention
+        layers as "mixed" has them; MoE FFNs in the dense form)."""
+        if self.mamba:
+            return "mamba"
         u = self.uniform()
         if u is None:
             return "hf" if set(self.attention_kinds) <= {"full", "sliding_window"} else "mixed"
@@ -790,11 +931,16 @@ def expected_weights(cfg, shared_embeddings=False):
     or not as it is); the norms keep their names.  With section 7's
     `layers`, each layer has exactly its own kinds' weights (names
     unchanged: layers.{i}.self_attn.features of a performer layer,
-    layers.{i}.moe.* of an MoE one, layers.{i}.linear1.* of a dense one)."""
+    layers.{i}.moe.* of an MoE one, layers.{i}.linear1.* of a dense one).
+    A mamba layer (section 7) has its norm, layers.{i}.norm.weight and
+    .bias (weight only with rms_norm), and its mixer's
+    layers.{i}.mixer.in_proj.weight [2 d_inner, d_model], conv1d.weight
+    [d_inner, 1, d_conv], conv1d.bias [d_inner], x_proj.weight [dt_rank +
+    2 d_state, d_inner], dt_proj.weight [d_inner, dt_rank], dt_proj.bias
+    [d_inner], A_log [d_inner, d_state], D [d_inner], out_proj.weight
+    [d_model, d_inner] (no in/out projection bias, whatever `bias` says)."""
     cfg = as_config(cfg)
     d, f, h, dk, a = cfg.d_model, cfg.d_ff, cfg.num_heads, cfg.head_dim, cfg.additive_dim
-    qkv = (h + 2 * cfg.num_kv_heads) * dk   # 3 d without grouped-query attention
-    f1 = 2 * f if cfg.ffn_gated else f
     out = {}
 
     def norm(prefix):
@@ -803,6 +949,7 @@ def expected_weights(cfg, shared_embeddings=False):
             out[prefix + "bias"] = (d,)
 
     def attn(prefix, self_attention=True, lc=cfg):
+        qkv = (h + 2 * cfg.num_kv_heads) * dk   # 3 d without grouped-query attention
         out[prefix + "in_proj_weight"] = (qkv, d)
         if cfg.bias:
             out[prefix + "in_proj_bias"] = (qkv,)
@@ -824,6 +971,7 @@ def expected_weights(cfg, shared_embeddings=False):
             out[prefix + "block_pattern"] = (-(-cfg.max_seq_len // lc.block), lc.random_blocks)
 
     def ffn(prefix):
+        f1 = 2 * f if cfg.ffn_gated else f
         out[prefix + "linear1.weight"] = (f1, d)
         if cfg.bias:
             out[prefix + "linear1.bias"] = (f1,)
@@ -831,7 +979,24 @@ def expected_weights(cfg, shared_embeddings=False):
         if cfg.bias:
             out[prefix + "linear2.bias"] = (d,)
 
+    def mamba_layer(prefix):
+        di, n, c, r = cfg.d_inner, cfg.mamba_d_state, cfg.mamba_d_conv, cfg.mamba_dt_rank
+        norm(prefix + "norm.")
+        m = prefix + "mixer."
+        out[m + "in_proj.weight"] = (2 * di, d)
+        out[m + "conv1d.weight"] = (di, 1, c)
+        out[m + "conv1d.bias"] = (di,)
+        out[m + "x_proj.weight"] = (r + 2 * n, di)
+        out[m + "dt_proj.weight"] = (di, r)
+        out[m + "dt_proj.bias"] = (di,)
+        out[m + "A_log"] = (di, n)
+        out[m + "D"] = (di,)
+        out[m + "out_proj.weight"] = (d, di)
+
     def layer(prefix, cross, lc=cfg):
+        if lc.layer_kind == "mamba":
+            mamba_layer(prefix)
+            return
         attn(prefix + "self_attn.", lc=lc)
         if cross:
             attn(prefix + "multihead_attn.", self_attention=False)
@@ -1086,7 +1251,7 @@ def mask_problems(cfg, inputs):
     cfg.mask_names): a list of (input name, message naming it), empty when
     every mask is good.  Refused: an input name the model does not take,
     any mask on a linformer or performer model (one such layer is enough,
-    section 7's `layers`), a dtype other than int32, int64, bool
+    section 7's `layers`) or on a model with a mamba layer, a dtype other than int32, int64, bool
     and float32, a shape other than its input's ids (an unbatched input's
     mask has no batch dimension either), a value other than 0 and 1, and a
     row with no real token.  The model's token_type_ids too
@@ -1108,6 +1273,10 @@ def mask_problems(cfg, inputs):
             # Any layer of the kind (section 7's `layers`): the whole model.
             out.append((name, "input '%s': a model with %s attention refuses a mask input"
                         % (name, refusing[0])))
+            continue
+        if cfg.mamba:
+            # Section 8: a model with a mamba layer refuses a mask input.
+            out.append((name, "input '%s': a model with mamba layers refuses a mask input" % name))
             continue
         m = _as_numpy(inputs[name])
         if m.dtype.name not in MASK_DTYPES:
@@ -1202,6 +1371,8 @@ def attended_rows(cfg, inputs, block_patterns=None):
     views = [cfg] * cfg.num_decoder_layers if cfg.is_encdec else cfg.layer_configs()
     rules = []
     for li, lc in enumerate(views):
+        if lc.layer_kind == "mamba":
+            continue    # no attention (and a mamba model refuses masks)
         if lc.block_sparse:
             p = None
             if lc.random_blocks:
@@ -2077,6 +2248,203 @@ class FormulaDecoderLayer(nn.Module):
         return x
 
 
+# ---------------------------------------------------------------------------
+# Section 7's mamba layers (Mamba-1, Hugging Face's MambaMixer slow path).
+# ---------------------------------------------------------------------------
+
+# How (b) computes a mamba mixer: "scan", the sequential recurrence h_t =
+# exp(delta_t A) h_{t-1} + delta_t B_t u_t over t, with the causal
+# depthwise convolution as its explicit taps (the output at t reads the
+# inputs t - C + 1 .. t, zeros before the sequence); or "closed", the
+# second form: every h_t at once, h_t = sum_{s<=t} exp(L_t - L_s) delta_s
+# B_s u_s with L the cumulative sums of delta A (so exp(L_t - L_s) = the
+# product of exp(delta_r A) over r = s+1..t), and the convolution as
+# PyTorch's grouped F.conv1d with C - 1 zeros of padding each side, cut to
+# the first S outputs (HF's conv1d(x)[..., :seq_len]).
+MAMBA_FORMS = ("scan", "closed")
+# Deliberate mistakes FormulaMambaMixer.mistake plants in the scan form
+# (the self-test's negative controls, each of which the cases must see):
+# u and z swapped (z the first half); the kernel read the other way round
+# (weight[c, 0, k] times input t - k); the convolution centred, not causal
+# (inputs after t read); conv1d.bias dropped; no SiLU after the
+# convolution; x_proj's split read as [B, C, dt] instead of [dt, B, C]; B
+# and C swapped; dt_proj.bias dropped; A = -A_log (no exp); h_t with B_t
+# u_t not times delta_t; h not carried (h_t = delta_t B_t u_t); y_t read
+# from h_{t-1} (C_t . h before the update); the D u term dropped; D u added
+# after the gate; the gate z without its SiLU; no SSM at all (y = D u,
+# the scan ignored).
+MAMBA_MISTAKES = ("u_z_swapped", "conv_flipped", "conv_centred", "no_conv_bias", "no_conv_silu",
+                  "split_bc_dt", "b_c_swapped", "no_dt_bias", "a_no_exp", "no_delta_b", "h_not_carried",
+                  "c_before_update", "no_d", "d_after_gate", "gate_no_silu", "no_ssm")
+# Mistakes of the layer around the mixer: the norm skipped (x + Mixer(x));
+# post norm (Norm(x + Mixer(x)), what `norm: post` would mean for an
+# attention layer, which a mamba layer ignores).
+MAMBA_LAYER_MISTAKES = ("no_norm", "post_norm")
+
+
+def _softplus(x):
+    """log(1 + exp(x)), stable: the closed form's own (the scan uses
+    F.softplus, whose threshold 20 returns x above it)."""
+    return torch.clamp(x, min=0.0) + torch.log1p(torch.exp(-x.abs()))
+
+
+class _DepthwiseConv(nn.Module):
+    """A mamba mixer's conv1d, in PyTorch's nn.Conv1d(d_inner, d_inner,
+    d_conv, groups=d_inner) layout: weight [d_inner, 1, d_conv], bias
+    [d_inner]."""
+
+    def __init__(self, channels, kernel):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(channels, 1, kernel))
+        self.bias = nn.Parameter(torch.empty(channels))
+
+
+class FormulaMambaMixer(nn.Module):
+    """Section 7's mamba mixer on x [B, S, d_model] (MambaMixer's names:
+    in_proj, conv1d, x_proj, dt_proj, A_log, D, out_proj).  form:
+    MAMBA_FORMS; mistake (self-test only): one of MAMBA_MISTAKES, in the
+    scan form."""
+
+    def __init__(self, cfg, form="scan", mistake=None):
+        super().__init__()
+        if form not in MAMBA_FORMS:
+            raise ValueError(form)
+        d, di = cfg.d_model, cfg.d_inner
+        self.d_inner, self.d_state, self.d_conv, self.dt_rank = di, cfg.mamba_d_state, cfg.mamba_d_conv, \
+            cfg.mamba_dt_rank
+        self.in_proj = _Linear(d, 2 * di, bias=False)
+        self.conv1d = _DepthwiseConv(di, self.d_conv)
+        self.x_proj = _Linear(di, self.dt_rank + 2 * self.d_state, bias=False)
+        self.dt_proj = _Linear(self.dt_rank, di, bias=True)
+        self.A_log = nn.Parameter(torch.empty(di, self.d_state))
+        self.D = nn.Parameter(torch.empty(di))
+        self.out_proj = _Linear(di, d, bias=False)
+        self.form = form
+        self.mistake = mistake
+
+    def conv(self, u):
+        """The causal depthwise convolution plus its bias, u [B, S, di]."""
+        w, b, c = self.conv1d.weight, self.conv1d.bias, self.d_conv
+        m = self.mistake
+        if m == "no_conv_bias":
+            b = torch.zeros_like(b)
+        s = u.shape[1]
+        if self.form == "closed" and m is None:
+            y = F.conv1d(u.transpose(1, 2), w, b, padding=c - 1, groups=self.d_inner)[..., :s]
+            return y.transpose(1, 2)
+        if m == "conv_centred":
+            left = (c - 1) // 2
+            padded = torch.cat([u.new_zeros(u.shape[0], left, u.shape[2]), u,
+                                u.new_zeros(u.shape[0], c - 1 - left, u.shape[2])], dim=1)
+        else:
+            padded = torch.cat([u.new_zeros(u.shape[0], c - 1, u.shape[2]), u], dim=1)
+        out = b.expand(u.shape).clone()
+        for k in range(c):
+            tap = c - 1 - k if m == "conv_flipped" else k
+            # weight[:, 0, k] multiplies the input at t - (c - 1) + k
+            out = out + w[:, 0, tap] * padded[:, k:k + s, :]
+        return out
+
+    def ssm(self, u, delta, A, Bm, Cm):
+        """sum over the state of C_t . h_t per channel: [B, S, di]; u,
+        delta [B, S, di]; A [di, N]; Bm, Cm [B, S, N]."""
+        if self.form == "closed" and self.mistake is None:
+            return self._closed(u, delta, A, Bm, Cm)
+        m = self.mistake
+        b, s, di = u.shape
+        h = u.new_zeros(b, di, self.d_state)
+        ys = []
+        for t in range(s):
+            dA = torch.exp(delta[:, t, :, None] * A)                     # [B, di, N]
+            inp = (u[:, t] if m == "no_delta_b" else delta[:, t] * u[:, t])[:, :, None] * Bm[:, t, None, :]
+            if m == "c_before_update":
+                ys.append((h * Cm[:, t, None, :]).sum(-1))
+            h = inp if m == "h_not_carried" else dA * h + inp
+            if m != "c_before_update":
+                ys.append((h * Cm[:, t, None, :]).sum(-1))
+        return torch.stack(ys, dim=1)
+
+    def _closed(self, u, delta, A, Bm, Cm):
+        b, s, di = u.shape
+        L = torch.cumsum(delta[..., None] * A, dim=1)                   # [B, S, di, N]: L_t
+        du = delta * u
+        tri = torch.ones(s, s, dtype=torch.bool).tril()                 # [t, s]: s <= t
+        out = []
+        for t0 in range(0, s, 16):      # blocks of 16 output steps: [B, 16, S, di, N] at most
+            t1 = min(s, t0 + 16)
+            diff = L[:, t0:t1, None] - L[:, None, :]                     # L_t - L_s
+            diff = diff.masked_fill(~tri[t0:t1, :, None, None], float("-inf"))
+            w = torch.exp(diff)
+            out.append(torch.einsum("btscn,bsn,btn,bsc->btc", w, Bm, Cm[:, t0:t1], du))
+        return torch.cat(out, dim=1)
+
+    def forward(self, x):
+        m = self.mistake
+        if m is not None and m not in MAMBA_MISTAKES:
+            raise ValueError(m)
+        di, n, r = self.d_inner, self.d_state, self.dt_rank
+        xz = self.in_proj(x)
+        u, z = xz[..., :di], xz[..., di:]
+        if m == "u_z_swapped":
+            u, z = z, u
+        u = self.conv(u)
+        if m != "no_conv_silu":
+            u = activation_fn("silu", u)
+        dbc = self.x_proj(u)
+        if m == "split_bc_dt":
+            Bm, Cm, dt = dbc[..., :n], dbc[..., n:2 * n], dbc[..., 2 * n:]
+        else:
+            dt, Bm, Cm = dbc[..., :r], dbc[..., r:r + n], dbc[..., r + n:]
+        if m == "b_c_swapped":
+            Bm, Cm = Cm, Bm
+        bias = self.dt_proj.bias if m != "no_dt_bias" else None
+        pre = linear(dt, self.dt_proj.weight, bias)
+        delta = _softplus(pre) if self.form == "closed" else F.softplus(pre)
+        A = self.A_log if m == "a_no_exp" else torch.exp(self.A_log)
+        A = -A
+        y = u.new_zeros(u.shape) if m == "no_ssm" else self.ssm(u, delta, A, Bm, Cm)
+        gate = z if m == "gate_no_silu" else activation_fn("silu", z)
+        if m == "no_d":
+            y = y * gate
+        elif m == "d_after_gate":
+            y = y * gate + self.D * u
+        else:
+            y = (y + self.D * u) * gate
+        return self.out_proj(y)
+
+
+class FormulaMambaLayer(nn.Module):
+    """Section 7's mamba layer: x + Mixer(Norm(x)), the model's norm_type
+    (norm.weight and .bias, weight only with rms_norm), whatever `norm`
+    says, no FFN.  form: the attention forms of FormulaModel ("second":
+    the mixer's closed form, anything else its scan); mistake (self-test
+    only): one of MAMBA_LAYER_MISTAKES."""
+
+    def __init__(self, cfg, form="dense", mistake=None):
+        super().__init__()
+        self.norm = _norm(cfg)
+        self.mixer = FormulaMambaMixer(cfg, "closed" if form in ("second", "closed") else "scan")
+        self.mistake = mistake
+
+    def forward(self, x, causal=True, rope=None, key_mask=None):
+        # Causal whatever `causal` says (a recurrence); no rope; a model with
+        # a mamba layer refuses masks (mask_problems).
+        if key_mask is not None:
+            raise MaskError("a mamba layer takes no padding mask")
+        if self.mistake == "no_norm":
+            return x + self.mixer(x)
+        if self.mistake == "post_norm":
+            return self.norm(x + self.mixer(x))
+        if self.mistake is not None:
+            raise ValueError(self.mistake)
+        return x + self.mixer(self.norm(x))
+
+
+def mamba_mixers(model):
+    """The mamba mixers of a model of (b), in layer order."""
+    return [m for m in model.modules() if isinstance(m, FormulaMambaMixer)]
+
+
 class _Stack(nn.Module):
     def __init__(self, cfg, n, cross, form="dense", mask_form="keys", ffn_form="loop"):
         super().__init__()
@@ -2097,7 +2465,8 @@ class FormulaModel(nn.Module):
     summaries phi(K)^T V, phi(K)^T 1, or their running sums); block_sparse,
     "dense" (the rule's mask) or "blocks" (each query block gathers its key
     blocks); "second", each layer in its own kind's second form
-    (SECOND_FORMS; a hybrid stack of section 7's `layers`).  Padding masks
+    (SECOND_FORMS; a hybrid stack of section 7's `layers`; a mamba
+    layer's mixer in its closed form, MAMBA_FORMS).  Padding masks
     (section 8: `mask`, or `src_mask` / `tgt_mask`, optional inputs):
     mask_form "keys"
     (padded keys left out: padded_keys_attention, or masked in the rows of
@@ -2147,9 +2516,13 @@ class FormulaModel(nn.Module):
                 self.pos_embed = _Embedding(cfg.max_seq_len, d)
             if cfg.embedding_norm:
                 self.embed_norm = _norm(cfg)
-            # Each layer with its own kinds (section 7's `layers`).
-            self.layers = nn.ModuleList([FormulaEncoderLayer(cfg.layer_config(i), attention_form, mask_form,
-                                                             ffn_form) for i in range(cfg.num_layers)])
+            # Each layer with its own kinds (section 7's `layers`; a mamba
+            # layer: FormulaMambaLayer, its mixer in the closed form when
+            # attention_form is "second").
+            self.layers = nn.ModuleList([
+                FormulaMambaLayer(lc, attention_form) if lc.layer_kind == "mamba"
+                else FormulaEncoderLayer(lc, attention_form, mask_form, ffn_form)
+                for lc in (cfg.layer_config(i) for i in range(cfg.num_layers))])
             self.norm = _norm(cfg) if cfg.final_norm else None
         if cfg.untied_head:
             self.lm_head = _Linear(d, cfg.vocab_size, bias=False)
@@ -2202,8 +2575,8 @@ class FormulaModel(nn.Module):
 
     def _rope(self, s):
         cfg = self.cfg
-        if cfg.positional != "rope":
-            return None
+        if cfg.positional != "rope" or cfg.head_dim is None:
+            return None     # (no heads: a stack of mamba layers only, nothing to rotate)
         cos, sin = rope_cos_sin(s, cfg.head_dim, cfg.rope_base)
         dt = self._dtype()
         return cos.to(dt), sin.to(dt), cfg.rope_style
@@ -2783,6 +3156,8 @@ class HFStyleModel(nn.Module, _TorchEmbedMixin):
         cfg = as_config(cfg)
         if mistake is not None and mistake not in HF_MISTAKES:
             raise ValueError(mistake)
+        if cfg.mamba:
+            raise ConfigError("(c) does not express mamba layers (their second form is (b) %s)" % cfg.second_form())
         if cfg.linformer or cfg.performer or cfg.block_sparse:
             raise ConfigError("(c) does not express %s attention (its second form is (b) %s)"
                               % ("/".join(sorted(set(cfg.attention_kinds) - {"full", "sliding_window"})),
@@ -2989,7 +3364,9 @@ def build_torch_model(cfg, shared_embeddings=False, masked=False):
     sums when causal) instead of the [q, k] matrix; for a block_sparse one,
     (b) gathering each query block's key blocks; for a hybrid stack of
     section 7's `layers` ("mixed"), (b) with each layer in its own kind's
-    second form (attention_form="second"); None otherwise ((b) alone).  A mixture-of-experts model: (c), whose MoE block
+    second form (attention_form="second"); for a model with a mamba layer
+    ("mamba"), the same, with each mamba mixer in its closed form; None
+    otherwise ((b) alone).  A mixture-of-experts model: (c), whose MoE block
     is the dense form (every expert on every token), or (b) in its
     attention kind's second form with the MoE FFN in the dense form too
     (FormulaModel(ffn_form="dense")), against (b)'s Mixtral loop.
@@ -3004,8 +3381,9 @@ def build_torch_model(cfg, shared_embeddings=False, masked=False):
         return build_formula_model(cfg, shared_embeddings, mask_form="additive")
     if form == "hf":
         return build_hf_model(cfg, shared_embeddings)
-    if form in ("banded", "factored", "linear", "blocks", "mixed"):
-        return build_formula_model(cfg, shared_embeddings, attention_form="second" if form == "mixed" else form,
+    if form in ("banded", "factored", "linear", "blocks", "mixed", "mamba"):
+        return build_formula_model(cfg, shared_embeddings,
+                                   attention_form="second" if form in ("mixed", "mamba") else form,
                                    ffn_form="dense" if cfg.moe else "loop")
     if form is None:
         return None
@@ -3039,6 +3417,16 @@ def make_weights(cfg, seed, shared_embeddings=False, perturb=True):
     A mixture of experts' moe.gate.weight [E, d_model]: like a Linear,
     U(+-1/sqrt(d_model)), so the logits of a normed input are about 0.6
     apart; its experts' linears like the dense FFN's.
+    A mamba mixer (section 7) as Hugging Face's MambaMixer initialises it:
+    in_proj, dt_proj and out_proj weights like a Linear
+    (U(+-1/sqrt(fan_in)); dt_proj's is HF's U(+-dt_rank^-0.5) too),
+    x_proj's MAMBA_X_PROJ_GAIN (8) times that (B and C of order 1),
+    conv1d.weight and .bias like nn.Conv1d's (fan_in d_conv:
+    U(+-1/sqrt(d_conv))), dt_proj.bias the inverse softplus of a dt drawn
+    log-uniform in [1e-3, 1e-1] (so delta starts there), A_log row
+    log(1 .. d_state) and D ones; with `perturb`, A_log and D (which HF
+    leaves the same in every channel) get N(0, 0.1) added, so that a
+    channel or state read from another shows.
     """
     cfg = as_config(cfg)
     g = torch.Generator().manual_seed(int(seed))
@@ -3050,9 +3438,12 @@ def make_weights(cfg, seed, shared_embeddings=False, perturb=True):
         return torch.randn(shape, generator=g, dtype=torch.float64) * std
 
     out = {}
-    for name, shape in expected_weights(cfg, shared_embeddings).items():
+    listing = expected_weights(cfg, shared_embeddings)
+    for name, shape in listing.items():
         leaf = name.rsplit(".", 1)[-1]
-        if leaf == "in_proj_weight":
+        if ".mixer." in name:
+            t = _mamba_init(name, shape, uniform, normal, perturb, listing)
+        elif leaf == "in_proj_weight":
             bound = math.sqrt(6.0 / (shape[0] + shape[1]))  # xavier_uniform_
             t = uniform(shape, bound)
         elif leaf == "in_proj_bias" or name.endswith("out_proj.bias"):
@@ -3084,6 +3475,40 @@ def make_weights(cfg, seed, shared_embeddings=False, perturb=True):
             raise AssertionError("no init rule for " + name)
         out[name] = t.to(torch.float32).contiguous()
     return out
+
+
+# x_proj's init bound times a Linear's: at a Linear's U(+-1/sqrt(d_inner)),
+# B_t and C_t are about 0.1 and the scan's share of a layer's output
+# (C_t . h_t, beside the D u skip term) moved the cases' outputs by 1 to 6
+# tolerances only: an executable that dropped the scan would nearly pass.
+# 8 gives B and C of order 1, as in trained Mamba models, and the scan
+# 70 to 900 tolerances (the self-test requires every mamba case to see it,
+# MAMBA_SHOWN); the fp32 references stay within 0.003 tol of float64.
+MAMBA_X_PROJ_GAIN = 8.0
+
+
+def _mamba_init(name, shape, uniform, normal, perturb, listing):
+    """make_weights' values of a mamba mixer's tensor (float64); listing:
+    expected_weights' (the conv1d kernel's size)."""
+    part = name.split(".mixer.", 1)[1]
+    if part == "x_proj.weight":
+        return uniform(shape, MAMBA_X_PROJ_GAIN / math.sqrt(shape[1]))
+    if part in ("in_proj.weight", "dt_proj.weight", "out_proj.weight"):
+        return uniform(shape, 1.0 / math.sqrt(shape[1]))
+    if part in ("conv1d.weight", "conv1d.bias"):
+        # nn.Conv1d's: U(+-1/sqrt(fan_in)), fan_in = in_channels / groups * kernel = d_conv
+        kernel = listing[name[:-len(part)] + "conv1d.weight"][-1]
+        return uniform(shape, 1.0 / math.sqrt(kernel))
+    if part == "dt_proj.bias":
+        lo, hi = math.log(1e-3), math.log(1e-1)
+        dt = torch.exp((uniform(shape, 0.5) + 0.5) * (hi - lo) + lo).clamp(min=1e-4)  # log-uniform
+        return dt + torch.log(-torch.expm1(-dt))          # softplus^-1(dt)
+    if part == "A_log":
+        a = torch.log(torch.arange(1, shape[1] + 1, dtype=torch.float64)).expand(shape).clone()
+        return a + normal(shape, 0.1) if perturb else a
+    if part == "D":
+        return 1.0 + normal(shape, 0.1) if perturb else torch.ones(shape, dtype=torch.float64)
+    raise AssertionError("no init rule for " + name)
 
 
 FLOAT_FILE_DTYPES = ("F32", "F16", "BF16")
@@ -3584,7 +4009,8 @@ def _negative_controls(check_differs):
     mutated("gelu instead of relu", lambda w2: None, {"activation": "gelu"})
 
 
-def self_test(verbose=False, extra_descs=(), mask_cases=(), embed_cases=(), moe_cases=(), layers_cases=()):
+def self_test(verbose=False, extra_descs=(), mask_cases=(), embed_cases=(), moe_cases=(), layers_cases=(),
+              mamba_cases=()):
     torch.set_num_threads(1)
     failures = []
     worst = 0.0
@@ -3938,6 +4364,14 @@ def self_test(verbose=False, extra_descs=(), mask_cases=(), embed_cases=(), moe_
     #     layer by layer against the model-level layers of their kinds,
     #     their second forms, masks, planted mistakes.
     _layers_self_test(check, check_differs, gen, layers_cases)
+
+    # 16. Mamba layers (section 7's `layers` entries "mamba" and the
+    #     `mamba` key): the key, the convolution and the mixer in their
+    #     two forms against per-element loops, whole models (pure and
+    #     hybrid stacks) against their second form, layer by layer,
+    #     causality, masks refused, planted mistakes, and what the cases
+    #     can tell.
+    _mamba_self_test(check, check_differs, gen, mamba_cases)
 
     print("reference self-test: %d checks, worst normalised diff %.3g (bound 1e-5), %d failed"
           % (n_checks, worst, len(failures)))
@@ -6229,10 +6663,14 @@ def _layers_variants():
 
 def _layer_desc(desc, i):
     """The model-level description of layer i's own kinds: desc without
-    `layers`, its `attention` and `ffn` those of entry i where it gives
-    them (the model-level model whose layer i is the hybrid's layer i)."""
-    out = {k: v for k, v in desc.items() if k != "layers"}
+    `layers` (and `mamba`), its `attention` and `ffn` those of entry i
+    where it gives them (the model-level model whose layer i is the
+    hybrid's layer i); for a mamba layer, desc with every layer mamba (a
+    pure mamba stack of the same sizes)."""
     entry = desc["layers"][i]
+    if _mamba_entry(entry):
+        return dict(desc, layers=["mamba"] * len(desc["layers"]))
+    out = {k: v for k, v in desc.items() if k not in ("layers", "mamba")}
     if isinstance(entry, dict):
         for key in ("attention", "ffn"):
             if key in entry:
@@ -6292,6 +6730,9 @@ def _layers_self_test(check, check_differs, gen, layers_cases=()):
         ([e({"kind": "full"}, {"kind": "dense"}), "attention"], dict(attention=_block(2), ffn=_moe(3, 1)),
          [("full", "dense"), ("block_sparse", "moe")]),
         ([e(_linformer(3)), e()], dict(causal=False), [("linformer", "dense"), ("full", "dense")]),
+        (["mamba", e(ffn=_moe(4, 2))], dict(attention=_window(1)), [(None, None), ("sliding_window", "moe")]),
+        ([{"kind": "mamba"}, "attention"], dict(ffn=_moe(3, 1), mamba=dict(d_state=4)),
+         [(None, None), ("full", "moe")]),
     ]
     parsed = 0
     for layers, extra, want in good:
@@ -6307,8 +6748,8 @@ def _layers_self_test(check, check_differs, gen, layers_cases=()):
         (dict(base, layers=["attention", 5]), "'layers[1]' must be \"attention\", \"mamba\" or an object"),
         (dict(base, layers=["attention", None]), "'layers[1]' must be"),
         (dict(base, layers=["full", "attention"]), "'layers[0]' kind must be one of attention, mamba"),
-        (dict(base, layers=["mamba", "attention"]), "layers[0] kind 'mamba' is not supported yet"),
-        (dict(base, layers=["attention", {"kind": "mamba"}]), "layers[1] kind 'mamba' is not supported yet"),
+        (dict(base, layers=["mamba", "attention"], mamba=5), "'mamba' must be an object"),
+        (dict(base, layers=["attention", "attention"], mamba={}), "'mamba' sizes the mixers of mamba layers, but no 'layers' entry is \"mamba\""),
         (dict(base, layers=[{"attention": w2}, "attention"]), "'layers[0]' needs a 'kind'"),
         (dict(base, layers=[{"kind": 1}, "attention"]), "'layers[0]' kind must be"),
         (dict(base, layers=[{"kind": "attention", "norm": "pre"}, "attention"]), "unknown key 'norm' in 'layers[0]'"),
@@ -6466,6 +6907,364 @@ def _layers_self_test(check, check_differs, gen, layers_cases=()):
                 break
 
 
+# ---------------------------------------------------------------------------
+# Section 7's mamba layers (pure and hybrid stacks).
+# ---------------------------------------------------------------------------
+
+# What a case must show (the self-test, on the cases' own weights and
+# inputs): the scan (MAMBA_MISTAKES' "no_ssm": y = D u alone) moves the
+# output of a case of 2 tokens or more by more than this many tolerances
+# (contract section 6's 1e-4 (1 + max|ref|)); and each mistake of
+# MAMBA_MISTAKES and MAMBA_LAYER_MISTAKES by that much in some case.
+MAMBA_SHOWN = 5.0
+# ... and a case of one token by more than this many: its scan is one step,
+# C . (delta B u) with delta of 1e-3 to 1e-1 (4.3 and 4.5 tol in the seq 1
+# cases).
+MAMBA_SHOWN_ONE_STEP = 3.0
+
+
+def _mamba_variants():
+    """Models with mamba layers for the self-test: pure stacks (num_heads
+    and d_ff left out, or given and unused) of every d_state, d_conv 1 to
+    4, expand 1 to 3, dt_rank explicit and "auto"; token ids and float
+    inputs, an LM head tied and untied or none, pre and post norm (a mamba
+    layer is pre-norm either way), rms_norm, every positional kind (rope
+    has nothing to rotate in a pure stack); hybrids with full, sliding
+    window, performer and block_sparse attention layers and dense and MoE
+    FFNs, llama-like keys."""
+    pure = dict(architecture="decoder", d_model=16, max_seq_len=24)
+    llama = dict(positional="rope", norm="pre", norm_type="rms_norm", activation="silu", ffn_gated=True,
+                 bias=False)
+    return [
+        dict(pure, num_layers=2, vocab_size=29, layers=["mamba", "mamba"]),
+        dict(pure, num_layers=3, layers=["mamba", {"kind": "mamba"}, "mamba"], norm="pre",
+             mamba=dict(d_state=4, d_conv=2, expand=1, dt_rank=3)),
+        dict(pure, num_layers=2, vocab_size=29, norm="pre", norm_type="rms_norm", positional="none",
+             tie_embeddings=False, layers=["mamba"] * 2, mamba=dict(d_state=8, d_conv=3)),
+        dict(pure, d_model=24, num_heads=4, d_ff=40, num_layers=1, vocab_size=29, positional="learned",
+             lm_head=False, layers=["mamba"], mamba=dict(d_state=5, d_conv=1, expand=3, dt_rank="auto")),
+        dict(pure, d_model=20, num_layers=2, vocab_size=29, positional="rope", norm="pre", final_norm=False,
+             layers=["mamba"] * 2, mamba=dict(d_conv=4, dt_rank=1)),
+        dict(pure, d_model=32, num_heads=4, d_ff=40, num_layers=3, vocab_size=29, norm="pre",
+             layers=["mamba", "attention", dict(kind="attention", ffn=_moe(4, 2))], mamba=dict(d_state=8)),
+        dict(pure, d_model=32, num_heads=4, d_ff=40, num_layers=4, vocab_size=29, positional="rope",
+             layers=[dict(kind="attention", attention=_window(2, 1)), "mamba",
+                     dict(kind="attention", attention=_performer(8)), "mamba"]),
+        dict(pure, d_model=32, num_heads=4, d_ff=22, num_layers=3, vocab_size=29, num_kv_heads=2,
+             layers=[{"kind": "mamba"}, dict(kind="attention", attention=_block(2, 1, 1, 2), ffn=_moe(3, 3)),
+                     "mamba"], mamba=dict(d_state=4, expand=1, d_conv=3), **llama),
+    ]
+
+
+def _naive_mamba_mixer(mixer, x):
+    """A mamba mixer on x [S, d_model] (float64) by per-element Python
+    loops, from the contract's words: a third formulation of
+    FormulaMambaMixer for tiny sizes.  Returns [S, d_model]."""
+    di, n, c, r = mixer.d_inner, mixer.d_state, mixer.d_conv, mixer.dt_rank
+    s, d = x.shape
+    W = mixer.in_proj.weight.tolist()
+    cw, cb = mixer.conv1d.weight.tolist(), mixer.conv1d.bias.tolist()
+    xw, dw, db = mixer.x_proj.weight.tolist(), mixer.dt_proj.weight.tolist(), mixer.dt_proj.bias.tolist()
+    alog, dd, ow = mixer.A_log.tolist(), mixer.D.tolist(), mixer.out_proj.weight.tolist()
+    xs = x.tolist()
+
+    def silu(v):
+        return v / (1.0 + math.exp(-v))
+    u = [[sum(W[ch][k] * xs[t][k] for k in range(d)) for ch in range(di)] for t in range(s)]
+    z = [[sum(W[di + ch][k] * xs[t][k] for k in range(d)) for ch in range(di)] for t in range(s)]
+    uc = [[silu(cb[ch] + sum(cw[ch][0][k] * u[t - (c - 1) + k][ch] for k in range(c) if t - (c - 1) + k >= 0))
+           for ch in range(di)] for t in range(s)]
+    h = [[0.0] * n for _ in range(di)]
+    out = []
+    for t in range(s):
+        p = [sum(xw[j][ch] * uc[t][ch] for ch in range(di)) for j in range(r + 2 * n)]
+        dt, bb, cc = p[:r], p[r:r + n], p[r + n:]
+        y = []
+        for ch in range(di):
+            pre = db[ch] + sum(dw[ch][j] * dt[j] for j in range(r))
+            delta = math.log1p(math.exp(pre)) if pre < 30 else pre
+            acc = 0.0
+            for k in range(n):
+                h[ch][k] = math.exp(delta * -math.exp(alog[ch][k])) * h[ch][k] + delta * bb[k] * uc[t][ch]
+                acc += cc[k] * h[ch][k]
+            y.append((acc + dd[ch] * uc[t][ch]) * silu(z[t][ch]))
+        out.append([sum(ow[o][ch] * y[ch] for ch in range(di)) for o in range(d)])
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def _with_mamba_mistake(model, mistake):
+    """model ((b)) with `mistake` planted in every mamba layer (a mixer's,
+    MAMBA_MISTAKES, or the layer's, MAMBA_LAYER_MISTAKES)."""
+    for layer in model.modules():
+        if isinstance(layer, FormulaMambaLayer):
+            if mistake in MAMBA_LAYER_MISTAKES:
+                layer.mistake = mistake
+            else:
+                layer.mixer.mistake = mistake
+    return model
+
+
+def _mamba_mistake_shows(mistake, seq, d_conv):
+    """Whether `mistake` can change the output of a sequence of `seq`
+    tokens with kernels of d_conv: with one token h_0 = delta B u (C . h_0
+    symmetric in B and C; no earlier state to carry or decay); a kernel of
+    1 is its own reverse, and centred."""
+    if seq == 1 and mistake in ("b_c_swapped", "a_no_exp", "h_not_carried"):
+        return False
+    return d_conv > 1 or mistake not in ("conv_flipped", "conv_centred")
+
+
+def _mamba_self_test(check, check_differs, gen, mamba_cases=()):
+    """Section 16 of the self-test: section 7's mamba layers.  mamba_cases:
+    (name, description, weights, numpy inputs) of cases.py's and
+    generate_cases.py's models with a mamba layer, on the weights their
+    harnesses write (a --generate case: its prompt and greedy ids)."""
+    def passes(what, ok):
+        check(what, 0.0 if ok else 1.0, 0.5)
+
+    # The key.  Good values: each parses to its sizes (dt_rank "auto":
+    # ceil(d_model / 16)); bad ones are refused naming the problem.
+    base = dict(architecture="decoder", d_model=16, num_layers=2, max_seq_len=8)
+    two = ["mamba", "mamba"]
+    good = [
+        (dict(base, layers=two), (16, 4, 2, 1, 32)),
+        (dict(base, layers=["mamba", {"kind": "mamba"}], mamba={}), (16, 4, 2, 1, 32)),
+        (dict(base, d_model=17, layers=two), (16, 4, 2, 2, 34)),
+        (dict(base, d_model=32, layers=two, mamba=dict(dt_rank="auto")), (16, 4, 2, 2, 64)),
+        (dict(base, d_model=33, layers=two), (16, 4, 2, 3, 66)),
+        (dict(base, d_model=48, num_heads=4, d_ff=8, layers=two), (16, 4, 2, 3, 96)),
+        (dict(base, layers=two, mamba=dict(d_state=4, d_conv=2, expand=1, dt_rank=5)), (4, 2, 1, 5, 16)),
+        (dict(base, layers=two, mamba=dict(d_conv=1, expand=3)), (16, 1, 3, 1, 48)),
+        (dict(base, num_heads=2, d_ff=8, layers=["mamba", "attention"], mamba=dict(d_state=8)), (8, 4, 2, 1, 32)),
+    ]
+    parsed = 0
+    for desc, want in good:
+        try:
+            cfg = Config(desc)
+            got = (cfg.mamba_d_state, cfg.mamba_d_conv, cfg.mamba_expand, cfg.mamba_dt_rank, cfg.d_inner)
+            parsed += got == want
+            if got != want:
+                print("FAIL mamba key %s parsed to %s, wanted %s" % (desc.get("mamba"), got, want))
+        except ConfigError as err:
+            print("FAIL mamba key refused: %s: %s" % (desc, err))
+    hyb = dict(base, num_heads=2, d_ff=8)
+    bad = [
+        (dict(base, layers=two, mamba=5), "'mamba' must be an object"),
+        (dict(base, layers=two, mamba=["d_state", 4]), "'mamba' must be an object"),
+        (dict(base, layers=two, mamba=dict(d_inner=32)), "unknown key 'd_inner' in 'mamba'"),
+        (dict(base, layers=two, mamba=dict(d_state=0)),
+         "'mamba' 'd_state' (the scan's state size per channel) must be an integer from 1 to 16777216, got 0"),
+        (dict(base, layers=two, mamba=dict(d_state=-1)), "'mamba' 'd_state' ("),
+        (dict(base, layers=two, mamba=dict(d_state=2.5)), "'mamba' 'd_state' ("),
+        (dict(base, layers=two, mamba=dict(d_state="8")), "'mamba' 'd_state' ("),
+        (dict(base, layers=two, mamba=dict(d_state=True)), "'mamba' 'd_state' ("),
+        (dict(base, layers=two, mamba=dict(d_state=MAX_COUNT + 1)), "'mamba' 'd_state' ("),
+        (dict(base, layers=two, mamba=dict(d_conv=0)), "'mamba' 'd_conv' (the causal conv's kernel width) must be"),
+        (dict(base, layers=two, mamba=dict(expand=0)), "'mamba' 'expand' (d_inner = expand x d_model) must be"),
+        (dict(base, layers=two, mamba=dict(expand=1.5)), "'mamba' 'expand' (d_inner = expand x d_model) must be"),
+        (dict(base, layers=two, mamba=dict(dt_rank=0)),
+         "'mamba' 'dt_rank' (the rank of the step-size projection) must be an integer from 1 to 16777216, got 0"),
+        (dict(base, layers=two, mamba=dict(dt_rank=True)), "'mamba' 'dt_rank' must be a positive integer or \"auto\""),
+        (dict(base, layers=two, mamba=dict(expand=MAX_COUNT)),
+         "'mamba' d_inner = expand 16777216 x d_model 16 is above the supported maximum 16777216"),
+        (dict(base, layers=two, mamba=dict(dt_rank="Auto")), "'mamba' 'dt_rank' must be a positive integer or \"auto\""),
+        (dict(base, layers=two, mamba=dict(dt_rank=1.5)), "'mamba' 'dt_rank' must be a positive integer or \"auto\""),
+        (dict(base, layers=two, mamba=dict(dt_rank=None)), "'mamba' 'dt_rank' must be a positive integer or \"auto\""),
+        (dict(hyb, mamba={}), "'mamba' sizes the mixers of mamba layers, but no 'layers' entry is \"mamba\""),
+        (dict(hyb, layers=["attention"] * 2, mamba=dict(d_state=4)), "'mamba' sizes the mixers of mamba layers"),
+        (dict(hyb, architecture="encoder", mamba={}), "'mamba' sizes the mixers of mamba layers, but no 'layers' entry is \"mamba\""),
+        (dict(hyb, architecture="encoder", layers=two), "'layers' applies to architecture 'decoder' only"),
+        (dict(hyb, architecture="encoder_decoder", layers=two), "'layers' applies to architecture 'decoder'"),
+        (dict(base, layers=[{"kind": "mamba", "d_state": 4}, "mamba"]), "unknown key 'd_state' in 'layers[0]'"),
+        (dict(base, layers=["mamba", {"kind": "mamba", "attention": {"kind": "full"}}]),
+         "'attention' is a key of layers[1] kind 'attention', not of 'mamba'"),
+        (dict(hyb, layers=["mamba", "Mamba"]), "'layers[1]' kind must be one of attention, mamba"),
+        (dict(base, d_ff=8, layers=["mamba", "attention"]), "missing required key 'num_heads'"),
+        (dict(base, num_heads=2, layers=["attention", "mamba"]), "missing required key 'd_ff'"),
+        (dict(base, layers=["mamba"]), "'layers' has 1 entry, but 'num_layers' is 2"),
+        (dict(base, num_heads=5, layers=two), "not a multiple of num_heads 5"),
+        (dict(base, num_heads=0, layers=two), "'num_heads' must be a positive integer"),
+        (dict(base, d_ff=0, layers=two), "'d_ff' must be a positive integer"),
+    ]
+    refused = 0
+    for desc, needle in bad:
+        try:
+            Config(desc)
+            print("FAIL mamba description accepted: %s (wanted %r)" % (desc, needle))
+        except ConfigError as err:
+            refused += needle in str(err)
+            if needle not in str(err):
+                print("FAIL mamba description refused, but not naming %r: %s" % (needle, err))
+    check("mamba key: %d of %d good values parse to their sizes, %d of %d bad descriptions refused naming the "
+          "problem" % (parsed, len(good), refused, len(bad)), float(len(good) - parsed + len(bad) - refused), 0.5)
+    cfg = Config(dict(base, layers=two))
+    passes("a stack of mamba layers only: num_heads and d_ff absent (None), no rope table, second form mamba",
+           cfg.num_heads is None and cfg.d_ff is None and cfg.only_mamba and cfg.second_form() == "mamba"
+           and not cfg.torch_supported() and build_formula_model(dict(base, layers=two, positional="rope"))._rope(5)
+           is None)
+    cfg = Config(dict(hyb, layers=["mamba", "attention"]))
+    views = cfg.layer_configs()
+    passes("a hybrid's layer views: mamba (no attention, no FFN kind) and attention (the model-level kinds)",
+           cfg.layer_kinds == ("mamba", "attention") and views[0].layer_kind == "mamba"
+           and views[0].attention_kind is None and views[0].ffn_kind is None and views[0].mamba
+           and views[1].attention_kind == "full" and not views[1].mamba and cfg.attention_kinds == ("full",))
+
+    # The convolution's three forms: the explicit taps (scan form),
+    # F.conv1d (closed form) and a per-element loop, kernels 1 to 5, with
+    # sequences shorter and longer than the kernel.
+    for c in (1, 2, 3, 4, 5):
+        for s in (1, 3, 9):
+            cfg = Config(dict(base, layers=two, mamba=dict(d_conv=c, expand=1)))
+            mixers = [FormulaMambaMixer(cfg, f).double() for f in MAMBA_FORMS]
+            with torch.no_grad():
+                for p in mixers[0].parameters():
+                    p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64))
+                mixers[1].load_state_dict(mixers[0].state_dict())
+                u = torch.randn(2, s, 16, generator=gen, dtype=torch.float64)
+                w, b = mixers[0].conv1d.weight, mixers[0].conv1d.bias
+                want = torch.zeros(2, s, 16, dtype=torch.float64)
+                for bb, t, ch in itertools.product(range(2), range(s), range(16)):
+                    want[bb, t, ch] = b[ch] + sum(w[ch, 0, k] * u[bb, t - (c - 1) + k, ch]
+                                                  for k in range(c) if t - (c - 1) + k >= 0)
+                for form, m in zip(MAMBA_FORMS, mixers):
+                    check("mamba conv d_conv=%d seq=%d: %s form vs per-element loop" % (c, s, form),
+                          _max_diff(m.conv(u), want), 1e-12)
+
+    # The whole mixer: scan and closed forms against the per-element loop
+    # (float64, tiny sizes), against each other on random values.
+    for n, (dm, nst, c, x, r, s) in enumerate(((3, 3, 3, 2, 2, 6), (4, 2, 1, 1, 1, 4), (5, 4, 4, 1, 3, 7),
+                                                (2, 1, 2, 3, 1, 5))):
+        cfg = Config(dict(base, d_model=dm, layers=two, mamba=dict(d_state=nst, d_conv=c, expand=x, dt_rank=r)))
+        mixers = [FormulaMambaMixer(cfg, f).double() for f in MAMBA_FORMS]
+        with torch.no_grad():
+            for p in mixers[0].parameters():
+                p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 0.7)
+            mixers[0].A_log.copy_(torch.randn(mixers[0].A_log.shape, generator=gen, dtype=torch.float64) * 0.5)
+            mixers[1].load_state_dict(mixers[0].state_dict())
+            xin = torch.randn(s, dm, generator=gen, dtype=torch.float64)
+            want = _naive_mamba_mixer(mixers[0], xin)
+            for form, m in zip(MAMBA_FORMS, mixers):
+                check("mamba mixer %d (d_model %d, N %d, C %d, expand %d, R %d, seq %d): %s form vs per-element "
+                      "loop" % (n, dm, nst, c, x, r, s, form), _max_diff(m(xin[None])[0], want), 1e-12)
+    # The closed form's blocks of 16 output steps: sequences past them.
+    cfg = Config(dict(base, layers=two, mamba=dict(d_state=3, expand=1)))
+    mixers = [FormulaMambaMixer(cfg, f).double() for f in MAMBA_FORMS]
+    with torch.no_grad():
+        for p in mixers[0].parameters():
+            p.copy_(torch.randn(p.shape, generator=gen, dtype=torch.float64) * 0.3)
+        mixers[1].load_state_dict(mixers[0].state_dict())
+        xin = torch.randn(2, 37, 16, generator=gen, dtype=torch.float64)
+        check("mamba mixer seq 37 (three blocks of the closed form): scan vs closed", _max_diff(
+            mixers[0](xin), mixers[1](xin)), 1e-12)
+
+    # Whole models: the listing, (b) against its second form (fp32 and
+    # float64), batched and not, causal (later tokens change no earlier
+    # row), the hybrids layer by layer against the model-level layers of
+    # their kinds, masks refused, planted mistakes.
+    for idx, desc in enumerate(_mamba_variants()):
+        cfg = Config(desc)
+        label = "mamba model %d %s layers=%s" % (idx, _short(desc), ",".join(
+            k if k == "mamba" else lc.attention_kind for k, lc in zip(cfg.layer_kinds, cfg.layer_configs())))
+        w = make_weights(cfg, seed=2100 + idx)
+        fm = build_formula_model(cfg)
+        names = {k: tuple(v.shape) for k, v in fm.state_dict().items()}
+        second = build_torch_model(cfg)
+        snames = {k: tuple(v.shape) for k, v in second.state_dict().items()}
+        exp = expected_weights(cfg)
+        passes("%s: (b)'s and the second form's names are the contract's listing" % label,
+               names == exp and snames == exp)
+        load_weights(fm, w)
+        load_weights(second, w)
+        fm64 = load_weights(build_formula_model(cfg).double(), w)
+        second64 = load_weights(build_torch_model(cfg).double(), w)
+        for batch, s in ((2, 13), (0, 9), (3, 1)):
+            inputs = _random_inputs(cfg, gen, batch, (s,))
+            in64 = {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}
+            with torch.no_grad():
+                y, y2 = fm(**inputs), second(**inputs)
+                y64, y264 = fm64(**in64), second64(**in64)
+            sc = y.abs().max().item()
+            check("%s batch=%d seq=%d: (b) vs second form mamba" % (label, batch, s), _max_diff(y, y2), scale=sc)
+            check("%s batch=%d seq=%d: (b) vs second form, float64" % (label, batch, s), _max_diff(y64, y264), 1e-12,
+                  scale=sc)
+            check("%s batch=%d seq=%d: fp32 vs float64" % (label, batch, s), _max_diff(y, y64), scale=sc)
+            if batch == 2:
+                one = {k: v[1:2] for k, v in inputs.items()}
+                unb = {k: v[1] for k, v in inputs.items()}
+                with torch.no_grad():
+                    check("%s: batch row 1 alone, and unbatched, as in the batch" % label,
+                          max(_max_diff(fm(**one)[0], y[1]), _max_diff(fm(**unb), y[1])), scale=sc)
+                    later = {k: v.clone() for k, v in inputs.items()}
+                    if cfg.tokens:
+                        later["input"][:, 7:] = (later["input"][:, 7:] + 1) % cfg.vocab_size
+                    else:   # (not a constant: a layer norm would take it out)
+                        later["input"][:, 7:] += torch.randn(later["input"][:, 7:].shape, generator=gen)
+                    yl = fm(**later)
+                check("%s: causal (tokens 7.. changed: rows 0..6 the same)" % label,
+                      _max_diff(yl[:, :7], y[:, :7]), 1e-300)
+                check_differs("%s: tokens 7.. changed change rows 7.." % label, _max_diff(yl[:, 7:], y[:, 7:]))
+                # A prefix's forward is the first rows of the whole one (what
+                # --generate's steps rely on).
+                with torch.no_grad():
+                    pre = fm64(**{k: v[:, :5] for k, v in in64.items()})
+                check("%s: a forward over the first 5 tokens is rows 0..4 of the whole" % label,
+                      _max_diff(pre, y64[:, :5]), 1e-12, scale=sc)
+                probe = {"input": inputs["input"], "mask": torch.ones(inputs["input"].shape[:2], dtype=torch.bool)}
+                problems = mask_problems(cfg, probe)
+                passes("%s: a mask input refused (%s)" % (label, problems[0][1] if problems else "accepted"),
+                       bool(problems) and problems[0][0] == "mask" and "refuses a mask" in problems[0][1])
+                # Hybrids (and pure stacks): each layer as layer i of the
+                # model-level model of its own kinds (a pure mamba stack for
+                # a mamba layer).
+                with torch.no_grad():
+                    composed = _compose_layers(desc, w, in64)
+                check("%s: (b) float64 vs each layer as its kinds' model-level layer" % label,
+                      _max_diff(y64, composed), 1e-12, scale=sc)
+                for mistake in MAMBA_MISTAKES + MAMBA_LAYER_MISTAKES:
+                    if not _mamba_mistake_shows(mistake, 13, cfg.mamba_d_conv):
+                        continue
+                    m = _with_mamba_mistake(load_weights(build_formula_model(cfg).double(), w), mistake)
+                    with torch.no_grad():
+                        ym = m(**in64)
+                    check_differs("%s: %s" % (label, mistake), _max_diff(ym, y64))
+
+    # The cases, on their own weights and inputs: (b) vs its second form,
+    # fp32 vs float64, and what they can tell: the scan (no_ssm) by more
+    # than MAMBA_SHOWN tolerances in every case, and every planted mistake
+    # by that much in some case.
+    shown = {m: [] for m in MAMBA_MISTAKES + MAMBA_LAYER_MISTAKES}
+    for name, desc, w, inputs in mamba_cases:
+        cfg = Config(desc)
+        w = {k: torch.as_tensor(np.asarray(v)) for k, v in w.items()}
+        fm = load_weights(build_formula_model(cfg), w)
+        fm64 = load_weights(build_formula_model(cfg).double(), w)
+        second = load_weights(build_torch_model(cfg), w)
+        y = run_model(fm, cfg, inputs)
+        y64 = run_model(fm64, cfg, inputs)
+        sc = y.abs().max().item()
+        tol = 1e-4 * (1.0 + sc)
+        check("mamba case %s: (b) vs second form mamba" % name, _max_diff(y, run_model(second, cfg, inputs)), scale=sc)
+        check("mamba case %s: fp32 vs float64 (%.3g tol)" % (name, _max_diff(y, y64) / tol), _max_diff(y, y64),
+              scale=sc)
+        seq = np.asarray(inputs["input"]).shape[-1 if cfg.tokens else -2]
+        moves = {}
+        for mistake in shown:
+            if not _mamba_mistake_shows(mistake, seq, cfg.mamba_d_conv):
+                continue
+            m = _with_mamba_mistake(load_weights(build_formula_model(cfg).double(), w), mistake)
+            moves[mistake] = _max_diff(run_model(m, cfg, inputs), y64) / tol
+            if moves[mistake] > MAMBA_SHOWN:
+                shown[mistake].append(name)
+        need = MAMBA_SHOWN if seq > 1 else MAMBA_SHOWN_ONE_STEP
+        passes("mamba case %s: the scan moves the output by %.3g tol (> %g); the least visible mistake %s, %.3g tol"
+               % (name, moves["no_ssm"], need, min(moves, key=moves.get), min(moves.values())),
+               moves["no_ssm"] > need)
+    if mamba_cases:
+        missing = [m for m, names in shown.items() if not names]
+        passes("mamba cases: each of %d planted mistakes moves some case's output by > %g tol%s"
+               % (len(shown), MAMBA_SHOWN, " (not: %s)" % missing if missing else ""), not missing)
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--self-test", action="store_true", help="run the self-test")
@@ -6476,7 +7275,7 @@ def main(argv=None):
     if not args.self_test:
         p.print_help()
         return 0
-    extra, masked, embedded, moe, layered = [], [], [], [], []
+    extra, masked, embedded, moe, layered, mambas = [], [], [], [], [], []
     if args.with_cases:
         try:
             import cases
@@ -6487,14 +7286,21 @@ def main(argv=None):
             # (cases.py's helpers take the imported module's Config: this
             # file runs as __main__.)
             import reference as imported
+            # The mamba cases (pure and hybrid stacks): their own section
+            # (16); a --generate case on its prompt and greedy ids.
             for c in cases.CASES:
                 if "layers" in c.model and c.expect_error is None:
                     cfg = imported.Config(c.model)
-                    layered.append((c.name, c.model, cases.case_weights(c, cfg),
-                                    cases.case_inputs(c, cfg, cases.case_seed(c.name))))
+                    (mambas if cfg.mamba else layered).append(
+                        (c.name, c.model, cases.case_weights(c, cfg),
+                         cases.case_inputs(c, cfg, cases.case_seed(c.name))))
             for c in generate_cases.CASES:
                 if "layers" in c.model:
                     cfg = imported.Config(c.model)
+                    if cfg.mamba:
+                        w, inputs = generate_cases.moe_case_sequence(c)
+                        mambas.append((c.name, c.model, w, inputs))
+                        continue
                     layered.append((c.name, c.model, generate_cases.case_weights(c, cfg),
                                     {"input": np.random.default_rng(c.effective_seed()).integers(
                                         0, cfg.vocab_size, size=(2, c.prompt.seq + c.new_tokens))}))
@@ -6520,7 +7326,7 @@ def main(argv=None):
                     moe.append((c.name, c.model, w, inputs, c.shared_embeddings, None))
         except ImportError:
             pass
-    return 0 if self_test(args.verbose, extra, masked, embedded, moe, layered) else 1
+    return 0 if self_test(args.verbose, extra, masked, embedded, moe, layered, mambas) else 1
 
 
 if __name__ == "__main__":

@@ -72,7 +72,9 @@ token's gate logits under that rounding, else the case is ill-conditioned
 for bf16 (a top-k choice could flip).
 
 One line per case (PASS/FAIL), the last line `N passed, M failed`; the exit
-status is 1 if any case failed.
+status is 1 if any case failed.  -k FILTER selects cases, --exclude FILTER
+leaves some out (ctest's e2e-K shards run --exclude mamba, and e2e-mamba
+-k mamba: the mamba cases of contract section 7).
 
 --reference-only does steps 1-3 only, and the IR check of step 4 when given
 --tfm-compile.
@@ -915,9 +917,9 @@ def _init_worker():
         pass
 
 
-def select(filters, compile_errors=False, shard=None):
+def select(filters, compile_errors=False, shard=None, excludes=()):
     names = [c.name for c in (cases_mod.COMPILE_ERRORS if compile_errors else cases_mod.CASES)]
-    return case_pool.select_names(names, filters, shard)
+    return case_pool.select_names(names, filters, shard, excludes)
 
 
 def main(argv=None):
@@ -929,6 +931,7 @@ def main(argv=None):
     ap.add_argument("-k", dest="filters", action="append", default=[],
                     help="run cases whose name contains FILTER (or matches it as a glob); repeatable")
     case_pool.add_shard_argument(ap)
+    case_pool.add_exclude_argument(ap)
     ap.add_argument("-j", dest="jobs", type=int, default=2, help="cases in parallel (default 2)")
     ap.add_argument("--reference-only", action="store_true",
                     help="reference side only (weights, inputs, (a)-vs-(b), fp64 check; "
@@ -980,9 +983,10 @@ def main(argv=None):
 
     if args.compile_errors and not tfm_compile:
         ap.error("--compile-errors needs --tfm-compile")
-    names = select(args.filters, args.compile_errors, args.shard)
+    names = select(args.filters, args.compile_errors, args.shard, args.excludes)
     if not names:
-        print("no case matches %s" % args.filters, file=sys.stderr)
+        print("no case matches %s%s" % (args.filters, " less %s" % args.excludes if args.excludes else ""),
+              file=sys.stderr)
         print("0 passed, 0 failed")
         return 2
     opts = dict(work_dir=work_dir, tfm_compile=tfm_compile, reference_only=args.reference_only,

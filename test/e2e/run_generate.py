@@ -112,6 +112,7 @@ Run with Debian's /usr/bin/python3 (it has python3-torch 1.13):
   run_generate.py --reference-only --work-dir /tmp/gen-ref   # torch side only (~5 s)
   run_generate.py --self-test                                # the harness's helpers (~3 s)
   run_generate.py --list                                     # the cases
+  # ctest: generate[-llvm] runs --exclude mamba, generate-mamba[-llvm] -k mamba
   generate_cases.py -v                                       # table problems, coverage map
   # the harness against a fake compiler (see fake_generate_compile.py for the modes)
   TFM_FAKE_GEN_MODE=flip run_generate.py --tfm-compile fake_generate_compile.py --work-dir /tmp/gf -k batch2
@@ -281,11 +282,25 @@ BLOCK_SPARSE_DECODE_MISTAKES = ("step_row", "nb_from_queries", "no_pattern")
 # model is never causal, so the earlier positions' outputs of a layer change
 # with every new token, and with them the next layer's keys.
 LINFORMER_DECODE_MISTAKES = ("cached",)
+# Mistakes the self-test (and fake_generate_compile's mamba_state_reset)
+# plants in KVCacheDecoder's mamba decode: a layer's state h not carried
+# from one step() to the next (each chunk starts from zero); its last
+# d_conv - 1 inputs not carried (zeros before each chunk); the new input
+# put first in the convolution's window instead of last (the taps read
+# the inputs in the other order).
+MAMBA_DECODE_MISTAKES = ("h_not_carried", "conv_not_carried", "conv_window_order")
 # A regenerating case must tell regeneration from that cache: the cached
 # decoder's step logits must be at least this many tol from the full
 # forwards' on its own prefix (prepare_reference), so an executable that
 # caches fails the step-logit check by far.
 CACHE_SHOWN = 10.0
+
+
+# The weights a case's weight_gain multiplies (generate_cases.GenCase): every
+# attention in/out projection, FFN and expert linear, and a mamba mixer's
+# in_proj and out_proj (mixer.in_proj.weight; mixer.out_proj.weight ends
+# like an attention block's out_proj.weight).
+GAINED = ("in_proj_weight", "out_proj.weight", "linear1.weight", "linear2.weight", "mixer.in_proj.weight")
 
 
 def regenerates(cfg):
@@ -399,6 +414,19 @@ class KVCacheDecoder:
     its keys and values, masked by its own rule; an MoE layer routes each
     new token with its own gate.
 
+    Mamba (contract section 7): a mamba layer keeps no keys, only a
+    fixed-size state per sequence: its last d_conv - 1 inputs of the
+    convolution (u before the convolution, zeros before the sequence) and
+    its state h [d_inner, d_state], carried from step to step.  Each new
+    token: window = those inputs then its own u; conv = bias + sum_k
+    weight[:, 0, k] window[k]; u' = SiLU(conv); dt, B, C = split(x_proj u');
+    delta = softplus(dt_proj dt); h = exp(delta A) h + delta B u' (A =
+    -exp(A_log)); y = (C . h + D u') SiLU(z); out_proj y; the layer is
+    x + that of Norm(x), pre-norm whatever `norm` says, no FFN.  Written
+    from the contract, not with reference.py's mixer (whose parameters it
+    reads).  `mamba_mistake` (self-test only) plants one of
+    MAMBA_DECODE_MISTAKES.
+
     Linformer (contract section 7): no cache can serve it (regenerates():
     E_n mixes every position, the model is never causal), so a linformer
     model is refused, with the reason; RegenerateDecoder decodes it.  The
@@ -410,10 +438,14 @@ class KVCacheDecoder:
     positions so far, unmasked; the encoder's self-attention (an
     encoder_decoder's, over the fixed src) is linformer over src, correct."""
 
-    def __init__(self, fm, src=None, performer_mistake=None, block_mistake=None, linformer_mistake=None):
+    def __init__(self, fm, src=None, performer_mistake=None, block_mistake=None, linformer_mistake=None,
+                 mamba_mistake=None):
         import reference as R
         self.R = R
         self.fm = fm
+        if mamba_mistake not in (None,) + MAMBA_DECODE_MISTAKES:
+            raise ValueError(mamba_mistake)
+        self.mamba_mistake = mamba_mistake
         if performer_mistake not in (None,) + PERFORMER_DECODE_MISTAKES:
             raise ValueError(performer_mistake)
         if block_mistake not in (None,) + BLOCK_SPARSE_DECODE_MISTAKES:
@@ -479,8 +511,8 @@ class KVCacheDecoder:
 
     def _rope(self, p0, p1):
         cfg = self.cfg
-        if cfg.positional != "rope":
-            return None
+        if cfg.positional != "rope" or cfg.head_dim is None:
+            return None     # (a stack of mamba layers only: no heads, nothing to rotate)
         cos, sin = self.R.rope_cos_sin(p1, cfg.head_dim, cfg.rope_base)
         return cos[p0:p1].to(self.dtype), sin[p0:p1].to(self.dtype), cfg.rope_style
 
@@ -661,6 +693,46 @@ class KVCacheDecoder:
             o = torch.stack(rows, dim=2)
         return attn.out_proj(o.transpose(1, 2).reshape(b, s, h * dk))
 
+    def _mamba(self, mixer, x, li):
+        """A mamba mixer on the new positions' x [B, S, d_model] (already
+        normed), token by token from decoder layer li's state (its last
+        d_conv - 1 inputs u, its h), which it leaves updated."""
+        torch, R, mistake = _torch(), self.R, self.mamba_mistake
+        b, s, _ = x.shape
+        w = mixer.conv1d.weight[:, 0, :]                    # [di, C]: tap k reads position t - (C - 1) + k
+        di, c = w.shape
+        n = mixer.A_log.shape[1]
+        r = mixer.dt_proj.weight.shape[1]
+        if self.cache[li] is None:
+            past, h = x.new_zeros(b, c - 1, di), x.new_zeros(b, di, n)
+        else:
+            past, h = self.cache[li]
+        if mistake == "h_not_carried":
+            h = torch.zeros_like(h)
+        if mistake == "conv_not_carried":
+            past = torch.zeros_like(past)
+        xz = R.linear(x, mixer.in_proj.weight)
+        us, zs = xz[..., :di], xz[..., di:]
+        a = -torch.exp(mixer.A_log)                          # [di, N]
+
+        def silu(v):
+            return v * torch.sigmoid(v)
+        rows = []
+        for t in range(s):
+            new = us[:, t:t + 1]
+            window = torch.cat([new, past] if mistake == "conv_window_order" else [past, new], dim=1)   # [B, C, di]
+            past = window[:, 1:]
+            u = silu(mixer.conv1d.bias + (window * w.t()[None]).sum(dim=1))        # [B, di]
+            dbc = R.linear(u, mixer.x_proj.weight)
+            dt, bm, cm = dbc[:, :r], dbc[:, r:r + n], dbc[:, r + n:]
+            pre = R.linear(dt, mixer.dt_proj.weight, mixer.dt_proj.bias)
+            delta = torch.where(pre > 20, pre, torch.log1p(torch.exp(pre.clamp(max=20))))   # softplus
+            h = torch.exp(delta[:, :, None] * a) * h + (delta * u)[:, :, None] * bm[:, None, :]
+            y = (h * cm[:, None, :]).sum(dim=-1) + mixer.D * u
+            rows.append(y * silu(zs[:, t]))
+        self.cache[li] = (past, h)
+        return R.linear(torch.stack(rows, dim=1), mixer.out_proj.weight)
+
     def _encode(self, src):
         """The encoder over src, once; returns each decoder layer's
         cross-attention (K, V) projected from the memory."""
@@ -695,6 +767,9 @@ class KVCacheDecoder:
             x = self._embed(ids, "tgt", p0, p1)
             rope = self._rope(p0, p1)
             for li, layer in enumerate(self.layers):
+                if self._kinds(li).layer_kind == "mamba":
+                    x = x + self._mamba(layer.mixer, layer.norm(x), li)
+                    continue
                 if cfg.norm == "pre":
                     x = x + self._self_attn(layer.self_attn, layer.norm1(x), rope, li)
                     if cfg.is_encdec:
@@ -788,8 +863,7 @@ def prepare_reference(case, case_dir, strict_margin):
     shared = case.shared_embeddings
     weights = R.make_weights(cfg, seed, shared)
     if case.weight_gain != 1.0:
-        gained = ("in_proj_weight", "out_proj.weight", "linear1.weight", "linear2.weight")
-        weights = {k: (v * case.weight_gain if k.endswith(gained) else v) for k, v in weights.items()}
+        weights = {k: (v * case.weight_gain if k.endswith(GAINED) else v) for k, v in weights.items()}
     if {k: tuple(v.shape) for k, v in weights.items()} != R.expected_weights(cfg, shared):
         raise CaseFailure("internal: generated weights do not match the contract listing")
     arrays = {k: v.numpy() for k, v in weights.items()}
@@ -964,15 +1038,17 @@ def prepare_reference(case, case_dir, strict_margin):
     return info
 
 
-def check_kv_cache(fm64, prompt2d, n, src2d, ref_ids, ref64, scale, performer_mistake=None, block_mistake=None):
+def check_kv_cache(fm64, prompt2d, n, src2d, ref_ids, ref64, scale, performer_mistake=None, block_mistake=None,
+                   mamba_mistake=None):
     """prepare_reference's step (iii): KVCacheDecoder (float64 fm64; prefill
     of the prompt in one chunk, then n - 1 decode steps) against the full
     forwards: its logits within AB_BOUND_F64 (relative to scale) of the full
     forward's last row on its own prefix (ref64: on the reference's greedy
     path ref_ids), and its greedy ids those of the fp32 loop.  Returns the
-    difference; raises CaseFailure.  performer_mistake, block_mistake: the
-    self-test's."""
-    kv_ids, kv_rows = KVCacheDecoder(fm64, src2d, performer_mistake, block_mistake).greedy(prompt2d, n)
+    difference; raises CaseFailure.  performer_mistake, block_mistake,
+    mamba_mistake: the self-test's."""
+    kv_ids, kv_rows = KVCacheDecoder(fm64, src2d, performer_mistake, block_mistake,
+                                     mamba_mistake=mamba_mistake).greedy(prompt2d, n)
     on_kv = ref64 if np.array_equal(kv_ids, ref_ids) else logits_on_prefix(fm64, prompt2d, kv_ids, src2d)
     d_kv = float(np.max(np.abs(kv_rows - on_kv)))
     if not d_kv / scale < AB_BOUND_F64:      # NaN (0/0 in a performer row) fails too
@@ -1379,8 +1455,8 @@ def _init_worker():
         pass
 
 
-def select(filters, shard=None):
-    return case_pool.select_names([c.name for c in cases_mod.CASES], filters, shard)
+def select(filters, shard=None, excludes=()):
+    return case_pool.select_names([c.name for c in cases_mod.CASES], filters, shard, excludes)
 
 
 def self_test(verbose=False):
@@ -1571,6 +1647,7 @@ def self_test(verbose=False):
     _performer_decode_self_test(check)
     _block_sparse_decode_self_test(check)
     _linformer_decode_self_test(check)
+    _mamba_decode_self_test(check)
     # The reference's checks against float64 pass on a correct reference and
     # fail on wrong ones.
     desc = dict(architecture="decoder", d_model=16, num_heads=2, d_ff=24, num_layers=2,
@@ -1733,6 +1810,70 @@ def _block_sparse_decode_self_test(check):
                   caught.startswith("reference: torch KV-cache") and not d <= 1e-3)
 
 
+def _mamba_decode_self_test(check):
+    """prepare_reference's KV-cache check on models with mamba layers, in
+    float64: it passes with KVCacheDecoder's state (the last d_conv - 1
+    convolution inputs and h, carried from step to step), prefilled in one
+    chunk, in pieces and token by token, and each of MAMBA_DECODE_MISTAKES
+    planted in it fails the check, by far (logits more than 1e-3 relative
+    off; the convolution's mistakes need d_conv >= 2): a pure stack with a
+    prompt of 2 (shorter than its 3 carried inputs) and of 6, batch 2; a
+    hybrid with a sliding window, a full attention layer with 2 kv heads of
+    4 and rope; a stack with d_conv 1 (no convolution state)."""
+    import reference as R
+    models = (
+        ("pure d_conv 4 prompt 2", dict(layers=["mamba", "mamba"], norm="pre"), 2),
+        ("pure d_conv 4 prompt 6", dict(layers=["mamba", "mamba"], mamba=dict(d_state=8)), 6),
+        ("hybrid gqa rope", dict(num_heads=4, d_ff=24, num_kv_heads=2, positional="rope", num_layers=3,
+                                 layers=["mamba", dict(kind="attention", attention=dict(kind="sliding_window",
+                                                                                       window=2)), "attention"],
+                                 mamba=dict(d_state=4, d_conv=3, expand=1)), 4),
+        ("pure d_conv 1", dict(layers=["mamba", "mamba"], norm="pre", mamba=dict(d_conv=1, expand=3)), 3),
+    )
+    for label, desc, plen in models:
+        desc = dict(dict(architecture="decoder", d_model=16, num_layers=2, max_seq_len=16, vocab_size=23), **desc)
+        cfg = R.Config(desc)
+        w = R.make_weights(cfg, 6)
+        w = {k: (v * 3.0 if k.endswith(GAINED) else v) for k, v in w.items()}
+        fm64 = R.load_weights(R.build_formula_model(cfg).double(), w)
+        rng = np.random.default_rng(3)
+        prompt2d = rng.integers(0, 23, size=(2, plen))
+        n = 8
+        ref_ids, _ = greedy_full(fm64, prompt2d, n)
+        ref64 = logits_on_prefix(fm64, prompt2d, ref_ids)
+        scale = max(1.0, float(np.max(np.abs(ref64))))
+        try:
+            d = check_kv_cache(fm64, prompt2d, n, None, ref_ids, ref64, scale)
+            check("mamba %s: KV-cache check passes (%.3g)" % (label, d), True)
+        except CaseFailure as e:
+            check("mamba %s: KV-cache check passes: %s" % (label, e), False)
+        # The prompt in pieces and token by token: the same logits.
+        full = full_rows(fm64, prompt2d)
+        for pieces in ([1] * plen, [plen // 2, plen - plen // 2]):
+            dec = KVCacheDecoder(fm64)
+            rows, at = [], 0
+            for k in pieces:
+                if k:
+                    rows.append(dec.step(prompt2d[:, at:at + k]).numpy())
+                    at += k
+            got = np.concatenate(rows, axis=1)
+            check("mamba %s: prefill in pieces %s = the full forward's rows (%.3g)" % (
+                label, pieces, float(np.max(np.abs(got - full)))), float(np.max(np.abs(got - full))) / scale < 1e-12)
+        for mistake in MAMBA_DECODE_MISTAKES:
+            if mistake.startswith("conv") and cfg.mamba_d_conv == 1:
+                continue
+            try:
+                check_kv_cache(fm64, prompt2d, n, None, ref_ids, ref64, scale, mamba_mistake=mistake)
+                caught = "not caught"
+            except CaseFailure as e:
+                caught = str(e)
+            ids_m, rows_m = KVCacheDecoder(fm64, mamba_mistake=mistake).greedy(prompt2d, n)
+            d = float(np.max(np.abs(rows_m - logits_on_prefix(fm64, prompt2d, ids_m)))) / scale
+            check("mamba %s: planted %s caught by the KV-cache check (%s), logits off by %.3g relative > 1e-3"
+                  % (label, mistake, _clip(caught, 90), d),
+                  caught.startswith("reference: torch KV-cache") and not d <= 1e-3)
+
+
 def _linformer_decode_self_test(check):
     """A linformer model regenerates (regenerates()): KVCacheDecoder
     refuses it, saying why, and make_decoder gives RegenerateDecoder, whose
@@ -1840,6 +1981,7 @@ def main(argv=None):
     ap.add_argument("-k", dest="filters", action="append", default=[],
                     help="run cases whose name contains FILTER (or matches it as a glob); repeatable")
     case_pool.add_shard_argument(ap)
+    case_pool.add_exclude_argument(ap)
     ap.add_argument("-j", dest="jobs", type=int, default=2, help="cases in parallel (default 2)")
     ap.add_argument("--reference-only", action="store_true",
                     help="the PyTorch side only: greedy loop, its reproducibility, the torch KV cache "
@@ -1873,9 +2015,10 @@ def main(argv=None):
     work_dir = os.path.abspath(args.work_dir or "generate-work")
     os.makedirs(work_dir, exist_ok=True)
 
-    names = select(args.filters, args.shard)
+    names = select(args.filters, args.shard, args.excludes)
     if not names:
-        print("no case matches %s" % args.filters, file=sys.stderr)
+        print("no case matches %s%s" % (args.filters, " less %s" % args.excludes if args.excludes else ""),
+              file=sys.stderr)
         print("0 passed, 0 failed")
         return 2
     opts = dict(work_dir=work_dir, tfm_compile=tfm_compile, reference_only=args.reference_only,

@@ -29,7 +29,9 @@ GEMM weights (contract section 10): every rank-2 weight read as a matrix
 product's second operand: each attention block's `in_proj_weight` and
 `out_proj.weight` (`self_attn.`, `multihead_attn.`), the FFN's
 `linear1.weight` and `linear2.weight` (a mixture of experts' per expert:
-`moe.experts.{e}.linear1.weight`, ...), `lm_head.weight`, and with a tied
+`moe.experts.{e}.linear1.weight`, ...), a mamba mixer's
+`mixer.in_proj.weight`, `mixer.x_proj.weight`, `mixer.dt_proj.weight` and
+`mixer.out_proj.weight`, `lm_head.weight`, and with a tied
 LM head the table the head reads (reference.py's _head / _lm_head: the
 decoder's token table, `tgt_embed.weight` of an encoder_decoder, or
 `embed.weight` when the file has one table for both; its token lookups
@@ -37,7 +39,8 @@ then read the converted rows, which using the converted table everywhere
 gives).  Everything else stays f32: biases, norms, untied embedding
 tables (an encoder_decoder's `src_embed.weight`), positional and token-type
 tables, score parameters, the MoE gate, linformer's proj_e / proj_f,
-performer's features, block_pattern.
+performer's features, block_pattern, a mamba mixer's conv1d weight and
+bias, dt_proj.bias, A_log and D.
 
 `weight_formats.py --self-test` checks the conversions against second
 forms: int8 against a per-block Python loop (float64 divisions and
@@ -63,6 +66,7 @@ INT8_MAX = 127
 _GEMM_SUFFIX_RE = re.compile(
     r"(^|\.)(self_attn|multihead_attn)\.(in_proj_weight|out_proj\.weight)$"
     r"|(^|\.)(moe\.experts\.\d+\.)?linear[12]\.weight$"
+    r"|(^|\.)mixer\.(in_proj|x_proj|dt_proj|out_proj)\.weight$"
     r"|^lm_head\.weight$")
 
 
@@ -414,6 +418,10 @@ def _gemm_by_architecture(cfg, listing):
             ffn("decoder.layers.%d." % i, cfg)
     else:
         for i in range(cfg.num_layers):
+            if cfg.layer_config(i).layer_kind == "mamba":
+                want.update({"layers.%d.mixer.%s.weight" % (i, p)
+                             for p in ("in_proj", "x_proj", "dt_proj", "out_proj")})
+                continue
             attn("layers.%d.self_attn." % i)
             ffn("layers.%d." % i, cfg.layer_config(i))
     if cfg.lm_head:
@@ -468,7 +476,9 @@ def self_test():
     for kept in ("layers.N.moe.gate.weight", "layers.N.self_attn.proj_e", "layers.N.self_attn.features",
                  "layers.N.self_attn.block_pattern", "layers.N.self_attn.score.v", "pos_embed.weight",
                  "src_embed.weight", "layers.N.linear1.bias", "layers.N.self_attn.in_proj_bias",
-                 "layers.N.norm1.weight", "type_embed.weight"):
+                 "layers.N.norm1.weight", "type_embed.weight", "layers.N.mixer.conv1d.weight",
+                 "layers.N.mixer.conv1d.bias", "layers.N.mixer.dt_proj.bias", "layers.N.mixer.A_log",
+                 "layers.N.mixer.D", "layers.N.norm.weight"):
         check("stays f32 in some case: %s" % kept, kept in seen)
     tied = dict(name="t", architecture="decoder", d_model=32, num_heads=4, d_ff=64, max_seq_len=8,
                 vocab_size=20, num_layers=1)
