@@ -17,9 +17,11 @@ namespace tfm::hwy {
 
 namespace {
 
-/// Channels a task takes: a multiple of every target's lanes (16, 8, 4),
-/// small enough that a layer's channels spread over the threads.
-constexpr int64_t kChannelsPerTask = 64;
+/// Channels a task takes: a multiple of every target's lanes (16, 8, 4);
+/// wide enough that each visit of a row (rows are channels apart, so each
+/// is a TLB miss) reads 512 bytes, and narrow enough that a layer's
+/// channels (768 and up) spread over the threads.
+constexpr int64_t kChannelsPerTask = 128;
 
 /// The sequences (every dimension but the last two) and the rows of a
 /// [..., seq, C] buffer.
