@@ -476,7 +476,12 @@ ConfigReader::readKindValue(StringRef key, const json::Value &v, size_t offset,
     for (const KindKeys &candidate : kinds)
       if (llvm::is_contained(candidate.keys, StringRef(k.key)))
         owner = &candidate;
-    if (!owner)
+    if (!owner && kind && StringRef(kind->kind) == "mamba" &&
+        llvm::is_contained(kMambaKeys, StringRef(k.key)))
+      error(at, formatv("unknown key '{0}' in '{1}' (every mamba layer has "
+                        "the sizes of the model-level 'mamba' key)",
+                        k.key, key));
+    else if (!owner)
       error(at, formatv("unknown key '{0}' in '{1}'{2}", k.key, key,
                         kind && !kind->keys.empty()
                             ? formatv(" (kind '{0}' takes {1})", kind->kind,
