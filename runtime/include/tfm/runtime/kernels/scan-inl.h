@@ -129,10 +129,13 @@ SelectiveScanGated(const float *HWY_RESTRICT u, const float *HWY_RESTRICT delta,
   std::vector<float> a(states * width), hs(states * width);
   for (size_t s = 0; s < states; ++s)
     for (size_t i = 0; i < width; ++i) {
-      a[s * width + i] =
-          i < count ? -std::exp(aLog[(c0 + i) * states + s]) : 0.0f;
+      a[s * width + i] = i < count ? aLog[(c0 + i) * states + s] : 0.0f;
       hs[s * width + i] = i < count && h ? h[s * channels + c0 + i] : 0.0f;
     }
+  // A decode step (n = 1) does little else: the exponentials in vectors.
+  for (size_t i = 0; i < states * width; i += lanes)
+    hn::StoreU(hn::Neg(hn::Exp(d, hn::LoadU(d, a.data() + i))), d,
+               a.data() + i);
   for (size_t t = 0; t < n; ++t) {
     // The rows a few steps ahead, which no hardware prefetcher guesses
     // (they are a row of every input apart).
