@@ -12,6 +12,7 @@
 #include "LinalgBuilder.h"
 #include "MixtureOfExpertsBuilder.h"
 #include "PerformerBuilder.h"
+#include "ScanBuilder.h"
 #include "tfm/Transforms/GemmTiling.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -323,6 +324,43 @@ struct LowerLinearAttention : TfmLowering<LinearAttentionOp> {
   }
 };
 
+/// The flat buffer of a Mamba op's `state` (null without one); the op's
+/// rows must then be [batch, n, C], the state's sequences.
+template <typename Op> FailureOr<Value> mambaStateOf(Op op, TensorBuilder &tb) {
+  TypedValue<MambaStateType> state = op.getState();
+  if (!state)
+    return Value();
+  if (op.getInput().getType().getRank() != 3)
+    return op.emitError("the LLVM backend carries the state of [batch, seq, "
+                        "channels] rows");
+  return cacheBufferOf(tb.b, op.getLoc(), state);
+}
+
+struct LowerCausalConv1d : TfmLowering<CausalConv1dOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(CausalConv1dOp op, TensorBuilder &tb) const override {
+    FailureOr<Value> state = mambaStateOf(op, tb);
+    if (failed(state))
+      return failure();
+    return ScanBuilder(tb).causalConv1d(
+        op.getInput(), op.getWeight(), op.getBias(), op.getOffset(), *state,
+        *state ? op.getState().getType() : MambaStateType());
+  }
+};
+
+struct LowerSelectiveScan : TfmLowering<SelectiveScanOp> {
+  using TfmLowering::TfmLowering;
+  FailureOr<Value> lower(SelectiveScanOp op, TensorBuilder &tb) const override {
+    FailureOr<Value> state = mambaStateOf(op, tb);
+    if (failed(state))
+      return failure();
+    return ScanBuilder(tb).selectiveScan(
+        op.getInput(), op.getDelta(), op.getALog(), op.getB(), op.getC(),
+        op.getD(), op.getGate(), op.getOffset(), *state,
+        *state ? op.getState().getType() : MambaStateType());
+  }
+};
+
 struct LowerRouteExperts : OpRewritePattern<RouteExpertsOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(RouteExpertsOp op,
@@ -493,6 +531,6 @@ void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
            LowerRotary, LowerSequenceProjection, LowerFeatureMap,
            LowerLinearAttention, LowerAttention, LowerCacheAppend,
            LowerCacheRead, LowerEmbedding, LowerPositionEncoding, LowerTakeLast,
-           LowerRouteExperts, LowerGatherRows, LowerGroupedLinear>(
-          patterns.getContext());
+           LowerRouteExperts, LowerGatherRows, LowerGroupedLinear,
+           LowerCausalConv1d, LowerSelectiveScan>(patterns.getContext());
 }

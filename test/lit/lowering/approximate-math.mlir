@@ -1,8 +1,9 @@
 // RUN: tfm-opt %s --tfm-approximate-math | FileCheck %s
 // RUN: tfm-opt %s --tfm-lower-to-llvm | FileCheck %s --check-prefix=LLVM
 
-// --tfm-approximate-math: math.erf, math.exp and math.tanh (GELU, softmax,
-// GELU's tanh form) become arithmetic (upstream's polynomials, with FMAs);
+// --tfm-approximate-math: math.erf, math.exp, math.tanh and math.log1p
+// (GELU, softmax, GELU's tanh form, Mamba's softplus; log1p through log,
+// which goes too) become arithmetic (upstream's polynomials, with FMAs);
 // sqrt, sin, cos and powf stay for LLVM and libm.
 
 // CHECK-LABEL: func.func @gelu_erf(
@@ -33,6 +34,18 @@ func.func @softmax_exp(%x: f32) -> f32 {
 func.func @gelu_tanh(%x: f32) -> f32 {
   %0 = math.tanh %x : f32
   return %0 : f32
+}
+
+// Softplus's log1p (of vectors across channels, in the selective scan):
+// Kahan's x log(1 + x) / ((1 + x) - 1), its log a polynomial too.
+// CHECK-LABEL: func.func @softplus_log1p(
+// CHECK-NOT: math.log
+// CHECK: math.fma
+// CHECK-NOT: math.log
+// CHECK: return
+func.func @softplus_log1p(%x: vector<16xf32>) -> vector<16xf32> {
+  %0 = math.log1p %x : vector<16xf32>
+  return %0 : vector<16xf32>
 }
 
 // In a loop body (a linalg.generic's region), as the element-wise ops have
@@ -66,15 +79,21 @@ func.func @left_alone(%x: f32, %y: f32) -> (f32, f32, f32, f32) {
 }
 
 // Through the whole lowering: the approximations' FMAs are LLVM's fma
-// intrinsic, not calls to libm's fmaf; erf, exp and tanh call nothing;
+// intrinsic, not calls to libm's fmaf; erf, exp, tanh and log1p call
+// nothing;
 // sin, cos and powf are LLVM's intrinsics (libm's sinf, cosf and powf in
 // the object).
 // LLVM-NOT: llvm.call @erff
 // LLVM-NOT: llvm.call @expf
 // LLVM-NOT: llvm.call @tanhf
+// LLVM-NOT: llvm.call @log1pf
+// LLVM-NOT: llvm.call @logf
+// LLVM-NOT: llvm.intr.log
 // LLVM-NOT: @fmaf
 // LLVM-LABEL: llvm.func @gelu_erf(
 // LLVM: llvm.intr.fma
+// LLVM-LABEL: llvm.func @softplus_log1p(
+// LLVM: llvm.intr.fma{{.*}}vector<16xf32>
 // LLVM-LABEL: llvm.func @left_alone(
 // LLVM: llvm.intr.sqrt
 // LLVM: llvm.intr.sin

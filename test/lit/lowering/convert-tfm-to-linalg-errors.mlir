@@ -30,3 +30,22 @@ func.func @feature_map_dynamic_heads(%x: tensor<1x?x?x8xf32>, %w: tensor<4x6x8xf
   %0 = tfm.feature_map %x by %w : tensor<1x?x?x8xf32>, tensor<4x6x8xf32>
   return %0 : tensor<1x4x?x6xf32>
 }
+
+// -----
+
+// A Mamba op's state holds sequences: its rows must be [batch, seq, C].
+func.func @causal_conv1d_state_rank2(%x: tensor<?x24xf32>, %w: tensor<24x1x3xf32>, %b: tensor<24xf32>, %p: index, %s: !tfm.mamba_state<maxBatch = 1, channels = 24, convWidth = 3, stateSize = 4>) -> tensor<?x24xf32> {
+  // expected-error @+2 {{the LLVM backend carries the state of [batch, seq, channels] rows}}
+  // expected-error @+1 {{the LLVM backend cannot lower 'tfm.causal_conv1d' in this form}}
+  %0 = tfm.causal_conv1d %x, %w, %b offset %p state(%s) : (tensor<?x24xf32>, tensor<24x1x3xf32>, tensor<24xf32>, index, !tfm.mamba_state<maxBatch = 1, channels = 24, convWidth = 3, stateSize = 4>) -> tensor<?x24xf32>
+  return %0 : tensor<?x24xf32>
+}
+
+// -----
+
+func.func @selective_scan_state_rank2(%u: tensor<?x24xf32>, %a: tensor<24x4xf32>, %bm: tensor<?x4xf32>, %d: tensor<24xf32>, %p: index, %s: !tfm.mamba_state<maxBatch = 1, channels = 24, convWidth = 3, stateSize = 4>) -> tensor<?x24xf32> {
+  // expected-error @+2 {{the LLVM backend carries the state of [batch, seq, channels] rows}}
+  // expected-error @+1 {{the LLVM backend cannot lower 'tfm.selective_scan' in this form}}
+  %0 = tfm.selective_scan %u, %u, %a, %bm, %bm, %d, %u offset %p state(%s) : (tensor<?x24xf32>, tensor<?x24xf32>, tensor<24x4xf32>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<24xf32>, tensor<?x24xf32>, index, !tfm.mamba_state<maxBatch = 1, channels = 24, convWidth = 3, stateSize = 4>) -> tensor<?x24xf32>
+  return %0 : tensor<?x24xf32>
+}

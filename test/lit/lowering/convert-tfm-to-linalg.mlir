@@ -722,3 +722,192 @@ func.func @grouped_static(%x: tensor<4x2x8xf32>, %s: tensor<3xi32>, %w0: tensor<
   %h = tfm.grouped_linear %x groups %s weights(%w0, %w1) : (tensor<4x2x8xf32>, tensor<3xi32>, tensor<16x8xf32>, tensor<16x8xf32>) -> tensor<4x2x16xf32>
   return %h : tensor<4x2x16xf32>
 }
+
+// -----
+
+// Mamba's causal depthwise conv (width 3): the input with 2 zero rows
+// before it (tensor.pad), then one linalg.generic over the rows, every loop
+// parallel: the input row itself first (its loop sizes: the padded input
+// has 2 rows more), the padded input at rows t and t + 1 (the rows before
+// row t), the weight's 3 taps of the channel, the bias; the bias plus each
+// tap times its row (FMAs, oldest row first), then SiLU (x / (1 + e^-x)).
+// CHECK-DAG: #[[ID:.+]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[NEXT:.+]] = affine_map<(d0, d1, d2) -> (d0, d1 + 1, d2)>
+// CHECK-DAG: #[[TAP0:.+]] = affine_map<(d0, d1, d2) -> (d2, 0, 0)>
+// CHECK-DAG: #[[TAP1:.+]] = affine_map<(d0, d1, d2) -> (d2, 0, 1)>
+// CHECK-DAG: #[[TAP2:.+]] = affine_map<(d0, d1, d2) -> (d2, 0, 2)>
+// CHECK-DAG: #[[CH:.+]] = affine_map<(d0, d1, d2) -> (d2)>
+// CHECK-LABEL: func.func @causal_conv1d(
+// CHECK: %[[PAD:.+]] = tensor.pad %arg0 low[0, 2, 0] high[0, 0, 0]
+// CHECK: %[[OUT:.+]] = linalg.generic {indexing_maps = [#[[ID]], #[[ID]], #[[NEXT]], #[[TAP0]], #[[TAP1]], #[[TAP2]], #[[CH]], #[[ID]]], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg0, %[[PAD]], %[[PAD]], %arg1, %arg1, %arg1, %arg2 : tensor<?x?x24xf32>, tensor<?x?x24xf32>, tensor<?x?x24xf32>, tensor<24x1x3xf32>, tensor<24x1x3xf32>, tensor<24x1x3xf32>, tensor<24xf32>)
+// CHECK-NEXT: ^bb0(%[[X:[a-z0-9_]+]]: f32, %[[X0:[a-z0-9_]+]]: f32, %[[X1:[a-z0-9_]+]]: f32, %[[W0:[a-z0-9_]+]]: f32, %[[W1:[a-z0-9_]+]]: f32, %[[W2:[a-z0-9_]+]]: f32, %[[B:[a-z0-9_]+]]: f32,
+// CHECK-NEXT: %[[A0:.+]] = math.fma %[[W0]], %[[X0]], %[[B]] : f32
+// CHECK-NEXT: %[[A1:.+]] = math.fma %[[W1]], %[[X1]], %[[A0]] : f32
+// CHECK-NEXT: %[[A2:.+]] = math.fma %[[W2]], %[[X]], %[[A1]] : f32
+// CHECK-NEXT: %[[NEG:.+]] = arith.negf %[[A2]] : f32
+// CHECK-NEXT: %[[E:.+]] = math.exp %[[NEG]] : f32
+// CHECK-NEXT: %[[D:.+]] = arith.addf %[[E]], %{{.+}} : f32
+// CHECK-NEXT: arith.divf %[[A2]], %[[D]] : f32
+// CHECK: return %[[OUT]] : tensor<?x?x24xf32>
+// CHECK-NOT: tfm.
+func.func @causal_conv1d(%x: tensor<?x?x24xf32>, %w: tensor<24x1x3xf32>, %b: tensor<24xf32>) -> tensor<?x?x24xf32> {
+  %0 = tfm.causal_conv1d %x, %w, %b : (tensor<?x?x24xf32>, tensor<24x1x3xf32>, tensor<24xf32>) -> tensor<?x?x24xf32>
+  return %0 : tensor<?x?x24xf32>
+}
+
+// -----
+
+// With `offset state` (a decode step): the state handle is its flat buffer
+// (2 sequences x (2 window rows + 4 states) x 24 channels = 288 floats);
+// the windows are its start, [2, 2, 24], viewed for the step's %batch
+// sequences, read (restrict) or zeros at offset 0 (the buffer then holds an
+// earlier sequence's), and put before the rows instead of the padding. The
+// window after the step, the extended rows [n, n + 2), is written back
+// into the same view.
+// CHECK-LABEL: func.func @causal_conv1d_state(
+// CHECK-SAME: %[[POS:[a-z0-9]+]]: index, %[[S:[a-z0-9]+]]: memref<288xf32>) -> tensor<?x?x24xf32>
+// CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK: %[[BATCH:.+]] = tensor.dim %arg0, %[[C0]] : tensor<?x?x24xf32>
+// CHECK: %[[ALL:.+]] = memref.reinterpret_cast %[[S]] to offset: [0], sizes: [2, 2, 24], strides: [48, 24, 1]
+// CHECK: %[[WIN:.+]] = memref.subview %[[ALL]][0, 0, 0] [%[[BATCH]], 2, 24] [1, 1, 1]
+// CHECK: %[[READ:.+]] = bufferization.to_tensor %[[WIN]] restrict : {{.+}} to tensor<?x2x24xf32>
+// CHECK: %[[ZEROS:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.+}} : tensor<?x2x24xf32>)
+// CHECK: %[[FIRST:.+]] = arith.cmpi eq, %[[POS]], %[[C0]] : index
+// CHECK: %[[START:.+]] = arith.select %[[FIRST]], %[[ZEROS]], %[[READ]] : tensor<?x2x24xf32>
+// CHECK: %[[W:.+]] = tensor.insert_slice %[[START]] into %{{.+}}[0, 0, 0]
+// CHECK: %[[EXT:.+]] = tensor.insert_slice %arg0 into %[[W]][0, 2, 0]
+// CHECK: %[[OUT:.+]] = linalg.generic {{.*}} ins(%arg0, %[[EXT]], %[[EXT]], %arg1, %arg1, %arg1, %arg2 :
+// CHECK: %[[N:.+]] = tensor.dim %arg0, %{{.+}} : tensor<?x?x24xf32>
+// CHECK: %[[LAST:.+]] = tensor.extract_slice %[[EXT]][0, %[[N]], 0] [%{{.+}}, 2, 24] [1, 1, 1] : tensor<?x?x24xf32> to tensor<?x2x24xf32>
+// CHECK: bufferization.materialize_in_destination %[[LAST]] in writable %[[WIN]] : (tensor<?x2x24xf32>, memref<?x2x24xf32, strided<[48, 24, 1]>>) -> ()
+// CHECK: return %[[OUT]] : tensor<?x?x24xf32>
+// CHECK-NOT: tfm.
+func.func @causal_conv1d_state(%x: tensor<?x?x24xf32>, %w: tensor<24x1x3xf32>, %b: tensor<24xf32>, %p: index, %s: !tfm.mamba_state<maxBatch = 2, channels = 24, convWidth = 3, stateSize = 4>) -> tensor<?x?x24xf32> {
+  %0 = tfm.causal_conv1d %x, %w, %b offset %p state(%s) : (tensor<?x?x24xf32>, tensor<24x1x3xf32>, tensor<24xf32>, index, !tfm.mamba_state<maxBatch = 2, channels = 24, convWidth = 3, stateSize = 4>) -> tensor<?x?x24xf32>
+  return %0 : tensor<?x?x24xf32>
+}
+
+// -----
+
+// The selective scan (80 channels, 2 states): an scf.forall over the
+// sequences and blocks of 64 channels (2: 64, then 16), each writing its
+// [1, n, count] block of the result and its [1, 2, count] block of h. A
+// task's h starts at zeros, written per vector of 16 channels (the lanes
+// past the block's channels masked off); then an scf.for over blocks of 64
+// rows, in which each vector goes through the block's rows: it reads A =
+// -exp(a_log) (a column of a_log [80, 2] per state, across its rows), D
+// and its h, then an scf.for over the rows carries the block and h (one
+// vector per state): softplus(delta) (log1p(exp(min(x, 20))), x itself
+// above 20), per state exp(dt A) h + dt u b[t] and y += h c[t] (FMAs, y
+// from D u), then y SiLU(z) written at the row; h is written back for the
+// next block of rows.
+// CHECK-DAG: #[[COL:.+]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @selective_scan(
+// CHECK-DAG: %[[C16:.+]] = arith.constant 16 : index
+// CHECK-DAG: %[[C64:.+]] = arith.constant 64 : index
+// CHECK-DAG: %[[LIMIT:.+]] = arith.constant dense<2.000000e+01> : vector<16xf32>
+// CHECK-DAG: %[[ZEROS:.+]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+// CHECK-DAG: %[[IOTA:.+]] = arith.constant dense<[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]> : vector<16xindex>
+// CHECK: %[[BATCH:.+]] = tensor.dim %arg0, %{{.+}} : tensor<?x?x80xf32>
+// CHECK: %[[N:.+]] = tensor.dim %arg0, %{{.+}} : tensor<?x?x80xf32>
+// CHECK: %[[RES:.+]]:2 = scf.forall (%[[SEQ:.+]], %[[TASK:.+]]) in (%[[BATCH]], 2) shared_outs(%[[OUT:.+]] = %{{.+}}, %[[HOUT:.+]] = %{{.+}}) -> (tensor<?x?x80xf32>, tensor<?x2x80xf32>) {
+// CHECK: %[[C0:.+]] = arith.muli %[[TASK]], %[[C64]] : index
+// CHECK: %[[COUNT:.+]] = arith.minsi %{{.+}}, %[[C64]] : index
+// CHECK: %[[BLOCK:.+]] = tensor.extract_slice %[[OUT]][%[[SEQ]], 0, %[[C0]]] [1, %[[N]], %[[COUNT]]] [1, 1, 1] : tensor<?x?x80xf32> to tensor<1x?x?xf32>
+// CHECK: %[[HBLOCK:.+]] = tensor.extract_slice %[[HOUT]][%[[SEQ]], 0, %[[C0]]] [1, 2, %[[COUNT]]] [1, 1, 1] : tensor<?x2x80xf32> to tensor<1x2x?xf32>
+// CHECK: %[[H0:.+]] = scf.for %[[IC:.+]] = %{{.+}} to %[[COUNT]] step %[[C16]] iter_args(%[[HI:.+]] = %[[HBLOCK]]) -> (tensor<1x2x?xf32>) {
+// CHECK: %[[IMASK:.+]] = arith.cmpi sgt, %{{.+}}, %[[IOTA]] : vector<16xindex>
+// CHECK: %[[Z0:.+]] = vector.transfer_write %[[ZEROS]], %[[HI]][%{{.+}}, %{{.+}}, %[[IC]]], %[[IMASK]] {in_bounds = [true]} : vector<16xf32>, tensor<1x2x?xf32>
+// CHECK: vector.transfer_write %[[ZEROS]], %[[Z0]][%{{.+}}, %{{.+}}, %[[IC]]], %[[IMASK]]
+// CHECK: %[[BLOCKS:.+]]:2 = scf.for %[[R0:.+]] = %{{.+}} to %[[N]] step %[[C64]] iter_args(%[[BO:.+]] = %[[BLOCK]], %[[BH:.+]] = %[[H0]]) -> (tensor<1x?x?xf32>, tensor<1x2x?xf32>) {
+// CHECK: %[[R1:.+]] = arith.minsi %[[N]], %{{.+}} : index
+// CHECK: %[[CHUNKS:.+]]:2 = scf.for %[[C:.+]] = %{{.+}} to %[[COUNT]] step %[[C16]] iter_args(%[[CO:.+]] = %[[BO]], %[[CHH:.+]] = %[[BH]]) -> (tensor<1x?x?xf32>, tensor<1x2x?xf32>) {
+// CHECK: %[[CH:.+]] = arith.addi %[[C0]], %[[C]] : index
+// CHECK: %[[LANES:.+]] = vector.broadcast %{{.+}} : index to vector<16xindex>
+// CHECK: %[[MASK:.+]] = arith.cmpi sgt, %[[LANES]], %[[IOTA]] : vector<16xindex>
+// CHECK: %[[HS0:.+]] = vector.transfer_read %[[CHH]][%{{.+}}, %{{.+}}, %[[C]]], %{{.+}}, %[[MASK]] {in_bounds = [true]} : tensor<1x2x?xf32>, vector<16xf32>
+// CHECK: %[[HS1:.+]] = vector.transfer_read %[[CHH]][%{{.+}}, %{{.+}}, %[[C]]], %{{.+}}, %[[MASK]]
+// CHECK: %[[AL0:.+]] = vector.transfer_read %arg2[%[[CH]], %{{.+}}], %{{.+}}, %[[MASK]] {in_bounds = [true], permutation_map = #[[COL]]} : tensor<80x2xf32>, vector<16xf32>
+// CHECK: %[[E0:.+]] = math.exp %[[AL0]] : vector<16xf32>
+// CHECK: %[[A0:.+]] = arith.negf %[[E0]] : vector<16xf32>
+// CHECK: vector.transfer_read %arg2[%[[CH]], %{{.+}}], %{{.+}}, %[[MASK]] {in_bounds = [true], permutation_map = #[[COL]]} : tensor<80x2xf32>, vector<16xf32>
+// CHECK: %[[SKIP:.+]] = vector.transfer_read %arg5[%[[CH]]], %{{.+}}, %[[MASK]] {in_bounds = [true]} : tensor<80xf32>, vector<16xf32>
+// CHECK: %[[ROWS:.+]]:3 = scf.for %[[T:.+]] = %[[R0]] to %[[R1]] step %{{.+}} iter_args(%[[O:.+]] = %[[CO]], %[[H0V:.+]] = %[[HS0]], %[[H1V:.+]] = %[[HS1]]) -> (tensor<1x?x?xf32>, vector<16xf32>, vector<16xf32>) {
+// CHECK: %[[U:.+]] = vector.transfer_read %arg0[%[[SEQ]], %[[T]], %[[CH]]], %{{.+}}, %[[MASK]] {in_bounds = [true]} : tensor<?x?x80xf32>, vector<16xf32>
+// CHECK: %[[DELTA:.+]] = vector.transfer_read %arg1[%[[SEQ]], %[[T]], %[[CH]]], %{{.+}}, %[[MASK]]
+// CHECK: %[[CLAMPED:.+]] = arith.minimumf %[[DELTA]], %[[LIMIT]] : vector<16xf32>
+// CHECK: %[[EXP:.+]] = math.exp %[[CLAMPED]] : vector<16xf32>
+// CHECK: %[[SOFT:.+]] = math.log1p %[[EXP]] : vector<16xf32>
+// CHECK: %[[ABOVE:.+]] = arith.cmpf ogt, %[[DELTA]], %[[LIMIT]] : vector<16xf32>
+// CHECK: %[[DT:.+]] = arith.select %[[ABOVE]], %[[DELTA]], %[[SOFT]] : vector<16xi1>, vector<16xf32>
+// CHECK: %[[DTU:.+]] = arith.mulf %[[DT]], %[[U]] : vector<16xf32>
+// CHECK: %[[DU:.+]] = arith.mulf %[[SKIP]], %[[U]] : vector<16xf32>
+// CHECK: %[[BS:.+]] = tensor.extract %arg3[%[[SEQ]], %[[T]], %{{.+}}] : tensor<?x?x2xf32>
+// CHECK: %[[BV:.+]] = vector.broadcast %[[BS]] : f32 to vector<16xf32>
+// CHECK: %[[CS:.+]] = tensor.extract %arg4[%[[SEQ]], %[[T]], %{{.+}}] : tensor<?x?x2xf32>
+// CHECK: %[[CV:.+]] = vector.broadcast %[[CS]] : f32 to vector<16xf32>
+// CHECK: %[[DTA:.+]] = arith.mulf %[[DT]], %[[A0]] : vector<16xf32>
+// CHECK: %[[DECAY:.+]] = math.exp %[[DTA]] : vector<16xf32>
+// CHECK: %[[IN:.+]] = arith.mulf %[[DTU]], %[[BV]] : vector<16xf32>
+// CHECK: %[[NH0:.+]] = math.fma %[[DECAY]], %[[H0V]], %[[IN]] : vector<16xf32>
+// CHECK: %[[Y0:.+]] = math.fma %[[NH0]], %[[CV]], %[[DU]] : vector<16xf32>
+// CHECK: %[[NH1:.+]] = math.fma %{{.+}}, %[[H1V]], %{{.+}} : vector<16xf32>
+// CHECK: %[[Y:.+]] = math.fma %[[NH1]], %{{.+}}, %[[Y0]] : vector<16xf32>
+// CHECK: %[[Z:.+]] = vector.transfer_read %arg6[%[[SEQ]], %[[T]], %[[CH]]], %{{.+}}, %[[MASK]]
+// CHECK: %[[GATE:.+]] = arith.divf %[[Z]], %{{.+}} : vector<16xf32>
+// CHECK: %[[GATED:.+]] = arith.mulf %[[Y]], %[[GATE]] : vector<16xf32>
+// CHECK: %[[W:.+]] = vector.transfer_write %[[GATED]], %[[O]][%{{.+}}, %[[T]], %[[C]]], %[[MASK]] {in_bounds = [true]} : vector<16xf32>, tensor<1x?x?xf32>
+// CHECK: scf.yield %[[W]], %[[NH0]], %[[NH1]] : tensor<1x?x?xf32>, vector<16xf32>, vector<16xf32>
+// CHECK: %[[HW0:.+]] = vector.transfer_write %[[ROWS]]#1, %[[CHH]][%{{.+}}, %{{.+}}, %[[C]]], %[[MASK]] {in_bounds = [true]} : vector<16xf32>, tensor<1x2x?xf32>
+// CHECK: %[[HW1:.+]] = vector.transfer_write %[[ROWS]]#2, %[[HW0]][%{{.+}}, %{{.+}}, %[[C]]], %[[MASK]]
+// CHECK: scf.yield %[[ROWS]]#0, %[[HW1]] : tensor<1x?x?xf32>, tensor<1x2x?xf32>
+// CHECK: scf.yield %[[CHUNKS]]#0, %[[CHUNKS]]#1 : tensor<1x?x?xf32>, tensor<1x2x?xf32>
+// CHECK: scf.forall.in_parallel {
+// CHECK-NEXT: tensor.parallel_insert_slice %[[BLOCKS]]#0 into %[[OUT]][%[[SEQ]], 0, %[[C0]]] [1, %[[N]], %[[COUNT]]] [1, 1, 1] : tensor<1x?x?xf32> into tensor<?x?x80xf32>
+// CHECK-NEXT: tensor.parallel_insert_slice %[[BLOCKS]]#1 into %[[HOUT]][%[[SEQ]], 0, %[[C0]]] [1, 2, %[[COUNT]]] [1, 1, 1] : tensor<1x2x?xf32> into tensor<?x2x80xf32>
+// CHECK-NOT: bufferization.materialize_in_destination
+// CHECK: return %[[RES]]#0 : tensor<?x?x80xf32>
+// CHECK-NOT: tfm.
+func.func @selective_scan(%u: tensor<?x?x80xf32>, %dt: tensor<?x?x80xf32>, %a: tensor<80x2xf32>, %bm: tensor<?x?x2xf32>, %cm: tensor<?x?x2xf32>, %d: tensor<80xf32>, %z: tensor<?x?x80xf32>) -> tensor<?x?x80xf32> {
+  %0 = tfm.selective_scan %u, %dt, %a, %bm, %cm, %d, %z : (tensor<?x?x80xf32>, tensor<?x?x80xf32>, tensor<80x2xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<80xf32>, tensor<?x?x80xf32>) -> tensor<?x?x80xf32>
+  return %0 : tensor<?x?x80xf32>
+}
+
+// -----
+
+// With `offset state`: the scan states are the buffer's floats from 320 on
+// (after 2 x 2 window rows x 80 channels), [2, 2, 80], viewed for the
+// step's %batch sequences and read (restrict); each vector of a task's
+// channels starts its h from them, or from zeros at offset 0. The forall's
+// h ([batch, 2, 80], h after the last row) is written back into the same
+// view after the loop.
+// CHECK-LABEL: func.func @selective_scan_state(
+// CHECK-SAME: %[[POS:[a-z0-9]+]]: index, %[[S:[a-z0-9]+]]: memref<640xf32>) -> tensor<?x1x80xf32>
+// CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-DAG: %[[ZEROS:.+]] = arith.constant dense<0.000000e+00> : vector<16xf32>
+// CHECK: %[[BATCH:.+]] = tensor.dim %arg0, %[[C0]] : tensor<?x1x80xf32>
+// CHECK: %[[ALL:.+]] = memref.reinterpret_cast %[[S]] to offset: [320], sizes: [2, 2, 80], strides: [160, 80, 1]
+// CHECK: %[[VIEW:.+]] = memref.subview %[[ALL]][0, 0, 0] [%[[BATCH]], 2, 80] [1, 1, 1]
+// CHECK: %[[HELD:.+]] = bufferization.to_tensor %[[VIEW]] restrict : {{.+}} to tensor<?x2x80xf32>
+// CHECK: %[[FIRST:.+]] = arith.cmpi eq, %[[POS]], %[[C0]] : index
+// CHECK: %[[RES:.+]]:2 = scf.forall (%[[SEQ:.+]], %[[TASK:.+]]) in (%[[BATCH]], 2) shared_outs(%[[OUT:.+]] = %{{.+}}, %[[HOUT:.+]] = %{{.+}}) -> (tensor<?x1x80xf32>, tensor<?x2x80xf32>) {
+// CHECK: %[[HBLOCK:.+]] = tensor.extract_slice %[[HOUT]][%[[SEQ]], 0, %{{.+}}] [1, 2, %{{.+}}] [1, 1, 1] : tensor<?x2x80xf32> to tensor<1x2x?xf32>
+// CHECK: scf.for %[[C:.+]] = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[HB:.+]] = %[[HBLOCK]]) -> (tensor<1x2x?xf32>) {
+// CHECK: %[[CH:.+]] = arith.addi %{{.+}}, %[[C]] : index
+// CHECK: %[[R0:.+]] = vector.transfer_read %[[HELD]][%[[SEQ]], %{{.+}}, %[[CH]]], %{{.+}}, %[[MASK:.+]] {in_bounds = [true]} : tensor<?x2x80xf32>, vector<16xf32>
+// CHECK: %[[H0:.+]] = arith.select %[[FIRST]], %[[ZEROS]], %[[R0]] : vector<16xf32>
+// CHECK: %[[W0:.+]] = vector.transfer_write %[[H0]], %[[HB]][%{{.+}}, %{{.+}}, %[[C]]], %[[MASK]] {in_bounds = [true]} : vector<16xf32>, tensor<1x2x?xf32>
+// CHECK: %[[R1:.+]] = vector.transfer_read %[[HELD]][%[[SEQ]], %{{.+}}, %[[CH]]], %{{.+}}, %[[MASK]]
+// CHECK: %[[H1:.+]] = arith.select %[[FIRST]], %[[ZEROS]], %[[R1]] : vector<16xf32>
+// CHECK: vector.transfer_write %[[H1]], %[[W0]][%{{.+}}, %{{.+}}, %[[C]]], %[[MASK]]
+// CHECK: scf.forall.in_parallel {
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.+}} into %[[OUT]]
+// CHECK-NEXT: tensor.parallel_insert_slice %{{.+}} into %[[HOUT]][%[[SEQ]], 0, %{{.+}}] [1, 2, %{{.+}}] [1, 1, 1] : tensor<1x2x?xf32> into tensor<?x2x80xf32>
+// CHECK: bufferization.materialize_in_destination %[[RES]]#1 in writable %[[VIEW]] : (tensor<?x2x80xf32>, memref<?x2x80xf32, strided<[160, 80, 1], offset: 320>>) -> ()
+// CHECK: return %[[RES]]#0 : tensor<?x1x80xf32>
+// CHECK-NOT: tfm.
+func.func @selective_scan_state(%u: tensor<?x1x80xf32>, %dt: tensor<?x1x80xf32>, %a: tensor<80x2xf32>, %bm: tensor<?x1x2xf32>, %cm: tensor<?x1x2xf32>, %d: tensor<80xf32>, %z: tensor<?x1x80xf32>, %p: index, %s: !tfm.mamba_state<maxBatch = 2, channels = 80, convWidth = 3, stateSize = 2>) -> tensor<?x1x80xf32> {
+  %0 = tfm.selective_scan %u, %dt, %a, %bm, %cm, %d, %z offset %p state(%s) : (tensor<?x1x80xf32>, tensor<?x1x80xf32>, tensor<80x2xf32>, tensor<?x1x2xf32>, tensor<?x1x2xf32>, tensor<80xf32>, tensor<?x1x80xf32>, index, !tfm.mamba_state<maxBatch = 2, channels = 80, convWidth = 3, stateSize = 2>) -> tensor<?x1x80xf32>
+  return %0 : tensor<?x1x80xf32>
+}

@@ -70,7 +70,7 @@ def ConvertTfmToLinalg : Pass<"convert-tfm-to-linalg"> {
     "mlir::bufferization::BufferizationDialect",
     "mlir::linalg::LinalgDialect", "mlir::math::MathDialect",
     "mlir::memref::MemRefDialect", "mlir::scf::SCFDialect",
-    "mlir::tensor::TensorDialect",
+    "mlir::tensor::TensorDialect", "mlir::vector::VectorDialect",
   ];
 }
 
@@ -168,11 +168,12 @@ def TfmOutlineParallelLoops : Pass<"tfm-outline-parallel-loops",
 }
 
 def TfmApproximateMath : Pass<"tfm-approximate-math"> {
-  let summary = "math.erf, math.exp and math.tanh as polynomials, not libm calls";
+  let summary = "math.erf, exp, tanh, log and log1p as polynomials, not libm calls";
   let description = [{
     Upstream's polynomial approximations (arithmetic and bit operations,
-    about 1-2 ulp in f32) replace `math.erf`, `math.exp` and `math.tanh`, so
-    the element-wise loops of GELU and softmax call nothing and LLVM
+    about 1-2 ulp in f32) replace `math.erf`, `math.exp`, `math.tanh`,
+    `math.log` and `math.log1p` (a mamba scan's softplus), so the
+    element-wise loops of GELU, softmax and the scan call nothing and LLVM
     vectorises them. Other math ops (sqrt, sin, cos, powf) are left alone:
     sqrt is an instruction; sin and cos of rotary positions' large angles
     need libm's range reduction.
