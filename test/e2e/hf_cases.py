@@ -10,9 +10,10 @@ A case is one of three kinds:
   against `expected_model_json`, the output of every input against
   transformers (threads 1 and 2 bit-identical): logits of a causal LM, the
   last hidden state of a bert (BertModel); inputs with token_type_ids
-  (bert) and with an attention_mask (right and left padding); `--weights`
-  with a second checkpoint; and, for a causal LM, `--generate` against
-  `model.generate`.
+  (bert) and with an attention_mask (right and left padding; a mamba
+  executable must refuse the mask instead, contract section 8);
+  `--weights` with a second checkpoint; and, for a causal LM, `--generate`
+  against `model.generate`.
 * "either": a config value that changes the maths, which tfm may support or
   not: tfm-compile either exits 1 with a message naming `reject_key`, or
   compiles and then passes every check of a "model" case (outputs only).
@@ -29,8 +30,11 @@ from dataclasses import dataclass, field
 from typing import Optional, Tuple
 
 # tfm-compile DIR's model types (contract section 11), as its message lists them.
-SUPPORTED = ("bert", "gpt2", "llama", "mistral", "mixtral")
-CAUSAL_LM = ("gpt2", "llama", "mistral", "mixtral")   # an LM head: logits, --generate
+SUPPORTED = ("bert", "gpt2", "llama", "mamba", "mistral", "mixtral")
+CAUSAL_LM = ("gpt2", "llama", "mamba", "mistral", "mixtral")   # an LM head: logits, --generate
+# A model with a mamba layer refuses a padding mask (contract section 8): its
+# executable exits 1 naming attention_mask instead of computing anything.
+MASK_REFUSED = ("mamba",)
 GEN_NEW_TOKENS = 16
 LAYOUTS = ("", "gpt2_hub", "tied_lm_head")
 
@@ -41,11 +45,12 @@ class Inp:
     `dtype`; with `types`, random token_type_ids (bert, int64) in [0,
     type_vocab_size); with `mask` "right" or "left", an attention_mask of
     that padding (1 real, 0 padding; at least one real token a row, at
-    least one row padded) written as `mask_dtype`."""
+    least one row padded), "ones" one without padding, written as
+    `mask_dtype`."""
     shape: tuple
     dtype: str = "int64"
     types: bool = False
-    mask: str = ""                    # "", "right", "left"
+    mask: str = ""                    # "", "right", "left", "ones"
     mask_dtype: str = "int64"         # int32, int64, bool, float32
 
 
@@ -66,6 +71,12 @@ BERT_MORE = (Inp((2, 13), types=True),
              Inp((11,), mask="right", mask_dtype="bool"),
              Inp((2, 17), dtype="int32", types=True, mask="right", mask_dtype="int32"),
              Inp((2, 9), mask="left", mask_dtype="float32"))
+# Every mamba case: masks its executable must refuse (exit 1 naming
+# attention_mask, no output), a mask without padding too.
+MAMBA_REFUSED = (Inp((2, 9), mask="right"),
+                 Inp((7,), mask="left", mask_dtype="float32"),
+                 Inp((2, 5), dtype="int32", mask="ones", mask_dtype="int32"),
+                 Inp((4,), mask="ones", mask_dtype="bool"))
 
 
 @dataclass
@@ -79,7 +90,7 @@ class Case:
     inputs: Tuple[tuple, ...] = ((1,), (2, 1), (9,), (2, 21))
     int32_input: tuple = (1, 5)       # one more input, written as int32
     # Inputs with token types or a mask (Inp); None: LM_MASKED for a causal
-    # LM, BERT_MORE for bert (see more_inputs).
+    # LM, MAMBA_REFUSED for mamba, BERT_MORE for bert (see more_inputs).
     extra_inputs: Optional[Tuple[Inp, ...]] = None
     # Prompts for --generate GEN_NEW_TOKENS ([seq] or [batch, seq]); causal LMs only.
     prompts: Tuple[tuple, ...] = ((1, 6),)
@@ -125,9 +136,15 @@ class Case:
         return self.model_type in CAUSAL_LM
 
     @property
+    def refuses_mask(self):
+        return self.model_type in MASK_REFUSED
+
+    @property
     def more_inputs(self):
         if self.extra_inputs is not None:
             return self.extra_inputs
+        if self.refuses_mask:
+            return MAMBA_REFUSED
         if self.is_causal_lm:
             return LM_MASKED
         return BERT_MORE if self.model_type == "bert" else ()
@@ -172,6 +189,21 @@ def _bert(**kw):
     base = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                 intermediate_size=128, max_position_embeddings=64, type_vocab_size=2,
                 initializer_range=0.1)
+    base.update(kw)
+    return base
+
+
+def _mamba(**kw):
+    # transformers' defaults otherwise: state_size 16, conv_kernel 4,
+    # expand 2, time_step_rank "auto" (saved as ceil(hidden / 16)), tied,
+    # silu, use_bias false, use_conv_bias true, layer_norm_epsilon 1e-5.
+    # time_step_min/max only set dt_proj.bias's init (tfm reads and ignores
+    # them): dt in [0.05, 1] rather than [0.001, 0.1], so that A = -exp(A_log)
+    # matters more: restoring A_log's rows moves a [2, 21] input's logits by
+    # 200 to 370 tol (about 60 tol at the default range, with run_hf.py's
+    # MAMBA_MIXER_GAIN; 1 to 3 tol without it).
+    base = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, initializer_range=0.1,
+                time_step_min=0.05, time_step_max=1.0)
     base.update(kw)
     return base
 
@@ -235,6 +267,21 @@ CASES = [
          max_shard_size="100KB",
          note="sharded BertModel folder; hidden_act gelu_pytorch_tanh; --weights "
               "ALT/model.safetensors.index.json"),
+    Case("mamba", "model", "mamba", _mamba(),
+         note="MambaForCausalLM, transformers' defaults: state 16, conv 4, expand 2, "
+              "time_step_rank auto (2), tied head; hidden 32, 2 layers, vocab 100; masks refused; "
+              "batched and unbatched prompts; also 100 tokens",
+         inputs=((1,), (2, 1), (9,), (2, 21), (2, 100)), prompts=((2, 6), (5,)),
+         seed=7),   # crc32's seed: a greedy step's top-2 gap is 2.2 tol; seed 7: >= 56 tol
+    Case("mamba_small_state", "model", "mamba",
+         _mamba(hidden_size=48, num_hidden_layers=3, vocab_size=97, state_size=4, conv_kernel=2,
+                expand=1, time_step_rank=5, tie_word_embeddings=False, layer_norm_epsilon=1e-6),
+         note="state_size 4, conv_kernel 2, expand 1, time_step_rank 5 (auto: 3), untied "
+              "(lm_head.weight), layer_norm_epsilon 1e-6; hidden 48, 3 layers, vocab 97",
+         prompts=((2, 4),)),
+    Case("mamba_sharded", "model", "mamba", _mamba(hidden_size=64), max_shard_size="100KB",
+         note="sharded MambaForCausalLM folder (hidden 64); --weights "
+              "ALT/model.safetensors.index.json", prompts=((3,),)),
 
     # -- maths-changing values: supported or rejected, never ignored ------------
     Case("either_llama_bias", "either", "llama", _llama(attention_bias=True, mlp_bias=True),
@@ -280,6 +327,19 @@ CASES = [
     Case("mixtral_no_experts", "error", "mixtral", _mixtral(),
          edit_config={"num_local_experts": None}, check="key", reject_key="num_local_experts",
          note="num_local_experts null (hand-edited config.json)"),
+    Case("mamba_use_bias", "error", "mamba", _mamba(use_bias=True),
+         check="key", reject_key="use_bias", note="use_bias true (in_proj and out_proj biases)"),
+    Case("mamba_no_conv_bias", "error", "mamba", _mamba(use_conv_bias=False),
+         check="key", reject_key="use_conv_bias", note="use_conv_bias false (conv1d without bias)"),
+    Case("mamba_hidden_act_gelu", "error", "mamba", _mamba(),
+         edit_config={"hidden_act": "gelu"}, check="key", reject_key="hidden_act",
+         note="hidden_act gelu (hand-edited config.json)"),
+    Case("mamba_time_step_rank_big", "error", "mamba", _mamba(),
+         edit_config={"time_step_rank": "big"}, check="key", reject_key="time_step_rank",
+         note='time_step_rank "big" (hand-edited config.json: neither an integer nor "auto")'),
+    Case("mamba_intermediate_size", "error", "mamba", _mamba(),
+         edit_config={"intermediate_size": 100}, check="key", reject_key="intermediate_size",
+         note="intermediate_size 100, not expand 2 x hidden_size 32 (hand-edited config.json)"),
     Case("mistral_window_8", "error", "mistral", _mistral(sliding_window=8),
          check="sliding", lengths=(8, 12),
          note="sliding_window 8: rejected, or 12 tokens rejected at run time and with "
@@ -325,18 +385,21 @@ def validate():
         if c.hf_class and c.is_causal_lm:
             problems.append("%s: hf_class is for models without an LM head" % c.name)
         for x in c.more_inputs:
-            if not isinstance(x, Inp) or x.mask not in ("", "right", "left") or \
+            if not isinstance(x, Inp) or x.mask not in ("", "right", "left", "ones") or \
                     x.mask_dtype not in ("int32", "int64", "bool", "float32") or \
                     x.dtype not in ("int32", "int64"):
                 problems.append("%s: bad extra input %r" % (c.name, x))
             elif x.types and c.model_type != "bert":
                 problems.append("%s: token_type_ids are bert's" % c.name)
-            elif x.mask and x.shape[-1] < 2:
+            elif x.mask in ("right", "left") and x.shape[-1] < 2:
                 problems.append("%s: a padded input needs 2 tokens or more" % c.name)
+            elif c.refuses_mask and not x.mask:
+                problems.append("%s: a mamba case's extra inputs are masks to refuse" % c.name)
         if c.check == "sliding" and len(c.lengths) != 2:
             problems.append("%s: sliding needs lengths (within, beyond)" % c.name)
         if c.kind == "model":
-            maxlen = c.config.get("max_position_embeddings", c.config.get("n_positions"))
+            # (mamba: no limit of its own; tfm's default max_seq_len 2048)
+            maxlen = c.config.get("max_position_embeddings", c.config.get("n_positions", 2048))
             for s in c.inputs + (c.int32_input,) + tuple(x.shape for x in c.more_inputs):
                 if s[-1] > maxlen:
                     problems.append("%s: input %s longer than %d" % (c.name, s, maxlen))

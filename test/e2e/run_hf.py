@@ -5,11 +5,15 @@ against the `transformers` library (contract section 11).
 For each case of hf_cases.py ("model" cases; "either" and "error" below):
   1. build the tiny config, torch.manual_seed(crc32 of the name), the
      model (the case's hf_class, else AutoModelForCausalLM for gpt2, llama,
-     mistral and mixtral, AutoModel (BertModel) for bert; eager attention) in eval
-     mode; every parameter that its init leaves constant (norm weights:
-     ones; biases: zeros) gets random values, so that a dropped norm weight
-     or bias shows; save_pretrained(DIR, safe_serialization=True), with the
-     case's max_shard_size (then DIR must hold model.safetensors.index.json
+     mamba, mistral and mixtral, AutoModel (BertModel) for bert; eager
+     attention) in eval mode; every parameter that its init leaves constant
+     (norm weights: ones; biases: zeros; mamba's D: ones) gets random
+     values, so that a dropped norm weight or bias shows, and one whose rows
+     are all equal (mamba's A_log) 0.1 N(0,1) added; a mamba model's
+     in_proj and out_proj weights are scaled by MAMBA_MIXER_GAIN (else its
+     greedy paths repeat the last token);
+     save_pretrained(DIR, safe_serialization=True), with the case's
+     max_shard_size (then DIR must hold model.safetensors.index.json
      and >= 3 shards, no model.safetensors), and its layout rewrite of
      model.safetensors with the safetensors package (gpt2_hub: the Hub's
      old gpt2 names, no "transformer." prefix, the h.N.attn.bias and
@@ -25,7 +29,8 @@ For each case of hf_cases.py ("model" cases; "either" and "error" below):
      more_inputs: for bert random token_type_ids in [0, type_vocab_size),
      and for every case an attention_mask (int32, int64, bool or float32
      0/1) of right padding (some rows padded, at least one real token a
-     row) and of left padding), and the float64 model's within a tenth of
+     row) and of left padding; none for mamba, whose masks are refused in
+     step 5), and the float64 model's within a tenth of
      the tolerance (else the case is "ill-conditioned"; not done where a
      left-padded causal row has no key: transformers' float64 model is NaN
      there); for --generate (causal LMs only): model.generate(ids,
@@ -49,6 +54,10 @@ For each case of hf_cases.py ("model" cases; "either" and "error" below):
      included: contract section 8), except, with left padding in a causal
      model, the positions before a row's first real token (no key to
      attend: unspecified), the two runs bit-identical (every position);
+     a mamba executable must instead refuse each mask input (right, left
+     and no padding; int32, int64, bool, float32), contract section 8: the
+     forward and --generate exit 1 naming attention_mask and write no
+     output;
   6. --weights ALT/model.safetensors (or ALT/model.safetensors.index.json
      for a sharded case; a second checkpoint saved as the first, another
      seed, same config) against that checkpoint's output (bert: with
@@ -67,7 +76,9 @@ T5 folder, a config.json edited to mixtral) must exit exactly 1 with one
 stderr line naming it and every supported type, for --emit=model-json and
 for the executable; an unsupported key (rope_scaling, hidden_act swish2,
 bert's position_embedding_type relative_key, is_decoder,
-add_cross_attention) exits 1 naming it; a mistral sliding_window shorter
+add_cross_attention; mamba's use_bias true, use_conv_bias false,
+hidden_act gelu, time_step_rank "big", intermediate_size not expand x
+hidden_size) exits 1 naming it; a mistral sliding_window shorter
 than an input is rejected (at compile time, or the longer input at run
 time, and a short one then matches); missing weights (model.safetensors
 moved away after compiling, a folder without it, --weights of a missing
@@ -109,7 +120,8 @@ json_kv (num_kv_heads left out of the description), accept_any (nothing
 rejected), err_multiline (a second stderr line), err_rc2 (exit 2 for
 exit 1), missing_crash (abort on a missing weights file or shard),
 int64_ids (generated ids int64), no_mask (attention_mask ignored),
-no_types (token_type_ids ignored).
+no_types (token_type_ids ignored).  For a mamba folder the fake executable
+refuses attention_mask (naming it), except in accept_any.
 """
 
 import argparse
@@ -156,6 +168,13 @@ GEN_LINE_RE = re.compile(r"^generate: prefill_tok_s=(\S+) decode_tok_s=(\S+) "
 FAKE_MODES = ("exact", "noisy", "threads", "flip", "norm_ones", "no_bias", "ignore_weights",
               "json_kv", "accept_any", "err_multiline", "err_rc2", "missing_crash", "int64_ids",
               "no_mask", "no_types")
+
+
+# A mamba model's in_proj and out_proj weights are scaled by this after
+# transformers' init (as mamba_reference.py's WHOLE_MODEL_GAIN): at the init
+# scale the residual stream is the token's embedding, and a tied model's
+# greedy path repeats the prompt's last token whatever the mixers compute.
+MAMBA_MIXER_GAIN = 4.0
 
 
 class CaseFailure(Exception):
@@ -218,8 +237,8 @@ _HF = None
 
 
 def hf():
-    """torch and transformers, imported once, offline, quiet; with the one
-    workaround Debian's torch 1.13 on Python 3.11 needs."""
+    """torch and transformers, imported once, offline, quiet; with the
+    workarounds Debian's torch 1.13 on Python 3.11 needs."""
     global _HF
     if _HF is not None:
         return _HF
@@ -235,6 +254,15 @@ def hf():
     # fails (a dataclass with a mutable default). Nothing here is FSDP.
     if hasattr(gen_utils, "is_fsdp_managed_module"):
         gen_utils.is_fsdp_managed_module = lambda module: False
+    # MambaCache (a mamba forward with use_cache, and generate) marks its
+    # tensors static for torch.compile with torch._dynamo.mark_static_address,
+    # which torch 1.13 does not have; the mark changes nothing eager, so a
+    # stand-in that does nothing serves (as mamba_reference.py's). Only the
+    # static caches call torch._dynamo without importing it.
+    if not hasattr(torch, "_dynamo"):
+        import types
+        torch._dynamo = types.SimpleNamespace(mark_static_address=lambda t: None,
+                                              is_compiling=lambda: False)
     transformers.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()   # "Loading checkpoint shards" bars
     _HF = (torch, transformers)
@@ -303,7 +331,8 @@ def build_model(case, seed):
     """The case's model (its hf_class, else AutoModelForCausalLM for a
     causal LM, else AutoModel; eager attention) with seeded random weights,
     in eval mode; every parameter the init leaves constant (ones or zeros:
-    norm weights, biases) perturbed.  Returns (model, names perturbed)."""
+    norm weights, biases) perturbed; a mamba model's in_proj and out_proj
+    weights times MAMBA_MIXER_GAIN.  Returns (model, names perturbed)."""
     torch, tr = hf()
     cfg = make_config(case)
     torch.manual_seed(seed)
@@ -316,6 +345,11 @@ def build_model(case, seed):
     else:
         model = tr.AutoModel.from_config(cfg, attn_implementation="eager")
     model.eval()
+    if case.model_type == "mamba":
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith(("mixer.in_proj.weight", "mixer.out_proj.weight")):
+                    p.mul_(MAMBA_MIXER_GAIN)
     return model, perturb_constants(model, seed)
 
 
@@ -326,6 +360,10 @@ def reference_module(case, model):
 
 
 def perturb_constants(model, seed):
+    """Random values for every parameter its init leaves constant (norm
+    weights, biases, mamba's D: see build_model), and 0.1 N(0,1) added to
+    one whose rows are all equal (mamba's A_log: log(1..N) for every
+    channel), so that a channel's value read from the wrong channel shows."""
     torch, _ = hf()
     g = torch.Generator().manual_seed(seed ^ 0x5EED)
     changed = []
@@ -334,7 +372,11 @@ def perturb_constants(model, seed):
             if p.numel() < 2:
                 continue
             flat = p.detach().reshape(-1)
-            if bool(torch.all(flat == flat[0])):
+            if p.dim() == 2 and p.shape[0] > 1 and p.shape[1] > 1 and \
+                    bool(torch.all(p.detach() == p.detach()[:1])):
+                p.add_(0.1 * torch.randn(p.shape, generator=g, dtype=p.dtype))
+                changed.append(name)
+            elif bool(torch.all(flat == flat[0])):
                 c = float(flat[0])
                 noise = torch.randn(p.shape, generator=g, dtype=p.dtype)
                 if c == 1.0:
@@ -555,6 +597,9 @@ JSON_DEFAULTS = {
 }
 
 
+# A mamba checkpoint's max_seq_len (its config has no limit; contract section 11).
+MAMBA_MAX_SEQ_LEN = 2048
+
 # bert's hidden_act -> the description's activation.
 BERT_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                     "relu": "relu", "silu": "silu", "swish": "silu"}
@@ -604,6 +649,19 @@ def expected_model_json(cfg):
             "embedding_norm": True, "activation": BERT_ACTIVATIONS[cfg.get("hidden_act", "gelu")],
             "ffn_gated": False, "bias": True, "lm_head": False, "embedding_scale": "none",
             "attention_score": "scaled_dot",
+        }
+    if mt == "mamba":
+        d = cfg["hidden_size"]
+        layers = cfg["num_hidden_layers"]
+        rank = cfg.get("time_step_rank", "auto")
+        return {
+            "architecture": "decoder", "d_model": d, "num_layers": layers,
+            "vocab_size": cfg["vocab_size"], "layers": ["mamba"] * layers,
+            "mamba": {"d_state": cfg.get("state_size", 16), "d_conv": cfg.get("conv_kernel", 4),
+                      "expand": cfg.get("expand", 2), "dt_rank": rank},
+            "max_seq_len": MAMBA_MAX_SEQ_LEN, "positional": "none", "norm": "pre",
+            "norm_type": "rms_norm", "norm_eps": float(cfg.get("layer_norm_epsilon", 1e-5)),
+            "final_norm": True, "tie_embeddings": bool(cfg.get("tie_word_embeddings", True)),
         }
     raise ValueError("no expected model description for model_type %s" % mt)
 
@@ -798,8 +856,10 @@ def input_plan(case):
 def make_mask(rng, shape, side):
     """A 0/1 int64 mask of shape ([seq] or [batch, seq]) padded on side
     ("right" or "left"): each row 1 to seq real tokens, at least one row
-    padded."""
+    padded; side "ones": no padding."""
     n = np()
+    if side == "ones":
+        return n.ones(shape, dtype=n.int64)
     rows = 1 if len(shape) == 1 else shape[0]
     seq = shape[-1]
     lens = rng.integers(1, seq + 1, size=rows)
@@ -830,12 +890,38 @@ def _input_name(x):
     return name
 
 
-def forward_checks(r, exe, model, case_dir, specs, seed, causal=True):
-    """Step 5 for each input spec (hf_cases.Inp); returns (worst err/tol, count)."""
+def refused_mask_check(r, exe, case_dir, name, x, more, path):
+    """A mask input of a model that refuses one (contract section 8: a mamba
+    layer): the forward, and --generate of that input, exit 1 naming
+    attention_mask and write no output."""
+    what = "input %s %s attention_mask %s %s" % (list(x.shape), x.dtype, x.mask, x.mask_dtype)
+    for tag, args in (("run_%s" % name, ["--threads", "1"]),
+                      ("gen_%s" % name, ["--generate", "2"])):
+        out = os.path.join(case_dir, "out_%s.npy" % tag)
+        if os.path.exists(out):
+            os.remove(out)
+        argv = args + ["--input", "input_ids=" + path]
+        for k, p in more:
+            argv += ["--input", "%s=%s" % (k, p)]
+        rc, _, err = r.exe(exe, argv + ["--output", out], tag)
+        why = check_rejected("executable %s%s (a mamba model takes no mask)"
+                             % ("--generate, " if tag.startswith("gen") else "", what),
+                             rc, err, ["attention_mask"])
+        if why:
+            raise CaseFailure(why)
+        if os.path.exists(out):
+            raise CaseFailure("executable %s: exited 1 but wrote %s" % (what, os.path.basename(out)))
+
+
+def forward_checks(r, exe, model, case_dir, specs, seed, causal=True, refuse_mask=False):
+    """Step 5 for each input spec (hf_cases.Inp); returns (worst err/tol,
+    count compared).  With refuse_mask (a mamba model), an input with a
+    mask must be refused instead (refused_mask_check)."""
     n = np()
     rng = n.random.default_rng(seed)
     vocab = model.config.vocab_size
     worst = 0.0
+    compared = 0
     for x in specs:
         name = _input_name(x)
         ids = rng.integers(0, vocab, size=x.shape).astype(x.dtype)
@@ -850,6 +936,11 @@ def forward_checks(r, exe, model, case_dir, specs, seed, causal=True):
             mask = make_mask(rng, x.shape, x.mask)
             more.append(("attention_mask", os.path.join(case_dir, "mask_%s.npy" % name)))
             n.save(more[-1][1], mask.astype(x.mask_dtype))
+        if refuse_mask and x.mask:
+            if r is not None:
+                refused_mask_check(r, exe, case_dir, name, x, more, path)
+            continue
+        compared += 1
         where = compared_positions(mask, causal)
         ref = forward_logits(model, ids, types, mask)
         tol = tolerance(ref if where is None else ref[where])
@@ -873,7 +964,7 @@ def forward_checks(r, exe, model, case_dir, specs, seed, causal=True):
         err = check_logits(what, outs[1], ref, tol, where)
         check_identical(what, outs[1], outs[2])
         worst = max(worst, err / tol)
-    return worst, len(specs)
+    return worst, compared
 
 
 def generate_checks(r, exe, model, case_dir, prompts, seed):
@@ -962,10 +1053,11 @@ def run_model_case(case, case_dir, opts):
     model, d, changed = prepare_model(case, case_dir, seed)
     specs, batch = input_plan(case)
     causal = case.is_causal_lm
+    refuse = case.refuses_mask
     gen = case.kind == "model" and causal
     if opts["reference_only"]:
-        forward_checks(None, None, model, case_dir, specs, seed, causal)
-        note = "reference only: %d perturbed tensors, %d inputs" % (len(changed), len(specs))
+        _, count = forward_checks(None, None, model, case_dir, specs, seed, causal, refuse)
+        note = "reference only: %d perturbed tensors, %d inputs" % (len(changed), count)
         if gen:
             note += ", min gen gap/tol=%.3g" % generate_checks(None, None, model, case_dir,
                                                                 case.prompts, seed)
@@ -996,9 +1088,11 @@ def run_model_case(case, case_dir, opts):
             raise CaseFailure("tfm-compile succeeded but wrote no executable %s" % exe)
     else:
         r.compile_exe(d, exe, extra=extra)
-    worst, count = forward_checks(r, exe, model, case_dir, specs, seed, causal)
+    worst, count = forward_checks(r, exe, model, case_dir, specs, seed, causal, refuse)
     masked = sum(1 for x in specs if x.mask)
-    notes.insert(0, "max_err/tol=%.3g over %d inputs (%d masked)" % (worst, count, masked))
+    notes.insert(0, "max_err/tol=%.3g over %d inputs (%d masked%s)"
+                 % (worst, count, 0 if refuse else masked,
+                    ", %d masks refused" % masked if refuse else ""))
     if case.max_shard_size:
         notes.append("%d shards" % len(shard_files(d)))
     if case.kind == "either":
@@ -1305,6 +1399,14 @@ def fake_compile(argv):
                   ("is_decoder", bool(cfg.get("is_decoder"))),
                   ("add_cross_attention", bool(cfg.get("add_cross_attention"))),
                   ("hidden_act", cfg.get("hidden_act", "gelu") not in BERT_ACTIVATIONS)]
+    elif mt == "mamba":
+        rank = cfg.get("time_step_rank", "auto")
+        checks = [("hidden_act", cfg.get("hidden_act", "silu") != "silu"),
+                  ("use_bias", bool(cfg.get("use_bias"))),
+                  ("use_conv_bias", not cfg.get("use_conv_bias", True)),
+                  ("time_step_rank", rank != "auto" and not (isinstance(rank, int) and rank > 0)),
+                  ("intermediate_size", cfg.get("intermediate_size") not in
+                   (None, cfg.get("expand", 2) * cfg["hidden_size"]))]
     for key, bad in checks:
         if bad and mode != "accept_any":
             return _fake_reject("%s: %s=%s is not supported" % (cfg_path, key, json.dumps(cfg.get(key))),
@@ -1354,7 +1456,8 @@ def fake_exe(argv):
         return 1
     torch, tr = hf()
     with open(os.path.join(src, "config.json")) as f:
-        causal = json.load(f).get("model_type") in cases_mod.CAUSAL_LM
+        model_type = json.load(f).get("model_type")
+    causal = model_type in cases_mod.CAUSAL_LM
     import tempfile
     with tempfile.TemporaryDirectory() as tmp:
         shutil.copy(os.path.join(src, "config.json"), os.path.join(tmp, "config.json"))
@@ -1389,6 +1492,10 @@ def fake_exe(argv):
             if mode == "no_bias" and name.endswith("bias"):
                 p.zero_()
     inputs = dict(s.split("=", 1) for s in a.input)
+    if model_type in cases_mod.MASK_REFUSED and "attention_mask" in inputs and mode != "accept_any":
+        sys.stderr.write("error: --input attention_mask=%s: a %s model takes no padding mask\n"
+                         % (inputs["attention_mask"], model_type))
+        return 1
     allowed = {"input_ids", "attention_mask"} | (set() if causal else {"token_type_ids"})
     if "input_ids" not in inputs or not set(inputs) <= allowed:
         sys.stderr.write("error: expected --input input_ids=FILE [%s], got %s\n"
@@ -1605,6 +1712,7 @@ def self_test():
                       check_model_json(w, exp) is not None)
         bert_self_test(cases, tmp, check, raises, passes)
         layout_self_test(cases, tmp, check)
+        mamba_self_test(cases, tmp, check, raises, passes)
         # Ill-conditioning is caught: a head of zeros ties every logit.
         case = cases["llama_gqa"]
         model, _ = build_model(case, 1)
@@ -1713,6 +1821,113 @@ def bert_self_test(cases, tmp, check, raises, passes):
             ids = n.random.default_rng(1).integers(0, model.config.vocab_size, size=(2, 9))
             check("bert_mlm: model.bert == AutoModel.from_pretrained(DIR) on an input",
                   n.array_equal(forward_logits(model, ids), forward_logits(base, ids)))
+
+
+def mamba_self_test(cases, tmp, check, raises, passes):
+    """--self-test's mamba part: the perturbation (norm weights, D, A_log's
+    repeated rows) matters, the file layout (backbone.*, lm_head.weight iff
+    untied), float32 against float64, generate (its MambaCache, through
+    the torch._dynamo stand-in) equals the greedy loop, the model-json
+    check, the masks are refused by the fake executable."""
+    torch, _ = hf()
+    n = np()
+    from safetensors import safe_open
+    for cname in ("mamba", "mamba_small_state"):
+        case = cases[cname]
+        cdir = os.path.join(tmp, cname)
+        os.makedirs(cdir)
+        model, d, changed = prepare_model(case, cdir, case_seed(case))
+        cfg = model.config
+        consts = [k for k, p in model.named_parameters()
+                  if p.numel() > 1 and bool(torch.all(p == p.reshape(-1)[0]))]
+        alog = model.backbone.layers[0].mixer.A_log
+        check("%s: no constant parameter left, A_log's rows differ (%d perturbed)" % (cname, len(changed)),
+              not consts and not bool(torch.all(alog == alog[:1]))
+              and all(any(k.endswith(s) for k in changed) for s in ("A_log", "mixer.D", "norm.weight")))
+        with safe_open(os.path.join(d, "model.safetensors"), "pt") as f:
+            shapes = {k: list(f.get_slice(k).get_shape()) for k in f.keys()}
+        inner = cfg.expand * cfg.hidden_size
+        check("%s: backbone.* names, A_log [%d, %d], conv1d [%d, 1, %d], lm_head.weight iff untied"
+              % (cname, inner, cfg.state_size, inner, cfg.conv_kernel),
+              shapes.get("backbone.embeddings.weight") == [cfg.vocab_size, cfg.hidden_size]
+              and shapes.get("backbone.layers.0.mixer.A_log") == [inner, cfg.state_size]
+              and shapes.get("backbone.layers.0.mixer.conv1d.weight") == [inner, 1, cfg.conv_kernel]
+              and "backbone.norm_f.weight" in shapes
+              and ("lm_head.weight" in shapes) == (not cfg.tie_word_embeddings))
+        ids = n.random.default_rng(1).integers(0, cfg.vocab_size, size=(2, 9))
+        ref = forward_logits(model, ids)
+        tol = tolerance(ref)
+        check("%s: logits [2, 9, %d]; unbatched is batched's row" % (cname, cfg.vocab_size),
+              ref.shape == (2, 9, cfg.vocab_size)
+              and float(n.max(n.abs(forward_logits(model, ids[1]) - ref[1]))) <= 0.1 * tol)
+        for what, pred, undo in (
+                ("norm weights set to ones",
+                 lambda k: k.endswith(("norm.weight", "norm_f.weight")), torch.ones_like),
+                ("D set to ones", lambda k: k.endswith("mixer.D"), torch.ones_like),
+                ("A_log's rows set to log(1..N)", lambda k: k.endswith("A_log"),
+                 lambda p: torch.log(torch.arange(1, p.shape[1] + 1, dtype=p.dtype)).expand_as(p))):
+            m2 = copy.deepcopy(model)
+            with torch.no_grad():
+                for k, p in m2.named_parameters():
+                    if pred(k):
+                        p.copy_(undo(p))
+            d2 = float(n.max(n.abs(forward_logits(m2, ids) - ref)))
+            check("%s: %s moves the logits by %.3g > 10 tol" % (cname, what, d2), d2 > 10 * tol)
+        check("%s: fp32 vs fp64 within %.1f tol" % (cname, F64_FRACTION),
+              passes(lambda: f64_check(model, ids, ref, tol)))
+        for shape in case.prompts:
+            prompt = n.random.default_rng(2).integers(0, cfg.vocab_size, size=shape)
+            try:
+                gref, margin = generation_reference(model, prompt, cases_mod.GEN_NEW_TOKENS)
+            except CaseFailure as e:
+                check("%s: prompt %s generation reference: %s" % (cname, list(shape), e), False)
+                continue
+            want = (cases_mod.GEN_NEW_TOKENS,) if len(shape) == 1 else (shape[0], cases_mod.GEN_NEW_TOKENS)
+            check("%s: prompt %s generate (MambaCache) == greedy loop, shape %s, min gap %.3g tol, "
+                  "not one id repeated" % (cname, list(shape), list(gref.shape), margin),
+                  gref.shape == want and all(len(set(r)) > 2 for r in gref.reshape(-1, want[-1]).tolist()))
+        with open(os.path.join(d, "config.json")) as f:
+            jcfg = json.load(f)
+        exp = expected_model_json(jcfg)
+        check("%s: expected model-json passes" % cname, check_model_json(dict(exp), exp) is None)
+        trimmed = {k: v for k, v in exp.items() if JSON_DEFAULTS.get(k, object()) != v}
+        trimmed.pop("final_norm")
+        check("%s: defaults left out pass (%d keys)" % (cname, len(trimmed)),
+              check_model_json(trimmed, exp) is None)
+        wrongs = [("layers", ["mamba"] * (cfg.num_hidden_layers - 1)),
+                  ("layers", ["attention"] * cfg.num_hidden_layers),
+                  ("mamba", dict(exp["mamba"], d_state=cfg.state_size + 1)),
+                  ("mamba", dict(exp["mamba"], dt_rank="auto")),
+                  ("norm_type", "layer_norm"), ("norm_eps", exp["norm_eps"] * 10),
+                  ("tie_embeddings", not exp["tie_embeddings"]), ("positional", "rope")]
+        for k, v in wrongs:
+            w = dict(exp)
+            w[k] = v
+            check("%s: model-json %s=%s FAILs" % (cname, k, _clip(json.dumps(v), 60)),
+                  check_model_json(w, exp) is not None)
+        for k in ("layers", "mamba", "positional"):
+            w = dict(exp)
+            w.pop(k)
+            check("%s: model-json without %s FAILs" % (cname, k), check_model_json(w, exp) is not None)
+    check("mamba: a config.json with time_step_rank \"auto\" expects dt_rank \"auto\"",
+          expected_model_json(dict(jcfg, time_step_rank="auto"))["mamba"]["dt_rank"] == "auto")
+    # The mask refusal: the fake executable's message passes the check, an
+    # executable that accepts the mask (exit 0) fails it.
+    d = os.path.join(tmp, "mamba", "hf")
+    ids_path = os.path.join(tmp, "mamba", "ids.npy")
+    mask_path = os.path.join(tmp, "mamba", "mask.npy")
+    n.save(ids_path, n.array([[1, 2, 3], [4, 5, 6]], dtype=n.int64))
+    n.save(mask_path, n.array([[1, 1, 0], [1, 1, 1]], dtype=n.int64))
+    base = [sys.executable, os.path.abspath(__file__), "--fake-exe", d, "--input",
+            "input_ids=" + ids_path, "--input", "attention_mask=" + mask_path,
+            "--output", os.path.join(tmp, "mamba", "out.npy")]
+    for mode, ok in (("exact", True), ("accept_any", False)):
+        p = subprocess.run(base, capture_output=True, text=True,
+                           env=dict(os.environ, TFM_HF_FAKE_MODE=mode))
+        why = check_rejected("t", p.returncode, p.stderr, ["attention_mask"])
+        check("mamba: a mask %s by the fake executable (%s) %s the refusal check"
+              % ("refused" if ok else "accepted", mode, "passes" if ok else "FAILs"),
+              (why is None) == ok)
 
 
 def layout_self_test(cases, tmp, check):
