@@ -154,6 +154,9 @@ private:
   KVCacheType cacheType(bool self, const LayerKinds &k);
   /// A handle to the cache of `name`, declared once at module level.
   Value cache(OpBuilder &b, StringRef name, bool self, const LayerKinds &k);
+  /// A handle to the buffer `name` of `type` kept across calls (a cache or
+  /// a mixer's state), declared once at module level.
+  Value stateBuffer(OpBuilder &b, StringRef name, Type type);
   /// The LM head over `x`: the tied table `tiedTable` or `lm_head.weight`.
   Value lmHead(OpBuilder &b, Value x, StringRef tiedTable);
   /// `@prefill(ids)` and `@decode(ids, position)`: a decoder's entry points
@@ -301,14 +304,7 @@ MambaStateType ModelBuilder::mambaStateType() {
 }
 
 Value ModelBuilder::mambaState(OpBuilder &b, StringRef name) {
-  MambaStateType type = mambaStateType();
-  if (declared.insert(name).second) {
-    OpBuilder::InsertionGuard guard(builder);
-    builder.setInsertionPoint(module.getBody(), module.getBody()->end());
-    KVCacheDeclOp::create(builder, fileLoc, builder.getStringAttr(name),
-                          TypeAttr::get(type));
-  }
-  return CacheOp::create(b, fileLoc, type, name);
+  return stateBuffer(b, name, mambaStateType());
 }
 
 func::FuncOp ModelBuilder::buildMambaLayerFunc(const LayerKind &kind,
@@ -440,9 +436,7 @@ KVCacheType ModelBuilder::cacheType(bool self, const LayerKinds &k) {
                           limits.maxSeqLen, c.headDim(), 0);
 }
 
-Value ModelBuilder::cache(OpBuilder &b, StringRef name, bool self,
-                          const LayerKinds &k) {
-  KVCacheType type = cacheType(self, k);
+Value ModelBuilder::stateBuffer(OpBuilder &b, StringRef name, Type type) {
   if (declared.insert(name).second) {
     OpBuilder::InsertionGuard guard(builder);
     builder.setInsertionPoint(module.getBody(), module.getBody()->end());
@@ -450,6 +444,11 @@ Value ModelBuilder::cache(OpBuilder &b, StringRef name, bool self,
                           TypeAttr::get(type));
   }
   return CacheOp::create(b, fileLoc, type, name);
+}
+
+Value ModelBuilder::cache(OpBuilder &b, StringRef name, bool self,
+                          const LayerKinds &k) {
+  return stateBuffer(b, name, cacheType(self, k));
 }
 
 Value ModelBuilder::feedForward(OpBuilder &b, Location loc, Value x,

@@ -23,17 +23,29 @@ namespace {
 /// channels (768 and up) spread over the threads.
 constexpr int64_t kChannelsPerTask = 128;
 
-/// The sequences (every dimension but the last two) and the rows of a
-/// [..., seq, C] buffer.
-struct SequenceRows {
-  std::string sequences, rows;
-  int64_t maxSequences;
-};
+/// Opens the tasks of a sequence op over `x` ([..., seq, C]): one per
+/// sequence and block of kChannelsPerTask channels, never a split of the
+/// rows. In the task, `seq` is the rows, `b` the sequence and `c0` the
+/// block's first channel. closeChannelTasks closes the task and the block.
+void openChannelTasks(mlir::raw_indented_ostream &os, const Buffer &x,
+                      int64_t channels, const Twine &comment) {
+  ArrayRef<Dim> dims(x.dims);
+  int64_t tasks = (channels + kChannelsPerTask - 1) / kChannelsPerTask;
+  os << "{ // " << comment << "\n";
+  os.indent();
+  os << "const int64_t seq = " << dims[dims.size() - 2].expr << ";\n";
+  os << "pool.parallelFor(" << product(dims.drop_back(2)) << " * " << tasks
+     << ", [&](int64_t task) {\n";
+  os.indent();
+  os << "const int64_t b = task / " << tasks << ", c0 = task % " << tasks
+     << " * " << kChannelsPerTask << ";\n";
+}
 
-SequenceRows sequenceRows(const Buffer &b) {
-  ArrayRef<Dim> dims(b.dims);
-  ArrayRef<Dim> batch = dims.drop_back(2);
-  return {product(batch), dims[dims.size() - 2].expr, maxProduct(batch)};
+void closeChannelTasks(mlir::raw_indented_ostream &os) {
+  os.unindent();
+  os << "});\n";
+  os.unindent();
+  os << "}\n";
 }
 
 } // namespace
@@ -43,18 +55,11 @@ LogicalResult FunctionEmitter::emitCausalConv1d(CausalConv1dOp op) {
   int64_t channels = op.getInput().getType().getShape().back();
   int64_t width = op.getWeight().getType().getDimSize(2);
   Buffer out = allocate(op.getResult(), in.dims);
-  SequenceRows seq = sequenceRows(in);
-  int64_t tasks = (channels + kChannelsPerTask - 1) / kChannelsPerTask;
   TypedValue<MambaStateType> state = op.getState();
-  os << "{ // causal depthwise conv (width " << width
-     << "), its bias and SiLU: one pass over each sequence's rows\n";
-  os.indent();
-  os << "const int64_t seq = " << seq.rows << ";\n";
-  os << "pool.parallelFor(" << seq.sequences << " * " << tasks
-     << ", [&](int64_t task) {\n";
-  os.indent();
-  os << "const int64_t b = task / " << tasks << ", c0 = task % " << tasks
-     << " * " << kChannelsPerTask << ";\n";
+  openChannelTasks(os, in, channels,
+                   "causal depthwise conv (width " + Twine(width) +
+                       "), its bias and SiLU: one pass over each sequence's "
+                       "rows");
   std::string window = "nullptr", newWindow = "nullptr";
   if (state) {
     // The window of sequence b; what it holds at offset 0 is an earlier
@@ -70,10 +75,7 @@ LogicalResult FunctionEmitter::emitCausalConv1d(CausalConv1dOp op) {
      << newWindow << ", " << out.ptr << " + b * seq * " << channels
      << ", c0, std::min<int64_t>(" << kChannelsPerTask << ", " << channels
      << " - c0));\n";
-  os.unindent();
-  os << "});\n";
-  os.unindent();
-  os << "}\n";
+  closeChannelTasks(os);
   remark(op, "causal depthwise conv, bias and SiLU in one pass over each "
              "sequence's rows, vectors across channels, " +
                  std::to_string(kChannelsPerTask) + " channels a task" +
@@ -88,19 +90,12 @@ LogicalResult FunctionEmitter::emitSelectiveScan(SelectiveScanOp op) {
   int64_t channels = op.getInput().getType().getShape().back();
   int64_t states = op.getALog().getType().getDimSize(1);
   Buffer out = allocate(op.getResult(), u.dims);
-  SequenceRows seq = sequenceRows(u);
-  int64_t tasks = (channels + kChannelsPerTask - 1) / kChannelsPerTask;
   TypedValue<MambaStateType> state = op.getState();
-  os << "{ // selective scan over " << states
-     << " states a channel: softplus, exp(dt A), the recurrence, C . h, the "
-        "D skip and the SiLU gate in one pass over each sequence's rows\n";
-  os.indent();
-  os << "const int64_t seq = " << seq.rows << ";\n";
-  os << "pool.parallelFor(" << seq.sequences << " * " << tasks
-     << ", [&](int64_t task) {\n";
-  os.indent();
-  os << "const int64_t b = task / " << tasks << ", c0 = task % " << tasks
-     << " * " << kChannelsPerTask << ";\n";
+  openChannelTasks(os, u, channels,
+                   "selective scan over " + Twine(states) +
+                       " states a channel: softplus, exp(dt A), the "
+                       "recurrence, C . h, the D skip and the SiLU gate in "
+                       "one pass over each sequence's rows");
   std::string h = "nullptr", newH = "nullptr";
   if (state) {
     MambaStateType type = state.getType();
@@ -119,10 +114,7 @@ LogicalResult FunctionEmitter::emitSelectiveScan(SelectiveScanOp op) {
      << buffers[op.getD()].ptr << ", " << h << ", " << newH << ", " << out.ptr
      << rows << ", c0, std::min<int64_t>(" << kChannelsPerTask << ", "
      << channels << " - c0));\n";
-  os.unindent();
-  os << "});\n";
-  os.unindent();
-  os << "}\n";
+  closeChannelTasks(os);
   remark(op, "selective scan: softplus, the discretisation, the recurrence, "
              "C . h, the D skip and the SiLU(z) gate fused in one pass over "
              "each sequence's rows, vectors across channels (" +

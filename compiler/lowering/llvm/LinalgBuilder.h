@@ -1436,6 +1436,30 @@ public:
         });
   }
 
+  /// `shape` at `strides` from float `offset` of the flat buffer `buffer`
+  /// (a cache or a mamba state, as its type lays it out), its first
+  /// `batch` entries along the leading dimension.
+  Value bufferView(Value buffer, int64_t offset, ArrayRef<int64_t> shape,
+                   ArrayRef<int64_t> strides, OpFoldResult batch) {
+    auto folded = [&](ArrayRef<int64_t> v) {
+      SmallVector<OpFoldResult> r;
+      for (int64_t x : v)
+        r.push_back(b.getIndexAttr(x));
+      return r;
+    };
+    Value all = memref::ReinterpretCastOp::create(
+        b, loc,
+        MemRefType::get(
+            shape, f32(),
+            StridedLayoutAttr::get(b.getContext(), offset, strides)),
+        buffer, b.getIndexAttr(offset), folded(shape), folded(strides));
+    SmallVector<OpFoldResult> sizes = folded(shape);
+    sizes[0] = batch;
+    SmallVector<OpFoldResult> zeros(shape.size(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> ones(shape.size(), b.getIndexAttr(1));
+    return memref::SubViewOp::create(b, loc, all, zeros, sizes, ones);
+  }
+
   /// Positions [first, first + count) of the keys or the values of the
   /// first `batch` sequences of `cache` (a flat buffer in the layout of
   /// `type`), as a strided view [batch, heads, count, dk].

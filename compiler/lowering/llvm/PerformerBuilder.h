@@ -190,23 +190,7 @@ private:
       shape.push_back(type.getHeadDim());
       llvm::append_range(strides, type.getSumsStrides());
     }
-    auto folded = [&](ArrayRef<int64_t> v) {
-      SmallVector<OpFoldResult> r;
-      for (int64_t d : v)
-        r.push_back(b.getIndexAttr(d));
-      return r;
-    };
-    Value all = memref::ReinterpretCastOp::create(
-        b, loc,
-        MemRefType::get(
-            shape, tb.f32(),
-            StridedLayoutAttr::get(b.getContext(), offset, strides)),
-        cache, b.getIndexAttr(offset), folded(shape), folded(strides));
-    SmallVector<OpFoldResult> sizes = folded(shape);
-    sizes[0] = batch;
-    SmallVector<OpFoldResult> zeros(shape.size(), b.getIndexAttr(0));
-    SmallVector<OpFoldResult> ones(shape.size(), b.getIndexAttr(1));
-    return memref::SubViewOp::create(b, loc, all, zeros, sizes, ones);
+    return tb.bufferView(cache, offset, shape, strides, batch);
   }
 
   /// Query rows a causal block takes: its diagonal block of products

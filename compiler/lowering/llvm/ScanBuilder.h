@@ -460,39 +460,16 @@ private:
   /// (oldest row first), in the layout of `type`.
   Value windowView(Value state, MambaStateType type, OpFoldResult batch) {
     int64_t rows = type.getConvWidth() - 1, channels = type.getChannels();
-    return viewOf(state, 0, {type.getMaxBatch(), rows, channels},
-                  {rows * channels, channels, 1}, batch);
+    return tb.bufferView(state, 0, {type.getMaxBatch(), rows, channels},
+                         {rows * channels, channels, 1}, batch);
   }
 
   /// The scan states of the first `batch` sequences, [batch, N, C].
   Value scanView(Value state, MambaStateType type, OpFoldResult batch) {
     int64_t states = type.getStateSize(), channels = type.getChannels();
-    return viewOf(state, type.getScanOffset(),
-                  {type.getMaxBatch(), states, channels},
-                  {states * channels, channels, 1}, batch);
-  }
-
-  /// `shape` at `strides` from float `offset` of the flat `state` buffer,
-  /// its first `batch` entries.
-  Value viewOf(Value state, int64_t offset, ArrayRef<int64_t> shape,
-               ArrayRef<int64_t> strides, OpFoldResult batch) {
-    auto folded = [&](ArrayRef<int64_t> v) {
-      SmallVector<OpFoldResult> r;
-      for (int64_t x : v)
-        r.push_back(b.getIndexAttr(x));
-      return r;
-    };
-    Value all = memref::ReinterpretCastOp::create(
-        b, loc,
-        MemRefType::get(
-            shape, tb.f32(),
-            StridedLayoutAttr::get(b.getContext(), offset, strides)),
-        state, b.getIndexAttr(offset), folded(shape), folded(strides));
-    SmallVector<OpFoldResult> sizes = folded(shape);
-    sizes[0] = batch;
-    SmallVector<OpFoldResult> zeros(shape.size(), b.getIndexAttr(0));
-    SmallVector<OpFoldResult> ones(shape.size(), b.getIndexAttr(1));
-    return memref::SubViewOp::create(b, loc, all, zeros, sizes, ones);
+    return tb.bufferView(state, type.getScanOffset(),
+                         {type.getMaxBatch(), states, channels},
+                         {states * channels, channels, 1}, batch);
   }
 
   TensorBuilder &tb;
