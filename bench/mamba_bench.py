@@ -7,16 +7,30 @@ weight-read time.
 
   /usr/bin/python3 bench/mamba_bench.py [--quick] [--rounds 4] [--threads 1,2] [--backends hwy,llvm]
                                         [--blas-dir DIR] [--no-perf] [--no-prefill] [--no-decode]
+                                        [--layers 4,24] [--hybrid-layers 8] [--attention-every 4] [--deep-passes 1]
 
 Shapes (mamba-130m's mixer): d_model 768, d_state 16, d_conv 4, expand 2
 (d_inner 1536), dt_rank auto (48), RMS norms (mamba-130m's), fp32, batch 1.
 
-Prefill: a stack of --layers (4) mamba layers, float inputs [1, --seq
-(2048), 768], no vocabulary, positional none, final_norm false, weights
-from test/e2e/reference.py's make_weights (Hugging Face's MambaMixer
-initialisation), compiled by each of tfm's backends (`--backends`: Highway,
-the default and the one the goals are about; LLVM, `--backend=llvm`, for
-comparison; a backend that fails to compile is left out with a note):
+Prefill: float inputs [1, --seq (2048), 768], no vocabulary, positional
+none, final_norm false, weights from test/e2e/reference.py's make_weights
+(Hugging Face's MambaMixer initialisation), three models by default:
+  * "the stack": --layers' first entry (4) mamba layers (the perf split
+    and the HF form below are this one's);
+  * each further --layers entry (24: a mamba-130m-shaped stack) the same
+    way, its own rows;
+  * "the hybrid": --hybrid-layers (8) layers, every --attention-every-th
+    (4th: layers 3 and 7, 0-based) an attention layer, the others mamba
+    layers (a `layers` list): full causal attention, GPT-2-style (12
+    heads, d_ff 3072, gelu_tanh FFN, pre-norm, biases) with the model's
+    RMS norms and no positional encoding (Jamba's attention layers have
+    none: the mamba layers carry position); 0 leaves it out;
+compiled by each of tfm's backends (`--backends`: Highway, the default and
+the one the goals are about; LLVM, `--backend=llvm`, for comparison; a
+backend that fails to compile is left out with a note).  A model of more
+than DEEP (8) layers (the 24-layer stack: PyTorch's scan takes about 7 s a
+pass there) runs --deep-passes (1) timed passes on each side and the
+Highway backend only:
   * tfm: `EXE --weights W --input input=X --bench P --warmup 1 --threads T`,
     the median of its `bench:` line;
   * PyTorch (Debian's 1.13, /usr/bin/python3; this script with --worker T,
@@ -25,8 +39,11 @@ comparison; a backend that fails to compile is left out with a note):
     OpenBLAS ahead of Debian's reference BLAS, whose GEMMs would otherwise
     dominate the baseline), the same stack, weights and input, under
     torch.inference_mode(), P timed passes (a warm-up pass at load), in two
-    forms (both checked; the second timed only once, in the check, unless
-    --with-hf: it takes about 2.5x the first's time):
+    forms (both checked, on the stack; the second timed only once, in the
+    check, unless --with-hf: it takes about 2.5x the first's time; the
+    other models run the first only, the hybrid's attention layers as
+    reference.py computes them: softmax(q k^T / sqrt(dk)) v with the causal
+    mask on the [heads, seq, seq] scores):
       - "reference scan" (the goal's baseline): reference.py's
         FormulaModel, its mixers FormulaMambaMixer in the "scan" form, the
         Mamba paper's sequential recurrence, a Python loop over the
@@ -40,11 +57,11 @@ comparison; a backend that fails to compile is left out with a note):
     and one pass of the reference scan under torch.autograd.profiler: how
     much of PyTorch's time its GEMMs (aten::mm/addmm) take, and so what the
     2.5x goal asks of tfm (a note);
-    the check, before any timing: each backend's output (`--output`) and
-    the HF form's against the reference scan's, within 1e-4 (1 + max|ref|)
-    (contract section 6), and the Highway output at every thread count
-    bit-identical to its 1-thread output (the scan splits channels, never
-    positions, across threads).
+    the check, before any timing, for every model: each backend's output
+    (`--output`) and the HF form's against the reference scan's, within
+    1e-4 (1 + max|ref|) (contract section 6), and the Highway output at
+    every thread count bit-identical to its 1-thread output (the scan
+    splits channels, never positions, across threads).
 
 The split of a mixer's time (Highway): tfm compiles whole layers, and no
 model description leaves the scan out, so the GEMMs cannot be isolated by
@@ -156,6 +173,9 @@ TOL = 1e-4   # contract section 6: max|tfm - ref| <= TOL * (1 + max|ref|)
 # position 4000 within 1.05x of the step at 100, and within 1.3x of the
 # weight-read time.
 GOAL_VS_TORCH = 2.5
+# A prefill model of more than DEEP layers runs --deep-passes timed passes
+# and the Highway backend only (PyTorch's scan: about 0.28 s a layer).
+DEEP = 8
 GOAL_GEMM_EFF = 0.80
 GOAL_REST = 0.25
 GOAL_FLAT = 1.05
@@ -200,10 +220,30 @@ def mamba_sizes(desc):
     return d, m["expand"] * d, m["d_state"], m["d_conv"], r
 
 
-def stack_desc(a):
-    return dict(name="mamba_prefill_%dl" % a.layers, architecture="decoder", d_model=D_MODEL,
-                num_layers=a.layers, max_seq_len=a.seq, positional="none", final_norm=False,
-                norm_type="rms_norm", layers=["mamba"] * a.layers, mamba=dict(MAMBA))
+def stack_desc(a, layers):
+    return dict(name="mamba_prefill_%dl" % layers, architecture="decoder", d_model=D_MODEL,
+                num_layers=layers, max_seq_len=a.seq, positional="none", final_norm=False,
+                norm_type="rms_norm", layers=["mamba"] * layers, mamba=dict(MAMBA))
+
+
+def hybrid_desc(a):
+    """--hybrid-layers layers, every --attention-every-th one a GPT-2-style
+    attention layer (DENSE: full causal attention, gelu_tanh FFN, pre-norm,
+    biases; the model's RMS norms, no positions), the others mamba layers."""
+    n, k = a.hybrid_layers, a.attention_every
+    return dict(DENSE, name="mamba_hybrid_%dl_every%d" % (n, k), architecture="decoder", d_model=D_MODEL,
+                num_layers=n, max_seq_len=a.seq, positional="none", final_norm=False, norm_type="rms_norm",
+                layers=["attention" if (i + 1) % k == 0 else "mamba" for i in range(n)], mamba=dict(MAMBA))
+
+
+def model_label(desc):
+    """A prefill model in a table: "4 mamba layers", "hybrid, 8 layers,
+    attention at 3, 7"."""
+    kinds = desc["layers"]
+    att = [str(i) for i, k in enumerate(kinds) if k != "mamba"]
+    if not att:
+        return "%d mamba layers" % len(kinds)
+    return "hybrid, %d layers, attention at %s" % (len(kinds), ", ".join(att))
 
 
 def dense_desc(a, d_ff):
@@ -230,6 +270,15 @@ def mamba_flops(desc, seq):
     """The mixer's GEMM FLOPs of a pass (tfm's --bench count for a stack of
     mamba layers: its GEMMs only)."""
     return sum(f for _, f in mamba_gemms(desc, seq))
+
+
+def prefill_flops(desc, seq):
+    """tfm's --bench FLOP count of a prefill model: its mamba layers'
+    GEMMs, its attention layers' linears and QK^T, PV (bench.matmul_flops)."""
+    nm = sum(k == "mamba" for k in desc["layers"])
+    na = desc["num_layers"] - nm
+    return (mamba_flops(dict(desc, num_layers=nm), seq) if nm else 0.0) + \
+        (bench.matmul_flops(dict(desc, num_layers=na), seq) if na else 0.0)
 
 
 def dense_gemm_flops(desc, seq):
@@ -297,14 +346,15 @@ def worker(threads):
         return F.linear(scan_output.transpose(1, 2), m.out_proj.weight)
 
     def load(req):
-        """Both forms of the stack on the weights, the input; one warm-up
-        pass of each (the check's, on the first worker)."""
+        """A prefill model (req["kind"]) in req["forms"] ("ref": the scan
+        form; "hf": its mixers HF's slow_forward) on the weights, the input;
+        one warm-up pass of each (the check's, on the first worker)."""
         with open(req["desc"]) as f:
             desc = json.load(f)
         cfg = reference.Config(desc)
         w = safetensors.load_file(req["weights"])
         models = {}
-        for form in ("ref", "hf"):
+        for form in req["forms"]:
             model = reference.build_formula_model(cfg)     # mamba mixers in the scan form
             reference.load_weights(model, w)
             model.eval()
@@ -312,20 +362,22 @@ def worker(threads):
                 for m in reference.mamba_mixers(model):
                     m.forward = functools.partial(hf_slow_forward, m)
             models[form] = model
-        state.update(models=models, inputs=reference.to_torch_inputs(cfg, {"input": np.load(req["input"])}))
+        del w
+        inputs = reference.to_torch_inputs(cfg, {"input": np.load(req["input"])})
+        state[req["kind"]] = dict(models=models, inputs=inputs)
         outs = {}
         with torch.inference_mode():
             for form, model in models.items():
                 if form == "hf" and not (req.get("check") or req.get("hf")):
                     continue
                 t0 = time.perf_counter()
-                y = model(**state["inputs"])
+                y = model(**inputs)
                 outs[form] = (y, (time.perf_counter() - t0) * 1e3)
         ans = dict(ok=True, warmup_ms={k: v[1] for k, v in outs.items()})
         if req.get("check"):
             ref = outs["ref"][0].double().numpy()
             tol = TOL * (1 + float(np.max(np.abs(ref))))
-            got = {"hf": outs["hf"][0].double().numpy()}
+            got = {"hf": outs["hf"][0].double().numpy()} if "hf" in outs else {}
             for b, path in req["check"].items():
                 got[b] = np.load(path).astype(np.float64)
             ans["check"] = dict(tol=tol, max_ref=float(np.max(np.abs(ref))), shape=list(ref.shape), errs={
@@ -334,21 +386,22 @@ def worker(threads):
         return ans
 
     def run(req):
-        model, times = state["models"][req["which"]], []
+        st = state[req["kind"]]
+        model, times = st["models"][req["which"]], []
         with torch.inference_mode():
             for _ in range(req["passes"]):
                 t0 = time.perf_counter()
-                model(**state["inputs"])
+                model(**st["inputs"])
                 times.append((time.perf_counter() - t0) * 1e3)
         return dict(ok=True, median_ms=statistics.median(times), min_ms=min(times), times=times)
 
     def profile(req):
         """One pass of the reference scan under torch.autograd.profiler: its
         GEMMs' self CPU time (aten::mm/addmm/bmm), the busiest ops."""
-        model = state["models"]["ref"]
+        st = state[req["kind"]]
         with torch.inference_mode(), torch.autograd.profiler.profile() as prof:
             t0 = time.perf_counter()
-            model(**state["inputs"])
+            st["models"]["ref"](**st["inputs"])
             wall = (time.perf_counter() - t0) * 1e3
         ev = prof.key_averages()
         gemm = sum(e.self_cpu_time_total for e in ev if e.key in ("aten::mm", "aten::addmm", "aten::bmm")) / 1e3
@@ -546,6 +599,13 @@ def split(result, lmap, fn, names, threads, flops_of, warmup=1):
 # Setup
 # ---------------------------------------------------------------------------
 
+def dirty_outside_bench(src):
+    """The tracked files of the source tree with uncommitted changes,
+    outside bench/ (the generated code includes runtime/include's kernels)."""
+    rc, st, _ = bench.run(["git", "-C", src, "status", "--porcelain", "--untracked-files=no"])
+    return sorted(l[3:] for l in st.splitlines() if len(l) > 3 and not l[3:].startswith("bench/")) if not rc else []
+
+
 def write_model(work, desc, weights=True):
     """Writes DESC.json (and, with `weights`, reference.make_weights saved as
     safetensors, cached by description and seed); returns (json, weights)."""
@@ -590,13 +650,20 @@ def compile_model(tfm_compile, path, out, backend="hwy", emit=None):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     hf_decode.add_run_arguments(ap, "mamba", "mamba.md")
-    ap.add_argument("--quick", action="store_true", help="2 rounds, 2 passes, 9 decode tokens (about 2 minutes)")
+    ap.add_argument("--quick", action="store_true", help="2 rounds, 2 passes, 9 decode tokens (about 5 minutes)")
     ap.add_argument("--rounds", type=int, help="rounds (default 4, quick 2)")
     ap.add_argument("--passes", type=int, help="timed passes of a prefill measurement, tfm and PyTorch "
                     "(default 3, quick 2)")
     ap.add_argument("--backends", default="hwy,llvm", help="tfm's backends in prefill (default hwy,llvm)")
     ap.add_argument("--seq", type=int, default=2048)
-    ap.add_argument("--layers", type=int, default=4, help="mamba layers of the prefill stack (default 4)")
+    ap.add_argument("--layers", default="4,24", help="mamba layers of the prefill stacks, comma-separated (default "
+                    "4,24: the first is the stack of the perf split and the HF form; 24 is mamba-130m-shaped)")
+    ap.add_argument("--hybrid-layers", type=int, default=8, help="layers of the prefill hybrid (default 8; 0 leaves "
+                    "it out)")
+    ap.add_argument("--attention-every", type=int, default=4, help="every N-th layer of the hybrid is an attention "
+                    "layer (default 4: layers 3 and 7 of 8)")
+    ap.add_argument("--deep-passes", type=int, default=1, help="timed passes of a prefill model of more than %d "
+                    "layers, tfm and PyTorch (default 1; such a model runs the Highway backend only)" % DEEP)
     ap.add_argument("--decode-layers", type=int, default=24)
     ap.add_argument("--vocab", type=int, default=50280)
     ap.add_argument("--positions", default="100,4000", help="decode positions, the steps centred on each "
@@ -621,7 +688,18 @@ def main(argv=None):
     if not backends or any(b not in BACKENDS for b in backends):
         ap.error("--backends: a comma-separated list of %s" % ", ".join(BACKENDS))
     positions = [int(p) for p in a.positions.split(",") if p]
+    stacks = [int(n) for n in a.layers.split(",") if n]
+    if not stacks or min(stacks) < 1 or len(set(stacks)) < len(stacks) or a.hybrid_layers < 0 or \
+            a.attention_every < 1:
+        ap.error("--layers: distinct positive layer counts; --hybrid-layers >= 0, --attention-every >= 1")
     threads, t_start, load, mach, work = hf_decode.start_run(a)
+    dirty = [dirty_outside_bench(bench.tfm_source(a.tfm_compile)[0])]
+
+    def passes_of(kind):
+        return a.deep_passes if descs[kind]["num_layers"] > DEEP else a.passes
+
+    def backends_of(kind):
+        return [b for b in backends if b == "hwy" or descs[kind]["num_layers"] <= DEEP]
     errors, notes = [], []
     S = a.seq
     perf_ok = not a.no_perf and not a.no_prefill and shutil.which("perf") is not None
@@ -631,20 +709,33 @@ def main(argv=None):
     # 1. Models, weights, inputs, compiles.
     log("mamba_bench: models and compiles (%s)" % ", ".join(backends))
     exes, descs, wfiles, lmaps = {}, {}, {}, {}
+    pkinds = []      # the prefill models: "stack" (--layers' first), "hybrid", "stack24" (each further --layers)
     if not a.no_prefill:
-        sd = descs["stack"] = stack_desc(a)
-        path, wfiles["stack"] = write_model(work, sd)
+        descs["stack"] = stack_desc(a, stacks[0])
+        if a.hybrid_layers:
+            descs["hybrid"] = hybrid_desc(a)
+        for n in stacks[1:]:
+            descs["stack%d" % n] = stack_desc(a, n)
+        pkinds = list(descs)
         x_path = os.path.join(work, "input_s%d.npy" % S)
         np.save(x_path, np.random.default_rng(S).standard_normal((1, S, D_MODEL)).astype(np.float32))
-        for b in list(backends):
-            exe, why = compile_model(a.tfm_compile, path, os.path.join(work, "%s.%s.exe" % (sd["name"], b)), b)
-            if exe:
-                exes[("stack", b)] = exe
-            elif b == "hwy":
-                errors.append("COMPILE FAILURE " + why)
-            else:
-                notes.append("the %s backend does not compile the stack yet (%s): its rows are left out"
-                             % (BACKENDS[b], why))
+        for kind in pkinds:
+            sd = descs[kind]
+            path, wfiles[kind] = write_model(work, sd)
+            for b in backends_of(kind):
+                exe, why = compile_model(a.tfm_compile, path, os.path.join(work, "%s.%s.exe" % (sd["name"], b)), b)
+                if exe:
+                    exes[(kind, b)] = exe
+                elif b == "hwy":
+                    errors.append("COMPILE FAILURE " + why)
+                else:
+                    notes.append("the %s backend does not compile the %s yet (%s): its rows are left out"
+                                 % (BACKENDS[b], model_label(sd), why))
+        deep = [model_label(descs[k]) for k in pkinds if backends_of(k) != backends]
+        if deep:
+            notes.append("%s: more than %d layers, so %d timed pass%s a round on each side (--deep-passes) and %s "
+                         "only" % (" and ".join(deep), DEEP, a.deep_passes, "es" if a.deep_passes > 1 else "",
+                                   " and ".join(BACKENDS[b] for b in backends if b == "hwy") or "no backend"))
         if perf_ok and ("stack", "hwy") in exes:
             for kind, d_ff in (("dense", DENSE["d_ff"]), ("noffn", 1)):
                 dd = descs[kind] = dense_desc(a, d_ff)
@@ -704,15 +795,16 @@ def main(argv=None):
 
     # 2. The check (tfm's outputs against the PyTorch reference scan), the
     # workers.
-    workers, torch_info, check, bitwise, round_loads, hf_once, torch_prof = {}, None, None, {}, [], {}, None
-    runs = {}        # (tool, t) -> [dict(median_ms, min_ms)] per round, None once it failed
+    workers, torch_info, checks, bitwise, round_loads, hf_once, torch_prof = {}, None, {}, {}, [], {}, None
+    runs = {}        # (tool "KIND.hwy" / "KIND.llvm" / "KIND.torch_ref" / "KIND.torch_hf", t) -> [dict(median_ms,
+    #                  min_ms)] per round, None once it failed
     perfs = {}       # (kind, t) -> [split dict] per round
     dec = {}         # (pos, t) -> [ms per step] per round
     dec_bw = {}      # (pos, t) -> [GB/s measured just before that run] per round
     flop_check = {}
 
-    def tfm_bench(exe, args, t):
-        cmd = [exe] + args + ["--bench", str(a.passes), "--warmup", "1", "--threads", str(t)]
+    def tfm_bench(exe, args, t, passes):
+        cmd = [exe] + args + ["--bench", str(passes), "--warmup", "1", "--threads", str(t)]
         rc, so, se = bench.run(cmd)
         kv = bench.last_line(so, "bench: ")
         if rc or kv is None or int(kv["threads"]) != t:
@@ -721,24 +813,24 @@ def main(argv=None):
             return None
         return dict(median_ms=float(kv["median_ms"]), min_ms=float(kv["min_ms"]), gflops=float(kv["gflops"]))
 
-    def stack_args():
-        return ["--weights", wfiles["stack"], "--input", "input=" + x_path]
+    def model_args(kind):
+        """A prefill model's weights and input (the dense layers: none, their own random ones)."""
+        return ["--weights", wfiles[kind], "--input", "input=" + x_path] if kind in pkinds else []
 
     def measure(cfg):
         phase, tool, t = cfg
         if phase == "prefill":
             if runs.get((tool, t), []) is None:
                 return
-            if tool.startswith("torch"):
+            kind, b = tool.split(".")
+            if b.startswith("torch"):
                 if t not in workers:
                     runs[(tool, t)] = None
                     return
-                ans = workers[t].call(op="run", which=tool[6:], passes=a.passes)
+                ans = workers[t].call(op="run", kind=kind, which=b[6:], passes=passes_of(kind))
                 r = dict(median_ms=ans["median_ms"], min_ms=ans["min_ms"])
             else:
-                kind, b = tool.split(".")
-                args = stack_args() if kind == "stack" else []
-                r = tfm_bench(exes[(kind, b)], args, t)
+                r = tfm_bench(exes[(kind, b)], model_args(kind), t, passes_of(kind))
                 if r is None:
                     runs[(tool, t)] = None
                     return
@@ -748,7 +840,7 @@ def main(argv=None):
         elif phase == "perf":
             if perfs.get((tool, t), []) is None:
                 return
-            args = (stack_args() if tool == "stack" else []) + ["--bench", str(a.passes), "--warmup", "1"]
+            args = model_args(tool) + ["--bench", str(passes_of(tool)), "--warmup", "1"]
             res, why = perf_run(exes[(tool, "hwy")], args, t, os.path.join(work, "perf_%s_t%d.data" % (tool, t)),
                                 lmaps[tool])
             if res is None:
@@ -781,29 +873,36 @@ def main(argv=None):
             log("  t=%d  decode  position %-9d %9.2f ms/step (read bandwidth just before: %.1f GB/s)"
                 % (t, tool, dec[(tool, t)][-1], bw_now))
 
-    try:
-        if not a.no_prefill and ("stack", "hwy") in exes:
-            outs = {}
-            for b in backends:
-                if ("stack", b) not in exes:
+    def tfm_outputs(kind):
+        """Each backend's output of a prefill model at each thread count:
+        {backend: the first thread count's .npy}; bitwise[(kind, b, t)]."""
+        outs = {}
+        for b in backends:
+            if (kind, b) not in exes:
+                continue
+            for t in threads:
+                out = os.path.join(work, "tfm_out.%s.%s.t%d.npy" % (kind, b, t))
+                if os.path.exists(out):
+                    os.remove(out)
+                rc, so, se = bench.run([exes[(kind, b)]] + model_args(kind) + ["--output", out, "--threads", str(t)])
+                if rc:
+                    errors.append("tfm %s, %s, failed (exit %d): %s" % (BACKENDS[b], model_label(descs[kind]), rc,
+                                                                       se.strip()[-300:]))
                     continue
-                for t in threads:
-                    out = os.path.join(work, "tfm_out.%s.t%d.npy" % (b, t))
-                    if os.path.exists(out):
-                        os.remove(out)
-                    rc, so, se = bench.run([exes[("stack", b)]] + stack_args() + ["--output", out,
-                                                                                  "--threads", str(t)])
-                    if rc:
-                        errors.append("tfm %s stack failed (exit %d): %s" % (BACKENDS[b], rc, se.strip()[-300:]))
-                        continue
-                    if t == threads[0]:
-                        outs[b] = out
-                    else:
-                        same = np.array_equal(np.load(out), np.load(outs[b])) if b in outs else False
-                        bitwise[(b, t)] = same
-                        if not same and b == "hwy":
-                            errors.append("MISMATCH: the Highway stack's output at %s is not bit-identical to its "
-                                          "%s output" % (plural(t), plural(threads[0])))
+                if t == threads[0]:
+                    outs[b] = out
+                else:
+                    same = np.array_equal(np.load(out), np.load(outs[b])) if b in outs else False
+                    bitwise[(kind, b, t)] = same
+                    if not same and b == "hwy":
+                        errors.append("MISMATCH: the Highway %s output at %s is not bit-identical to its %s output"
+                                      % (model_label(descs[kind]), plural(t), plural(threads[0])))
+        return outs
+
+    checked = [k for k in pkinds if (k, "hwy") in exes]
+    try:
+        if checked:
+            outs = {k: tfm_outputs(k) for k in checked}
             log("mamba_bench: starting the PyTorch workers and checking against reference.py's scan")
             for t in threads:
                 workers[t] = Worker(t, a.blas_dir)
@@ -822,28 +921,36 @@ def main(argv=None):
                 notes.append("PyTorch did not load OpenBLAS (BLAS: %s): its GEMMs ran on that BLAS (Debian's "
                              "reference BLAS is a few GFLOP/s), which flatters tfm; pass --blas-dir "
                              "(bench/README.md, \"Mamba layers\")" % (" ".join(torch_info.get("blas", [])) or "?"))
-            for t in threads:
-                ans = workers[t].call(op="load", desc=os.path.join(work, descs["stack"]["name"] + ".json"),
-                                      weights=wfiles["stack"], input=x_path,
-                                      check=outs if t == threads[0] else None, hf=a.with_hf)
-                hf_once[t] = ans["warmup_ms"]
-                if t == threads[0]:
-                    check = ans["check"]
-            for k, e in check["errs"].items():
-                e["ok"] = e["shape"] == check["shape"] and e["max_err"] <= check["tol"]
-                if not e["ok"]:
-                    errors.append("MISMATCH: %s against reference.py's scan: max|d| %.3g > tol %.3g (shapes %s, %s)"
-                                  % ("PyTorch HF slow_forward" if k == "hf" else "tfm " + BACKENDS[k],
-                                     e["max_err"], check["tol"], e["shape"], check["shape"]))
-            torch_prof = workers[threads[0]].call(op="profile")
-            log("mamba_bench: check: %s (tol %.2g)" % (", ".join("%s max|d| %.2g" % (k, e["max_err"])
-                                                                  for k, e in check["errs"].items()), check["tol"]))
+            for kind in checked:
+                for t in threads:
+                    ans = workers[t].call(op="load", kind=kind, desc=os.path.join(work, descs[kind]["name"] + ".json"),
+                                          weights=wfiles[kind], input=x_path,
+                                          forms=["ref", "hf"] if kind == "stack" else ["ref"],
+                                          check=outs[kind] if t == threads[0] else None, hf=a.with_hf)
+                    if kind == "stack":
+                        hf_once[t] = ans["warmup_ms"]
+                    if t == threads[0]:
+                        check = checks[kind] = ans["check"]
+                for k, e in check["errs"].items():
+                    e["ok"] = e["shape"] == check["shape"] and e["max_err"] <= check["tol"]
+                    if not e["ok"]:
+                        errors.append("MISMATCH: %s, %s, against reference.py's scan: max|d| %.3g > tol %.3g "
+                                      "(shapes %s, %s)" % ("PyTorch HF slow_forward" if k == "hf" else
+                                                           "tfm " + BACKENDS[k], model_label(descs[kind]),
+                                                           e["max_err"], check["tol"], e["shape"], check["shape"]))
+                log("mamba_bench: check, %s: %s (tol %.2g)" % (model_label(descs[kind]), ", ".join(
+                    "%s max|d| %.2g" % (k, e["max_err"]) for k, e in check["errs"].items()), check["tol"]))
+            if "stack" in checked:
+                torch_prof = workers[threads[0]].call(op="profile", kind="stack")
 
         # 3. The rounds.
         configs = []
         if not a.no_prefill:
-            tools = ["stack." + b for b in backends if ("stack", b) in exes] + ["torch_ref"]
-            tools += ["torch_hf"] if a.with_hf else []
+            tools = []
+            for kind in pkinds:
+                tools += ["%s.%s" % (kind, b) for b in backends if (kind, b) in exes]
+                if kind in checked:
+                    tools += [kind + ".torch_ref"] + ([kind + ".torch_hf"] if a.with_hf and kind == "stack" else [])
             tools += [k + ".hwy" for k in ("dense", "noffn") if (k, "hwy") in exes]
             configs += [("prefill", tool, t) for t in threads for tool in tools]
             configs += [("perf", k, t) for t in threads for k in ("stack", "dense") if k in lmaps]
@@ -865,6 +972,12 @@ def main(argv=None):
             w.close()
     load[1] = hf_decode.loadavg()
     elapsed = time.time() - t_start
+    dirty.append(dirty_outside_bench(bench.tfm_source(a.tfm_compile)[0]))
+    if dirty[0] or dirty[1]:
+        notes.append("uncommitted changes to tracked files outside bench/ (the executables are compiled at the start of "
+                     "the run, their generated code including runtime/include as it was then): %s at the start%s"
+                     % (", ".join(dirty[0]) or "none", "" if dirty[1] == dirty[0] else
+                        ", %s at the end" % (", ".join(dirty[1]) or "none")))
 
     # The perf runs' op times, scaled to the timed run of the same round (the
     # sampling slows a run down by a few per cent; the shares stay).
@@ -896,8 +1009,9 @@ def main(argv=None):
     goals, text, md = [], [], []
     gfl = mamba_flops(descs["stack"], S) if "stack" in descs else None
     for tool, fl in flop_check.items():
-        want = gfl if tool.startswith("stack") else (bench.matmul_flops(descs[tool.split(".")[0]], S)
-                                                     if tool.split(".")[0] in descs else None)
+        kind = tool.split(".")[0]
+        want = prefill_flops(descs[kind], S) if kind in pkinds else (bench.matmul_flops(descs[kind], S)
+                                                                      if kind in descs else None)
         if want and abs(fl - want) > 2e-3 * want:
             notes.append("FLOP COUNT: tfm's --bench implies %.4g GFLOP for %s, this script counts %.4g"
                          % (fl * 1e-9, tool, want * 1e-9))
@@ -906,39 +1020,46 @@ def main(argv=None):
     if not a.no_prefill and runs:
         names = {"torch_ref": "PyTorch, reference.py scan", "torch_hf": "PyTorch, HF slow_forward"}
         for b in backends:
-            names["stack." + b] = "tfm %s" % BACKENDS[b]
+            names[b] = "tfm %s" % BACKENDS[b]
+        for kind in pkinds:
+            label, kfl = model_label(descs[kind]), prefill_flops(descs[kind], S)
+            for t in threads:
+                s = summary.setdefault(t, {})
+                ref = runs.get((kind + ".torch_ref", t))
+                hf = runs.get((kind + ".torch_hf", t))
+                for b in backends + ["torch_ref", "torch_hf"]:
+                    tool = "%s.%s" % (kind, b)
+                    r = runs.get((tool, t))
+                    if not r:
+                        continue
+                    m, lo = med(r), best(r)
+                    gf = kfl / (m * 1e6)
+                    vs_ref = paired(ref, r, lambda p, q: p["median_ms"] / q["median_ms"]) if ref and b != "torch_ref" \
+                        else None
+                    vs_hf = paired(hf, r, lambda p, q: p["median_ms"] / q["median_ms"]) if hf and b != "torch_hf" \
+                        else None
+                    s[tool] = dict(med=m, min=lo, gflops=gf, vs_ref=vs_ref, vs_hf=vs_hf,
+                                   vs_ref_min=best(ref) / lo if ref and b != "torch_ref" else None)
+                    pcells.append([str(t), label, names[b], bench.fmt_ms(m), bench.fmt_ms(lo), "%.1f" % gf,
+                                   pct(gf, t), "%.2fx (%.2fx)" % (vs_ref, best(ref) / lo) if vs_ref else "-",
+                                   "%.2fx" % vs_hf if vs_hf else "-"])
+                v = s.get(kind + ".hwy")
+                if v and v["vs_ref"]:
+                    goals.append("prefill, %s, %s: PyTorch reference scan / tfm Highway = %.2fx (min-based %.2fx), "
+                                 "goal >= %.1fx: %s%s" % (label, plural(t), v["vs_ref"], v["vs_ref_min"],
+                                                          GOAL_VS_TORCH,
+                                                          "met" if v["vs_ref"] >= GOAL_VS_TORCH else "NOT met",
+                                                          "; against HF's slow_forward %.2fx" % v["vs_hf"]
+                                                          if v["vs_hf"] else ""))
+                w = s.get(kind + ".llvm")
+                if v and w and w["vs_ref"]:
+                    goals.append("(for comparison) prefill, %s, %s: PyTorch reference scan / tfm LLVM = %.2fx; LLVM "
+                                 "/ Highway time = %.2f"
+                                 % (label, plural(t), w["vs_ref"],
+                                    paired(runs[(kind + ".llvm", t)], runs[(kind + ".hwy", t)],
+                                           lambda p, q: p["median_ms"] / q["median_ms"])))
         for t in threads:
             s = summary.setdefault(t, {})
-            ref = runs.get(("torch_ref", t))
-            hf = runs.get(("torch_hf", t))
-            for tool in ["stack." + b for b in backends] + ["torch_ref", "torch_hf"]:
-                r = runs.get((tool, t))
-                if not r:
-                    continue
-                m, lo = med(r), best(r)
-                gf = gfl / (m * 1e6)
-                vs_ref = paired(ref, r, lambda p, q: p["median_ms"] / q["median_ms"]) if ref and tool != "torch_ref" \
-                    else None
-                vs_hf = paired(hf, r, lambda p, q: p["median_ms"] / q["median_ms"]) if hf and tool != "torch_hf" \
-                    else None
-                s[tool] = dict(med=m, min=lo, gflops=gf, vs_ref=vs_ref, vs_hf=vs_hf,
-                               vs_ref_min=best(ref) / lo if ref and tool != "torch_ref" else None)
-                pcells.append([str(t), names[tool], bench.fmt_ms(m), bench.fmt_ms(lo), "%.1f" % gf, pct(gf, t),
-                               "%.2fx (%.2fx)" % (vs_ref, best(ref) / lo) if vs_ref else "-",
-                               "%.2fx" % vs_hf if vs_hf else "-"])
-            if s.get("stack.hwy") and s["stack.hwy"]["vs_ref"]:
-                v = s["stack.hwy"]
-                goals.append("prefill, %s: PyTorch reference scan / tfm Highway stack = %.2fx (min-based %.2fx), "
-                             "goal >= %.1fx: %s%s" % (plural(t), v["vs_ref"], v["vs_ref_min"], GOAL_VS_TORCH,
-                                                      "met" if v["vs_ref"] >= GOAL_VS_TORCH else "NOT met",
-                                                      "; against HF's slow_forward %.2fx" % v["vs_hf"]
-                                                      if v["vs_hf"] else ""))
-            if s.get("stack.llvm") and s["stack.llvm"]["vs_ref"]:
-                goals.append("(for comparison) prefill, %s: PyTorch reference scan / tfm LLVM stack = %.2fx; LLVM "
-                             "stack / Highway stack time = %.2f"
-                             % (plural(t), s["stack.llvm"]["vs_ref"],
-                                paired(runs[("stack.llvm", t)], runs[("stack.hwy", t)],
-                                       lambda p, q: p["median_ms"] / q["median_ms"])))
             # The split (perf) and the dense GEMMs.
             st, dn = perfs.get(("stack", t)), perfs.get(("dense", t))
             st = [r for r in st or [] if r["split"]]
@@ -1082,20 +1203,21 @@ def main(argv=None):
         t1 = threads[0]
         for t in threads[1:]:
             sp = ["%s %.2fx" % (tool, med(runs[(tool, t1)]) / med(runs[(tool, t)])) for tool in
-                  ["stack." + b for b in backends] + ["torch_ref", "torch_hf", "dense.hwy", "noffn.hwy"]
-                  if runs.get((tool, t1)) and runs.get((tool, t))]
+                  ["%s.%s" % (k, b) for k in pkinds for b in backends + ["torch_ref", "torch_hf"]]
+                  + ["dense.hwy", "noffn.hwy"] if runs.get((tool, t1)) and runs.get((tool, t))]
             sp += ["decode position %d %.2fx" % (pos, statistics.median(dec[(pos, t1)])
                                                   / statistics.median(dec[(pos, t)]))
                    for pos in positions if dec.get((pos, t1)) and dec.get((pos, t))]
             if sp:
                 notes.append("%s over %s (medians): %s" % (plural(t), plural(t1), ", ".join(sp)))
-    for (b, t), same in sorted(bitwise.items()):
-        notes.append("the %s stack's output at %s is %sbit-identical to its %s output"
-                     % (BACKENDS[b], plural(t), "" if same else "NOT ", plural(threads[0])))
-    if check:
-        notes.insert(0, "check (before timing; reference.py's FormulaModel, scan form, fp32, same weights and input; "
-                        "max|ref| %.3g): %s (tol %.2g)"
-                     % (check["max_ref"], ", ".join("%s max|d| %.2g %s" % (
+    for (kind, b, t), same in sorted(bitwise.items(), key=lambda kv: (pkinds.index(kv[0][0]),) + kv[0][1:]):
+        notes.append("the %s %s output at %s is %sbit-identical to its %s output"
+                     % (BACKENDS[b], model_label(descs[kind]), plural(t), "" if same else "NOT ", plural(threads[0])))
+    for kind in reversed([k for k in pkinds if k in checks]):
+        check = checks[kind]
+        notes.insert(0, "check, %s (before timing; reference.py's FormulaModel, its mixers in the scan form, fp32, "
+                        "same weights and input; max|ref| %.3g): %s (tol %.2g)"
+                     % (model_label(descs[kind]), check["max_ref"], ", ".join("%s max|d| %.2g %s" % (
                          "PyTorch HF slow_forward" if k == "hf" else "tfm " + BACKENDS[k], e["max_err"],
                          "ok" if e["ok"] else "MISMATCH") for k, e in check["errs"].items()), check["tol"]))
     t0 = threads[0] if threads else None
@@ -1105,33 +1227,36 @@ def main(argv=None):
             notes.append("perf, %s: the sampled runs' median pass was %.3fx the timed run's (mamba stack) and %.3fx "
                          "(dense layer), medians over rounds; the op times are scaled to the timed runs"
                          % (plural(t), sp["perf_overhead"], sp["dense_perf_overhead"] or float("nan")))
-    if torch_prof and summary.get(t0, {}).get("torch_ref"):
-        ref_ms = summary[t0]["torch_ref"]["med"]
+    if torch_prof and summary.get(t0, {}).get("stack.torch_ref"):
+        ref_ms = summary[t0]["stack.torch_ref"]["med"]
         g = torch_prof["gemm_ms"]
-        notes.append("PyTorch reference scan, one pass under torch.autograd.profiler at %s (%d op calls; the "
+        notes.append("PyTorch reference scan, %s, one pass under torch.autograd.profiler at %s (%d op calls; the "
                      "profiler slows the small ops, %.0f ms against the %.0f ms median): its GEMMs (aten::mm/addmm) "
                      "%.0f ms, %.0f GFLOP/s, %.0f%% of the median pass; the rest is the per-position loop's small "
                      "ops (busiest, self ms / calls: %s)"
-                     % (plural(t0), torch_prof["ops"], torch_prof["wall_ms"], ref_ms, g, gfl / (g * 1e6),
+                     % (model_label(descs["stack"]), plural(t0), torch_prof["ops"], torch_prof["wall_ms"], ref_ms, g,
+                        gfl / (g * 1e6),
                         100 * g / ref_ms, ", ".join("%s %.0f/%d" % (k, v, n) for k, v, n in torch_prof["top"])))
         sp, st = summary[t0].get("split"), summary[t0].get("stack.hwy")
         if sp and st:
             need = ref_ms / GOAL_VS_TORCH
-            notes.append("reach of the %.1fx goal at %s: it needs the Highway stack at <= %.0f ms a pass (it takes "
+            notes.append("reach of the %.1fx goal, %s, at %s: it needs the Highway stack at <= %.0f ms a pass (it "
+                         "takes "
                          "%.0f); its GEMMs alone take %.0f ms (%.0f GFLOP/s, %.0f%% of the FMA peak, at %.2f of the "
                          "dense layer's GEMM efficiency), its conv and scan %.0f ms, its norms %.0f ms; PyTorch's "
                          "GEMMs run at %.0f GFLOP/s"
-                         % (GOAL_VS_TORCH, plural(t0), need, st["med"], sp["gemm_ms"], sp["gemm_gflops"],
+                         % (GOAL_VS_TORCH, model_label(descs["stack"]), plural(t0), need, st["med"], sp["gemm_ms"],
+                            sp["gemm_gflops"],
                             100 * sp["gemm_gflops"] / max(peaks[t0]) if peaks[t0] else float("nan"),
                             sp["eff"] or float("nan"), sp["mixer_ms"] - sp["gemm_ms"], sp["norm"] * sp["pass_ms"],
                             gfl / (g * 1e6)))
     if not a.with_hf and hf_once.get(t0, {}).get("hf"):
         w = hf_once[t0]
-        notes.append("PyTorch, HF slow_forward (not in the rounds; --with-hf times it there): its one pass, the "
+        notes.append("PyTorch, HF slow_forward, %s (not in the rounds; --with-hf times it there): its one pass, the "
                      "check's first, at %s: %.0f ms, %.2fx the reference scan's first pass (%.0f ms) and %.2fx the "
                      "Highway stack's median; it materialises exp(delta A) and delta B u for every position "
                      "([1, d_inner, seq, d_state] each) before its loop"
-                     % (plural(t0), w["hf"], w["hf"] / w["ref"], w["ref"],
+                     % (model_label(descs["stack"]), plural(t0), w["hf"], w["hf"] / w["ref"], w["ref"],
                         w["hf"] / summary[t0]["stack.hwy"]["med"] if summary.get(t0, {}).get("stack.hwy") else
                         float("nan")))
     for t in threads:
@@ -1162,13 +1287,23 @@ def main(argv=None):
     if "stack" in descs:
         sd = descs["stack"]
         d, di, n, c, r = mamba_sizes(sd)
+        models = []
+        for kind in pkinds:
+            kd = descs[kind]
+            models.append("%s (%s%.2f GFLOP a pass; %s)" % (
+                model_label(kd), "its attention layers GPT-2-style: full causal attention, %d heads, d_ff %d, %s "
+                "FFN, pre-norm, biases, the model's RMS norms, no positional encoding; " % (
+                    kd["num_heads"], kd["d_ff"], kd["activation"]) if kind == "hybrid" else "",
+                prefill_flops(kd, S) * 1e-9, "%d timed pass%s, %s" % (
+                    passes_of(kind), "es" if passes_of(kind) > 1 else "",
+                    " and ".join(BACKENDS[b] for b in backends_of(kind)))))
         header.append(
-            "Prefill: a stack of %d mamba layers (mamba-130m's mixer: d_model %d, d_inner %d, d_state %d, d_conv %d, "
-            "dt_rank %d; RMS norms), float input [1, %d, %d], batch 1, fp32, make_weights' weights; %d rounds; tfm "
-            "`--bench %d --warmup 1` (median of the passes), PyTorch %d timed passes (after a warm-up at load); "
-            "rows: median over rounds (min: the best pass); GFLOP/s on the mixers' GEMM FLOPs (%.2f GFLOP a pass, "
-            "tfm's own --bench count), %% of the FMA peak; speed-ups: per-round PyTorch / tfm, median (min-based "
-            "in brackets)." % (a.layers, d, di, n, c, r, S, d, a.rounds, a.passes, a.passes, gfl * 1e-9))
+            "Prefill, mamba-130m's mixer in every mamba layer (d_model %d, d_inner %d, d_state %d, d_conv %d, "
+            "dt_rank %d; RMS norms), float input [1, %d, %d], batch 1, fp32, make_weights' weights: %s; %d rounds; "
+            "tfm `--bench P --warmup 1` (median of the passes), PyTorch P timed passes (after a warm-up at load); "
+            "rows: median over rounds (min: the best pass); GFLOP/s on tfm's own --bench count (the mixers' "
+            "GEMMs; an attention layer's linears, QK^T and PV), %% of the FMA peak; speed-ups: per-round PyTorch "
+            "/ tfm, median (min-based in brackets)." % (d, di, n, c, r, S, d, "; ".join(models), a.rounds))
         if torch_info:
             header.append("PyTorch %s (ATen CPU capability %s; BLAS %s, OpenBLAS kernels %s; OMP_WAIT_POLICY %s%s), "
                           "under torch.inference_mode()."
@@ -1178,14 +1313,15 @@ def main(argv=None):
                               torch_info["env"].get("OMP_WAIT_POLICY") or "unset",
                               ", --blas-dir " + a.blas_dir if a.blas_dir else ""))
     if lmaps:
-        header.append("Split (Highway; `perf record -e cpu-clock -F %d -g` of a separate `--bench %d --warmup 1` run a "
+        header.append("Split (Highway, %s; `perf record -e cpu-clock -F %d -g` of a separate `--bench %d --warmup 1` "
+                      "run a "
                       "round; each sample to the op of the generated lambda or kernel it ran in; an op's ms = the "
                       "timed run's median pass of the same round x its share of the forward pass's samples; "
                       "medians over rounds): the mixer = the layer less its norm; the dense layer: GPT-2-style, "
                       "d_model 768, 12 heads, d_ff 3072, causal, pre-norm, gelu_tanh, at seq %d, its QKV, "
                       "out-projection, FFN1 and FFN2 GEMMs (%.2f GFLOP); the mixer's GEMM efficiency / the dense "
                       "layer's is per round, median."
-                      % (PERF_FREQ, a.passes, S, dense_gemm_flops(descs["dense"], S) * 1e-9
+                      % (model_label(descs["stack"]), PERF_FREQ, passes_of("stack"), S, dense_gemm_flops(descs["dense"], S) * 1e-9
                          if "dense" in descs else 0))
     if "decode" in descs:
         wb, sb = step_bytes(descs["decode"])
@@ -1197,7 +1333,7 @@ def main(argv=None):
             % (descs["decode"]["num_layers"], a.vocab, a.new_tokens, steps, a.rounds, wb * 1e-6, sb * 1e-6,
                ", ".join("%s %.2f GB/s (%s)" % (plural(t), max(b), " ".join("%.1f" % x for x in b))
                          for t, b in bws.items() if b)))
-    pcols = ["thr", "what", "med ms", "min ms", "GEMM GF/s", "% FMA peak", "ref scan / it (goal >= %.1f)"
+    pcols = ["thr", "model", "what", "med ms", "min ms", "GF/s", "% FMA peak", "ref scan / it (goal >= %.1f)"
              % GOAL_VS_TORCH, "HF slow_forward / it"]
     scols = ["thr", "pass ms (timed run)", "mixers ms", "GEMM ms", "GEMM GF/s", "% FMA peak", "dense GEMM GF/s",
              "GEMM eff / dense (goal >= %.2f)" % GOAL_GEMM_EFF, "on CPU time (perf's cost in): GEMM / dense GF/s / eff",
@@ -1212,7 +1348,7 @@ def main(argv=None):
     md += ["# tfm benchmark: Mamba layers", "", "Written by `bench/mamba_bench.py` (see bench/README.md, "
            "\"Mamba layers\").", ""] + ["- " + h for h in header] + [""]
     text += ["", "\n".join(header), ""]
-    for title, cols, cells, left in (("Prefill, seq %d, %d mamba layers" % (S, a.layers), pcols, pcells, 2),
+    for title, cols, cells, left in (("Prefill, seq %d" % S, pcols, pcells, 3),
                                      ("Where a mixer's time goes (Highway, perf)", scols, scells, 1),
                                      ("Each op (Highway, perf; all layers, per pass)", gcols, gcells, 3),
                                      ("Cross-check: the dense FFN by difference (moe_bench.py's method)", xcols,
@@ -1258,7 +1394,9 @@ def main(argv=None):
                decode_bandwidth_before={"%d/t%d" % k: v for k, v in dec_bw.items() if v},
                summary={str(t): {(k if isinstance(k, str) else "%s_%s" % k): v for k, v in s.items()}
                         for t, s in summary.items()},
-               check=check, bitwise={"%s/t%d" % k: v for k, v in bitwise.items()})
+               check=checks, bitwise={"%s/%s/t%d" % k: v for k, v in bitwise.items()},
+               models={k: dict(label=model_label(descs[k]), layers=descs[k]["layers"],
+                               gflop=prefill_flops(descs[k], S) * 1e-9, passes=passes_of(k)) for k in pkinds})
     jpath = os.path.splitext(a.out)[0] + ".json"
     with open(jpath, "w") as fh:
         json.dump(res, fh, indent=1, sort_keys=True, default=str)
