@@ -138,10 +138,36 @@ void emitPacking(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
         "// (in_proj's Q, K, V) is packed segment by segment.\n"
         "// The weight of a GEMM with bf16 inputs (--compute=bf16) is packed\n"
         "// rounded to bfloat16. A panel element is a float, or (`element` 1\n"
-        "// and 2) the 16 bits of a bf16 or f16 value.\n"
+        "// and 2) the 16 bits of a bf16 or f16 value, or (`element` 3) an\n"
+        "// int8 value: then each panel's values are followed by a row of\n"
+        "// `width` scales per block of kInt8Block k's (the weight's values\n"
+        "// are the converted ones, each q x s: packed, q and s again).\n"
         "static void *packPanels(const float *src, int64_t k, int64_t "
         "rowOffset, int64_t rows, int64_t width, bool bf16, int element, "
         "void *out) {\n"
+        "  if (element == 3) {\n"
+        "    constexpr int64_t block = tfm::rt::kInt8Block;\n"
+        "    int8_t *q = static_cast<int8_t *>(out);\n"
+        "    for (int64_t p = 0; p < (rows + width - 1) / width; ++p) {\n"
+        "      float *scales = reinterpret_cast<float *>(q + k * width);\n"
+        "      for (int64_t j = 0; j < width; ++j) {\n"
+        "        const int64_t n = p * width + j;\n"
+        "        const float *row = src + (rowOffset + n) * k;\n"
+        "        for (int64_t k0 = 0; k0 < k; k0 += block) {\n"
+        "          const int64_t end = std::min(k, k0 + block);\n"
+        "          const float s = n < rows ? "
+        "tfm::rt::int8ScaleOfConverted(row + k0, end - k0) : 0.0f;\n"
+        "          scales[k0 / block * width + j] = s;\n"
+        "          for (int64_t kk = k0; kk < end; ++kk)\n"
+        "            q[kk * width + j] = n < rows ? "
+        "tfm::rt::int8Value(row[kk], s) : int8_t(0);\n"
+        "        }\n"
+        "      }\n"
+        "      q += k * width + (k + block - 1) / block * width * "
+        "int64_t(sizeof(float));\n"
+        "    }\n"
+        "    return q;\n"
+        "  }\n"
         "  float *f = static_cast<float *>(out);\n"
         "  uint16_t *h = static_cast<uint16_t *>(out);\n"
         "  for (int64_t p = 0; p < (rows + width - 1) / width; ++p)\n"
@@ -160,6 +186,13 @@ void emitPacking(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
         "  return element == 0 ? static_cast<void *>(f) : "
         "static_cast<void *>(h);\n"
         "}\n\n";
+  if (llvm::any_of(glue.packs, [](const PackSpec &p) {
+        return p.element == PackSpec::Element::I8;
+      }))
+    os << "// The packed sizes below count int8 panels' scales per block of "
+       << PackSpec::kInt8Block << ".\n"
+       << "static_assert(tfm::rt::kInt8Block == " << PackSpec::kInt8Block
+       << ", \"the runtime's int8 blocks are the compiler's\");\n\n";
   SmallVector<std::string> sizes;
   for (const PackSpec &p : glue.packs)
     sizes.push_back(std::to_string(p.maxFloats()));
@@ -180,6 +213,7 @@ void emitPacking(const ModelGlue &glue, MutableArrayRef<ParamOp> params,
        << (p.bf16 ? ", rounded to bf16" : "")
        << (p.element == PackSpec::Element::BF16  ? ", bf16 panels"
            : p.element == PackSpec::Element::F16 ? ", f16 panels"
+           : p.element == PackSpec::Element::I8  ? ", int8 panels"
                                                  : "")
        << "\n";
     os << "  {\n    void *dst = packed[" << j << "];\n";

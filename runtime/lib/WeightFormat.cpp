@@ -9,10 +9,6 @@
 
 namespace tfm::rt {
 
-namespace {
-constexpr int64_t kInt8Block = 32;
-} // namespace
-
 float roundToBFloat16(float x) {
   uint32_t bits;
   std::memcpy(&bits, &x, sizeof(bits));
@@ -66,6 +62,49 @@ uint16_t halfBits(float x) {
   return uint16_t(sign | uint16_t((exponent + 15) << 10) | uint16_t(mantissa));
 }
 
+float int8BlockScale(const float *x, int64_t n) {
+  float largest = 0.0f;
+  for (int64_t i = 0; i < n; ++i)
+    largest = std::max(largest, std::fabs(x[i]));
+  return largest / 127.0f;
+}
+
+int8_t int8Value(float x, float scale) {
+  float q = scale == 0.0f ? 0.0f : std::nearbyint(x / scale);
+  // An int8 holds +-127 at most: a block whose largest magnitude is
+  // subnormal has an inexact scale, and x / scale may round to 128; a NaN
+  // has no int8 value at all.
+  if (std::isnan(q))
+    return 0;
+  return int8_t(std::clamp(q, -127.0f, 127.0f));
+}
+
+float int8ScaleOfConverted(const float *converted, int64_t n) {
+  // The largest value is 127 s rounded, so max / 127 is s or within an ulp
+  // or two of it; the first candidate outward from there that gives every
+  // value back is the scale the values were made with, as far as they can
+  // tell.
+  const float first = int8BlockScale(converted, n);
+  if (first == 0.0f || !std::isfinite(first))
+    return first;
+  auto givesBack = [&](float scale) {
+    for (int64_t i = 0; i < n; ++i)
+      if (float(int8Value(converted[i], scale)) * scale != converted[i])
+        return false;
+    return true;
+  };
+  float below = first, above = first;
+  for (int step = 0; step <= 2; ++step) {
+    if (givesBack(below))
+      return below;
+    if (givesBack(above))
+      return above;
+    below = std::nextafter(below, 0.0f);
+    above = std::nextafter(above, INFINITY);
+  }
+  return first;
+}
+
 bool convertWeight(float *w, int64_t rows, int64_t cols, WeightFormat format,
                    size_t *at) {
   size_t n = size_t(rows) * size_t(cols);
@@ -91,13 +130,9 @@ bool convertWeight(float *w, int64_t rows, int64_t cols, WeightFormat format,
       for (int64_t c0 = 0; c0 < cols; c0 += kInt8Block) {
         float *block = w + r * cols + c0;
         int64_t width = std::min(kInt8Block, cols - c0);
-        float largest = 0.0f;
+        float scale = int8BlockScale(block, width);
         for (int64_t c = 0; c < width; ++c)
-          largest = std::max(largest, std::fabs(block[c]));
-        float scale = largest / 127.0f;
-        for (int64_t c = 0; c < width; ++c)
-          block[c] =
-              scale == 0.0f ? 0.0f : std::nearbyint(block[c] / scale) * scale;
+          block[c] = float(int8Value(block[c], scale)) * scale;
       }
     return true;
   }

@@ -7,7 +7,9 @@
 
 #include "KernelTestSupport.h"
 #include "tfm/runtime/HalfFloat.h"
+#include "tfm/runtime/Model.h"
 
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
@@ -205,6 +207,43 @@ template <size_t kCols> void checkBf16Inputs(size_t depth, size_t cols) {
     }
 }
 
+/// C from the narrow panel (16-bit or int8 values) at `narrow`, followed
+/// by the panel a prefetching tile is told comes next at `next` (`lines`
+/// 64-byte lines of it for an L2 prefetch), equals bit for bit C from the
+/// f32 panel `wide` of the values it holds, for every row count and
+/// prefetch.
+template <size_t kMaxRows, size_t kCols, typename PanelT>
+void expectSameAsWidePanel(const std::vector<float> &a, size_t lda,
+                           const PanelT *narrow, const PanelT *next,
+                           size_t lines, const float *wide, size_t depth,
+                           size_t cols) {
+  for (int prefetch : {0, 1, 2})
+    for (size_t rows = 1; rows <= kMaxRows; ++rows) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + " prefetch " +
+                   std::to_string(prefetch));
+      std::vector<float> got(rows * cols, kSentinel), want(rows * cols, 0.0f);
+      k::GemmTileRows<kMaxRows, kCols>(
+          rows, a.data(), lda, narrow, depth, nullptr, got.data(), cols, cols,
+          prefetch == 1 ? next : nullptr, prefetch == 2 ? next : nullptr,
+          prefetch == 2 ? lines : 0);
+      k::GemmTileRows<kMaxRows, kCols>(rows, a.data(), lda, wide, depth,
+                                       nullptr, want.data(), cols, cols);
+      for (size_t i = 0; i < rows * cols; ++i)
+        ASSERT_TRUE(sameBits(got[i], want[i]))
+            << "C[" << i / cols << "][" << i % cols << "] " << got[i]
+            << " != " << want[i];
+      if (prefetch == 2) {
+        // As generated code calls it: a literal nullptr for the L1
+        // prefetch beside an L2 one.
+        std::vector<float> again(rows * cols, kSentinel);
+        k::GemmTileRows<kMaxRows, kCols>(rows, a.data(), lda, narrow, depth,
+                                         nullptr, again.data(), cols, cols,
+                                         nullptr, next, lines);
+        EXPECT_EQ(again, got);
+      }
+    }
+}
+
 /// A 16-bit panel (bf16 or f16 values) gives, bit for bit, what the f32
 /// panel of the same values gives, for every row count and prefetch.
 template <size_t kCols, typename PanelT>
@@ -246,32 +285,9 @@ void check16BitPanel(size_t depth, size_t cols, const char *what) {
     }
   }
   const size_t lines = depth * kCols * sizeof(PanelT) / 64;
-  for (int prefetch : {0, 1, 2})
-    for (size_t rows = 1; rows <= maxRows; ++rows) {
-      SCOPED_TRACE("rows " + std::to_string(rows) + " prefetch " +
-                   std::to_string(prefetch));
-      std::vector<float> got(rows * cols, kSentinel), want(rows * cols, 0.0f);
-      const PanelT *next = narrow.get() + depth * kCols;
-      k::GemmTileRows<maxRows, kCols>(
-          rows, a.data(), lda, narrow.get(), depth, nullptr, got.data(), cols,
-          cols, prefetch == 1 ? next : nullptr, prefetch == 2 ? next : nullptr,
-          prefetch == 2 ? lines : 0);
-      k::GemmTileRows<maxRows, kCols>(rows, a.data(), lda, wide.get(), depth,
-                                      nullptr, want.data(), cols, cols);
-      for (size_t i = 0; i < rows * cols; ++i)
-        ASSERT_TRUE(sameBits(got[i], want[i]))
-            << "C[" << i / cols << "][" << i % cols << "] " << got[i]
-            << " != " << want[i];
-      if (prefetch == 2) {
-        // As generated code calls it: a literal nullptr for the L1
-        // prefetch beside an L2 one.
-        std::vector<float> again(rows * cols, kSentinel);
-        k::GemmTileRows<maxRows, kCols>(rows, a.data(), lda, narrow.get(),
-                                        depth, nullptr, again.data(), cols,
-                                        cols, nullptr, next, lines);
-        EXPECT_EQ(again, got);
-      }
-    }
+  expectSameAsWidePanel<maxRows, kCols>(a, lda, narrow.get(),
+                                        narrow.get() + depth * kCols, lines,
+                                        wide.get(), depth, cols);
 }
 
 TEST_P(GemmTileRowsTest, SixteenBitPanelsWidenExactly) {
@@ -284,6 +300,63 @@ TEST_P(GemmTileRowsTest, SixteenBitPanelsWidenExactly) {
     check16BitPanel<4 * kLanes, hwy::bfloat16_t>(depth, cols, "bf16");
     check16BitPanel<4 * kLanes, hwy::float16_t>(depth, cols, "f16");
   }
+}
+
+/// An int8 panel (values, then a row of scales per block of kInt8Block
+/// k's) gives, bit for bit, what the f32 panel of its values (each q * s,
+/// computed here) gives, for every row count and prefetch.
+template <size_t kCols> void checkInt8Panel(size_t depth, size_t cols) {
+  SCOPED_TRACE("int8 panel, target " + targetName() + " width " +
+               std::to_string(kCols) + " k " + std::to_string(depth) +
+               " cols " + std::to_string(cols));
+  std::mt19937 rng(4000 + depth * 37 + cols + kCols);
+  constexpr size_t maxRows = 16;
+  constexpr size_t block = size_t(tfm::rt::kInt8Block);
+  const size_t lda = depth + 3;
+  std::vector<float> a(maxRows * lda, kNaN);
+  for (size_t r = 0; r < maxRows; ++r)
+    fillUniform(rng, a.data() + r * lda, depth);
+  const size_t blocks = (depth + block - 1) / block;
+  const size_t panelBytes = depth * kCols + blocks * kCols * sizeof(float);
+  // Two panels: the second is the one a prefetching tile is told follows.
+  auto narrow = hwy::AllocateAligned<int8_t>(2 * panelBytes);
+  auto wide = hwy::AllocateAligned<float>(depth * kCols);
+  ASSERT_TRUE(narrow && wide);
+  std::vector<float> scales(blocks * kCols);
+  for (size_t i = 0; i < scales.size(); ++i) {
+    // Scales of magnitudes around 1/127 and far from it, and zeros (a
+    // block of zeros, or a padding column).
+    scales[i] = std::ldexp(std::uniform_real_distribution<float>(1, 2)(rng),
+                           int(rng() % 40) - 27);
+    if (i % 9 == 4 || i % kCols >= cols)
+      scales[i] = 0.0f;
+  }
+  for (size_t copy = 0; copy < 2; ++copy) {
+    int8_t *values = narrow.get() + copy * panelBytes;
+    for (size_t kk = 0; kk < depth; ++kk)
+      for (size_t j = 0; j < kCols; ++j) {
+        int q = int(rng() % 255) - 127; // -127 .. 127
+        if (kk % 13 == 2)
+          q = kk % 2 ? 127 : -127;
+        values[kk * kCols + j] = int8_t(q);
+        if (copy == 0)
+          wide[kk * kCols + j] = float(q) * scales[kk / block * kCols + j];
+      }
+    std::memcpy(values + depth * kCols, scales.data(),
+                scales.size() * sizeof(float));
+  }
+  expectSameAsWidePanel<maxRows, kCols>(
+      a, lda, narrow.get(), narrow.get() + panelBytes, panelBytes / 64,
+      wide.get(), depth, cols);
+}
+
+TEST_P(GemmTileRowsTest, Int8PanelsScaleExactly) {
+  const size_t depth = GetParam().k, cols = GetParam().cols;
+  constexpr size_t kLanes = hn::MaxLanes(hn::ScalableTag<float>());
+  if (cols <= 2 * kLanes)
+    checkInt8Panel<2 * kLanes>(depth, cols);
+  else
+    checkInt8Panel<4 * kLanes>(depth, cols);
 }
 
 TEST_P(GemmTileRowsTest, Bf16InputsRoundTheRowsTheyRead) {

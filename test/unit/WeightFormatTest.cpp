@@ -179,6 +179,53 @@ TEST(WeightFormat, Int8BlocksOf32ColumnsOfEachRow) {
   EXPECT_EQ(w[2 * cols + 2], -4.0f * s);
 }
 
+TEST(WeightFormat, Int8ValuesAreHeldToAnInt8) {
+  // A block whose largest magnitude is subnormal: its scale (largest / 127)
+  // is inexact, and the largest value over it can round past 127.
+  float largest = 0.0f;
+  float scale = 0.0f;
+  bool pastRange = false;
+  for (uint32_t bits = 1; bits < 0x00800000u && !pastRange; ++bits) {
+    largest = fromBits(bits);
+    scale = int8BlockScale(&largest, 1);
+    pastRange = scale > 0.0f && std::nearbyint(largest / scale) > 127.0f;
+  }
+  ASSERT_TRUE(pastRange) << "no subnormal maximum rounds past 127 here";
+  EXPECT_EQ(int8Value(largest, scale), 127);
+  EXPECT_EQ(int8Value(-largest, scale), -127);
+  // The rule on ordinary values, a zero scale and a NaN.
+  const float block[] = {1.0f, -0.5f, 0.25f};
+  EXPECT_EQ(int8BlockScale(block, 3), 1.0f / 127.0f);
+  EXPECT_EQ(int8Value(-0.5f, 1.0f / 127.0f), -64); // 63.5 to even
+  EXPECT_EQ(int8Value(3.0f, 0.0f), 0);
+  EXPECT_EQ(int8Value(NAN, 1.0f), 0);
+}
+
+TEST(WeightFormat, Int8PackingFindsTheScaleAgain) {
+  // Blocks converted by the load's rule, then taken apart as an int8
+  // panel's packing does: the scale found and the q's it gives multiply
+  // back to every converted value, bit for bit. Magnitudes from subnormal
+  // to large, blocks of 1 to 32 values, some with zeros.
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 20000; ++trial) {
+    const int64_t n = 1 + int64_t(rng() % 32);
+    std::vector<float> w(n);
+    const int exponent = int(rng() % 200) - 140;
+    for (float &v : w) {
+      v = std::ldexp(std::uniform_real_distribution<float>(-1, 1)(rng),
+                     exponent);
+      if (rng() % 7 == 0)
+        v = 0.0f;
+    }
+    size_t at = 0;
+    ASSERT_TRUE(convertWeight(w.data(), 1, n, WeightFormat::Int8, &at));
+    const float scale = int8ScaleOfConverted(w.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(float(int8Value(w[i], scale)) * scale, w[i])
+          << "trial " << trial << " value " << i << " scale " << scale;
+  }
+}
+
 TEST(WeightFormat, Float16OverflowStopsAtTheValue) {
   std::vector<float> w = {1.0f, 2.0f, 70000.0f, 3.0f};
   size_t at = 99;

@@ -56,7 +56,14 @@ void FunctionEmitter::emitMatmul(
      << forVectorBits([](RegisterTile t) { return t.rows; }) << ";\n";
   os << "constexpr int64_t panelCols = "
      << forVectorBits([](RegisterTile t) { return t.cols; }) << ";\n";
-  os << "constexpr int64_t panelFloats = panelCols * " << k << ";\n";
+  // Elements of the panel type from one panel to the next: an int8 panel's
+  // values are followed by its scales (PackSpec::panelBytes).
+  if (element == PackSpec::Element::I8)
+    os << "constexpr int64_t panelStride = panelCols * " << k << " + (" << k
+       << " + tfm::rt::kInt8Block - 1) / tfm::rt::kInt8Block * panelCols * "
+       << "int64_t(sizeof(float));\n";
+  else
+    os << "constexpr int64_t panelStride = panelCols * " << k << ";\n";
   os << "constexpr int64_t perSegment = (" << segmentRows
      << " + panelCols - 1) / panelCols;\n";
   os << "constexpr int64_t panels = " << segments << " * perSegment;\n";
@@ -103,27 +110,34 @@ void FunctionEmitter::emitMatmul(
   std::string biasArg = "nullptr";
   if (!bias.empty())
     biasArg = bias + " + col";
-  // 16-bit panels: the same offsets in elements of half the size.
+  // 16-bit and 8-bit panels: the same offsets in elements of their size.
   const char *panelType = element == PackSpec::Element::BF16 ? "hwy::bfloat16_t"
                           : element == PackSpec::Element::F16 ? "hwy::float16_t"
+                          : element == PackSpec::Element::I8  ? "int8_t"
                                                               : "float";
   std::string panels = element == PackSpec::Element::F32
                            ? packedW
                            : "reinterpret_cast<const " +
                                  std::string(panelType) + " *>(" + packedW +
                                  ")";
-  if (element != PackSpec::Element::F32)
+  if (element == PackSpec::Element::I8)
+    os << "// The weight's panels hold int8 values (a quarter of the bytes), "
+          "each block of\n// tfm::rt::kInt8Block k's with one scale a column "
+          "after "
+          "the panel's values: the tiles\n// widen and scale them to f32 as "
+          "they read them.\n";
+  else if (element != PackSpec::Element::F32)
     os << "// The weight's panels hold " << panelType
        << " values (half the bytes), widened to f32 as the tiles read "
           "them.\n";
   std::string panelAt = panels + " + (" + num(firstSegment) +
-                        " * perSegment + panel) * panelFloats";
+                        " * perSegment + panel) * panelStride";
   // Panel by panel, what the tiles prefetch of the next panel (the thread's
   // next tasks read it: each thread runs a contiguous range of tasks, but
   // for those it takes from a held-back thread).
   GemmPrefetch prefetch =
       inBlocks ? GemmPrefetch::None : tilingAttr.getPrefetch();
-  std::string nextPanel = panelAt + " + panelFloats";
+  std::string nextPanel = panelAt + " + panelStride";
   std::string prefetchArgs;
   if (prefetch == GemmPrefetch::L1) {
     os << "// The last row block prefetches the next panel into L1.\n";
@@ -135,13 +149,16 @@ void FunctionEmitter::emitMatmul(
   } else if (prefetch == GemmPrefetch::L2) {
     os << "// Each row block prefetches its share of the next panel's lines "
           "into L2.\n";
-    os << "constexpr int64_t lines = panelFloats * int64_t(sizeof(" << panelType
+    os << "constexpr int64_t lines = panelStride * int64_t(sizeof(" << panelType
        << ")) / 64;\n";
     os << "const int64_t share = (lines + rowBlocks - 1) / rowBlocks, "
           "firstLine = rowBlock * share;\n";
     os << "const bool hasNext = panel + 1 < panels && firstLine < lines;\n";
     os << "const " << panelType << " *l2At = hasNext ? " << nextPanel
-       << " + firstLine * " << (element == PackSpec::Element::F32 ? 16 : 32)
+       << " + firstLine * "
+       << (element == PackSpec::Element::F32  ? 16
+           : element == PackSpec::Element::I8 ? 64
+                                              : 32)
        << " : nullptr;\n";
     os << "const int64_t l2Lines = hasNext ? std::min<int64_t>(share, lines - "
           "firstLine) : 0;\n";
@@ -197,14 +214,16 @@ void FunctionEmitter::emitMatmul(
 namespace {
 /// What `op`'s weight panels hold: the 16 bits of each value when they are
 /// bf16 values (--compute=bf16 rounds them so, whatever their format) or
-/// f16 ones (its weight_format), else floats (an int8 weight's values are
-/// not 16-bit values).
+/// f16 ones (its weight_format), int8 values and their blocks' scales for
+/// an int8 weight, else floats.
 template <typename GemmOp> PackSpec::Element panelElement(GemmOp op) {
   std::optional<WeightFormat> format = op.getWeightFormat();
   if (op.getBf16Inputs() || format == WeightFormat::BF16)
     return PackSpec::Element::BF16;
   if (format == WeightFormat::F16)
     return PackSpec::Element::F16;
+  if (format == WeightFormat::Int8)
+    return PackSpec::Element::I8;
   return PackSpec::Element::F32;
 }
 

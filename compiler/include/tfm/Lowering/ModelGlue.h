@@ -38,17 +38,33 @@ struct PackSpec {
   bool bf16 = false;
   /// What a panel element is: a float, or the 16 bits of a bf16 or f16
   /// value (a weight whose values that format holds exactly: its
-  /// `weight_format`), half the bytes.
-  enum class Element { F32, BF16, F16 };
+  /// `weight_format`), half the bytes; or (an int8 weight) an 8-bit value
+  /// of a block of 32 k's that shares one scale per column: a quarter of
+  /// the bytes and, after the panel's values, its scales as floats.
+  enum class Element { F32, BF16, F16, I8 };
   Element element = Element::F32;
 
-  /// Elements per float of the packed tensor (which the runtime sizes and
-  /// aligns in floats).
-  int64_t perFloat() const { return element == Element::F32 ? 1 : 2; }
+  /// The k's that share an int8 scale (contract section 10).
+  static constexpr int64_t kInt8Block = 32;
+
+  /// The bytes of one panel of `cols` columns.
+  int64_t panelBytes(int64_t cols) const {
+    switch (element) {
+    case Element::F32:
+      return cols * k * 4;
+    case Element::BF16:
+    case Element::F16:
+      return cols * k * 2;
+    case Element::I8:
+      return cols * k + (k + kInt8Block - 1) / kInt8Block * cols * 4;
+    }
+    return cols * k * 4;
+  }
 
   int64_t floats(int64_t cols) const {
-    int64_t elements = segments * ((segmentRows + cols - 1) / cols) * cols * k;
-    return (elements + perFloat() - 1) / perFloat();
+    int64_t bytes =
+        segments * ((segmentRows + cols - 1) / cols) * panelBytes(cols);
+    return (bytes + 3) / 4;
   }
   /// The floats of the widest layout: room for whichever target packs.
   int64_t maxFloats() const {

@@ -38,6 +38,9 @@ enum class WeightFormat : uint8_t {
   Int8, // blocks of 32 columns of a row: q = rint(w / s), s = max|w| / 127
 };
 
+/// The columns of a row that share one int8 scale (WeightFormat::Int8).
+constexpr int64_t kInt8Block = 32;
+
 struct ParamInfo {
   const char *name;  // state_dict name, e.g. "layers.0.linear1.weight"
   const char *alias; // another name a weights file may use instead, or null

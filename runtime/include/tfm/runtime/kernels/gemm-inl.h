@@ -16,9 +16,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
+#include "tfm/runtime/Model.h"
 #include "tfm/runtime/kernels/vector-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -97,6 +99,32 @@ HWY_INLINE void GemmStep(D d, V (&acc)[kRows][kVecs],
   }
 }
 
+/// One k step of a tile whose panel holds int8 values: each widened to f32
+/// and multiplied by its column's scale (`scale`, the k step's block's),
+/// the value the weight keeps (tfm::rt::int8Value's times the scale,
+/// rounded alike), then as GemmStep.
+template <size_t kRows, size_t kVecs, class D, class V>
+HWY_INLINE void GemmStepInt8(D d, V (&acc)[kRows][kVecs],
+                             const float *const (&rows)[kRows],
+                             const int8_t *HWY_RESTRICT panel,
+                             const V (&scale)[kVecs], size_t kk) {
+  constexpr size_t kLanes = hn::MaxLanes(d);
+  constexpr size_t kCols = kVecs * kLanes;
+  const hn::Rebind<int8_t, D> d8;
+  const hn::Rebind<int32_t, D> d32;
+  V b[kVecs];
+  for (size_t v = 0; v < kVecs; ++v)
+    b[v] = hn::Mul(
+        hn::ConvertTo(d, hn::PromoteTo(d32, hn::LoadU(d8, panel + kk * kCols +
+                                                              v * kLanes))),
+        scale[v]);
+  for (size_t r = 0; r < kRows; ++r) {
+    const V ar = hn::Set(d, rows[r][kk]);
+    for (size_t v = 0; v < kVecs; ++v)
+      acc[r][v] = hn::MulAdd(ar, b[v], acc[r][v]);
+  }
+}
+
 /// The k steps [kBegin, kEnd) of a tile, four a loop iteration (the loop's
 /// own counter and branch spread over four steps' FMAs).
 template <size_t kRows, size_t kVecs, class D, class V, typename PanelT>
@@ -131,7 +159,10 @@ GemmSteps(D d, V (&acc)[kRows][kVecs], const float *const (&rows)[kRows],
 /// the tile's rows are rounded into a buffer in L1, then multiplied.
 ///
 /// The panel's elements are floats, or 16-bit values (PanelT bfloat16_t or
-/// float16_t) widened as they are loaded.
+/// float16_t) widened as they are loaded, or int8 values (PanelT int8_t)
+/// widened and multiplied by their block's scale: a panel of int8 values
+/// holds, after its k x kCols values, one row of kCols float scales per
+/// block of kInt8Block k's (the last block may be shorter).
 template <size_t kRows, size_t kCols, GemmPrefetch kPrefetch, bool kBf16Inputs,
           typename PanelT>
 HWY_NOINLINE void
@@ -150,7 +181,43 @@ GemmTile(const float *HWY_RESTRICT a, size_t lda,
     for (size_t v = 0; v < kVecs; ++v)
       acc[r][v] = hn::Zero(d);
   const float *rows[kRows];
-  if constexpr (kBf16Inputs) {
+  if constexpr (std::is_same_v<PanelT, int8_t>) {
+    // Blocks of kInt8Block k's: the block's scales (after the panel's k x
+    // kCols values, a row of kCols per block) in registers, then its steps;
+    // the prefetches at the same pace, block by block.
+    static_assert(!kBf16Inputs, "bf16 inputs read bf16 panels");
+    constexpr size_t kBlock = size_t(kInt8Block);
+    for (size_t r = 0; r < kRows; ++r)
+      rows[r] = a + r * lda;
+    const float *scales = reinterpret_cast<const float *>(panel + k * kCols);
+    const char *lines = reinterpret_cast<const char *>(prefetchAt);
+    for (size_t k0 = 0; k0 < k; k0 += kBlock) {
+      const size_t end = HWY_MIN(k, k0 + kBlock);
+      V scale[kVecs];
+      for (size_t v = 0; v < kVecs; ++v)
+        scale[v] = hn::LoadU(d, scales + k0 / kBlock * kCols + v * kLanes);
+      if constexpr (kPrefetch == GemmPrefetch::kL1) {
+        for (size_t at = k0 * kCols; at < end * kCols; at += 64)
+          hwy::Prefetch(prefetchAt + at);
+        const char *nextScales = reinterpret_cast<const char *>(
+            prefetchAt + k * kCols + k0 / kBlock * kCols * sizeof(float));
+        for (size_t at = 0; at < kCols * sizeof(float); at += 64)
+          hwy::Prefetch(nextScales + at);
+      } else if constexpr (kPrefetch == GemmPrefetch::kL2) {
+        for (size_t line = k0 * l2Lines / k; line < end * l2Lines / k; ++line)
+          __builtin_prefetch(lines + line * 64, 0, 2);
+      }
+      size_t kk = k0;
+      for (; kk + 4 <= end; kk += 4) {
+        GemmStepInt8(d, acc, rows, panel, scale, kk);
+        GemmStepInt8(d, acc, rows, panel, scale, kk + 1);
+        GemmStepInt8(d, acc, rows, panel, scale, kk + 2);
+        GemmStepInt8(d, acc, rows, panel, scale, kk + 3);
+      }
+      for (; kk < end; ++kk)
+        GemmStepInt8(d, acc, rows, panel, scale, kk);
+    }
+  } else if constexpr (kBf16Inputs) {
     constexpr size_t kChunk = 256;
     HWY_ALIGN float rounded[kRows * kChunk];
     for (size_t r = 0; r < kRows; ++r)
