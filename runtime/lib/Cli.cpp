@@ -289,7 +289,9 @@ void printHelp(const char *program, const ModelInfo &model) {
       "printing a summary\n"
       "  --threads N        worker threads, including the main one "
       "(default 1)\n"
-      "  --bench N          time N forward passes; the last line is\n"
+      "  --bench N          time N forward passes; a line before the last "
+      "says the weights'\n"
+      "                     format and bytes; the last line is\n"
       "                     bench: median_ms=... min_ms=... gflops=... "
       "runs=N threads=T\n"
       "  --warmup N         untimed passes before timing (default 2 with "
@@ -367,6 +369,40 @@ void printSummary(const float *data, const OutputShape &shape) {
     hash = (hash ^ bytes[i]) * 0x100000001b3ull;
   std::printf("checksum: sum=%.9g abs_sum=%.9g fnv1a=%016" PRIx64 "\n", sum,
               absSum, hash);
+}
+
+/// What --bench says of the weights before its line: the format the GEMM
+/// weights are kept in and the bytes the model holds, its f32 tensors (as
+/// loaded or converted) and its packed GEMM panels.
+void printWeightsSummary(const ModelInfo &model) {
+  bool formats[4] = {};
+  double values = 0, gemmValues = 0, packedBytes = 0;
+  for (size_t i = 0; i < model.numParams; ++i) {
+    const ParamInfo &p = model.params[i];
+    double elements = 1;
+    for (int d = 0; d < p.rank; ++d)
+      elements *= double(p.shape[d]);
+    values += elements;
+    if (p.format != WeightFormat::F32) {
+      formats[int(p.format)] = true;
+      gemmValues += elements;
+    }
+  }
+  for (size_t j = 0; j < model.numPacked; ++j)
+    packedBytes += double((model.packedFloats[j] + 15) / 16 * 16) * 4;
+  static const char *const names[] = {"f32", "bf16", "f16", "int8"};
+  std::string kept;
+  for (int f = 1; f < 4; ++f)
+    if (formats[f])
+      kept += std::string(kept.empty() ? "" : "+") + names[f];
+  std::printf("weights: %.2fM values held as f32 (%.2f MB); ", values * 1e-6,
+              values * 4e-6);
+  if (kept.empty())
+    std::printf("GEMM weights f32");
+  else
+    std::printf("%.2fM GEMM weight values kept as %s", gemmValues * 1e-6,
+                kept.c_str());
+  std::printf(", packed into %.2f MB of panels\n", packedBytes * 1e-6);
 }
 
 double median(std::vector<double> values) {
@@ -586,6 +622,7 @@ int runModelMain(const ModelInfo &model, int argc, char **argv) {
   }
 
   if (options.bench > 0) {
+    printWeightsSummary(model);
     double medianSeconds = median(times);
     double fastest = *std::min_element(times.begin(), times.end());
     double flops = model.matmulFlops ? model.matmulFlops(views.data()) : 0.0;
