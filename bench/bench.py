@@ -426,10 +426,13 @@ def fma_peak(exe, threads, trials, isa=None, who="bench"):
     return float(kv["gflops"]), kv.get("isa", "?")
 
 
-def baseline_env(threads, omp_wait_policy=None):
+def baseline_env(threads, omp_wait_policy=None, blas_dir=None):
     """The environment of the baseline runs: OpenBLAS free to use AVX-512
-    (OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset) and bounded to `threads`."""
+    (OPENBLAS_CORETYPE/OPENBLAS_L2_SIZE unset) and bounded to `threads`;
+    `blas_dir` (a folder with a libblas.so.3) goes ahead of the system's."""
     env = dict(os.environ)
+    if blas_dir:
+        env["LD_LIBRARY_PATH"] = os.pathsep.join(filter(None, [blas_dir, env.get("LD_LIBRARY_PATH")]))
     env.pop("OPENBLAS_CORETYPE", None)
     env.pop("OPENBLAS_L2_SIZE", None)
     env["OPENBLAS_NUM_THREADS"] = str(threads)
@@ -519,12 +522,12 @@ class TorchWorker:
     """A torch worker process (torch_worker.py, or decode_worker.py: the same
     protocol) with `threads` threads, in the baselines' environment."""
 
-    def __init__(self, threads, omp_wait_policy, script="torch_worker.py"):
+    def __init__(self, threads, omp_wait_policy, script="torch_worker.py", blas_dir=None):
         self.threads = threads
         self.proc = subprocess.Popen(
             ["/usr/bin/python3", os.path.join(HERE, script), str(threads)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-            env=baseline_env(threads, omp_wait_policy))
+            env=baseline_env(threads, omp_wait_policy, blas_dir))
 
     def call(self, **req):
         self.proc.stdin.write(json.dumps(req) + "\n")
@@ -773,7 +776,7 @@ class Bench:
         tools += ["torch", "onednn"]
         self.tools = tools
         log("bench: starting the torch workers")
-        self.workers = {t: TorchWorker(t, self.omp_wait_policy) for t in a.threads}
+        self.workers = {t: TorchWorker(t, self.omp_wait_policy, blas_dir=a.blas_dir) for t in a.threads}
         self.torch_info = {}
         self.torch_models = {}  # workload -> what the worker built (class, mask)
         try:
@@ -1381,6 +1384,11 @@ def main(argv=None):
     p.add_argument("--no-decode", action="store_true", help="leave out the decode benchmark")
     p.add_argument("--decode-runs", type=int, help="decode: runs per row (default 5, quick 2)")
     p.add_argument("--decode-steps", type=int, default=16, help="decode: timed steps per run (default 16)")
+    p.add_argument("--weight-dtypes", default="f32,bf16,int8",
+                   help="decode: tfm's --weight-dtype formats measured side by side (comma-separated, "
+                        "of f32, bf16, f16, int8; default f32,bf16,int8)")
+    p.add_argument("--blas-dir", help="a folder with a libblas.so.3 (e.g. OpenBLAS's openblas-pthread/) that the "
+                        "PyTorch workers load ahead of the system's (LD_LIBRARY_PATH)")
     p.add_argument("--backends", default=",".join(BACKENDS),
                    help="tfm backends to try (those that do not compile are reported and skipped)")
     p.add_argument("--rounds", type=int, help="timed rounds after the calibration round (default 3, quick 1)")
@@ -1441,6 +1449,11 @@ def main(argv=None):
         a.decode_runs = 2 if a.quick else 5
     if a.decode_runs < 1 or a.decode_steps < 1:
         p.error("--decode-runs and --decode-steps: positive integers")
+    a.weight_dtypes = [w.strip() for w in a.weight_dtypes.split(",") if w.strip()]
+    if not a.weight_dtypes or any(w not in ("f32", "bf16", "f16", "int8") for w in a.weight_dtypes):
+        p.error("--weight-dtypes: a comma-separated list of f32, bf16, f16, int8")
+    if len(set(a.weight_dtypes)) != len(a.weight_dtypes):
+        p.error("--weight-dtypes: each format once")
     a.backends = [b for b in a.backends.split(",") if b]
     if a.rounds is None:
         a.rounds = 1 if a.quick else 3
