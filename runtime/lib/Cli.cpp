@@ -389,7 +389,7 @@ void printWeightsSummary(const ModelInfo &model) {
     }
   }
   for (size_t j = 0; j < model.numPacked; ++j)
-    packedBytes += double((model.packedFloats[j] + 15) / 16 * 16) * 4;
+    packedBytes += double(floatsTo64Bytes(model.packedFloats[j])) * 4;
   static const char *const names[] = {"f32", "bf16", "f16", "int8"};
   std::string kept;
   for (int f = 1; f < 4; ++f)

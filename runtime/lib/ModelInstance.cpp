@@ -19,7 +19,7 @@ bool ModelInstance::packWeights(std::string &error) {
   size_t floats = 0;
   for (size_t j = 0; j < info.numPacked; ++j) {
     offsets.push_back(floats);
-    floats += (info.packedFloats[j] + 15) / 16 * 16;
+    floats += floatsTo64Bytes(info.packedFloats[j]);
   }
   if (!packed.allocate(floats * sizeof(float))) {
     error = "out of memory allocating " + std::to_string(floats * 4) +
@@ -38,7 +38,7 @@ bool ModelInstance::allocateCaches(std::string &error) {
   const ModelInfo &info = *model;
   size_t floats = 0;
   for (size_t i = 0; i < info.numCaches; ++i)
-    floats += (info.cacheFloats[i] + 15) / 16 * 16;
+    floats += floatsTo64Bytes(info.cacheFloats[i]);
   if (floats == 0)
     return true;
   if (!cacheBlock.allocate(floats * sizeof(float))) {
@@ -51,7 +51,7 @@ bool ModelInstance::allocateCaches(std::string &error) {
   std::fill(next, next + floats, 0.0f);
   for (size_t i = 0; i < info.numCaches; ++i) {
     caches.push_back(next);
-    next += (info.cacheFloats[i] + 15) / 16 * 16;
+    next += floatsTo64Bytes(info.cacheFloats[i]);
   }
   return true;
 }

@@ -41,6 +41,12 @@ enum class WeightFormat : uint8_t {
 /// The columns of a row that share one int8 scale (WeightFormat::Int8).
 constexpr int64_t kInt8Block = 32;
 
+/// The floats a tensor of `floats` takes in a block where each tensor
+/// starts on a 64-byte boundary (the packed weights, the caches).
+constexpr size_t floatsTo64Bytes(size_t floats) {
+  return (floats + 15) / 16 * 16;
+}
+
 struct ParamInfo {
   const char *name;  // state_dict name, e.g. "layers.0.linear1.weight"
   const char *alias; // another name a weights file may use instead, or null
