@@ -420,7 +420,8 @@ def main():
             w.close()
     load[1] = loadavg()
 
-    weight_bytes, kv_per_pos = decode.step_bytes(DESC)
+    sizes = decode.step_bytes(DESC)
+    weight_bytes, kv_per_pos = sizes["weight_bytes"], sizes["kv_bytes_per_position"]
     rows = []
     for p, t in configs:
         row = dict(ctx=p, threads=t, tfm=None, hf=None)

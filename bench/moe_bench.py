@@ -199,7 +199,8 @@ def moe_step_bytes(desc):
     counts linear1/linear2 and their biases once a layer), and for an MoE
     FFN its router [E, d] and top_k experts' linears and biases a layer
     instead of one."""
-    w, kv = decode.step_bytes(desc)
+    sizes = decode.step_bytes(desc)
+    w, kv = sizes["weight_bytes"], sizes["kv_bytes_per_position"]
     ffn = desc.get("ffn", {"kind": "dense"})
     if ffn["kind"] == "moe":
         d, f = desc["d_model"], desc["d_ff"]
