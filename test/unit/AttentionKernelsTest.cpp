@@ -134,7 +134,7 @@ void runBlockedAttention(QueryRows &qr, size_t rows, const KeysValues &kv,
       const int64_t n = std::min<int64_t>(kKeyBlock, end - j0);
       if (mask && padding.asEmitted && k::AllEqual(mask + j0, size_t(n), 0.0f))
         continue; // every key of the block is padding
-      k::TransposedKeyScoresRows<kRows, kKeyBlock>(qs, kv.kt.data() + j0,
+      k::TransposedKeyScoresRows<kRows, kKeyBlock>(rows, qs, kv.kt.data() + j0,
                                                    kv.ldk, n, kv.dk, scale, s);
       size_t blockFirst[kRows], blockKeys[kRows];
       for (size_t r = 0; r < rows; ++r) {

@@ -737,7 +737,7 @@ FunctionEmitter::emitAttentionCore(AttentionOp op, const Heads &qh,
       os << "if (padding && k::AllEqual(padding + j0, size_t(n), 0.0f))\n";
       os << "  continue; // every key of the block is padding\n";
     }
-    os << "k::TransposedKeyScoresRows<queryRows, keyBlock>(qs, "
+    os << "k::TransposedKeyScoresRows<queryRows, keyBlock>(size_t(rows), qs, "
        << keysT.at("j0") << ", " << keysLd << ", n, " << dk << ", "
        << floatLiteral(scale) << ", s);\n";
   };

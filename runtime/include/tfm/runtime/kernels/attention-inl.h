@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstddef>
 
+#include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "tfm/runtime/kernels/exp-inl.h"
@@ -89,6 +90,9 @@ template <size_t kRows> constexpr size_t AttentionVecs() {
   return std::clamp<size_t>(budget / kRows, 1, 4);
 }
 
+/// How far ahead (in blocks of keys) a one-row pass prefetches its keys.
+constexpr size_t kStreamKeyBlocks = 2;
+
 /// The scores of kRows queries q[r] against the kV * lanes keys at column j
 /// of the transposed keys (the last vector masked to n), into
 /// s[r * kKeyBlock + j...]: kRows x kV independent FMA chains, each key
@@ -107,6 +111,14 @@ HWY_INLINE void ScoreKeyVectorsRows(D d, const float *const *q,
       acc[r][i] = hn::Zero(d);
   for (size_t f = 0; f < dk; ++f) {
     const float *row = kt + f * ldk + j;
+    if constexpr (kRows == 1) {
+      // One query (a decode step): few FMAs a key byte, and each feature a
+      // row of its own, ldk floats apart (more streams than the hardware
+      // prefetcher follows): the same feature's keys kStreamKeyBlocks
+      // blocks on, prefetched into L1.
+      for (size_t i = 0; i < kV; ++i)
+        hwy::Prefetch(row + kStreamKeyBlocks * kKeyBlock + i * lanes);
+    }
     V keys[kV];
     for (size_t i = 0; i < kV; ++i)
       keys[i] = i + 1 == kV ? LoadFirst(d, row + i * lanes, lastLanes)
@@ -128,12 +140,20 @@ HWY_INLINE void ScoreKeyVectorsRows(D d, const float *const *q,
 /// (<= kKeyBlock): the scores of kRows queries against n consecutive keys
 /// stored transposed (feature-major), so each feature is one contiguous
 /// load for all keys. Scores past n (to the end of their vector) are
-/// meaningless. Rows a caller does not need may repeat another row's query.
+/// meaningless. `rows` (1..kRows) are the rows the caller needs: with one
+/// (a decode step), only q[0] is scored, in a pass of its own; otherwise
+/// kRows rows, and those past `rows` may repeat another row's query. Either
+/// way a row's score is the same sum in the same order.
 template <size_t kRows, size_t kKeyBlock>
-HWY_INLINE void TransposedKeyScoresRows(const float *const *q,
+HWY_INLINE void TransposedKeyScoresRows(size_t rows, const float *const *q,
                                         const float *HWY_RESTRICT kt,
                                         size_t ldk, size_t n, size_t dk,
                                         float scale, float *HWY_RESTRICT s) {
+  if constexpr (kRows > 1) {
+    if (rows == 1)
+      return TransposedKeyScoresRows<1, kKeyBlock>(1, q, kt, ldk, n, dk, scale,
+                                                   s);
+  }
   const hn::ScalableTag<float> d;
   const size_t lanes = hn::Lanes(d);
   static_assert(kKeyBlock % hn::MaxLanes(d) == 0,

@@ -125,14 +125,35 @@ HWY_INLINE void GemmStepInt8(D d, V (&acc)[kRows][kVecs],
   }
 }
 
+/// A tile of at most this many rows streams its panel: it does few FMAs a
+/// panel byte, so the panel, read once from memory (a decode step's GEMV),
+/// arrives slower than the FMAs consume it unless the tile prefetches its
+/// own lines kStreamAheadBytes ahead into L1. Measured on Sapphire Rapids,
+/// gpt2-small decode at 1 thread with int8 panels: 65 -> 80 tokens/s, the
+/// hardware prefetcher alone leaving the loads of the widened values
+/// waiting on memory; distances of 1 to 3 KiB did alike, 8 KiB worse.
+constexpr size_t kStreamRows = 4;
+constexpr size_t kStreamAheadBytes = 2048;
+
 /// The k steps [kBegin, kEnd) of a tile, four a loop iteration (the loop's
-/// own counter and branch spread over four steps' FMAs).
-template <size_t kRows, size_t kVecs, class D, class V, typename PanelT>
+/// own counter and branch spread over four steps' FMAs); with kStream, the
+/// panel's lines kStreamAheadBytes past each group of four steps prefetched
+/// into L1 alongside.
+template <bool kStream = false, size_t kRows, size_t kVecs, class D, class V,
+          typename PanelT>
 HWY_INLINE void
 GemmSteps(D d, V (&acc)[kRows][kVecs], const float *const (&rows)[kRows],
           const PanelT *HWY_RESTRICT panel, size_t kBegin, size_t kEnd) {
+  constexpr size_t kCols = kVecs * hn::MaxLanes(d);
+  constexpr size_t kStepBytes = 4 * kCols * sizeof(PanelT);
   size_t kk = kBegin;
   for (; kk + 4 <= kEnd; kk += 4) {
+    if constexpr (kStream) {
+      const char *ahead = reinterpret_cast<const char *>(panel + kk * kCols) +
+                          kStreamAheadBytes;
+      for (size_t at = 0; at < kStepBytes; at += 64)
+        hwy::Prefetch(ahead + at);
+    }
     GemmStep(d, acc, rows, panel, kk);
     GemmStep(d, acc, rows, panel, kk + 1);
     GemmStep(d, acc, rows, panel, kk + 2);
@@ -207,6 +228,20 @@ GemmTile(const float *HWY_RESTRICT a, size_t lda,
         for (size_t line = k0 * l2Lines / k; line < end * l2Lines / k; ++line)
           __builtin_prefetch(lines + line * 64, 0, 2);
       }
+      if constexpr (kRows <= kStreamRows) {
+        // The values kStreamAheadBytes past this block's (past the last
+        // block: the scales, then the next panel), and the scales of the
+        // block as many blocks on.
+        constexpr size_t kBlocksAhead = kStreamAheadBytes / (kBlock * kCols);
+        const char *ahead = reinterpret_cast<const char *>(panel + k0 * kCols) +
+                            kStreamAheadBytes;
+        for (size_t at = 0; at < kBlock * kCols; at += 64)
+          hwy::Prefetch(ahead + at);
+        const char *scalesAhead = reinterpret_cast<const char *>(
+            scales + (k0 / kBlock + kBlocksAhead) * kCols);
+        for (size_t at = 0; at < kCols * sizeof(float); at += 64)
+          hwy::Prefetch(scalesAhead + at);
+      }
       size_t kk = k0;
       for (; kk + 4 <= end; kk += 4) {
         GemmStepInt8(d, acc, rows, panel, scale, kk);
@@ -273,7 +308,7 @@ GemmTile(const float *HWY_RESTRICT a, size_t lda,
         GemmStep(d, acc, rows, panel, kk);
       }
     } else {
-      GemmSteps(d, acc, rows, panel, 0, k);
+      GemmSteps<(kRows <= kStreamRows)>(d, acc, rows, panel, 0, k);
     }
   }
   HWY_ALIGN float tmp[kCols];
