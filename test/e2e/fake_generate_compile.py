@@ -67,6 +67,16 @@ TFM_FAKE_GEN_MODE (read when compiling) selects a behaviour:
                (KVCacheDecoder's mamba_mistake "h_not_carried"): exact for the
                prefill, wrong from the first decode step (must FAIL on gen_mamba_*
                cases: step logits)
+
+Cost (nothing the harness sees): as fake_tfm_compile.py's executables, a
+successful run stores its ids and step logits before the mode's changes
+(EXE.run-KEY, KEY a hash of the executable file, what it was compiled
+with, these scripts' sources, its arguments but --output, --threads and
+--step-logits' path, and the contents of --weights and the --input files),
+and a run with the same KEY (--threads 2 after 1, the same --seed again)
+loads them instead of importing torch and decoding; never in sample_nondet,
+whose runs must differ.  unsupported and crash answer before any of this,
+noisy, int64, threads and no_line after.
 """
 
 import argparse
@@ -101,7 +111,7 @@ def compile_main(argv):
         desc.pop("layers", None)    # every layer the model-level kinds
     max_seq = args.max_seq_len or desc["max_seq_len"]
     script = ("#!%s\nimport sys\nsys.path.insert(0, %r)\nimport fake_generate_compile\n"
-              "sys.exit(fake_generate_compile.exe_main(%r, %d, %d, %r, sys.argv[1:]))\n"
+              "sys.exit(fake_generate_compile.exe_main(%r, %d, %d, %r, sys.argv[1:], exe=__file__))\n"
               % (sys.executable, HERE, json.dumps(desc), args.max_batch, max_seq, mode))
     with open(args.out, "w") as f:
         f.write(script)
@@ -109,13 +119,8 @@ def compile_main(argv):
     return 0
 
 
-def exe_main(desc_json, max_batch, max_seq, mode, argv):
+def exe_main(desc_json, max_batch, max_seq, mode, argv, exe=None):
     import numpy as np
-    import reference
-    import run_generate
-    import safetensors as st
-    import torch
-    torch.set_num_threads(1)
     ap = argparse.ArgumentParser()
     ap.add_argument("--generate", type=int, required=True)
     ap.add_argument("--weights", required=True)
@@ -133,6 +138,24 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
     if mode == "crash":
         print("model: fatal: simulated crash", file=sys.stderr)
         os.abort()
+    # A run like an earlier successful one of this executable (--threads 2
+    # after 1, a --seed again): its ids and step logits, then the mode's
+    # changes as below.  Not where sampling ignores the seed.
+    cache = None
+    if mode != "sample_nondet":
+        import fake_tfm_compile as ftc
+        cache = ftc._run_key(exe, [desc_json, max_batch, max_seq, mode],
+                             [("--weights", args.weights)]
+                             + [("--input " + s.partition("=")[0], s.partition("=")[2]) for s in args.input],
+                             [args.generate, args.temperature, args.top_k, args.seed, args.step_logits is not None])
+        hit = ftc._load_cached(cache)
+        if hit is not None:
+            return _finish_output(hit["ids"], hit["rows"], bool(hit["batched"]), mode, args)
+    import reference
+    import run_generate
+    import safetensors as st
+    import torch
+    torch.set_num_threads(1)
     cfg = reference.Config(json.loads(desc_json))
     if mode == "no_window":
         cfg = reference.Config(dict(json.loads(desc_json), attention={"kind": "full"}))
@@ -245,8 +268,21 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv):
         rows.append(r.copy())
         if t + 1 < n:
             r = dec.step(nxt[:, None])[:, -1, :].numpy()
-    ids = np.stack(ids, axis=1).astype(np.int64 if mode == "int64" else np.int32)
-    rows = np.stack(rows).astype(np.float32)
+    ids = np.stack(ids, axis=1)
+    rows = np.stack(rows)
+    if cache is not None:
+        ftc._store_cached(cache, exe, ids=ids, rows=rows, batched=np.array(batched))
+    return _finish_output(ids, rows, batched, mode, args)
+
+
+def _finish_output(ids, rows, batched, mode, args):
+    """The mode's changes to the decoded ids [B, N] and step logits
+    [N, B, V], which are saved (and the stdout line printed); returns the
+    exit status."""
+    import numpy as np
+    n = args.generate
+    ids = ids.astype(np.int64 if mode == "int64" else np.int32)
+    rows = rows.astype(np.float32)
     if mode == "noisy" and n > 3:
         rows[3, 0, 0] += 1e-3 * (1.0 + float(np.max(np.abs(rows))))
     if mode == "threads" and args.threads == 2:

@@ -101,6 +101,21 @@ forward left unrounded), products summed in f32.  The modes for it:
   compute_noisy    computes as bf16 should, then adds 2e-2 * (1 + max|out|) to one element
                    (must FAIL: tolerance, 1e-2 * (1 + max|ref|) with --compute=bf16)
 
+Cost (nothing the harness sees): `import reference` (torch) is most of
+each call's time, so a call reuses what an earlier one of the same run
+computed.  --emit=exe after an --emit=mlir of the same model file (its
+contents and mtime: written by this run) with the same --max-batch,
+--max-seq-len and TFM_FAKE_MODE skips the model's checks that call passed
+(a file .fake_tfm_compile-KEY.ok next to OUT; a call that failed them
+leaves none, and every --emit=mlir checks afresh).  An executable stores a
+successful run's output before the mode's changes (EXE.run-KEY, an .npz),
+KEY a hash of the executable file (path, inode, size, mtime: this
+compile's), what it was compiled with, these scripts' sources and its
+arguments but --output and --threads, with the contents of --weights and
+every --input file; a run with the same KEY (--threads 2 after --threads 1)
+loads it instead of computing with reference.py, then applies the mode as
+ever (crash and hang before any of this, threads after).
+
 Like tfm-compile, it refuses a linformer model, or a block_sparse one with
 random blocks, with --max-seq-len above the model's max_seq_len (E and F
 have max_seq_len columns, block_pattern ceil(max_seq_len / block) rows;
@@ -110,6 +125,8 @@ or a float one for block_pattern (exit 1 naming the tensor).
 """
 
 import argparse
+import glob
+import hashlib
 import json
 import os
 import stat
@@ -125,6 +142,71 @@ MODES = ("exact", "unavailable", "noisy", "threads", "float64", "nobatch", "cras
 WEIGHT_DTYPES = ("f32", "bf16", "f16", "int8")
 COMPUTES = ("f32", "bf16")
 EMITS = ("exe", "mlir")
+
+
+def _hash_file(h, path):
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+
+
+def _sources_key(h):
+    """The sources the fakes compute with (every .py here): a change to
+    them is a change of KEY."""
+    for name in sorted(os.listdir(HERE)):
+        if name.endswith(".py"):
+            h.update(name.encode() + b"\0")
+            _hash_file(h, os.path.join(HERE, name))
+
+
+def _verdict_path(model, out, argv_key):
+    """The file by which an --emit=mlir call tells the --emit=exe one of the
+    same model file and options that the model's checks passed (in OUT's
+    directory); None where the model file cannot be read."""
+    try:
+        st = os.stat(model)
+        h = hashlib.sha256()
+        h.update(json.dumps([os.path.abspath(model), st.st_ino, st.st_size, st.st_mtime_ns, argv_key]).encode())
+        _hash_file(h, model)
+        _sources_key(h)
+    except OSError:
+        return None
+    return os.path.join(os.path.dirname(os.path.abspath(out)), ".fake_tfm_compile-%s.ok" % h.hexdigest()[:32])
+
+
+def _read_verdict(path):
+    """The max seq len the model's checks gave, or None."""
+    if path is None:
+        return None
+    try:
+        with open(path) as f:
+            return int(json.load(f)["max_seq"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _remove_stale(pattern, keep, before_ns):
+    """Removes the files matching pattern but keep that are older than
+    before_ns (an earlier run's)."""
+    pattern = os.path.join(glob.escape(os.path.dirname(pattern)), os.path.basename(pattern))
+    for path in glob.glob(pattern):
+        try:
+            if path != keep and os.stat(path).st_mtime_ns < before_ns:
+                os.remove(path)
+        except OSError:
+            pass
+
+
+def _write_atomic(path, write):
+    tmp = "%s.tmp-%d" % (path, os.getpid())
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.remove(tmp)
+        except OSError:
+            pass
 
 
 def compile_main(argv):
@@ -165,39 +247,68 @@ def compile_main(argv):
               "only; use --emit=mlir", file=sys.stderr)
         return 1
     sys.path.insert(0, HERE)
-    import reference
+    # The model's checks below depend on the model file, TFM_FAKE_MODE,
+    # --max-batch and --max-seq-len alone (not --emit, -o, the code
+    # generation settings):
+    # an --emit=exe after an --emit=mlir that passed them need not repeat
+    # them (nor import torch for them).
+    verdict = _verdict_path(args.model, args.out, [mode, args.max_batch, args.max_seq_len])
     with open(args.model) as f:
         desc = json.load(f)
     if mode == "no_layers":
         desc.pop("layers", None)    # every layer the model-level kinds
-    try:
-        cfg = reference.Config(desc)
-    except reference.ConfigError as e:
-        print("%s: error: %s" % (args.model, e), file=sys.stderr)
-        return 1
-    max_seq = args.max_seq_len or cfg.max_seq_len
-    if cfg.positional == "learned" and max_seq > cfg.max_seq_len:
-        print("%s: error: --max-seq-len %d exceeds max_seq_len" % (args.model, max_seq), file=sys.stderr)
-        return 1
-    if cfg.linformer and max_seq > cfg.max_seq_len:
-        print("%s: error: --max-seq-len %d exceeds max_seq_len %d: linformer's proj_e and proj_f have "
-              "max_seq_len columns" % (args.model, max_seq, cfg.max_seq_len), file=sys.stderr)
-        return 1
-    if any(lc.block_sparse and lc.random_blocks for lc in cfg.layer_configs()) and max_seq > cfg.max_seq_len:
-        print("%s: error: --max-seq-len %d exceeds max_seq_len %d: block_sparse's block_pattern has no rows "
-              "for the query blocks beyond it" % (args.model, max_seq, cfg.max_seq_len), file=sys.stderr)
-        return 1
+    cfg = None
+    max_seq = _read_verdict(verdict) if args.emit == "exe" else None
+    if max_seq is None:
+        checked = _check_model(args, desc)
+        if checked is None:
+            return 1
+        cfg, max_seq = checked
+        if verdict is not None and args.emit == "mlir":
+            def write(tmp):
+                with open(tmp, "w") as f:
+                    json.dump({"max_seq": max_seq}, f)
+            _write_atomic(verdict, write)
+            try:
+                _remove_stale(os.path.join(os.path.dirname(verdict), ".fake_tfm_compile-*.ok"), verdict,
+                              os.stat(args.model).st_mtime_ns)
+            except OSError:
+                pass
     if args.emit == "mlir":
         return emit_mlir(cfg, args.max_batch, max_seq, mode, args.out, wdtype)
     if mode == "noexe":
         return 0
     script = "#!%s\nimport sys\nsys.path.insert(0, %r)\nimport fake_tfm_compile\n" \
-             "sys.exit(fake_tfm_compile.exe_main(%r, %d, %d, %r, sys.argv[1:], %r, %r))\n" % (
+             "sys.exit(fake_tfm_compile.exe_main(%r, %d, %d, %r, sys.argv[1:], %r, %r, exe=__file__))\n" % (
                  sys.executable, HERE, json.dumps(desc), args.max_batch, max_seq, mode, wdtype, compute)
     with open(args.out, "w") as f:
         f.write(script)
     os.chmod(args.out, os.stat(args.out).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return 0
+
+
+def _check_model(args, desc):
+    """The model's checks (reference.Config, the seq len limits); returns
+    (the Config, the max seq len), or None after printing the error."""
+    import reference
+    try:
+        cfg = reference.Config(desc)
+    except reference.ConfigError as e:
+        print("%s: error: %s" % (args.model, e), file=sys.stderr)
+        return None
+    max_seq = args.max_seq_len or cfg.max_seq_len
+    if cfg.positional == "learned" and max_seq > cfg.max_seq_len:
+        print("%s: error: --max-seq-len %d exceeds max_seq_len" % (args.model, max_seq), file=sys.stderr)
+        return None
+    if cfg.linformer and max_seq > cfg.max_seq_len:
+        print("%s: error: --max-seq-len %d exceeds max_seq_len %d: linformer's proj_e and proj_f have "
+              "max_seq_len columns" % (args.model, max_seq, cfg.max_seq_len), file=sys.stderr)
+        return None
+    if any(lc.block_sparse and lc.random_blocks for lc in cfg.layer_configs()) and max_seq > cfg.max_seq_len:
+        print("%s: error: --max-seq-len %d exceeds max_seq_len %d: block_sparse's block_pattern has no rows "
+              "for the query blocks beyond it" % (args.model, max_seq, cfg.max_seq_len), file=sys.stderr)
+        return None
+    return cfg, max_seq
 
 
 def _formatted(cfg, names, mode, wdtype):
@@ -298,10 +409,61 @@ class _Bf16Gemms:
         return False
 
 
-def exe_main(desc_json, max_batch, max_seq, mode, argv, wdtype="f32", compute="f32"):
+def _run_key(exe, params, files, rest):
+    """The path under which the executable exe (None: none) stores the
+    output of a successful run (see the module's doc): a hash of exe's
+    file (path, inode, size, mtime), params (what it was compiled with),
+    the sources, rest (the arguments but the files, --output and --threads)
+    and the contents of files ([(name, path)]); None where one cannot be
+    read (no cache: the run reports it as ever)."""
+    if exe is None:
+        return None
+    try:
+        exe = os.path.abspath(exe)
+        st = os.stat(exe)
+        h = hashlib.sha256()
+        h.update(json.dumps([exe, st.st_ino, st.st_size, st.st_mtime_ns, params, rest,
+                             [name for name, _ in files]]).encode())
+        for _, path in files:
+            h.update(b"\0file\0")
+            _hash_file(h, path)
+        _sources_key(h)
+    except (OSError, TypeError, ValueError):
+        return None
+    return "%s.run-%s" % (exe, h.hexdigest()[:32])
+
+
+def _load_cached(path):
+    """The arrays stored at path (np.savez), or None."""
+    if path is None or not os.path.isfile(path):
+        return None
     import numpy as np
-    import reference
-    import safetensors as st
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except Exception:  # noqa: BLE001 - an unreadable cache is no cache
+        return None
+
+
+def _store_cached(path, exe, **arrays):
+    """Stores arrays at path (np.savez, atomically), removing the files
+    an earlier compile of exe left."""
+    if path is None:
+        return
+    import numpy as np
+
+    def write(tmp):
+        with open(tmp, "wb") as f:
+            np.savez(f, **arrays)
+    _write_atomic(path, write)
+    try:
+        _remove_stale(os.path.abspath(exe) + ".run-*", path, os.stat(exe).st_mtime_ns)
+    except OSError:
+        pass
+
+
+def exe_main(desc_json, max_batch, max_seq, mode, argv, wdtype="f32", compute="f32", exe=None):
+    import numpy as np
     ap = argparse.ArgumentParser()
     ap.add_argument("--weights", required=True)
     ap.add_argument("--input", action="append", default=[])
@@ -315,6 +477,18 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv, wdtype="f32", compute="f
     if mode == "hang":
         import time
         time.sleep(3600)
+    # A run like an earlier successful one of this executable (--threads 2
+    # after 1): its output, then the mode's changes as below.
+    cache = None
+    if args.generate is None:
+        inputs = [s.partition("=")[::2] for s in args.input]
+        cache = _run_key(exe, [desc_json, max_batch, max_seq, mode, wdtype, compute],
+                         [("--weights", args.weights)] + [("--input " + n, p) for n, p in inputs], [])
+        hit = _load_cached(cache)
+        if hit is not None:
+            return _finish_output(hit["out"], mode, args)
+    import reference
+    import safetensors as st
     cfg = reference.Config(json.loads(desc_json))
     weights, dtypes = st.load_file(args.weights, with_dtypes=True)
     shared = cfg.is_encdec and "embed.weight" in weights
@@ -421,6 +595,14 @@ def exe_main(desc_json, max_batch, max_seq, mode, argv, wdtype="f32", compute="f
             out = reference.run_model(model, cfg, inputs).numpy().astype(np.float32)
     else:
         out = reference.run_model(model, cfg, inputs).numpy().astype(np.float32)
+    _store_cached(cache, exe, out=out)
+    return _finish_output(out, mode, args)
+
+
+def _finish_output(out, mode, args):
+    """The mode's changes to the computed output out, which is saved to
+    --output; returns the exit status."""
+    import numpy as np
     flat = out.reshape(-1)
     if mode == "compute_noisy" and flat.size:
         flat[flat.size // 2] += 2e-2 * (1.0 + float(np.max(np.abs(out))))
