@@ -1475,15 +1475,9 @@ def _fake_run_key(exe, mode, src, weights, inputs, generate):
 
 
 def _fake_cached(path):
-    """The arrays stored at path, or None."""
-    if path is None or not os.path.isfile(path):
-        return None
-    n = np()
-    try:
-        with n.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except Exception:  # noqa: BLE001 - an unreadable cache is no cache
-        return None
+    """The arrays stored at path, or None (fake_tfm_compile.py's reader of
+    the same files)."""
+    return _load("fake_tfm_compile")._load_cached(path)
 
 
 def _fake_store(path, exe, **arrays):
