@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <unistd.h>
 
 namespace mlir::tfm {
@@ -49,9 +50,11 @@ RegisterTiles chooseRegisterTiles(int64_t maxRows) {
 }
 
 GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t columns,
-                            const CacheSizes &cache) {
+                            const CacheSizes &cache,
+                            std::optional<int64_t> typicalRows) {
   GemmTiling tiling;
   tiling.tiles = chooseRegisterTiles(maxRows);
+  const int64_t orderRows = typicalRows.value_or(maxRows);
   // Sizes in bytes, saturating: hand-written IR may hold any dimensions.
   auto bytes = [](int64_t a, int64_t b) {
     return llvm::SaturatingMultiply<uint64_t>(
@@ -67,18 +70,23 @@ GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t columns,
       std::lcm(std::lcm(tiling.tiles.v512.cols, tiling.tiles.v256.cols),
                tiling.tiles.v128.cols);
   const uint64_t panelBytes = bytes(widest, k);
-  const uint64_t rowsBytes = bytes(maxRows, k);
+  const uint64_t rowsBytes = bytes(orderRows, k);
   const uint64_t l2 = std::max<int64_t>(cache.l2Bytes, 0), halfL2 = l2 / 2;
   const uint64_t l1 = std::max<int64_t>(cache.l1Bytes, 0);
   columns = std::max<int64_t>(columns, 1);
   const int64_t panels = (columns + widest - 1) / widest;
+  // The rows' description in the reasons: a grouped GEMM's are those a
+  // group typically has.
+  const std::string rowsText =
+      typicalRows ? "the rows a group typically has (" + kib(rowsBytes) + ")"
+                  : "the rows (" + kib(rowsBytes) + ")";
   // Where the rows fit in half of L2, panel by panel reads them from L2 for
   // every panel anyway (measured: d 256 / seq 64 ~4% slower in blocks).
   // Where they do not, each panel would read them from memory again: in
   // blocks, once per block (measured: GPT-2 block seq 512 ~1.5% faster).
   if (rowsBytes <= halfL2) {
-    tiling.why = "panel by panel: the rows (" + kib(rowsBytes) +
-                 ") fit in half of the " + kib(cache.l2Bytes) + " L2";
+    tiling.why = "panel by panel: " + rowsText + " fit in half of the " +
+                 kib(cache.l2Bytes) + " L2";
   } else {
     const uint64_t unitBytes = bytes(blockUnit, k);
     const uint64_t fit =
@@ -87,17 +95,16 @@ GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t columns,
     const int64_t blockColumns =
         int64_t(std::min<uint64_t>(fit, units)) * blockUnit;
     if (blockColumns < 2 * widest) {
-      tiling.why = "panel by panel: the rows (" + kib(rowsBytes) +
-                   ") do not fit in half of the " + kib(cache.l2Bytes) +
+      tiling.why = "panel by panel: " + rowsText +
+                   " do not fit in half of the " + kib(cache.l2Bytes) +
                    " L2, nor do two panels (" + kib(panelBytes) + " each)";
     } else {
       tiling.l2Columns = blockColumns;
-      tiling.why =
-          llvm::formatv("L2 blocks of {0} weight columns ({1}): the rows "
-                        "({2}) do not fit in half of the {3} L2",
-                        blockColumns, kib(bytes(blockColumns, k)),
-                        kib(rowsBytes), kib(cache.l2Bytes))
-              .str();
+      tiling.why = llvm::formatv("L2 blocks of {0} weight columns ({1}): {2} "
+                                 "do not fit in half of the {3} L2",
+                                 blockColumns, kib(bytes(blockColumns, k)),
+                                 rowsText, kib(cache.l2Bytes))
+                       .str();
     }
   }
   // Short panels are where the hardware prefetcher has no time to ramp up:

@@ -82,18 +82,31 @@ struct SelectGemmTilingPass
                gemmWeight(linear).columns(), cache);
       // An expert's GEMM takes each token at most once: its rows are the
       // tokens', not the (token, slot) pairs'.
+      // Its panels are taken in the order that suits the rows a group has
+      // when the routing is balanced: tokens x slots / groups.
       if (auto grouped = dyn_cast<GroupedLinearOp>(op)) {
         auto weight = cast<RankedTensorType>(grouped.getWeights()[0].getType());
-        select(op, weight, grouped.getInput().getType().getShape().drop_back(2),
-               weight.getDimSize(0), cache);
+        ArrayRef<int64_t> input = grouped.getInput().getType().getShape();
+        int64_t slots = input.size() >= 2 ? input[input.size() - 2] : 1;
+        select(op, weight, input.drop_back(2), weight.getDimSize(0), cache,
+               Grouping{std::max<int64_t>(slots, 1), grouped.getNumGroups()});
       }
     });
   }
 
+  /// A grouped GEMM's rows: `slots` (token, slot) pairs a token over
+  /// `groups` groups.
+  struct Grouping {
+    int64_t slots = 1;
+    int64_t groups = 1;
+  };
+
   /// Chooses the tiling of GEMM `op`, of `weight` over rows of `shape`
-  /// making `columns` columns.
+  /// making `columns` columns (and, for a grouped GEMM, the rows a group
+  /// has when every group has as many).
   void select(Operation *op, RankedTensorType weight, ArrayRef<int64_t> shape,
-              int64_t columns, const CacheSizes &cache) {
+              int64_t columns, const CacheSizes &cache,
+              std::optional<Grouping> grouping = std::nullopt) {
     if (getGemmTiling(op)) {
       if (remarks)
         remarkAt(op) << "GEMM tiling kept: it was already chosen";
@@ -112,8 +125,16 @@ struct SelectGemmTilingPass
         remarkAt(op) << "no GEMM tiling chosen: " << whyNot;
       return;
     }
-    GemmTiling tiling =
-        chooseGemmTiling(*rows, weight.getDimSize(1), columns, cache);
+    std::optional<int64_t> typicalRows;
+    if (grouping) {
+      uint64_t pairs = llvm::SaturatingMultiply<uint64_t>(
+          uint64_t(*rows), uint64_t(grouping->slots));
+      uint64_t groups = uint64_t(std::max<int64_t>(grouping->groups, 1));
+      typicalRows = int64_t(
+          std::min<uint64_t>(uint64_t(*rows), (pairs + groups - 1) / groups));
+    }
+    GemmTiling tiling = chooseGemmTiling(*rows, weight.getDimSize(1), columns,
+                                         cache, typicalRows);
     const RegisterTiles &t = tiling.tiles;
     op->setAttr(GemmTilingName::getNameStr(),
                 GemmTilingAttr::get(op->getContext(), t.v512.rows, t.v512.cols,

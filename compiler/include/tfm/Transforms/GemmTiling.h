@@ -13,6 +13,7 @@
 #include "tfm/IR/TfmOps.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mlir::tfm {
@@ -69,15 +70,18 @@ struct GemmTiling {
 };
 
 /// The tiling of a GEMM of at most `maxRows` rows, depth `k`, over a weight
-/// of `columns` output columns: chooseRegisterTiles' tiles; L2 blocks where
-/// the rows (maxRows x k floats) do not fit in half of L2, as many columns
-/// (a whole number of every target's panels) as fill that half; else panel
-/// by panel, prefetching the next panel: into L1 where one and a half
-/// panels fit there, else into L2 where two panels and a register tile's
-/// rows fit there (sized for the widest panel). Any sizes (negative ones
-/// count as 0) give a valid tiling.
+/// of `columns` output columns: chooseRegisterTiles' tiles for `maxRows`;
+/// the order of the panels for `typicalRows` (a grouped GEMM's rows vary
+/// at run time: those a group has when the routing is balanced), else for
+/// `maxRows`. L2 blocks where those rows (rows x k floats) do not fit in
+/// half of L2, as many columns (a whole number of every target's panels)
+/// as fill that half; else panel by panel, prefetching the next panel:
+/// into L1 where one and a half panels fit there, else into L2 where two
+/// panels and a register tile's rows fit there (sized for the widest
+/// panel). Any sizes (negative ones count as 0) give a valid tiling.
 GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t columns,
-                            const CacheSizes &cache);
+                            const CacheSizes &cache,
+                            std::optional<int64_t> typicalRows = std::nullopt);
 
 /// The packed panels a tfm.linear multiplies by. A weight is packed in
 /// segments of `segmentRows` output rows, each in panels of the target's

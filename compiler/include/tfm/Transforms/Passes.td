@@ -127,8 +127,8 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
                 "panels";
   let description = [{
     Sets `tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = R,
-    rows256 = R', rows128 = R'', l2Panels = N, prefetch = P>` on every
-    `tfm.linear` (the Highway
+    cols512 = C, ..., l2Columns = N, prefetch = P>` on every `tfm.linear`
+    and `tfm.grouped_linear` (the Highway
     backend follows it; tfm-compile runs this pass after `tfm-optimize` for
     that backend, with the CPU's cache sizes):
 
@@ -139,9 +139,12 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
 
     - L2 blocks where the GEMM's rows (at most `tfm.max_batch` x
       `tfm.max_seq_len` of the module for dynamic dimensions, times the
-      depth) do not fit in half of L2: as many panels as fill that half,
-      each block over all row blocks, so the rows are read from memory once
-      per block instead of once per panel. Else panel by panel.
+      depth; for a `tfm.grouped_linear`, the rows a group has when the
+      routing is balanced, tokens x slots / groups, while its register
+      tiles are sized for all the tokens) do not fit in half of L2: as many
+      panels as fill that half, each block over all row blocks, so the rows
+      are read from memory once per block instead of once per panel. Else
+      panel by panel.
     - Panel by panel, the prefetch of the next panel: `l1` (the last row
       block takes all of it into L1) where one and a half panels fit in
       L1, since the hardware prefetcher has no time to ramp up on short
