@@ -12,9 +12,13 @@ void collectAttentionWeights(std::vector<AttentionMap> *maps) {
   collector = maps;
 }
 
+bool attentionWeightsWanted(int64_t slot) {
+  return collector && slot >= 0 && size_t(slot) < collector->size();
+}
+
 float *attentionWeightsFor(int64_t slot, int64_t batch, int64_t heads,
                            int64_t queries, int64_t keys) {
-  if (!collector || slot < 0 || size_t(slot) >= collector->size())
+  if (!attentionWeightsWanted(slot))
     return nullptr;
   AttentionMap &map = (*collector)[size_t(slot)];
   map.shape[0] = batch;

@@ -13,6 +13,7 @@
 #include "MixtureOfExpertsBuilder.h"
 #include "PerformerBuilder.h"
 #include "ScanBuilder.h"
+#include "tfm/Lowering/LLVMBackend.h"
 #include "tfm/Transforms/GemmTiling.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -20,9 +21,11 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -183,6 +186,78 @@ struct LowerSequenceProjection : TfmLowering<SequenceProjectionOp> {
   }
 };
 
+/// Runtime service `name` (kRuntimeCallPrefix), declared once in the
+/// module with a C interface of `type`.
+func::FuncOp runtimeCall(Operation *at, OpBuilder &b, StringRef name,
+                         FunctionType type) {
+  auto module = at->getParentOfType<ModuleOp>();
+  std::string symbol = (::tfm::kRuntimeCallPrefix + name).str();
+  if (auto existing = module.lookupSymbol<func::FuncOp>(symbol))
+    return existing;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(module.getBody());
+  auto decl = func::FuncOp::create(b, at->getLoc(), symbol, type);
+  decl.setPrivate();
+  decl->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
+  return decl;
+}
+
+/// `weights_to`: while the runtime collects map `slot` (the executable's
+/// --dump-attention), the attention's softmax weights over every key,
+/// [batch, heads, queries, keys] (a key its rules mask gets exactly 0),
+/// computed apart from the attention itself and handed to the runtime;
+/// otherwise one call that answers no. `q` and `k` are as the attention
+/// reads them: grouped queries [L..., kv heads, group, s, dk] over their
+/// key heads, merged back into heads here.
+void writeAttentionWeights(AttentionOp op, TensorBuilder &tb, ScoreKind score,
+                           Value q, Value k, ValueRange params,
+                           const KeySpan &span, const RandomKeyBlocks &random,
+                           bool groupedQueries) {
+  OpBuilder &b = tb.b;
+  Location loc = tb.loc;
+  Value slot = op.getWeightsSlot();
+  auto memrefType =
+      MemRefType::get(SmallVector<int64_t>(4, ShapedType::kDynamic), tb.f32());
+  func::FuncOp wanted =
+      runtimeCall(op, b, "attention_weights_wanted",
+                  b.getFunctionType({b.getIndexType()}, {b.getIndexType()}));
+  func::FuncOp write =
+      runtimeCall(op, b, "attention_weights_write",
+                  b.getFunctionType({b.getIndexType(), memrefType}, {}));
+  Value answer =
+      func::CallOp::create(b, loc, wanted, ValueRange{slot}).getResult(0);
+  Value collect =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, answer,
+                            arith::ConstantIndexOp::create(b, loc, 0));
+  auto ifOp = scf::IfOp::create(b, loc, collect, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+  Value weights = tb.attentionWeights(
+      score, q, k, params, span, Value(), op.getQueryOffset(),
+      /*keysTransposed=*/false, {}, op.getKeyPadding(), random);
+  if (groupedQueries)
+    weights = tb.mergeHeadGroups(weights);
+  auto type = cast<RankedTensorType>(weights.getType());
+  if (type.getRank() == 3) {
+    // An unbatched input: its map is [1, heads, queries, keys].
+    SmallVector<int64_t> shape = {1};
+    shape.append(type.getShape().begin(), type.getShape().end());
+    SmallVector<OpFoldResult> outSizes = {b.getIndexAttr(1)};
+    llvm::append_range(outSizes, tb.sizes(weights));
+    weights = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, tb.f32()), weights,
+        SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}}, outSizes);
+  }
+  weights = tensor::CastOp::create(
+      b, loc,
+      RankedTensorType::get(SmallVector<int64_t>(4, ShapedType::kDynamic),
+                            tb.f32()),
+      weights);
+  Value buffer = bufferization::ToBufferOp::create(b, loc, memrefType, weights,
+                                                   /*readOnly=*/true);
+  func::CallOp::create(b, loc, write, ValueRange{slot, buffer});
+}
+
 struct LowerAttention : TfmLowering<AttentionOp> {
   using TfmLowering::TfmLowering;
   FailureOr<Value> lower(AttentionOp op, TensorBuilder &tb) const override {
@@ -208,18 +283,28 @@ struct LowerAttention : TfmLowering<AttentionOp> {
     int64_t heads = rank >= 3 ? qType.getDimSize(rank - 3) : 1;
     int64_t kvHeads =
         rank >= 3 ? op.getKey().getType().getDimSize(rank - 3) : 1;
-    if (kvHeads == heads)
+    if (kvHeads == heads) {
+      if (op.getWeightsSlot())
+        writeAttentionWeights(op, tb, op.getScore(), op.getQuery(), op.getKey(),
+                              op.getScoreParams(), span, random,
+                              /*groupedQueries=*/false);
       return tb.attention(op.getScore(), op.getQuery(), op.getKey(),
                           op.getValue(), op.getScoreParams(), span,
                           op.getQueryOffset(), op.getKeyPadding(), random);
+    }
     int64_t group = heads / kvHeads;
     if (op.getScore() == ScoreKind::Additive) {
       // Additive scores project the keys per query head: each key/value
       // head repeated for the queries that read it.
-      return tb.attention(
-          op.getScore(), op.getQuery(), tb.repeatHeads(op.getKey(), group),
-          tb.repeatHeads(op.getValue(), group), op.getScoreParams(), span,
-          op.getQueryOffset(), op.getKeyPadding(), random);
+      Value keys = tb.repeatHeads(op.getKey(), group);
+      if (op.getWeightsSlot())
+        writeAttentionWeights(op, tb, op.getScore(), op.getQuery(), keys,
+                              op.getScoreParams(), span, random,
+                              /*groupedQueries=*/false);
+      return tb.attention(op.getScore(), op.getQuery(), keys,
+                          tb.repeatHeads(op.getValue(), group),
+                          op.getScoreParams(), span, op.getQueryOffset(),
+                          op.getKeyPadding(), random);
     }
     // Grouped-query attention: the queries as [L..., kv heads, group, s,
     // dk], each group over its key/value head. A bilinear W_h is per query
@@ -232,9 +317,13 @@ struct LowerAttention : TfmLowering<AttentionOp> {
       score = ScoreKind::Dot;
       params = {};
     }
-    Value out = tb.attention(score, tb.groupHeads(q, group), op.getKey(),
-                             op.getValue(), params, span, op.getQueryOffset(),
-                             op.getKeyPadding(), random);
+    Value grouped = tb.groupHeads(q, group);
+    if (op.getWeightsSlot())
+      writeAttentionWeights(op, tb, score, grouped, op.getKey(), params, span,
+                            random, /*groupedQueries=*/true);
+    Value out =
+        tb.attention(score, grouped, op.getKey(), op.getValue(), params, span,
+                     op.getQueryOffset(), op.getKeyPadding(), random);
     return tb.mergeHeadGroups(out);
   }
 };

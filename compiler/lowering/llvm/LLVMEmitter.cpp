@@ -306,6 +306,7 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
         "<cstdint>\n#include "
         "<cstdlib>\n#include <cstring>\n\n"
      << "#include \"tfm/runtime/Arena.h\"\n"
+     << "#include \"tfm/runtime/AttentionWeights.h\"\n"
      << "#include \"tfm/runtime/CApi.h\"\n"
      << "#include \"tfm/runtime/Model.h\"\n"
      << "#include \"tfm/runtime/ThreadPool.h\"\n"
@@ -327,6 +328,31 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
      << "    }\n"
      << "  }\n"
      << "};\n\n"
+     << "// The runtime services the object calls (kRuntimeCallPrefix): the\n"
+     << "// attention weights of --dump-attention, computed only while the\n"
+     << "// runtime collects them, and copied out of the generated buffer.\n"
+     << "extern \"C\" int64_t "
+     << entrySymbol(cName,
+                    (kRuntimeCallPrefix + "attention_weights_wanted").str())
+     << "(int64_t slot) {\n"
+     << "  return tfm::rt::attentionWeightsWanted(slot) ? 1 : 0;\n"
+     << "}\n\n"
+     << "extern \"C\" void "
+     << entrySymbol(cName,
+                    (kRuntimeCallPrefix + "attention_weights_write").str())
+     << "(int64_t slot, const MemRef<float, 4> *w) {\n"
+     << "  float *out = tfm::rt::attentionWeightsFor(slot, w->sizes[0], "
+        "w->sizes[1], w->sizes[2], w->sizes[3]);\n"
+     << "  if (out == nullptr)\n"
+     << "    return;\n"
+     << "  const float *in = w->aligned + w->offset;\n"
+     << "  for (int64_t b = 0; b < w->sizes[0]; ++b)\n"
+     << "    for (int64_t h = 0; h < w->sizes[1]; ++h)\n"
+     << "      for (int64_t i = 0; i < w->sizes[2]; ++i)\n"
+     << "        for (int64_t j = 0; j < w->sizes[3]; ++j)\n"
+     << "          *out++ = in[b * w->strides[0] + h * w->strides[1] + i * "
+        "w->strides[2] + j * w->strides[3]];\n"
+     << "}\n\n"
      << "// The generated code allocates its intermediate tensors with malloc\n"
      << "// and frees them as it goes: keep freed memory in the heap (no\n"
      << "// mmap/munmap and page faults on every call).\n"
@@ -394,9 +420,6 @@ llvm::Expected<std::string> emitLLVMGlue(ModuleOp declarations,
   glue.cName = cName.str();
   glue.entry = original;
   glue.generation = bool(prefill);
-  glue.attentionMapsUnsupported =
-      "the LLVM backend (--backend=llvm) does not write attention weights "
-      "yet; compile with --backend=hwy";
   // The matmul FLOPs of the decomposed IR, as the Highway backend counts
   // them.
   FailureOr<std::string> flops = emitMatmulFlops(entries);
@@ -422,9 +445,11 @@ llvm::Error emitLLVMCode(ModuleOp module, StringRef cName, bool native,
   for (llvm::Function &f : *llvmModule) {
     StringRef name = f.getName();
     if (f.isDeclaration()) {
-      // The parallel loops' dispatch functions, defined by the glue.
+      // The parallel loops' dispatch functions and the runtime services,
+      // defined by the glue.
       if (name.consume_front("_mlir_ciface_") &&
-          name.starts_with(kParallelLoopPrefix))
+          (name.starts_with(kParallelLoopPrefix) ||
+           name.starts_with(kRuntimeCallPrefix)))
         f.setName(entrySymbol(cName, name));
       continue;
     }

@@ -1214,6 +1214,47 @@ public:
                        Value keyOffset, bool keysTransposed = false,
                        KeyIndex keyIndex = {}, Value keyPadding = Value(),
                        RandomKeyBlocks random = {}) {
+    Value probs =
+        attentionWeights(score, q, k, params, span, firstRow, keyOffset,
+                         keysTransposed, keyIndex, keyPadding, random);
+    auto qType = cast<RankedTensorType>(q.getType());
+    unsigned rank = qType.getRank();
+    unsigned loops = rank + 1; // L..., i, j, c
+    unsigned iDim = rank - 2, jDim = rank - 1, cDim = rank;
+    unsigned kRank = cast<RankedTensorType>(k.getType()).getRank();
+    SmallVector<unsigned> lead = range(0, rank - 2);
+    SmallVector<unsigned> keyLead = lead;
+    if (kRank < rank)
+      keyLead.erase(keyLead.begin() + (rank - 3));
+    auto with = [&](SmallVector<unsigned> d, ArrayRef<unsigned> tail) {
+      d.append(tail.begin(), tail.end());
+      return d;
+    };
+    SmallVector<IteratorType> middleReduction = parallel(rank + 1);
+    middleReduction[rank - 1] = IteratorType::reduction;
+    // out[L, i, e] = sum_j p[L, i, j] v[L, j, e], the feature e innermost
+    // (contiguous in v and out).
+    SmallVector<OpFoldResult> outSizes = sizes(q);
+    outSizes.back() = sizes(v)[kRank - 1];
+    return generic({probs, v}, filled(outSizes, 0.0),
+                   {map(loops, with(lead, {iDim, jDim})),
+                    map(loops, with(keyLead, {jDim, cDim})),
+                    map(loops, with(lead, {iDim, cDim}))},
+                   middleReduction,
+                   [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                     Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
+                     return arith::AddFOp::create(nb, nl, a[2], m);
+                   });
+  }
+
+  /// The attention's weights [L..., s, keys]: attentionBlock's scores,
+  /// masked, and their softmax over the keys (a key masked by a rule gets
+  /// exactly 0).
+  Value attentionWeights(ScoreKind score, Value q, Value k, ValueRange params,
+                         const KeySpan &span, Value firstRow, Value keyOffset,
+                         bool keysTransposed = false, KeyIndex keyIndex = {},
+                         Value keyPadding = Value(),
+                         RandomKeyBlocks random = {}) {
     bool masked = !span.isFull();
     auto qType = cast<RankedTensorType>(q.getType());
     unsigned rank = qType.getRank();
@@ -1421,19 +1462,7 @@ public:
             return arith::SelectOp::create(nb, nl, outside, minusInf, s);
           });
     }
-    Value probs = softmax(scores, rank - 1);
-    // out[L, i, e] = sum_j p[L, i, j] v[L, j, e], the feature e innermost
-    // (contiguous in v and out).
-    SmallVector<OpFoldResult> outSizes(qSizes.begin(), qSizes.end() - 1);
-    outSizes.push_back(sizes(v)[kRank - 1]);
-    return generic(
-        {probs, v}, filled(outSizes, 0.0),
-        {map(loops, with({iDim, jDim})), map(loops, withKeys({jDim, cDim})),
-         map(loops, with({iDim, cDim}))},
-        middleReduction, [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
-          Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
-          return arith::AddFOp::create(nb, nl, a[2], m);
-        });
+    return softmax(scores, rank - 1);
   }
 
   /// `shape` at `strides` from float `offset` of the flat buffer `buffer`

@@ -346,6 +346,33 @@ func.func @window(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1
 
 // -----
 
+// weights_to %slot (--dump-attention): one call asks the runtime whether it
+// collects map %slot; only then, in an scf.if, the causal scores' softmax
+// over every key (a masked key -inf, so exactly 0), the grouped-query heads
+// ([1, 1 kv head, 2, s, 8] queries) merged back to [1, 2, s, s], handed to
+// the runtime as a buffer. The attention itself follows, unchanged.
+// CHECK-LABEL: func.func @weights_to(
+// CHECK: %[[WANTED:.*]] = call @__tfm_runtime_attention_weights_wanted(%arg3) : (index) -> index
+// CHECK: %[[COLLECT:.*]] = arith.cmpi ne, %[[WANTED]], %c0{{.*}} : index
+// CHECK: scf.if %[[COLLECT]] {
+// CHECK: linalg.index 3 : index
+// CHECK: arith.cmpi uge
+// CHECK: arith.select %{{.*}}, %cst{{.*}}, %{{.*}} : f32
+// CHECK: %[[MERGED:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0], [1, 2], [3], [4]] : tensor<1x1x2x?x?xf32> into tensor<1x2x?x?xf32>
+// CHECK: %[[DYN:.*]] = tensor.cast %[[MERGED]] : tensor<1x2x?x?xf32> to tensor<?x?x?x?xf32>
+// CHECK: %[[BUF:.*]] = bufferization.to_buffer %[[DYN]] read_only : tensor<?x?x?x?xf32> to memref<?x?x?x?xf32>
+// CHECK: func.call @__tfm_runtime_attention_weights_write(%arg3, %[[BUF]]) : (index, memref<?x?x?x?xf32>) -> ()
+// CHECK: }
+// CHECK: scf.forall
+// CHECK: func.func private @__tfm_runtime_attention_weights_wanted(index) -> index attributes {llvm.emit_c_interface}
+// CHECK: func.func private @__tfm_runtime_attention_weights_write(index, memref<?x?x?x?xf32>) attributes {llvm.emit_c_interface}
+func.func @weights_to(%q: tensor<1x2x?x8xf32>, %k: tensor<1x1x?x8xf32>, %v: tensor<1x1x?x8xf32>, %slot: index) -> tensor<1x2x?x8xf32> {
+  %0 = tfm.attention <scaled_dot> %q, %k, %v causal weights_to %slot : (tensor<1x2x?x8xf32>, tensor<1x1x?x8xf32>, tensor<1x1x?x8xf32>, index) -> tensor<1x2x?x8xf32>
+  return %0 : tensor<1x2x?x8xf32>
+}
+
+// -----
+
 // BigBird (causal, blocks of 8, window 1, global 1, random 2 from %p): a
 // block of 64 query rows reads the band and the global keys as a sliding
 // window does, then gathers its query blocks' pattern blocks: a

@@ -74,6 +74,14 @@ llvm::Expected<std::string> emitLLVMGlue(mlir::ModuleOp declarations,
 /// dispatch `<prefix>K` (defined by the glue) and the body `<prefix>K_body`.
 inline constexpr llvm::StringLiteral kParallelLoopPrefix = "__tfm_parallel_";
 
+/// The prefix of the runtime services the lowered code calls, defined by
+/// the glue under `tfm_<cName>_<name>` as the dispatch functions are:
+/// `<prefix>attention_weights_wanted(slot) -> index` (nonzero while the
+/// executable's --dump-attention collects map `slot`) and
+/// `<prefix>attention_weights_write(slot, memref<?x?x?x?xf32>)` (the map's
+/// weights, [batch, heads, queries, keys]).
+inline constexpr llvm::StringLiteral kRuntimeCallPrefix = "__tfm_runtime_";
+
 /// The glue's definitions of the parallel loops' dispatch functions that
 /// `lowered` (the LLVM dialect, after tfm-outline-parallel-loops) declares:
 /// each runs its loop's body for every index on the thread pool of the call
@@ -84,7 +92,8 @@ llvm::Expected<std::string> emitLLVMParallelGlue(mlir::ModuleOp lowered,
 /// The symbol under which the object exports entry point `entry`'s C
 /// interface (`_mlir_ciface_<entry>` renamed): `tfm_<cName>_<entry>`. Every
 /// other function of the object is internal; the parallel loops' dispatch
-/// functions it calls are `tfm_<cName>___tfm_parallel_<K>`.
+/// functions it calls are `tfm_<cName>___tfm_parallel_<K>`, the runtime
+/// services `tfm_<cName>___tfm_runtime_<name>`.
 std::string entrySymbol(llvm::StringRef cName, llvm::StringRef entry);
 
 /// Translates `module` (LLVM dialect) to LLVM IR and writes an object file

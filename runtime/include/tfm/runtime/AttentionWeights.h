@@ -28,6 +28,10 @@ struct AttentionMap {
 /// or stops (null). Not thread-safe: set it around a forward pass.
 void collectAttentionWeights(std::vector<AttentionMap> *maps);
 
+/// Whether map `slot` is collected now: generated code that computes the
+/// weights apart from the attention asks first.
+bool attentionWeightsWanted(int64_t slot);
+
 /// Called by generated code, outside its parallel loops: the buffer for
 /// map `slot` of that shape, or null when nothing is collected.
 float *attentionWeightsFor(int64_t slot, int64_t batch, int64_t heads,
