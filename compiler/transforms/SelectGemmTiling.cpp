@@ -140,7 +140,8 @@ struct SelectGemmTilingPass
                 GemmTilingAttr::get(op->getContext(), t.v512.rows, t.v512.cols,
                                     t.v256.rows, t.v256.cols, t.v128.rows,
                                     t.v128.cols, tiling.l2Columns,
-                                    tiling.prefetch));
+                                    tiling.prefetch[0], tiling.prefetch[1],
+                                    tiling.prefetch[2]));
     if (remarks)
       remarkAt(op) << "GEMM tiling: " << tiling.why;
   }

@@ -31,7 +31,7 @@ module @frame_plan attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i6
   tfm.param @w : tensor<24x8xf32>
   func.func @forward(%x: tensor<?x?x8xf32> {tfm.input = "input"}) -> (tensor<?x?x8xf32> {tfm.output = "hidden"}) {
     %w = tfm.weight @w : tensor<24x8xf32>
-    %qkv = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 4, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch = none>} : (tensor<?x?x8xf32>, tensor<24x8xf32>) -> tensor<?x?x24xf32>
+    %qkv = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 4, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch512 = none, prefetch256 = none, prefetch128 = none>} : (tensor<?x?x8xf32>, tensor<24x8xf32>) -> tensor<?x?x24xf32>
     %q = tfm.split_heads %qkv part 0 of 3 into 2 heads : tensor<?x?x24xf32> -> tensor<?x2x?x4xf32>
     %k = tfm.split_heads %qkv part 1 of 3 into 2 heads : tensor<?x?x24xf32> -> tensor<?x2x?x4xf32>
     %v = tfm.split_heads %qkv part 2 of 3 into 2 heads : tensor<?x?x24xf32> -> tensor<?x2x?x4xf32>

@@ -43,9 +43,10 @@ protected:
 
 TEST_F(HighwayGemmTilingTest, FollowsTheRecordedTile) {
   ASSERT_TRUE(module);
-  linear()->setAttr(
-      GemmTilingName::getNameStr(),
-      GemmTilingAttr::get(&context, 5, 16, 2, 24, 7, 4, 0, GemmPrefetch::None));
+  linear()->setAttr(GemmTilingName::getNameStr(),
+                    GemmTilingAttr::get(&context, 5, 16, 2, 24, 7, 4, 0,
+                                        GemmPrefetch::L2, GemmPrefetch::L1,
+                                        GemmPrefetch::None));
   std::string text;
   ASSERT_TRUE(emit(text)) << text;
   EXPECT_NE(text.find("width of the panels the weight is packed in: 5 x 16 on "
@@ -68,6 +69,23 @@ TEST_F(HighwayGemmTilingTest, FollowsTheRecordedTile) {
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("ForVectorBits(8, 6, 6)"), std::string::npos) << text;
+  // Each target's own prefetch: L2 on 512-bit vectors, L1 on 256, none on
+  // 128, the code asking for its kind.
+  EXPECT_NE(
+      text.find("constexpr size_t prefetchKind = k::ForVectorBits(2, 1, 0);"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("const float *nextPanel = prefetchKind == 1 && r0 + "
+                      "nRows >= rows && panel + 1 < panels ? "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("const bool hasNext = prefetchKind == 2 && panel + 1 < "
+                      "panels && firstLine < lines;"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(", cols, nextPanel, l2At, size_t(l2Lines));"),
+            std::string::npos)
+      << text;
 }
 
 TEST_F(HighwayGemmTilingTest, RefusesALinearWithoutATile) {

@@ -134,26 +134,51 @@ void FunctionEmitter::emitMatmul(
                         " * perSegment + panel) * panelStride";
   // Panel by panel, what the tiles prefetch of the next panel (the thread's
   // next tasks read it: each thread runs a contiguous range of tasks, but
-  // for those it takes from a held-back thread).
-  GemmPrefetch prefetch =
-      inBlocks ? GemmPrefetch::None : tilingAttr.getPrefetch();
+  // for those it takes from a held-back thread), each target its own kind.
+  std::array<GemmPrefetch, 3> prefetch = {tilingAttr.getPrefetch512(),
+                                          tilingAttr.getPrefetch256(),
+                                          tilingAttr.getPrefetch128()};
+  if (inBlocks)
+    prefetch.fill(GemmPrefetch::None);
+  const bool anyL1 = llvm::is_contained(prefetch, GemmPrefetch::L1);
+  const bool anyL2 = llvm::is_contained(prefetch, GemmPrefetch::L2);
+  const bool oneKind = llvm::all_equal(prefetch);
+  // Where the targets differ, the code asks which kind its own is.
+  std::string isL1 = "", isL2 = "";
+  if (!oneKind) {
+    auto kind = [](GemmPrefetch p) {
+      return p == GemmPrefetch::L1 ? "1" : p == GemmPrefetch::L2 ? "2" : "0";
+    };
+    os << "// The next panel's prefetch (#tfm_codegen.gemm_tiling): "
+       << stringifyGemmPrefetch(prefetch[0]) << " on 512-bit vectors, "
+       << stringifyGemmPrefetch(prefetch[1]) << " on 256-bit, "
+       << stringifyGemmPrefetch(prefetch[2])
+       << " on 128-bit (0 none, 1 L1, 2 L2).\n";
+    os << "constexpr size_t prefetchKind = k::ForVectorBits("
+       << kind(prefetch[0]) << ", " << kind(prefetch[1]) << ", "
+       << kind(prefetch[2]) << ");\n";
+    isL1 = "prefetchKind == 1 && ";
+    isL2 = "prefetchKind == 2 && ";
+  }
   std::string nextPanel = panelAt + " + panelStride";
   std::string prefetchArgs;
-  if (prefetch == GemmPrefetch::L1) {
+  if (anyL1) {
     os << "// The last row block prefetches the next panel into L1.\n";
-    os << "const " << panelType
-       << " *nextPanel = r0 + nRows >= rows && panel + 1 < panels "
+    os << "const " << panelType << " *nextPanel = " << isL1
+       << "r0 + nRows >= rows && panel + 1 < panels "
           "? "
        << nextPanel << " : nullptr;\n";
     prefetchArgs = ", nextPanel";
-  } else if (prefetch == GemmPrefetch::L2) {
+  }
+  if (anyL2) {
     os << "// Each row block prefetches its share of the next panel's lines "
           "into L2.\n";
     os << "constexpr int64_t lines = panelStride * int64_t(sizeof(" << panelType
        << ")) / 64;\n";
     os << "const int64_t share = (lines + rowBlocks - 1) / rowBlocks, "
           "firstLine = rowBlock * share;\n";
-    os << "const bool hasNext = panel + 1 < panels && firstLine < lines;\n";
+    os << "const bool hasNext = " << isL2
+       << "panel + 1 < panels && firstLine < lines;\n";
     os << "const " << panelType << " *l2At = hasNext ? " << nextPanel
        << " + firstLine * "
        << (element == PackSpec::Element::F32  ? 16
@@ -162,7 +187,8 @@ void FunctionEmitter::emitMatmul(
        << " : nullptr;\n";
     os << "const int64_t l2Lines = hasNext ? std::min<int64_t>(share, lines - "
           "firstLine) : 0;\n";
-    prefetchArgs = ", nullptr, l2At, size_t(l2Lines)";
+    prefetchArgs = std::string(anyL1 ? ", nextPanel" : ", nullptr") +
+                   ", l2At, size_t(l2Lines)";
   }
   // With bf16 inputs the tile rounds the rows of x it reads (the weight
   // was rounded as it was packed).

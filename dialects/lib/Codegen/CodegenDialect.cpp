@@ -37,7 +37,8 @@ LogicalResult
 GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                        int64_t rows512, int64_t cols512, int64_t rows256,
                        int64_t cols256, int64_t rows128, int64_t cols128,
-                       int64_t l2Columns, GemmPrefetch prefetch) {
+                       int64_t l2Columns, GemmPrefetch prefetch512,
+                       GemmPrefetch prefetch256, GemmPrefetch prefetch128) {
   struct Tile {
     StringRef bits;
     int64_t rows, cols, lanes;
@@ -69,11 +70,14 @@ GemmTilingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          << cols << " columns";
   // In blocks, the next panel of a task is the one at its place in the
   // next block: a block of tasks later, not next.
-  if (l2Columns > 0 && prefetch != GemmPrefetch::None)
-    return emitError() << "gemm_tiling prefetches only panel by panel "
-                          "(l2Columns = 0), got l2Columns = "
-                       << l2Columns << " with prefetch = "
-                       << stringifyGemmPrefetch(prefetch);
+  for (auto [bits, prefetch] :
+       {std::pair{"512", prefetch512}, std::pair{"256", prefetch256},
+        std::pair{"128", prefetch128}})
+    if (l2Columns > 0 && prefetch != GemmPrefetch::None)
+      return emitError() << "gemm_tiling prefetches only panel by panel "
+                            "(l2Columns = 0), got l2Columns = "
+                         << l2Columns << " with prefetch" << bits << " = "
+                         << stringifyGemmPrefetch(prefetch);
   return success();
 }
 

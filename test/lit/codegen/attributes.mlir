@@ -9,15 +9,15 @@
 // A GEMM tiling (from tfm-select-gemm-tiling), alone and after epilogues;
 // register tiles at the ends of their range (16 and 1 rows).
 // CHECK-LABEL: func.func @linear_tiling(
-// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1, %arg2 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 160, prefetch = none>} : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
-// CHECK-NEXT: %1 = tfm.linear %arg0, %arg1 activation <relu> residual %0 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 16, cols512 = 32, rows256 = 1, cols256 = 16, rows128 = 16, cols128 = 8, l2Columns = 0, prefetch = l1>} : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: %0 = tfm.linear %arg0, %arg1, %arg2 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 160, prefetch512 = none, prefetch256 = none, prefetch128 = none>} : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+// CHECK-NEXT: %1 = tfm.linear %arg0, %arg1 activation <relu> residual %0 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 16, cols512 = 32, rows256 = 1, cols256 = 16, rows128 = 16, cols128 = 8, l2Columns = 0, prefetch512 = l1, prefetch256 = l1, prefetch128 = l1>} : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
 // CHECK-NEXT: return %1
 // GENERIC-LABEL: sym_name = "linear_tiling"
-// GENERIC: "tfm.linear"(%arg0, %arg1, %arg2) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 160, prefetch = none>}
-// GENERIC: "tfm.linear"(%arg0, %arg1, %0) <{activation = #tfm.activation<relu>, operandSegmentSizes = array<i32: 1, 1, 0, 1>}> {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 16, cols512 = 32, rows256 = 1, cols256 = 16, rows128 = 16, cols128 = 8, l2Columns = 0, prefetch = l1>}
+// GENERIC: "tfm.linear"(%arg0, %arg1, %arg2) <{operandSegmentSizes = array<i32: 1, 1, 1, 0>}> {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 160, prefetch512 = none, prefetch256 = none, prefetch128 = none>}
+// GENERIC: "tfm.linear"(%arg0, %arg1, %0) <{activation = #tfm.activation<relu>, operandSegmentSizes = array<i32: 1, 1, 0, 1>}> {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 16, cols512 = 32, rows256 = 1, cols256 = 16, rows128 = 16, cols128 = 8, l2Columns = 0, prefetch512 = l1, prefetch256 = l1, prefetch128 = l1>}
 func.func @linear_tiling(%x: tensor<?x?x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>) -> tensor<?x?x64xf32> {
-  %0 = tfm.linear %x, %w, %b {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 160, prefetch = none>} : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
-  %1 = tfm.linear %x, %w activation <relu> residual %0 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 16, cols512 = 32, rows256 = 1, cols256 = 16, rows128 = 16, cols128 = 8, l2Columns = 0, prefetch = l1>} : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
+  %0 = tfm.linear %x, %w, %b {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 160, prefetch512 = none, prefetch256 = none, prefetch128 = none>} : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<64xf32>) -> tensor<?x?x64xf32>
+  %1 = tfm.linear %x, %w activation <relu> residual %0 {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 16, cols512 = 32, rows256 = 1, cols256 = 16, rows128 = 16, cols128 = 8, l2Columns = 0, prefetch512 = l1, prefetch256 = l1, prefetch128 = l1>} : (tensor<?x?x32xf32>, tensor<64x32xf32>, tensor<?x?x64xf32>) -> tensor<?x?x64xf32>
   return %1 : tensor<?x?x64xf32>
 }
 

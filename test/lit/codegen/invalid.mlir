@@ -7,7 +7,7 @@
 // L2 blocks are weight columns, never fewer than none.
 func.func @linear_tiling_negative_block(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{gemm_tiling l2Columns must be 0 (panel by panel) or positive, got -32}}
-  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = -32, prefetch = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = -32, prefetch512 = none, prefetch256 = none, prefetch128 = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 
@@ -16,7 +16,7 @@ func.func @linear_tiling_negative_block(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>
 // An L2 block is whole panels on every target.
 func.func @linear_tiling_block_splits_a_panel(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>) -> tensor<4x64xf32> {
   // expected-error @+1 {{gemm_tiling l2Columns (48) must be a whole number of every target's panels, not of 32 columns}}
-  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 48, prefetch = none>} : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
+  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 48, prefetch512 = none, prefetch256 = none, prefetch128 = none>} : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
   return %0 : tensor<4x64xf32>
 }
 
@@ -25,7 +25,7 @@ func.func @linear_tiling_block_splits_a_panel(%x: tensor<4x8xf32>, %w: tensor<64
 // A tile's columns are one to four whole vectors of its target.
 func.func @linear_tiling_cols_not_vectors(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{gemm_tiling cols256 must be 1 to 4 vectors of 8 floats, got 12}}
-  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 12, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 12, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch512 = none, prefetch256 = none, prefetch128 = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 
@@ -33,7 +33,7 @@ func.func @linear_tiling_cols_not_vectors(%x: tensor<4x8xf32>, %w: tensor<8x8xf3
 
 func.func @linear_tiling_cols_too_wide(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{gemm_tiling cols512 must be 1 to 4 vectors of 16 floats, got 80}}
-  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 80, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 80, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch512 = none, prefetch256 = none, prefetch128 = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 
@@ -41,7 +41,7 @@ func.func @linear_tiling_cols_too_wide(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>)
 
 func.func @linear_tiling_no_cols(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{gemm_tiling cols128 must be 1 to 4 vectors of 4 floats, got 0}}
-  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 0, l2Columns = 0, prefetch = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 0, l2Columns = 0, prefetch512 = none, prefetch256 = none, prefetch128 = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 
@@ -50,7 +50,7 @@ func.func @linear_tiling_no_cols(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> te
 // A register tile has 1 to 16 rows on each vector width.
 func.func @linear_tiling_no_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{gemm_tiling rows512 must be in [1, 16], got 0}}
-  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 0, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 0, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch512 = none, prefetch256 = none, prefetch128 = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 
@@ -58,7 +58,7 @@ func.func @linear_tiling_no_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> te
 
 func.func @linear_tiling_too_many_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{gemm_tiling rows256 must be in [1, 16], got 17}}
-  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 17, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 17, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch512 = none, prefetch256 = none, prefetch128 = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 
@@ -66,7 +66,7 @@ func.func @linear_tiling_too_many_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>)
 
 func.func @linear_tiling_negative_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{gemm_tiling rows128 must be in [1, 16], got -1}}
-  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = -1, cols128 = 8, l2Columns = 0, prefetch = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = -1, cols128 = 8, l2Columns = 0, prefetch512 = none, prefetch256 = none, prefetch128 = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 
@@ -75,7 +75,7 @@ func.func @linear_tiling_negative_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>)
 // A tiling written without its register tile.
 func.func @linear_tiling_missing_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) -> tensor<4x8xf32> {
   // expected-error @+1 {{expected ','}}
-  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<l2Columns = 0, prefetch = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<l2Columns = 0, prefetch512 = none, prefetch256 = none, prefetch128 = none>} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
 }
 
@@ -83,8 +83,8 @@ func.func @linear_tiling_missing_rows(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>) 
 
 // In L2 blocks a task's next panel is a block of tasks away: no prefetch.
 func.func @linear_tiling_prefetch_in_blocks(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>) -> tensor<4x64xf32> {
-  // expected-error @+1 {{gemm_tiling prefetches only panel by panel (l2Columns = 0), got l2Columns = 64 with prefetch = l2}}
-  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 64, prefetch = l2>} : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
+  // expected-error @+1 {{gemm_tiling prefetches only panel by panel (l2Columns = 0), got l2Columns = 64 with prefetch256 = l1}}
+  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 64, prefetch512 = none, prefetch256 = l1, prefetch128 = none>} : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
   return %0 : tensor<4x64xf32>
 }
 
@@ -93,8 +93,8 @@ func.func @linear_tiling_prefetch_in_blocks(%x: tensor<4x8xf32>, %w: tensor<64x8
 // Not one of the kinds of prefetch.
 func.func @linear_tiling_bad_prefetch(%x: tensor<4x8xf32>, %w: tensor<64x8xf32>) -> tensor<4x64xf32> {
   // expected-error @+2 {{expected ::mlir::tfm::codegen::GemmPrefetch to be one of: none, l1, l2}}
-  // expected-error @+1 {{failed to parse TfmCodegen_GemmTilingAttr parameter 'prefetch' which is to be a `::mlir::tfm::codegen::GemmPrefetch`}}
-  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch = l3>} : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
+  // expected-error @+1 {{failed to parse TfmCodegen_GemmTilingAttr parameter 'prefetch512' which is to be a `::mlir::tfm::codegen::GemmPrefetch`}}
+  %0 = tfm.linear %x, %w {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch512 = l3, prefetch256 = l3, prefetch128 = l3>} : (tensor<4x8xf32>, tensor<64x8xf32>) -> tensor<4x64xf32>
   return %0 : tensor<4x64xf32>
 }
 
@@ -163,7 +163,7 @@ func.func @attention_tiling_missing_block(%q: tensor<?x4x?x8xf32>) -> tensor<?x4
 // A GEMM's tiling is not an attention's.
 func.func @attention_tiling_of_gemm(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
   // expected-error @+1 {{'tfm_codegen.gemm_tiling' belongs on a tfm.linear or tfm.grouped_linear}}
-  %0 = tfm.attention <scaled_dot> %q, %q, %q {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch = l2>} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  %0 = tfm.attention <scaled_dot> %q, %q, %q {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch512 = l2, prefetch256 = l2, prefetch128 = l2>} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
 }
 
@@ -253,8 +253,8 @@ func.func @attention_additive_tiling(%q: tensor<1x4x5x8xf32>, %wk: tensor<4x16x8
 // -----
 
 func.func @attention_tiling_not_a_tiling(%q: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
-  // expected-error @+1 {{'tfm_codegen.attention_tiling' must be a #tfm_codegen.attention_tiling, got #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch = l2>}}
-  %0 = tfm.attention <scaled_dot> %q, %q, %q {tfm_codegen.attention_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch = l2>} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+  // expected-error @+1 {{'tfm_codegen.attention_tiling' must be a #tfm_codegen.attention_tiling, got #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch512 = l2, prefetch256 = l2, prefetch128 = l2>}}
+  %0 = tfm.attention <scaled_dot> %q, %q, %q {tfm_codegen.attention_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 3, cols256 = 16, rows128 = 1, cols128 = 8, l2Columns = 0, prefetch512 = l2, prefetch256 = l2, prefetch128 = l2>} : (tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
   return %0 : tensor<?x4x?x8xf32>
 }
 

@@ -12,6 +12,7 @@
 #include "tfm/Codegen/Codegen.h"
 #include "tfm/IR/TfmOps.h"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -62,9 +63,13 @@ struct GemmTiling {
   RegisterTiles tiles;
   /// Weight columns per L2 block: 0 is panel by panel.
   int64_t l2Columns = 0;
-  /// Panel by panel, what the tiles prefetch of the next panel: all of it
-  /// into L1 from the last row block, or a share of it into L2 from each.
-  codegen::GemmPrefetch prefetch = codegen::GemmPrefetch::None;
+  /// Panel by panel, what the tiles prefetch of the next panel where the
+  /// code runs with 512-, 256- and 128-bit vectors (each target's panel
+  /// its own width): all of it into L1 from the last row block, or a
+  /// share of it into L2 from each.
+  std::array<codegen::GemmPrefetch, 3> prefetch = {codegen::GemmPrefetch::None,
+                                                   codegen::GemmPrefetch::None,
+                                                   codegen::GemmPrefetch::None};
   /// The reasons, for a remark.
   std::string why;
 };
@@ -75,10 +80,11 @@ struct GemmTiling {
 /// at run time: those a group has when the routing is balanced), else for
 /// `maxRows`. L2 blocks where those rows (rows x k floats) do not fit in
 /// half of L2, as many columns (a whole number of every target's panels)
-/// as fill that half; else panel by panel, prefetching the next panel:
-/// into L1 where one and a half panels fit there, else into L2 where two
-/// panels and a register tile's rows fit there (sized for the widest
-/// panel). Any sizes (negative ones count as 0) give a valid tiling.
+/// as fill that half; else panel by panel, each target prefetching its
+/// next panel: into L1 where one and a half of its panels fit there with
+/// 512-bit vectors, one panel below, else into L2
+/// where two of its panels and its register tile's rows fit there. Any
+/// sizes (negative ones count as 0) give a valid tiling.
 GemmTiling chooseGemmTiling(int64_t maxRows, int64_t k, int64_t columns,
                             const CacheSizes &cache,
                             std::optional<int64_t> typicalRows = std::nullopt);

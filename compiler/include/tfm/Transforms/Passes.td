@@ -127,15 +127,17 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
                 "panels";
   let description = [{
     Sets `tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = R,
-    cols512 = C, ..., l2Columns = N, prefetch = P>` on every `tfm.linear`
+    cols512 = C, ..., l2Columns = N, prefetch512 = P, ...>` on every
+    `tfm.linear`
     and `tfm.grouped_linear` (the Highway
     backend follows it; tfm-compile runs this pass after `tfm-optimize` for
     that backend, with the CPU's cache sizes):
 
-    - The register tile's rows with 512-, 256- and 128-bit vectors: as many
-      as keep the accumulators within three quarters of the register file
-      (32 registers with AVX-512, 16 below), at most 8 and at most the
-      GEMM's rows: 8, 3 and 1 for most GEMMs, 1 for a GEMM of one row.
+    - The register tile with 512-, 256- and 128-bit vectors: two vectors
+      of columns (the width its weight is packed in there) and as many rows
+      as fit beside them in the register file (32 registers with AVX-512,
+      16 below), at most 8 and at most the GEMM's rows: 8 x 32, 6 x 16 and
+      6 x 8 for most GEMMs, one row for a GEMM of one row.
 
     - L2 blocks where the GEMM's rows (at most `tfm.max_batch` x
       `tfm.max_seq_len` of the module for dynamic dimensions, times the
@@ -145,12 +147,14 @@ def TfmSelectGemmTiling : Pass<"tfm-select-gemm-tiling"> {
       panels as fill that half, each block over all row blocks, so the rows
       are read from memory once per block instead of once per panel. Else
       panel by panel.
-    - Panel by panel, the prefetch of the next panel: `l1` (the last row
-      block takes all of it into L1) where one and a half panels fit in
-      L1, since the hardware prefetcher has no time to ramp up on short
-      panels; else `l2` (every row block takes its share of the next
+    - Panel by panel, the prefetch of the next panel, for each target its
+      own panel width (`prefetch512`, `prefetch256`, `prefetch128`): `l1`
+      (the last row block takes all of it into L1) where one and a half
+      panels fit in L1 with 512-bit vectors, one panel with narrower ones
+      (whose tiles read half the panel bytes a step; measured), since the
+      hardware prefetcher has no time to ramp up on short panels; else `l2` (every row block takes its share of the next
       panel's lines into L2, so the next panel's first tile does not wait
-      for memory) where two panels and a register tile's rows (`rows512`)
+      for memory) where two panels and the target's register tile's rows
       fit in L2; else `none`.
 
     Not touched, with the reason as a remark (`remarks=true`): a linear

@@ -116,20 +116,33 @@ def TfmCodegen_GemmTilingAttr : AttrDef<TfmCodegen_Dialect, "GemmTiling"> {
       `cols`), each block's panels over all row blocks, so a row block of
       the input is read from memory once per block while the block's panels
       stay in L2.
-    - `prefetch`, panel by panel: `l1`, the last row block of a panel
-      prefetches the whole next panel into L1; `l2`, every row block
-      prefetches its share of the next panel's lines into L2, so the next
-      panel's first tile does not wait for memory; or `none`.
+    - `prefetch512`, `prefetch256`, `prefetch128`, panel by panel, where
+      the code runs with 512-, 256- or 128-bit vectors (each target's panel
+      its own width): `l1`, the last row block of a panel prefetches the
+      whole next panel into L1; `l2`, every row block prefetches its share
+      of the next panel's lines into L2, so the next panel's first tile
+      does not wait for memory; or `none`.
 
     ```mlir
-    %y = tfm.linear %x, %w, %b {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch = l2>} : ...
+    %y = tfm.linear %x, %w, %b {tfm_codegen.gemm_tiling = #tfm_codegen.gemm_tiling<rows512 = 8, cols512 = 32, rows256 = 6, cols256 = 16, rows128 = 6, cols128 = 8, l2Columns = 0, prefetch512 = l2, prefetch256 = l1, prefetch128 = l1>} : ...
     ```
   }];
   let parameters = (ins "int64_t":$rows512, "int64_t":$cols512,
                         "int64_t":$rows256, "int64_t":$cols256,
                         "int64_t":$rows128, "int64_t":$cols128,
                         "int64_t":$l2Columns,
-                        EnumParameter<TfmCodegen_GemmPrefetch>:$prefetch);
+                        EnumParameter<TfmCodegen_GemmPrefetch>:$prefetch512,
+                        EnumParameter<TfmCodegen_GemmPrefetch>:$prefetch256,
+                        EnumParameter<TfmCodegen_GemmPrefetch>:$prefetch128);
+  let extraClassDeclaration = [{
+    /// The prefetch where the code runs with `vectorBits`-bit vectors
+    /// (512, 256, else 128).
+    GemmPrefetch getPrefetch(int64_t vectorBits) const {
+      return vectorBits >= 512   ? getPrefetch512()
+             : vectorBits >= 256 ? getPrefetch256()
+                                 : getPrefetch128();
+    }
+  }];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
