@@ -134,15 +134,6 @@ def TfmCodegen_GemmTilingAttr : AttrDef<TfmCodegen_Dialect, "GemmTiling"> {
                         EnumParameter<TfmCodegen_GemmPrefetch>:$prefetch512,
                         EnumParameter<TfmCodegen_GemmPrefetch>:$prefetch256,
                         EnumParameter<TfmCodegen_GemmPrefetch>:$prefetch128);
-  let extraClassDeclaration = [{
-    /// The prefetch where the code runs with `vectorBits`-bit vectors
-    /// (512, 256, else 128).
-    GemmPrefetch getPrefetch(int64_t vectorBits) const {
-      return vectorBits >= 512   ? getPrefetch512()
-             : vectorBits >= 256 ? getPrefetch256()
-                                 : getPrefetch128();
-    }
-  }];
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
