@@ -2,9 +2,12 @@
 //
 // Against scalar references: see KernelTestSupport.h. PositiveFeatures on
 // every feature count and row length around the vector and Dot4 tails;
-// AddKeyFeatures and ApplyKeyFeatures as linear attention, not causal (all
-// keys added, then every row) and causal (each row after its own key),
-// against the quadratic form sum_j (fq . fk_j) v_j / sum_j fq . fk_j.
+// PositiveFeatureRows (a block of rows against the weights transposed)
+// likewise, over row counts around its register tile's; AddKeyFeatures
+// and ApplyKeyFeatures as linear attention, not causal (the keys added in
+// blocks, then every row) and causal (blocks of rows, each reading the
+// sums of the keys before the block and its own keys in it), against the
+// quadratic form sum_j (fq . fk_j) v_j / sum_j fq . fk_j.
 //
 //===----------------------------------------------------------------------===//
 
@@ -110,47 +113,139 @@ TEST_P(LinearAttentionTest, SumsEqualTheQuadraticForm) {
                dv = GetParam().dv;
   SCOPED_TRACE("target " + targetName());
   std::mt19937 rng(unsigned(s * 977 + count * 13 + dv));
-  // Features are positive (exponentials); values any sign.
+  // Features are positive (exponentials); values any sign. Rows are one
+  // float longer than they hold (a stride, as the generated code's are).
   std::uniform_real_distribution<float> positive(0.05f, 2.0f);
-  std::vector<float> fq(s * count), fk(s * count), v(s * dv);
+  const size_t fStride = count + 1, vStride = dv + 2, oStride = dv + 1;
+  std::vector<float> fq(s * fStride), fk(s * fStride), v(s * vStride);
   for (float &f : fq)
     f = positive(rng);
   for (float &f : fk)
     f = positive(rng);
   fillUniform(rng, v.data(), v.size());
-  for (bool causal : {false, true}) {
-    SCOPED_TRACE(causal ? "causal" : "not causal");
+  // The reference reads rows of `count` and `dv` floats.
+  std::vector<float> fqRows(s * count), fkRows(s * count), vRows(s * dv);
+  for (size_t i = 0; i < s; ++i) {
+    std::copy_n(fq.data() + i * fStride, count, fqRows.data() + i * count);
+    std::copy_n(fk.data() + i * fStride, count, fkRows.data() + i * count);
+    std::copy_n(v.data() + i * vStride, dv, vRows.data() + i * dv);
+  }
+  // Not causal: the keys in blocks (the generated code's are 128), then
+  // every row at once. Causal: blocks of query rows as the generated code
+  // runs them (a block: the sums of the keys before its first row's own,
+  // then its own keys), row i seeing keys [0, min(s, offset + i + 1)).
+  struct Form {
+    bool causal;
+    size_t block, offset;
+  };
+  for (Form form : {Form{false, 1, 0}, Form{false, 5, 0}, Form{false, s, 0},
+                    Form{true, 1, 0}, Form{true, 3, 0}, Form{true, 32, 0},
+                    Form{true, 4, 2}}) {
+    SCOPED_TRACE(
+        (form.causal ? "causal, blocks of " : "not causal, blocks of ") +
+        std::to_string(form.block) + " rows, offset " +
+        std::to_string(form.offset));
     // The sums with a sentinel after them; each output row likewise.
     std::vector<float> sums(count * (dv + 1) + 1, kSentinel);
     k::Zero(sums.data(), count * (dv + 1));
     float *featureSums = sums.data() + count * dv;
-    std::vector<float> out(s * (dv + 1), kSentinel);
-    size_t added = 0;
-    if (!causal)
-      for (; added < s; ++added)
-        k::AddKeyFeatures(fk.data() + added * count, v.data() + added * dv,
-                          count, dv, sums.data(), featureSums);
+    std::vector<float> out(s * oStride, kSentinel);
+    if (!form.causal) {
+      for (size_t j0 = 0; j0 < s; j0 += form.block)
+        k::AddKeyFeatures(
+            fk.data() + j0 * fStride, fStride, v.data() + j0 * vStride, vStride,
+            std::min(form.block, s - j0), count, dv, sums.data(), featureSums);
+      k::ApplyKeyFeatures(fq.data(), fStride, s, sums.data(), featureSums,
+                          count, dv, out.data(), oStride);
+    } else {
+      size_t added = 0;
+      for (size_t i0 = 0; i0 < s; i0 += form.block) {
+        const size_t rows = std::min(form.block, s - i0);
+        const size_t first = std::min(s, form.offset + i0),
+                     last = std::min(s, form.offset + i0 + rows);
+        if (first > added)
+          k::AddKeyFeatures(fk.data() + added * fStride, fStride,
+                            v.data() + added * vStride, vStride, first - added,
+                            count, dv, sums.data(), featureSums);
+        added = std::max(added, first);
+        k::ApplyKeyFeatures(fq.data() + i0 * fStride, fStride, rows,
+                            sums.data(), featureSums, count, dv,
+                            out.data() + i0 * oStride, oStride,
+                            fk.data() + first * fStride, fStride,
+                            v.data() + first * vStride, vStride, last - first);
+      }
+    }
     for (size_t i = 0; i < s; ++i) {
-      for (; added < i + 1 && causal; ++added)
-        k::AddKeyFeatures(fk.data() + added * count, v.data() + added * dv,
-                          count, dv, sums.data(), featureSums);
-      k::ApplyKeyFeatures(fq.data() + i * count, sums.data(), featureSums,
-                          count, dv, out.data() + i * (dv + 1));
-      std::vector<double> expected =
-          quadraticRow(fq, i, fk, v, causal ? i + 1 : s, count, dv);
+      std::vector<double> expected = quadraticRow(
+          fqRows, i, fkRows, vRows,
+          form.causal ? std::min(s, form.offset + i + 1) : s, count, dv);
       for (size_t e = 0; e < dv; ++e)
-        EXPECT_NEAR(out[i * (dv + 1) + e], expected[e], 2e-5)
+        EXPECT_NEAR(out[i * oStride + e], expected[e], 2e-5)
             << "row " << i << " column " << e;
-      EXPECT_TRUE(sameBits(out[i * (dv + 1) + dv], kSentinel)) << "row " << i;
+      EXPECT_TRUE(sameBits(out[i * oStride + dv], kSentinel)) << "row " << i;
     }
     EXPECT_TRUE(sameBits(sums.back(), kSentinel));
   }
 }
 
+class PositiveFeatureRowsTest
+    : public KernelTest,
+      public ::testing::WithParamInterface<FeatureShape> {};
+
+TEST_P(PositiveFeatureRowsTest, MatchesExpOfDotsLessShift) {
+  const size_t count = GetParam().features, n = GetParam().width;
+  SCOPED_TRACE("target " + targetName());
+  std::mt19937 rng(unsigned(count * 71 + n));
+  for (size_t rows : {size_t{1}, size_t{3}, size_t{8}, size_t{9}, size_t{16}}) {
+    SCOPED_TRACE(std::to_string(rows) + " rows");
+    std::vector<float> x(rows * n), w(count * n), wt(n * count), shifts(rows);
+    fillUniform(rng, x.data(), x.size());
+    fillUniform(rng, w.data(), w.size());
+    fillUniform(rng, shifts.data(), rows);
+    for (size_t m = 0; m < count; ++m)
+      for (size_t i = 0; i < n; ++i)
+        wt[i * count + m] = w[m * n + i];
+    // Output rows two floats longer than the features, sentinels in the
+    // gaps and after the last.
+    const size_t stride = count + 2;
+    std::vector<float> out(rows * stride + 1, kSentinel);
+    k::PositiveFeatureRows(x.data(), rows, wt.data(), count, n, shifts.data(),
+                           out.data(), stride);
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t m = 0; m < count; ++m) {
+        double dot = 0, magnitude = 0;
+        for (size_t i = 0; i < n; ++i) {
+          dot += double(x[r * n + i]) * double(w[m * n + i]);
+          magnitude += std::fabs(double(x[r * n + i]) * double(w[m * n + i]));
+        }
+        double expected = std::exp(dot - double(shifts[r]));
+        // The dot product summed in order of i (one FMA chain): its error,
+        // at most n roundings of the terms' magnitude, is exp's relative
+        // error, beside exp's own.
+        double bound = 2e-6 + double(n) * 0x1p-24 * magnitude;
+        EXPECT_NEAR(out[r * stride + m], expected, bound * expected)
+            << "row " << r << " feature " << m;
+      }
+      EXPECT_TRUE(sameBits(out[r * stride + count], kSentinel));
+      EXPECT_TRUE(sameBits(out[r * stride + count + 1], kSentinel));
+    }
+    EXPECT_TRUE(sameBits(out.back(), kSentinel));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, PositiveFeatureRowsTest,
+    ::testing::Values(FeatureShape{1, 1}, FeatureShape{3, 4},
+                      FeatureShape{5, 7}, FeatureShape{16, 64},
+                      FeatureShape{17, 17}, FeatureShape{33, 20},
+                      FeatureShape{40, 8}, FeatureShape{64, 32},
+                      FeatureShape{256, 64}));
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, LinearAttentionTest,
     ::testing::Values(LinearShape{1, 1, 1}, LinearShape{3, 4, 8},
                       LinearShape{7, 5, 3}, LinearShape{16, 16, 16},
-                      LinearShape{20, 17, 9}, LinearShape{33, 64, 64}));
+                      LinearShape{20, 17, 9}, LinearShape{33, 64, 64},
+                      LinearShape{70, 40, 37}));
 
 } // namespace

@@ -3,8 +3,10 @@
 // The performer part of FunctionEmitter: tfm.feature_map (each head row's
 // positive random features, one task per block of rows) and
 // tfm.linear_attention (each sequence and head's sums over the keys'
-// features, made once and read by every query row, or carried from row to
-// row when causal), which writes its heads merged for tfm.merge_heads.
+// features, made once and read by every query row, or carried from block
+// to block of query rows when causal), which writes its heads merged for
+// tfm.merge_heads. Both are register-tiled products (features-inl.h's
+// MultiplyAdd).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,9 +34,16 @@ LogicalResult FunctionEmitter::emitFeatureMap(FeatureMapOp op) {
   int64_t group = count / in.heads;
   if (group != 1)
     in.view.head = "h / " + num(group);
-  // Rows a task maps: a block of them reads its head's W_h (M x dk) from
-  // L1 or L2 once a row.
+  // Rows a task maps. When a call maps at least kFeatureMapTransposeRows
+  // rows, each W_h is transposed once (dk rows of M, the scratch slot) and
+  // a task's rows are one register-tiled product with it, the features
+  // along the lanes; fewer rows (a decode step's) take each row's dot
+  // products with the rows of W_h. An op whose calls never map that many
+  // has no such slot and no such branch.
   constexpr int64_t kRowBlock = 16;
+  const int64_t kBlockedRows = int64_t(kFeatureMapTransposeRows);
+  const bool mayBlock =
+      uint64_t(in.batch.max) * uint64_t(in.seq.max) >= kFeatureMapTransposeRows;
   Buffer out = allocate(op.getResult(), {in.batch, staticDim(count), in.seq,
                                          staticDim(features)});
   Heads mapped{{out.ptr, in.seq.expr + " * " + num(count * features),
@@ -44,6 +53,10 @@ LogicalResult FunctionEmitter::emitFeatureMap(FeatureMapOp op) {
                count,
                features};
   std::string wPtr = buffers[op.getFeatures()].ptr;
+  std::string transposed =
+      mayBlock ? scratch(FrameBuffer::FeaturesTransposed,
+                         num(count * features * dk), count * features * dk)
+               : std::string();
   // phi(x) = exp(x W^T - |x|^2 / 2) / sqrt(M) of x = row / dk^(1/4): the
   // 1 / sqrt(M) is the shift's log M / 2.
   double scale = std::pow(double(dk), -0.25);
@@ -53,6 +66,16 @@ LogicalResult FunctionEmitter::emitFeatureMap(FeatureMapOp op) {
   os.indent();
   os << "const int64_t n = " << in.seq.expr << ", blocks = (n + "
      << kRowBlock - 1 << ") / " << kRowBlock << ";\n";
+  if (mayBlock) {
+    os << "const bool blocked = " << in.batch.expr << " * n >= " << kBlockedRows
+       << ";\n";
+    os << "if (blocked)\n";
+    os << "  pool.parallelFor(" << count << ", [&](int64_t h) {\n";
+    os << "    k::TransposeRows(" << wPtr << " + h * " << features * dk << ", "
+       << dk << ", " << features << ", " << dk << ", " << transposed
+       << " + h * " << features * dk << ", " << features << ");\n";
+    os << "  });\n";
+  }
   os << "pool.parallelFor(" << in.batch.expr << " * " << count
      << " * blocks, [&](int64_t t) {\n";
   os.indent();
@@ -60,34 +83,54 @@ LogicalResult FunctionEmitter::emitFeatureMap(FeatureMapOp op) {
      << count << ", i0 = (t % blocks) * " << kRowBlock << ";\n";
   os << "const int64_t rows = std::min<int64_t>(" << kRowBlock
      << ", n - i0);\n";
-  os << "const float *w = " << wPtr << " + h * " << features * dk << ";\n";
-  os << "HWY_ALIGN float x[" << dk << "];\n";
+  os << "HWY_ALIGN float x[" << kRowBlock * dk << "];\n";
+  os << "float shifts[" << kRowBlock << "];\n";
   os << "for (int64_t i = i0; i < i0 + rows; ++i) {\n";
   os.indent();
   os << "const float *row = " << in.view.at("i") << ";\n";
+  os << "float *xi = x + (i - i0) * " << dk << ";\n";
   if (in.view.featureStride == 1) {
-    os << "k::Scale(" << floatLiteral(float(scale)) << ", row, x, " << dk
+    os << "k::Scale(" << floatLiteral(float(scale)) << ", row, xi, " << dk
        << ");\n";
   } else {
     // Keys a cache holds transposed: one feature every featureStride.
     os << "for (int64_t f = 0; f < " << dk << "; ++f)\n";
-    os << "  x[f] = " << floatLiteral(float(scale)) << " * row[f * "
+    os << "  xi[f] = " << floatLiteral(float(scale)) << " * row[f * "
        << in.view.featureStride << "];\n";
   }
-  os << "k::PositiveFeatures(x, w, " << features << ", " << dk
-     << ", 0.5f * k::Dot(x, x, " << dk << ") + " << floatLiteral(float(logRoot))
-     << ", " << mapped.view.at("i") << ");\n";
+  os << "shifts[i - i0] = 0.5f * k::Dot(xi, xi, " << dk << ") + "
+     << floatLiteral(float(logRoot)) << ";\n";
   os.unindent();
   os << "}\n";
+  if (mayBlock) {
+    os << "if (blocked)\n";
+    os << "  k::PositiveFeatureRows(x, rows, " << transposed << " + h * "
+       << features * dk << ", " << features << ", " << dk << ", shifts, "
+       << mapped.view.at("i0") << ", " << features << ");\n";
+    os << "else\n  ";
+  }
+  os << "for (int64_t i = i0; i < i0 + rows; ++i)\n";
+  os << "  k::PositiveFeatures(x + (i - i0) * " << dk << ", " << wPtr
+     << " + h * " << features * dk << ", " << features << ", " << dk
+     << ", shifts[i - i0], " << mapped.view.at("i") << ");\n";
   os.unindent();
   os << "});\n";
   os.unindent();
   os << "}\n";
   heads[op.getResult()] = mapped;
   remark(op, "performer: " + std::to_string(features) +
-                 " features of each head row (its dot products with W_h "
-                 "four rows at a time, then exp), in tasks of " +
-                 std::to_string(kRowBlock) + " rows" +
+                 " features of each head row, in tasks of " +
+                 std::to_string(kRowBlock) + " rows: " +
+                 (mayBlock ? "from " + std::to_string(kBlockedRows) +
+                                 " rows a call, each W_h transposed once and "
+                                 "a task's rows one register-tiled product "
+                                 "with it; fewer, each row's dot products "
+                                 "with W_h's rows"
+                           : "each row's dot products with W_h's rows (a "
+                             "call maps fewer than " +
+                                 std::to_string(kBlockedRows) +
+                                 " rows: no transposed W_h)") +
+                 "; then exp" +
                  (in.view.featureStride == 1
                       ? std::string()
                       : ", the keys read transposed where the cache holds "
@@ -119,7 +162,7 @@ LogicalResult FunctionEmitter::emitLinearAttention(LinearAttentionOp op) {
   HeadView o{out.ptr, q.seq.expr + " * " + num(d), num(dv), d};
   bool causal = op.getCausal();
   os << "{ // linear attention (performer"
-     << (causal ? ", causal: the sums carried from row to row" : "")
+     << (causal ? ", causal: the sums carried from block to block of rows" : "")
      << "): each head's sums over the keys' " << features
      << " features, then each query row's products with them\n";
   os.indent();
@@ -156,29 +199,58 @@ LogicalResult FunctionEmitter::emitLinearAttention(LinearAttentionOp op) {
   if (carried)
     os << "if (" << offset << " == 0)\n  ";
   os << "k::Zero(sums, " << perTask << ");\n";
-  auto addKey = [&](StringRef j) {
-    return "k::AddKeyFeatures(" + k.view.at(j) + ", " + v.view.at(j) + ", " +
-           num(features) + ", " + num(dv) + ", sums, featureSums);\n";
+  // Keys are added a block of kKeyBlock at a time (a block's value rows
+  // stay in L1 while each register tile of the sums takes them); causal
+  // query rows are applied a block of kCausalRows at a time: the sums of
+  // the keys before the block's first row's own, then within the block
+  // each row's own keys up to its own, as dot products.
+  constexpr int64_t kKeyBlock = 128, kCausalRows = 16;
+  auto addKeys = [&](StringRef first, const std::string &count) {
+    return "k::AddKeyFeatures(" + k.view.at(first) + ", " +
+           num(k.view.rowStride) + ", " + v.view.at(first) + ", " +
+           num(v.view.rowStride) + ", " + count + ", " + num(features) + ", " +
+           num(dv) + ", sums, featureSums);\n";
   };
-  std::string apply = "k::ApplyKeyFeatures(" + q.view.at("i") +
-                      ", sums, featureSums, " + num(features) + ", " + num(dv) +
-                      ", " + o.at("i") + ");\n";
+  auto apply = [&](StringRef first, StringRef rows) {
+    return "k::ApplyKeyFeatures(" + q.view.at(first) + ", " +
+           num(q.view.rowStride) + ", " + rows.str() + ", sums, featureSums, " +
+           num(features) + ", " + num(dv) + ", " + o.at(first) + ", " + num(d);
+  };
+  auto blockOf = [&](StringRef end, StringRef from) {
+    return "std::min<int64_t>(" + num(kKeyBlock) + ", " + end.str() + " - " +
+           from.str() + ")";
+  };
   if (!causal) {
-    os << "for (int64_t j = 0; j < sk; ++j)\n  " << addKey("j");
-    os << "for (int64_t i = 0; i < sq; ++i)\n  " << apply;
+    os << "for (int64_t j0 = 0; j0 < sk; j0 += " << kKeyBlock << ")\n  "
+       << addKeys("j0", blockOf("sk", "j0"));
+    os << apply("0", "sq") << ");\n";
   } else {
-    // Row i's sums are those of keys [0, offset + i], each key added once
-    // (carried sums hold the keys before offset already, and this call's
-    // keys are its rows' own).
+    // Row i's sums are those of keys [0, min(sk, offset + i + 1)), each
+    // key added once (carried sums hold the keys before offset already,
+    // and this call's keys are its rows' own).
     std::string keyOffset = carried ? std::string("0") : offset;
     os << "int64_t added = 0;\n";
-    os << "for (int64_t i = 0; i < sq; ++i) {\n";
+    os << "for (int64_t i0 = 0; i0 < sq; i0 += " << kCausalRows << ") {\n";
     os.indent();
-    os << "for (const int64_t end = std::min<int64_t>(sk, " << keyOffset
-       << " + i + 1); added < end; ++added)\n  " << addKey("added");
-    os << apply;
+    os << "const int64_t rows = std::min<int64_t>(" << kCausalRows
+       << ", sq - i0);\n";
+    os << "const int64_t first = std::min<int64_t>(sk, " << keyOffset
+       << " + i0), last = std::min<int64_t>(sk, " << keyOffset
+       << " + i0 + rows);\n";
+    os << "for (; added < first; added += " << blockOf("first", "added")
+       << ")\n  " << addKeys("added", blockOf("first", "added"));
+    os << apply("i0", "rows") << ", " << k.view.at("first") << ", "
+       << k.view.rowStride << ", " << v.view.at("first") << ", "
+       << v.view.rowStride << ", last - first);\n";
     os.unindent();
     os << "}\n";
+    if (carried) {
+      // The cache's sums go on with every key of this call.
+      os << "for (const int64_t end = std::min<int64_t>(sk, sq); added < end; "
+            "added += "
+         << blockOf("end", "added") << ")\n  "
+         << addKeys("added", blockOf("end", "added"));
+    }
   }
   os.unindent();
   os << "});\n";
@@ -186,9 +258,16 @@ LogicalResult FunctionEmitter::emitLinearAttention(LinearAttentionOp op) {
   os << "}\n";
   remark(op, std::string("performer: linear attention, ") +
                  (causal ? "each head's sums over the keys' features "
-                           "carried from row to row (a row adds its own key)"
+                           "carried from block to block of " +
+                               std::to_string(kCausalRows) +
+                               " query rows (a block reads the sums of the "
+                               "keys before it, then each row's own keys in "
+                               "it as dot products)"
                          : "each head's sums over every key's features made "
-                           "once, then read by every query row") +
+                           "once, " +
+                               std::to_string(kKeyBlock) +
+                               " keys at a time, then read by every query "
+                               "row") +
                  "; no score matrix, " + std::to_string(features) + " x " +
                  std::to_string(dv + 1) + " sums a head" +
                  (carried ? " kept in the cache from step to step (a step "

@@ -105,8 +105,33 @@ struct LinearAttentionScratch
   }
 };
 
+/// The features' weights transposed, one W_h^T (dk x M) a head, where a
+/// call may map kFeatureMapTransposeRows rows.
+struct FeatureMapScratch
+    : ScratchBuffersOpInterface::ExternalModel<FeatureMapScratch,
+                                               FeatureMapOp> {
+  SmallVector<ScratchBuffer>
+  getScratchBuffers(Operation *op, const FrameBounds &bounds) const {
+    auto featureMap = cast<FeatureMapOp>(op);
+    auto features = featureMap.getFeatures().getType();
+    auto input = featureMap.getInput().getType();
+    if (features.getRank() != 3 || input.getRank() < 3)
+      return {}; // (a rank the verifier refuses)
+    // Rows a call maps: the sequence's, in every batch ([..., H, n, dk]).
+    uint64_t rows = bounds.dim(input, input.getRank() - 2);
+    for (int64_t i = 0; i + 3 < input.getRank(); ++i)
+      rows = product({rows, bounds.dim(input, i)});
+    if (rows < kFeatureMapTransposeRows)
+      return {};
+    return {{FrameBuffer::FeaturesTransposed,
+             product({bounds.dim(features, 0), bounds.dim(features, 1),
+                      bounds.dim(features, 2)})}};
+  }
+};
+
 void TfmCodegenDialect::attachScratchBufferModels() {
   MLIRContext &context = *getContext();
+  FeatureMapOp::attachInterface<FeatureMapScratch>(context);
   LinearAttentionOp::attachInterface<LinearAttentionScratch>(context);
   AttentionOp::attachInterface<AttentionScratch>(context);
   RotaryOp::attachInterface<RotaryScratch>(context);

@@ -189,7 +189,7 @@ func.func @slot_empty(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm_co
 
 // A slot holds a result or one of the scratch buffers ops declare.
 func.func @slot_unknown_buffer(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {tfm_codegen.frame_floats = 64 : i64} {
-  // expected-error @+2 {{expected ::mlir::tfm::codegen::FrameBuffer to be one of: result, keys_transposed, bilinear_queries, additive_keys, additive_queries, rotary_cos, rotary_sin, feature_sums}}
+  // expected-error @+2 {{expected ::mlir::tfm::codegen::FrameBuffer to be one of: result, keys_transposed, bilinear_queries, additive_keys, additive_queries, rotary_cos, rotary_sin, feature_sums, features_transposed}}
   // expected-error @+1 {{failed to parse TfmCodegen_FrameSlotAttr parameter 'buffer' which is to be a `::mlir::tfm::codegen::FrameBuffer`}}
   %0 = tfm.add %x, %x {tfm_codegen.frame = [#tfm_codegen.slot<keysT, offset = 0, floats = 6>]} : tensor<2x3xf32>
   return %0 : tensor<2x3xf32>

@@ -49,6 +49,14 @@ struct ScratchBuffer {
   uint64_t floats;
 };
 
+/// A tfm.feature_map call that maps at least this many rows (batch x
+/// sequence) transposes each W_h once, into its features_transposed
+/// scratch, and maps blocks of rows as one register-tiled product with it;
+/// a call with fewer (a decode step's) takes each row's dot products with
+/// W_h's rows, as the transposition would cost more than they do. An op
+/// whose calls never have that many takes no such scratch.
+constexpr uint64_t kFeatureMapTransposeRows = 32;
+
 } // namespace mlir::tfm::codegen
 
 // The attributes before the dialect: its discardable-attribute helpers

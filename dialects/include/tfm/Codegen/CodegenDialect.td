@@ -83,7 +83,11 @@ def TfmCodegen_FrameBuffer : I32EnumAttr<"FrameBuffer",
     // Linear attention (performer): each (sequence, head)'s sums over the
     // keys' features, [B, H, M, dv + 1] (M rows of products with V, then
     // the features summed).
-    I32EnumAttrCase<"FeatureSums", 7, "feature_sums">]> {
+    I32EnumAttrCase<"FeatureSums", 7, "feature_sums">,
+    // Feature map (performer): the features' weights W_h transposed,
+    // [H, dk, M], so that a register tile of a block of rows takes the
+    // features along its lanes.
+    I32EnumAttrCase<"FeaturesTransposed", 8, "features_transposed">]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::tfm::codegen";
 }
