@@ -440,6 +440,29 @@ module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 8 : i64} {
 
 // -----
 
+// A feature map whose calls may map 32 rows (batch 2 x seq 16, the
+// Highway code's kFeatureMapTransposeRows) takes a features_transposed
+// scratch beside its result ([2, 4, 16, 6], 768 floats): W transposed, 4
+// heads x 8 x 6 = 192 floats, dead once the map is written (the second
+// map's result reuses the first one's; the linear attention's feature_sums
+// the second one's). The maps of 2 x 8 rows above take none.
+// CHECK-LABEL: func.func @performer_long(
+// CHECK-SAME: attributes {tfm_codegen.frame_floats = 1968 : i64}
+// CHECK-NEXT: tfm.feature_map {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = 768>, #tfm_codegen.slot<features_transposed, offset = 768, floats = 192>]} :
+// CHECK-NEXT: tfm.feature_map {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 768, floats = 768>, #tfm_codegen.slot<features_transposed, offset = 1536, floats = 192>]} :
+// CHECK-NEXT: tfm.linear_attention {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<feature_sums, offset = 1536, floats = 432>]} :
+module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 16 : i64} {
+  // expected-remark @+1 {{in @performer_long: frame of 7872 bytes for 5 buffers (9408 bytes if none shared space)}}
+  func.func @performer_long(%q: tensor<?x4x?x8xf32>, %k: tensor<?x4x?x8xf32>, %v: tensor<?x4x?x8xf32>, %w: tensor<4x6x8xf32>) -> tensor<?x4x?x8xf32> {
+    %fq = tfm.feature_map %q by %w : tensor<?x4x?x8xf32>, tensor<4x6x8xf32>
+    %fk = tfm.feature_map %k by %w : tensor<?x4x?x8xf32>, tensor<4x6x8xf32>
+    %o = tfm.linear_attention %fq, %fk, %v : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    return %o : tensor<?x4x?x8xf32>
+  }
+}
+
+// -----
+
 // Error: a buffer larger than any frame (2^42 floats).
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
   func.func @huge(%x: tensor<65536x65536x1024xf32>) -> tensor<65536x65536x1024xf32> {
