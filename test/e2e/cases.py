@@ -1011,6 +1011,14 @@ CASES = [
     dec("perf_dec_long", ids(100, batch=2), performer(32, vocab_size=64, max_seq_len=128, positional="rope",
                                                       norm="pre"),
         note="causal, seq 100, M 32, rope, batch 2: the running sums over 100 positions"),
+    enc("perf_enc_long_mqa_dk12", floats(150, batch=2), performer(10, d_model=48, num_heads=4, num_kv_heads=1,
+                                                                   d_ff=50, max_seq_len=160),
+        note="300 rows a call: the feature maps through W_h transposed (M 10 and dk 12, neither a whole "
+             "vector), one kv head for 4 query heads; 150 keys, more than one block of 128 added to the sums"),
+    dec("perf_dec_long_gqa", ids(70, batch=2), performer(
+        6, **dict(LLAMA, vocab_size=64, num_kv_heads=2, d_ff=44, max_seq_len=96)),
+        note="llama-like, causal, 2 kv heads of 4, seq 70: blocks of 16 query rows (the last of 6), the "
+             "feature maps through W_h transposed"),
 
     # ---- contract section 7: block_sparse (BigBird) -----------------------------
     # Every self-attention of every stack (an encoder_decoder's encoder not

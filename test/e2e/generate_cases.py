@@ -427,6 +427,11 @@ CASES = [
                                                  rope_style="interleaved", attention=performer(4)),
         new_tokens=23, extras=("too_long",), seed=27, weight_gain=5.0,
         note="a prompt of 1 token, 23 new tokens: 1 + 23 = max_seq_len 24; M 4, interleaved rope"),
+    gen("gen_perf_long_prompt_batch2", prompt(20, batch=2), dict(max_seq_len=48, positional="rope",
+                                                                 norm="pre", attention=performer(8)),
+        seed=29, weight_gain=4.0,
+        note="a prompt of 2 x 20 rows: the prefill's feature maps through W_h transposed and its rows in "
+             "causal blocks of 16, the steps' one row each"),
     gen_ed("gen_perf_ed", prompt(9, batch=2), prompt(3, batch=2), dict(
         positional="rope", norm="pre", attention=performer(8)), extras=("too_long",), seed=43,
         weight_gain=4.0, note="encoder_decoder: the encoder's performer not causal, the decoder's causal (running "

@@ -201,10 +201,17 @@ private:
 
   /// out[L..., i, j] (+)= sum_r x[L..., i, r] y[L..., r, j], x read as
   /// [L..., r, i] for TransposedLhs and y as [L..., j, r] for
-  /// TransposedRhs; `init` (when given) is added to.
+  /// TransposedRhs; `init` (when given) is added to. Where y's rows are
+  /// contiguous along j (Plain, TransposedLhs) the loops are (L..., i, r,
+  /// j), j innermost: an axpy of y's row r into out's row i, which LLVM
+  /// vectorises; TransposedRhs keeps r innermost (a dot product of two
+  /// contiguous rows).
   Value contract(Value x, Value y, Contraction form, Value init = Value()) {
     unsigned rank = cast<RankedTensorType>(x.getType()).getRank();
-    unsigned loops = rank + 1, iDim = rank - 2, jDim = rank - 1, rDim = rank;
+    bool reduceInner = form == Contraction::TransposedRhs;
+    unsigned loops = rank + 1, iDim = rank - 2;
+    unsigned jDim = reduceInner ? rank - 1 : rank,
+             rDim = reduceInner ? rank : rank - 1;
     SmallVector<unsigned> lead = TensorBuilder::range(0, rank - 2);
     SmallVector<unsigned> xDims = lead, yDims = lead, outDims = lead;
     if (form == Contraction::TransposedLhs)
@@ -225,8 +232,8 @@ private:
                                                             : ySizes[rank - 1]);
       init = tb.filled(outSizes, 0.0);
     }
-    SmallVector<IteratorType> iterators = TensorBuilder::parallel(rank);
-    iterators.push_back(IteratorType::reduction);
+    SmallVector<IteratorType> iterators = TensorBuilder::parallel(loops);
+    iterators[rDim] = IteratorType::reduction;
     return tb.generic(
         {x, y}, init,
         {tb.map(loops, xDims), tb.map(loops, yDims), tb.map(loops, outDims)},

@@ -476,12 +476,14 @@ func.func @feature_map_grouped(%k: tensor<1x2x?x8xf32>, %w: tensor<4x6x8xf32>) -
 // a contraction over the keys, fk read transposed) and the keys' features
 // summed ([M]) once; each query row's numerator fq (fk^T v) and
 // denominator fq . sum(fk), then their quotient. No loop, no [n, s]
-// matrix.
-// CHECK-DAG: #[[FKT:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d2)>
-// CHECK-DAG: #[[V:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>
+// matrix. The summary's loops are (batch, head, m, key, e): the key
+// reduced outside the value column, so the innermost loop is an axpy of a
+// value row into a row of the sums, which LLVM vectorises.
+// CHECK-DAG: #[[FKT:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d2)>
+// CHECK-DAG: #[[V:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
 // CHECK-LABEL: func.func @linear_attention(
 // CHECK-NOT: scf.for
-// CHECK: %[[SUMS:.+]] = linalg.generic {indexing_maps = [#[[FKT]], #[[V]], #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%arg1, %arg2 : tensor<1x2x?x6xf32>, tensor<1x2x?x8xf32>) outs(%{{.+}} : tensor<1x2x6x8xf32>)
+// CHECK: %[[SUMS:.+]] = linalg.generic {indexing_maps = [#[[FKT]], #[[V]], #{{.+}}], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%arg1, %arg2 : tensor<1x2x?x6xf32>, tensor<1x2x?x8xf32>) outs(%{{.+}} : tensor<1x2x6x8xf32>)
 // CHECK: %[[FSUMS:.+]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "reduction", "parallel"]} ins(%arg1 : tensor<1x2x?x6xf32>) outs(%{{.+}} : tensor<1x2x6xf32>)
 // CHECK: %[[NUM:.+]] = linalg.generic {{.*}} ins(%arg0, %[[SUMS]] : tensor<1x2x?x6xf32>, tensor<1x2x6x8xf32>) outs(%{{.+}} : tensor<1x2x?x8xf32>)
 // CHECK: %[[DEN:.+]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%arg0, %[[FSUMS]] : tensor<1x2x?x6xf32>, tensor<1x2x6xf32>) outs(%{{.+}} : tensor<1x2x?xf32>)
