@@ -134,17 +134,23 @@ TEST_P(LinearAttentionTest, SumsEqualTheQuadraticForm) {
   // every row at once. Causal: blocks of query rows as the generated code
   // runs them (a block: the sums of the keys before its first row's own,
   // then its own keys), row i seeing keys [0, min(s, offset + i + 1)).
+  // Carried: as a key/value cache's calls do, a prefill of the first half
+  // of the rows, then one call a row, each call's keys its own rows and
+  // the sums carried from call to call (every key of a call added after
+  // its last block).
   struct Form {
     bool causal;
     size_t block, offset;
+    bool carried = false;
   };
-  for (Form form : {Form{false, 1, 0}, Form{false, 5, 0}, Form{false, s, 0},
-                    Form{true, 1, 0}, Form{true, 3, 0}, Form{true, 32, 0},
-                    Form{true, 4, 2}}) {
+  for (Form form :
+       {Form{false, 1, 0}, Form{false, 5, 0}, Form{false, s, 0},
+        Form{true, 1, 0}, Form{true, 3, 0}, Form{true, 32, 0}, Form{true, 4, 2},
+        Form{true, 3, 0, true}, Form{true, 16, 0, true}}) {
     SCOPED_TRACE(
         (form.causal ? "causal, blocks of " : "not causal, blocks of ") +
         std::to_string(form.block) + " rows, offset " +
-        std::to_string(form.offset));
+        std::to_string(form.offset) + (form.carried ? ", carried" : ""));
     // The sums with a sentinel after them; each output row likewise.
     std::vector<float> sums(count * (dv + 1) + 1, kSentinel);
     k::Zero(sums.data(), count * (dv + 1));
@@ -158,21 +164,38 @@ TEST_P(LinearAttentionTest, SumsEqualTheQuadraticForm) {
       k::ApplyKeyFeatures(fq.data(), fStride, s, sums.data(), featureSums,
                           count, dv, out.data(), oStride);
     } else {
-      size_t added = 0;
-      for (size_t i0 = 0; i0 < s; i0 += form.block) {
-        const size_t rows = std::min(form.block, s - i0);
-        const size_t first = std::min(s, form.offset + i0),
-                     last = std::min(s, form.offset + i0 + rows);
-        if (first > added)
-          k::AddKeyFeatures(fk.data() + added * fStride, fStride,
-                            v.data() + added * vStride, vStride, first - added,
-                            count, dv, sums.data(), featureSums);
-        added = std::max(added, first);
-        k::ApplyKeyFeatures(fq.data() + i0 * fStride, fStride, rows,
-                            sums.data(), featureSums, count, dv,
-                            out.data() + i0 * oStride, oStride,
-                            fk.data() + first * fStride, fStride,
-                            v.data() + first * vStride, vStride, last - first);
+      // One call: rows [c0, c0 + n) and, carried, keys of its own rows.
+      auto call = [&](size_t c0, size_t n) {
+        const size_t sk = form.carried ? n : s, k0 = form.carried ? c0 : 0;
+        const float *fkc = fk.data() + k0 * fStride,
+                    *vc = v.data() + k0 * vStride;
+        size_t added = 0;
+        for (size_t i0 = 0; i0 < n; i0 += form.block) {
+          const size_t rows = std::min(form.block, n - i0);
+          const size_t first = std::min(sk, form.offset + i0),
+                       last = std::min(sk, form.offset + i0 + rows);
+          if (first > added)
+            k::AddKeyFeatures(fkc + added * fStride, fStride,
+                              vc + added * vStride, vStride, first - added,
+                              count, dv, sums.data(), featureSums);
+          added = std::max(added, first);
+          k::ApplyKeyFeatures(fq.data() + (c0 + i0) * fStride, fStride, rows,
+                              sums.data(), featureSums, count, dv,
+                              out.data() + (c0 + i0) * oStride, oStride,
+                              fkc + first * fStride, fStride,
+                              vc + first * vStride, vStride, last - first);
+        }
+        if (form.carried && added < sk)
+          k::AddKeyFeatures(fkc + added * fStride, fStride,
+                            vc + added * vStride, vStride, sk - added, count,
+                            dv, sums.data(), featureSums);
+      };
+      if (!form.carried) {
+        call(0, s);
+      } else {
+        call(0, s / 2);
+        for (size_t i = s / 2; i < s; ++i)
+          call(i, 1);
       }
     }
     for (size_t i = 0; i < s; ++i) {

@@ -39,7 +39,8 @@ LogicalResult FunctionEmitter::emitFeatureMap(FeatureMapOp op) {
   // a task's rows are one register-tiled product with it, the features
   // along the lanes; fewer rows (a decode step's) take each row's dot
   // products with the rows of W_h. An op whose calls never map that many
-  // has no such slot and no such branch.
+  // (its maxima: the cache's for keys a cache holds, as the scratch model
+  // counts them) has no such slot and no such branch.
   constexpr int64_t kRowBlock = 16;
   const int64_t kBlockedRows = int64_t(kFeatureMapTransposeRows);
   const bool mayBlock =
@@ -205,10 +206,10 @@ LogicalResult FunctionEmitter::emitLinearAttention(LinearAttentionOp op) {
   // the keys before the block's first row's own, then within the block
   // each row's own keys up to its own, as dot products.
   constexpr int64_t kKeyBlock = 128, kCausalRows = 16;
-  auto addKeys = [&](StringRef first, const std::string &count) {
+  auto addKeys = [&](StringRef first, const std::string &keys) {
     return "k::AddKeyFeatures(" + k.view.at(first) + ", " +
            num(k.view.rowStride) + ", " + v.view.at(first) + ", " +
-           num(v.view.rowStride) + ", " + count + ", " + num(features) + ", " +
+           num(v.view.rowStride) + ", " + keys + ", " + num(features) + ", " +
            num(dv) + ", sums, featureSums);\n";
   };
   auto apply = [&](StringRef first, StringRef rows) {

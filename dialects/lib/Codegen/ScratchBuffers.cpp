@@ -117,10 +117,19 @@ struct FeatureMapScratch
     auto input = featureMap.getInput().getType();
     if (features.getRank() != 3 || input.getRank() < 3)
       return {}; // (a rank the verifier refuses)
-    // Rows a call maps: the sequence's, in every batch ([..., H, n, dk]).
-    uint64_t rows = bounds.dim(input, input.getRank() - 2);
-    for (int64_t i = 0; i + 3 < input.getRank(); ++i)
-      rows = product({rows, bounds.dim(input, i)});
+    // Rows a call maps: the sequence's, in every batch ([..., H, n, dk]);
+    // keys a cache holds, at its own maxima (as the Highway code counts
+    // them).
+    uint64_t rows;
+    if (auto read = featureMap.getInput().getDefiningOp<CacheReadOp>()) {
+      KVCacheType cache = read.getCache().getType();
+      rows =
+          product({uint64_t(cache.getMaxBatch()), uint64_t(cache.getMaxSeq())});
+    } else {
+      rows = bounds.dim(input, input.getRank() - 2);
+      for (int64_t i = 0; i + 3 < input.getRank(); ++i)
+        rows = product({rows, bounds.dim(input, i)});
+    }
     if (rows < kFeatureMapTransposeRows)
       return {};
     return {{FrameBuffer::FeaturesTransposed,

@@ -463,6 +463,23 @@ module attributes {tfm.max_batch = 2 : i64, tfm.max_seq_len = 16 : i64} {
 
 // -----
 
+// Keys a cache holds count at the cache's maxima (1 x 64 rows here, the
+// module's 1 x 8 notwithstanding), as the Highway code counts them: a
+// features_transposed slot.
+// CHECK-LABEL: func.func @performer_cache_keys(
+// CHECK: tfm.feature_map {{.*}} {tfm_codegen.frame = [#tfm_codegen.slot<result, offset = 0, floats = {{[0-9]+}}>, #tfm_codegen.slot<features_transposed, offset = {{[0-9]+}}, floats = 192>]} :
+module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 8 : i64} {
+  // expected-remark @+1 {{in @performer_cache_keys:}}
+  func.func @performer_cache_keys(%c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 64, headDim = 8>, %b: index, %n: index, %w: tensor<4x6x8xf32>, %v: tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32> {
+    %k, %vc = tfm.cache_read %c[%b, %n] : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 64, headDim = 8>
+    %fk = tfm.feature_map %k by %w : tensor<?x4x?x8xf32>, tensor<4x6x8xf32>
+    %o = tfm.linear_attention %fk, %fk, %v : (tensor<?x4x?x6xf32>, tensor<?x4x?x6xf32>, tensor<?x4x?x8xf32>) -> tensor<?x4x?x8xf32>
+    return %o : tensor<?x4x?x8xf32>
+  }
+}
+
+// -----
+
 // Error: a buffer larger than any frame (2^42 floats).
 module attributes {tfm.max_batch = 1 : i64, tfm.max_seq_len = 4 : i64} {
   func.func @huge(%x: tensor<65536x65536x1024xf32>) -> tensor<65536x65536x1024xf32> {
