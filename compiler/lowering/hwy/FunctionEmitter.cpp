@@ -154,6 +154,11 @@ std::string FunctionEmitter::scratch(FrameBuffer kind, const std::string &count,
   return name;
 }
 
+bool FunctionEmitter::planned(FrameBuffer kind) const {
+  return llvm::any_of(
+      opSlots, [&](FrameSlotAttr slot) { return slot.getBuffer() == kind; });
+}
+
 void FunctionEmitter::beginOpPlan(Operation &op) {
   opSlots.clear();
   planError.clear();

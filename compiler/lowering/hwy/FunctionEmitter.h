@@ -210,6 +210,10 @@ private:
   /// floats (`maxCount` at the maxima).
   std::string scratch(mlir::tfm::codegen::FrameBuffer kind,
                       const std::string &count, int64_t maxCount);
+  /// Whether the memory plan gives the op being emitted a scratch slot of
+  /// `kind`: where the op's scratch model decides whether its code takes
+  /// one, the code follows that decision rather than making it again.
+  bool planned(mlir::tfm::codegen::FrameBuffer kind) const;
   /// `float *name = frame + offset;` for the op's planned slot of `kind`
   /// (result `index` for a result), which must hold `maxCount` floats.
   void frameBuffer(const std::string &name,

@@ -38,13 +38,12 @@ LogicalResult FunctionEmitter::emitFeatureMap(FeatureMapOp op) {
   // rows, each W_h is transposed once (dk rows of M, the scratch slot) and
   // a task's rows are one register-tiled product with it, the features
   // along the lanes; fewer rows (a decode step's) take each row's dot
-  // products with the rows of W_h. An op whose calls never map that many
-  // (its maxima: the cache's for keys a cache holds, as the scratch model
-  // counts them) has no such slot and no such branch.
+  // products with the rows of W_h. Whether any call may map that many is
+  // the op's scratch model's decision (ScratchBuffers.cpp): without a
+  // features_transposed slot in the plan, no such branch.
   constexpr int64_t kRowBlock = 16;
   const int64_t kBlockedRows = int64_t(kFeatureMapTransposeRows);
-  const bool mayBlock =
-      uint64_t(in.batch.max) * uint64_t(in.seq.max) >= kFeatureMapTransposeRows;
+  const bool mayBlock = planned(FrameBuffer::FeaturesTransposed);
   Buffer out = allocate(op.getResult(), {in.batch, staticDim(count), in.seq,
                                          staticDim(features)});
   Heads mapped{{out.ptr, in.seq.expr + " * " + num(count * features),

@@ -118,8 +118,8 @@ struct FeatureMapScratch
     if (features.getRank() != 3 || input.getRank() < 3)
       return {}; // (a rank the verifier refuses)
     // Rows a call maps: the sequence's, in every batch ([..., H, n, dk]);
-    // keys a cache holds, at its own maxima (as the Highway code counts
-    // them).
+    // keys a cache holds, at its own maxima. The Highway code emits its
+    // transposed form only where this gives it the slot.
     uint64_t rows;
     if (auto read = featureMap.getInput().getDefiningOp<CacheReadOp>()) {
       KVCacheType cache = read.getCache().getType();

@@ -27,11 +27,25 @@ namespace tfm::rt::kernels {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+/// y[i] = exp(y[i] - shift) for i < count, in place: the features of dot
+/// products y. Arguments above 88 give about 1.6e38 instead of
+/// overflowing to infinity (FAVOR+ has no stabiliser: such rows have lost
+/// their precision either way). Nothing past `count` is read or written.
+HWY_INLINE void ExpLessShift(float *HWY_RESTRICT y, size_t count, float shift) {
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  const auto minus = hn::Set(d, shift), limit = hn::Set(d, 88.0f);
+  for (size_t i = 0; i < count; i += lanes) {
+    const size_t m = HWY_MIN(lanes, count - i);
+    StoreFirst(
+        d, ExpFast(d, hn::Min(hn::Sub(LoadFirst(d, y + i, m), minus), limit)),
+        y + i, m);
+  }
+}
+
 /// out[m] = exp(x . w_m - shift) for the `count` rows w_m = w + m * n of
 /// n floats (x scaled by the caller; `shift` holds |x|^2 / 2 and the
-/// features' 1 / sqrt(M) as its log). Arguments above 88 give about
-/// 1.6e38 instead of overflowing to infinity (FAVOR+ has no stabiliser:
-/// such rows have lost their precision either way).
+/// features' 1 / sqrt(M) as its log), capped as ExpLessShift caps them.
 HWY_INLINE void PositiveFeatures(const float *HWY_RESTRICT x,
                                  const float *HWY_RESTRICT w, size_t count,
                                  size_t n, float shift,
@@ -41,24 +55,7 @@ HWY_INLINE void PositiveFeatures(const float *HWY_RESTRICT x,
     Dot4(w + m * n, n, x, n, out + m);
   for (; m < count; ++m)
     out[m] = Dot(x, w + m * n, n);
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  const auto minus = hn::Set(d, shift), limit = hn::Set(d, 88.0f);
-  auto features = [&](hn::Vec<decltype(d)> v) {
-    return ExpFast(d, hn::Min(hn::Sub(v, minus), limit));
-  };
-  size_t i = 0;
-  for (; i + lanes <= count; i += lanes)
-    hn::StoreU(features(hn::LoadU(d, out + i)), d, out + i);
-  if (i < count) {
-    // The tail through a whole vector on the stack: nothing past `count`
-    // is read or written.
-    HWY_ALIGN float tail[hn::MaxLanes(d)];
-    hn::Store(LoadFirst(d, out + i, count - i), d, tail);
-    hn::Store(features(hn::Load(d, tail)), d, tail);
-    for (size_t j = 0; i + j < count; ++j)
-      out[i + j] = tail[j];
-  }
+  ExpLessShift(out, count, shift);
 }
 
 /// Register tiles of MultiplyAdd: kFeatureTileRows rows x 2 vectors of
@@ -171,20 +168,8 @@ HWY_INLINE void PositiveFeatureRows(const float *HWY_RESTRICT x, size_t rows,
   for (size_t r = 0; r < rows; ++r)
     Zero(out + r * outStride, count);
   MultiplyAdd(x, n, 1, wt, count, n, rows, count, out, outStride);
-  const hn::ScalableTag<float> d;
-  const size_t lanes = hn::Lanes(d);
-  const auto limit = hn::Set(d, 88.0f);
-  for (size_t r = 0; r < rows; ++r) {
-    float *row = out + r * outStride;
-    const auto minus = hn::Set(d, shifts[r]);
-    for (size_t i = 0; i < count; i += lanes) {
-      const size_t m = HWY_MIN(lanes, count - i);
-      StoreFirst(
-          d,
-          ExpFast(d, hn::Min(hn::Sub(LoadFirst(d, row + i, m), minus), limit)),
-          row + i, m);
-    }
-  }
+  for (size_t r = 0; r < rows; ++r)
+    ExpLessShift(out + r * outStride, count, shifts[r]);
 }
 
 /// Keys into linear attention's sums, `keys` of them: sums[m] (a row of dv
