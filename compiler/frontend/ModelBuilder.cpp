@@ -430,10 +430,18 @@ KVCacheType ModelBuilder::cacheType(bool self, const LayerKinds &k) {
   // instead of the positions.
   if (self && k.performerFeatures)
     return KVCacheType::get(builder.getContext(), limits.maxBatch, c.numHeads,
-                            limits.maxSeqLen, c.headDim(),
-                            *k.performerFeatures);
+                            limits.maxSeqLen, c.headDim(), *k.performerFeatures,
+                            std::nullopt, 0);
+  // A sliding window's self-attention keeps its global tokens and the last
+  // W positions (memory O(W + G), not O(max_seq_len)), where that is fewer.
+  std::optional<int64_t> window;
+  int64_t globals = 0;
+  if (self && k.cachesWindowOnly(limits.maxSeqLen)) {
+    window = *k.window;
+    globals = k.globalTokens;
+  }
   return KVCacheType::get(builder.getContext(), limits.maxBatch, c.numKVHeads,
-                          limits.maxSeqLen, c.headDim(), 0);
+                          limits.maxSeqLen, c.headDim(), 0, window, globals);
 }
 
 Value ModelBuilder::stateBuffer(OpBuilder &b, StringRef name, Type type) {

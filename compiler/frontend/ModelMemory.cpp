@@ -122,6 +122,13 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
   if (c.vocabSize && c.lmHead && c.numDecoderLayers > 0) {
     double kvWidth = double(c.numKVHeads) * double(c.headDim());
     double positions = 2 * tokens * kvWidth;
+    // A sliding window's cache keeps its global tokens and window only.
+    auto selfPositions = [&](const LayerKinds &k) {
+      if (!k.cachesWindowOnly(limits.maxSeqLen))
+        return positions;
+      return 2 * double(limits.maxBatch) * double(*k.window + k.globalTokens) *
+             kvWidth;
+    };
     // Performer's self-attention keeps feature sums, not positions.
     double selfCaches = 0;
     for (int64_t i = 0; i < c.numDecoderLayers; ++i) {
@@ -134,7 +141,7 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
                           ? double(limits.maxBatch) * double(c.numHeads) *
                                 double(*k.performerFeatures) *
                                 double(c.headDim() + 1)
-                          : positions;
+                          : selfPositions(k);
     }
     m.cacheBytes =
         (selfCaches + (encDec ? double(c.numDecoderLayers) * positions : 0.0)) *

@@ -109,6 +109,15 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
       // Performer's cache holds running sums, not positions: the step's
       // own keys are added to them (tfm.linear_attention's `sums`).
       queryOffset = position;
+    } else if (cache && cast<KVCacheType>(cache.getType()).isWindowed()) {
+      // A windowed cache keeps the globals and the last W positions: the
+      // rows attend those (read before this call's positions replace any)
+      // and their own keys, gathered; then their positions go in.
+      auto window = CacheWindowOp::create(rewriter, loc, cache, k, v, position);
+      CacheAppendOp::create(rewriter, loc, cache, k, v, position);
+      k = window.getWindowKeys();
+      v = window.getWindowValues();
+      queryOffset = window.getOffset();
     } else if (cache) {
       // The new keys and values go in at `position`; attention reads every
       // position the cache holds then (a read-only cache: the first
@@ -172,6 +181,11 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     if (op.getCache() && op.getFeatures())
       os << ", the step's keys and values added to the running sums the "
             "cache holds";
+    else if (op.getCache() &&
+             cast<KVCacheType>(op.getCache().getType()).isWindowed())
+      os << ", the global tokens' and the window's keys and values the "
+            "cache keeps gathered with the new ones (tfm.cache_window), "
+            "then the new ones stored in its ring";
     else if (op.getCache())
       os << (op.getCacheReadOnly()
                  ? ", the keys and values read from the cache"

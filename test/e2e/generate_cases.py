@@ -377,6 +377,18 @@ CASES = [
     gen("gen_win_w4_g2_long", prompt(8, batch=2), dict(LLAMA, num_kv_heads=2, attention=window(4, 2)),
         seed=1,
         note="W 4, G 2, llama-like with 2 kv heads of 4; two prompts of 8, longer than W + G"),
+    # The cache keeps G + W slots (a ring) when that is below max_seq_len:
+    # global rows in decode steps, a window of 0, a prompt several rings
+    # long, and a window too wide for a ring (every position kept).
+    gen("gen_win_w2_g5_globals_decode", prompt(3, batch=2), dict(attention=window(2, 5)), seed=3,
+        note="W 2, G 5 > the prompt of 3: the first decode steps are global rows (they see every key)"),
+    gen("gen_win_w0_g2", prompt(4), dict(positional="rope", attention=window(0, 2)), seed=4,
+        note="W 0, G 2: each token attends itself and the 2 globals; the ring holds none"),
+    gen("gen_win_w5_g1_ring_prompt", prompt(29, batch=2), dict(
+        LLAMA, num_kv_heads=2, max_seq_len=64, attention=window(5, 1)), seed=6,
+        note="W 5, G 1, 2 kv heads: a prompt of 29 wraps the ring of 6 slots four times before decoding"),
+    gen("gen_win_wide_no_ring", prompt(6), dict(attention=window(30, 2)), seed=8,
+        note="W 30 + G 2 >= max_seq_len 32: the cache keeps every position (no ring)"),
     # ---- section 7: block_sparse (BigBird, causal decoders) ---------------------
     # Query block qb = position // B, in a decode step too; W, G in blocks;
     # each layer's block_pattern row qb (ids outside [0, ceil(keys / B))

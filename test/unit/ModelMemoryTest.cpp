@@ -51,10 +51,8 @@ Declared declaredBytes(const std::string &json) {
             mlir::cast<mlir::RankedTensorType>(p.getType()).getNumElements());
   for (mlir::tfm::KVCacheDeclOp k :
        m->getBody()->getOps<mlir::tfm::KVCacheDeclOp>()) {
-    auto t = mlir::cast<mlir::tfm::KVCacheType>(k.getType());
-    bytes.cacheBytes += 2 * 4.0 * double(t.getMaxBatch()) *
-                        double(t.getHeads()) * double(t.getMaxSeq()) *
-                        double(t.getHeadDim());
+    auto t = mlir::cast<mlir::tfm::StateBufferTypeInterface>(k.getType());
+    bytes.cacheBytes += 4.0 * double(t.getFloats());
   }
   return bytes;
 }
@@ -93,6 +91,18 @@ TEST(ModelMemoryTest, CountsMatchTheDeclaredParametersAndCaches) {
               "ffn_gated": true, "final_norm": true)",
            R"("architecture": "encoder", "num_layers": 1,
               "norm_type": "rms_norm", "final_norm": true)",
+           // Sliding windows: a ring of G + W positions where that is
+           // fewer than max_seq_len (11), every position where it is not.
+           R"("architecture": "decoder", "num_layers": 1, "vocab_size": 17,
+              "attention": {"kind": "sliding_window", "window": 3,
+                            "global_tokens": 2})",
+           R"("architecture": "decoder", "num_layers": 1, "vocab_size": 17,
+              "attention": {"kind": "sliding_window", "window": 10,
+                            "global_tokens": 1})",
+           R"("architecture": "encoder_decoder", "num_layers": 1,
+              "vocab_size": 19, "num_kv_heads": 1,
+              "attention": {"kind": "sliding_window", "window": 0,
+                            "global_tokens": 1})",
        }) {
     std::string json = "{" + std::string(base) + extra + "}";
     Declared declared = declaredBytes(json);
@@ -100,6 +110,25 @@ TEST(ModelMemoryTest, CountsMatchTheDeclaredParametersAndCaches) {
     EXPECT_EQ(estimated.weightBytes, declared.paramBytes) << json;
     EXPECT_EQ(estimated.cacheBytes, declared.cacheBytes) << json;
   }
+}
+
+TEST(ModelMemoryTest, SlidingWindowCacheKeepsItsWindow) {
+  // Batch 2, 3 heads of 8, keys and values: 384 bytes a position kept.
+  auto cache = [](const char *attention) {
+    return declaredBytes(std::string(R"({"architecture": "decoder",
+        "d_model": 24, "num_heads": 3, "d_ff": 40, "max_seq_len": 11,
+        "num_layers": 1, "vocab_size": 17, "attention": )") +
+                         attention + "}")
+        .cacheBytes;
+  };
+  EXPECT_EQ(cache(R"({"kind": "full"})"), 384 * 11);
+  EXPECT_EQ(cache(R"({"kind": "sliding_window", "window": 3,
+                      "global_tokens": 2})"),
+            384 * 5);
+  EXPECT_EQ(cache(R"({"kind": "sliding_window", "window": 4})"), 384 * 4);
+  EXPECT_EQ(cache(R"({"kind": "sliding_window", "window": 9,
+                      "global_tokens": 2})"),
+            384 * 11);
 }
 
 TEST(ModelMemoryTest, FormatBytes) {

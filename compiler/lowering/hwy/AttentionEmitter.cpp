@@ -300,17 +300,142 @@ LogicalResult FunctionEmitter::emitCacheAppend(CacheAppendOp op) {
      << ";\n";
   os << "float *vals = " << base << " + " << type.getValuesOffset() << " + b * "
      << vs[0] << " + h * " << vs[1] << ";\n";
-  os << "k::TransposeRows(" << k.view.at("0") << ", " << k.view.rowStride
-     << ", seq, " << k.dk << ", keys + first * " << ks[2] << ", " << ks[3]
-     << ");\n";
-  os << "for (int64_t s = 0; s < seq; ++s)\n";
-  os << "  std::memcpy(vals + (first + s) * " << vs[2] << ", " << v.view.at("s")
-     << ", sizeof(float) * " << v.dk << ");\n";
+  if (type.isWindowed()) {
+    // A ring: position j < G in slot j, a later one in slot G + (j - G) mod
+    // W; a position this call replaces (W or more before its last) is not
+    // written.
+    int64_t globals = type.getGlobals(), window = *type.getWindow();
+    os << "for (int64_t s = 0; s < seq; ++s) {\n";
+    os.indent();
+    os << "const int64_t j = first + s;\n";
+    os << "if (j >= " << globals << " && j + " << window
+       << " < first + seq) continue;\n";
+    if (window > 0)
+      os << "const int64_t slot = j < " << globals << " ? j : " << globals
+         << " + (j - " << globals << ") % " << window << ";\n";
+    else
+      os << "const int64_t slot = j;\n";
+    os << "k::TransposeRows(" << k.view.at("s") << ", " << k.view.rowStride
+       << ", 1, " << k.dk << ", keys + slot * " << ks[2] << ", " << ks[3]
+       << ");\n";
+    os << "std::memcpy(vals + slot * " << vs[2] << ", " << v.view.at("s")
+       << ", sizeof(float) * " << v.dk << ");\n";
+    os.unindent();
+    os << "}\n";
+  } else {
+    os << "k::TransposeRows(" << k.view.at("0") << ", " << k.view.rowStride
+       << ", seq, " << k.dk << ", keys + first * " << ks[2] << ", " << ks[3]
+       << ");\n";
+    os << "for (int64_t s = 0; s < seq; ++s)\n";
+    os << "  std::memcpy(vals + (first + s) * " << vs[2] << ", "
+       << v.view.at("s") << ", sizeof(float) * " << v.dk << ");\n";
+  }
   os.unindent();
   os << "});\n";
   os.unindent();
   os << "}\n";
   scalars[op.getLength()] = "(" + position + " + " + k.seq.expr + ")";
+  return success();
+}
+
+LogicalResult FunctionEmitter::emitCacheWindow(CacheWindowOp op) {
+  auto keys = heads.find(op.getKeys()), values = heads.find(op.getValues());
+  if (keys == heads.end() || values == heads.end() ||
+      keys->second.view.featureStride != 1 ||
+      values->second.view.featureStride != 1)
+    return op.emitError("the Highway backend gathers per-head rows");
+  const Heads &k = keys->second, &v = values->second;
+  KVCacheType type = op.getCache().getType();
+  std::array<int64_t, 4> ks = type.getKeyStrides(), vs = type.getValueStrides();
+  int64_t count = k.heads, dk = k.dk, globals = type.getGlobals(),
+          window = *type.getWindow(), slots = type.getSlots();
+  // At most every position up to the last new one: the sequences' bound.
+  int64_t maxKeys = k.seq.max;
+  std::string offset = fresh("offset");
+  Dim length{"(" + offset + " + " + k.seq.expr + ")", maxKeys, false};
+  // The keys transposed, as a cache holds them (the attention core reads
+  // them so, with no copy of its own), the values as rows.
+  Buffer keysOut = allocate(op.getWindowKeys(),
+                            {k.batch, staticDim(count), staticDim(dk), length});
+  Buffer valuesOut = allocate(
+      op.getWindowValues(), {k.batch, staticDim(count), length, staticDim(dk)});
+  std::string base = buffers[op.getCache()].ptr;
+  os << "// the keys and values a window of " << window << " with " << globals
+     << " global tokens attends: the globals and the window the cache keeps, "
+        "then the new rows\n";
+  os << "int64_t " << offset << ";\n";
+  os << "{\n";
+  os.indent();
+  os << "const int64_t seq = " << k.seq.expr
+     << ", first = " << scalars[op.getPosition()] << ";\n";
+  os << "const int64_t globals = std::min<int64_t>(" << globals
+     << ", first);\n";
+  os << "const int64_t kept = first > " << globals << " ? std::min<int64_t>("
+     << window << ", first - " << globals << ") : 0;\n";
+  os << offset << " = globals + kept;\n";
+  os << "pool.parallelFor(" << k.batch.expr << " * " << count
+     << ", [&](int64_t t) {\n";
+  os.indent();
+  os << "const int64_t b = t / " << count << ", h = t % " << count << ";\n";
+  os << "const float *cacheKeys = " << base << " + b * " << ks[0] << " + h * "
+     << ks[1] << ";\n";
+  os << "const float *cacheValues = " << base << " + " << type.getValuesOffset()
+     << " + b * " << vs[0] << " + h * " << vs[1] << ";\n";
+  os << "float *keys = " << keysOut.ptr << " + t * " << dk * maxKeys << ";\n";
+  os << "float *values = " << valuesOut.ptr << " + t * " << maxKeys * dk
+     << ";\n";
+  // Keys [from, from + n) of the cache's slots to index `to`.
+  auto copy = [&](StringRef from, StringRef to, StringRef n) {
+    os << "for (int64_t c = 0; c < " << dk << "; ++c)\n";
+    os << "  std::memcpy(keys + c * " << maxKeys << " + " << to
+       << ", cacheKeys + c * " << ks[3] << " + " << from << ", sizeof(float) * "
+       << n << ");\n";
+    os << "std::memcpy(values + (" << to << ") * " << dk << ", cacheValues + ("
+       << from << ") * " << vs[2] << ", sizeof(float) * " << dk << " * " << n
+       << ");\n";
+  };
+  copy("0", "0", "globals");
+  if (window > 0) {
+    // The window's positions [first - kept, first), from its slot on, in
+    // two runs where the ring wraps.
+    os << "if (kept > 0) {\n";
+    os.indent();
+    os << "const int64_t start = " << globals << " + (first - kept - "
+       << globals << ") % " << window << ";\n";
+    os << "const int64_t run = std::min<int64_t>(kept, " << slots
+       << " - start);\n";
+    copy("start", "globals", "run");
+    copy(num(globals), "globals + run", "(kept - run)");
+    os.unindent();
+    os << "}\n";
+  }
+  os << "k::TransposeRows(" << k.view.at("0") << ", " << k.view.rowStride
+     << ", seq, " << dk << ", keys + " << offset << ", " << maxKeys << ");\n";
+  os << "for (int64_t s = 0; s < seq; ++s)\n";
+  os << "  std::memcpy(values + (" << offset << " + s) * " << dk << ", "
+     << v.view.at("s") << ", sizeof(float) * " << dk << ");\n";
+  os.unindent();
+  os << "});\n";
+  os.unindent();
+  os << "}\n";
+  scalars[op.getOffset()] = offset;
+  heads[op.getWindowKeys()] = {
+      {keysOut.ptr, num(count * dk * maxKeys), num(dk * maxKeys), 1, maxKeys},
+      k.batch,
+      length,
+      count,
+      dk};
+  heads[op.getWindowValues()] = {
+      {valuesOut.ptr, num(count * maxKeys * dk), num(maxKeys * dk), dk, 1},
+      k.batch,
+      length,
+      count,
+      dk};
+  remark(op, "the keys and values of at most " + std::to_string(globals) +
+                 " global tokens and the last " + std::to_string(window) +
+                 " positions the cache keeps (of " +
+                 std::to_string(type.getMaxSeq()) +
+                 "), gathered with the new rows' for the attention");
   return success();
 }
 

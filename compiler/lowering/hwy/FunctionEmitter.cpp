@@ -384,6 +384,7 @@ LogicalResult FunctionEmitter::emitOp(Operation &op) {
       .Case([&](SequenceProjectionOp o) { return emitSequenceProjection(o); })
       .Case([&](CacheAppendOp o) { return emitCacheAppend(o); })
       .Case([&](CacheReadOp o) { return emitCacheRead(o); })
+      .Case([&](CacheWindowOp o) { return emitCacheWindow(o); })
       .Case([&](AttentionOp o) { return emitAttention(o); })
       .Case([&](LayerNormOp o) { return emitLayerNorm(o); })
       .Case([&](TakeLastOp o) { return emitTakeLast(o); })

@@ -122,6 +122,7 @@ private:
   emitSequenceProjection(mlir::tfm::SequenceProjectionOp op);
   mlir::LogicalResult emitCacheAppend(mlir::tfm::CacheAppendOp op);
   mlir::LogicalResult emitCacheRead(mlir::tfm::CacheReadOp op);
+  mlir::LogicalResult emitCacheWindow(mlir::tfm::CacheWindowOp op);
   mlir::LogicalResult emitAttention(mlir::tfm::AttentionOp op);
   mlir::LogicalResult emitFeatureMap(mlir::tfm::FeatureMapOp op);
   mlir::LogicalResult emitLinearAttention(mlir::tfm::LinearAttentionOp op);

@@ -345,6 +345,38 @@ Value cacheBufferOf(OpBuilder &rewriter, Location loc, Value cache) {
       .getResult(0);
 }
 
+/// Index arithmetic on a windowed cache's ring (`!tfm.kv_cache`'s
+/// `window`, `globals`): where positions are and which runs of slots hold
+/// consecutive ones.
+struct RingIndex {
+  OpBuilder &b;
+  Location loc;
+  int64_t globals, window;
+
+  RingIndex(OpBuilder &b, Location loc, KVCacheType type)
+      : b(b), loc(loc), globals(type.getGlobals()), window(*type.getWindow()) {}
+  Value c(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  /// The slot of position j >= globals (window > 0).
+  Value slot(Value j) {
+    return add(c(globals),
+               arith::RemSIOp::create(b, loc, sub(j, c(globals)), c(window)));
+  }
+  /// `count` consecutive positions from `first` (>= globals, count <=
+  /// window) as two runs of slots, where the ring wraps: `f(slot, offset,
+  /// length)` for each, `offset` counted from `first`.
+  void runs(Value first, Value count,
+            llvm::function_ref<void(Value, Value, Value)> f) {
+    Value start = slot(first);
+    Value run = min(count, sub(c(globals + window), start));
+    f(start, c(0), run);
+    f(c(globals), run, sub(count, run));
+  }
+};
+
 struct LowerCacheAppend : OpRewritePattern<CacheAppendOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(CacheAppendOp op,
@@ -352,13 +384,89 @@ struct LowerCacheAppend : OpRewritePattern<CacheAppendOp> {
     TensorBuilder tb(rewriter, op.getLoc());
     KVCacheType type = op.getCache().getType();
     Value buffer = cacheBufferOf(rewriter, op.getLoc(), op.getCache());
-    tb.writeCache(buffer, type, /*values=*/false, op.getKeys(),
-                  op.getPosition());
-    tb.writeCache(buffer, type, /*values=*/true, op.getValues(),
-                  op.getPosition());
+    Value position = op.getPosition();
     Value added = getValueOrCreateConstantIndexOp(rewriter, op.getLoc(),
                                                   tb.sizes(op.getKeys())[2]);
-    rewriter.replaceOpWithNewOp<arith::AddIOp>(op, op.getPosition(), added);
+    auto write = [&](Value rowsFirst, Value count, Value slot) {
+      for (bool values : {false, true}) {
+        Value t = values ? op.getValues() : op.getKeys();
+        tb.writeCache(buffer, type, values, tb.headRows(t, rowsFirst, count),
+                      slot);
+      }
+    };
+    if (!type.isWindowed()) {
+      tb.writeCache(buffer, type, /*values=*/false, op.getKeys(), position);
+      tb.writeCache(buffer, type, /*values=*/true, op.getValues(), position);
+    } else {
+      // The globals among the new positions in their own slots; of the
+      // others, the last W (those no later one of this call replaces) in
+      // the ring.
+      RingIndex ring(rewriter, op.getLoc(), type);
+      Value end = ring.add(position, added);
+      Value zero = ring.c(0);
+      Value globalEnd = ring.min(ring.c(ring.globals), end);
+      write(zero, ring.max(zero, ring.sub(globalEnd, position)), position);
+      if (ring.window > 0) {
+        Value first = ring.max(ring.max(position, ring.c(ring.globals)),
+                               ring.sub(end, ring.c(ring.window)));
+        Value count = ring.max(zero, ring.sub(end, first));
+        Value row = ring.sub(first, position);
+        ring.runs(first, count, [&](Value slot, Value offset, Value length) {
+          write(ring.add(row, offset), length, slot);
+        });
+      }
+    }
+    rewriter.replaceOpWithNewOp<arith::AddIOp>(op, position, added);
+    return success();
+  }
+};
+
+/// The globals and the window a windowed cache keeps, then the new rows,
+/// gathered into one tensor along the positions.
+struct LowerCacheWindow : OpRewritePattern<CacheWindowOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CacheWindowOp op,
+                                PatternRewriter &rewriter) const override {
+    TensorBuilder tb(rewriter, op.getLoc());
+    KVCacheType type = op.getCache().getType();
+    Value buffer = cacheBufferOf(rewriter, op.getLoc(), op.getCache());
+    RingIndex ring(rewriter, op.getLoc(), type);
+    Value position = op.getPosition(), zero = ring.c(0);
+    SmallVector<OpFoldResult> sizes = tb.sizes(op.getKeys());
+    Value added =
+        getValueOrCreateConstantIndexOp(rewriter, op.getLoc(), sizes[2]);
+    // Globals [0, min(G, position)); the window [position - kept, position).
+    Value globals = ring.min(ring.c(ring.globals), position);
+    Value kept =
+        ring.max(zero, ring.min(ring.c(ring.window),
+                                ring.sub(position, ring.c(ring.globals))));
+    Value offset = ring.add(globals, kept);
+    // The cache's pieces: (first slot, index among the gathered rows, rows).
+    SmallVector<std::array<Value, 3>> pieces = {{zero, zero, globals}};
+    if (ring.window > 0)
+      ring.runs(ring.max(ring.c(ring.globals), ring.sub(position, kept)), kept,
+                [&](Value slot, Value from, Value length) {
+                  pieces.push_back({slot, ring.add(globals, from), length});
+                });
+    SmallVector<Value> gathered;
+    for (bool values : {false, true}) {
+      SmallVector<OpFoldResult> all(sizes);
+      all[2] = OpFoldResult(ring.add(offset, added));
+      Value out = tb.empty(all);
+      auto insert = [&](Value rows, Value at) {
+        SmallVector<OpFoldResult> offsets(4, rewriter.getIndexAttr(0));
+        SmallVector<OpFoldResult> sz = tb.sizes(rows);
+        SmallVector<OpFoldResult> ones(4, rewriter.getIndexAttr(1));
+        offsets[2] = at;
+        out = tensor::InsertSliceOp::create(rewriter, op.getLoc(), rows, out,
+                                            offsets, sz, ones);
+      };
+      for (auto [slot, at, length] : pieces)
+        insert(tb.readCache(buffer, type, values, sizes[0], length, slot), at);
+      insert(values ? op.getValues() : op.getKeys(), offset);
+      gathered.push_back(out);
+    }
+    rewriter.replaceOp(op, {gathered[0], gathered[1], offset});
     return success();
   }
 };
@@ -614,12 +722,12 @@ struct ConvertTfmToLinalgPass
 } // namespace
 
 void mlir::tfm::populateTfmToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns
-      .add<LowerAdd, LowerLinear, LowerLayerNorm, LowerAddLayerNorm, LowerGlu,
-           LowerSoftmax, LowerSliceRows, LowerSplitHeads, LowerMergeHeads,
-           LowerRotary, LowerSequenceProjection, LowerFeatureMap,
-           LowerLinearAttention, LowerAttention, LowerCacheAppend,
-           LowerCacheRead, LowerEmbedding, LowerPositionEncoding, LowerTakeLast,
-           LowerRouteExperts, LowerGatherRows, LowerGroupedLinear,
-           LowerCausalConv1d, LowerSelectiveScan>(patterns.getContext());
+  patterns.add<LowerAdd, LowerLinear, LowerLayerNorm, LowerAddLayerNorm,
+               LowerGlu, LowerSoftmax, LowerSliceRows, LowerSplitHeads,
+               LowerMergeHeads, LowerRotary, LowerSequenceProjection,
+               LowerFeatureMap, LowerLinearAttention, LowerAttention,
+               LowerCacheAppend, LowerCacheRead, LowerCacheWindow,
+               LowerEmbedding, LowerPositionEncoding, LowerTakeLast,
+               LowerRouteExperts, LowerGatherRows, LowerGroupedLinear,
+               LowerCausalConv1d, LowerSelectiveScan>(patterns.getContext());
 }

@@ -1489,23 +1489,23 @@ public:
     return memref::SubViewOp::create(b, loc, all, zeros, sizes, ones);
   }
 
-  /// Positions [first, first + count) of the keys or the values of the
-  /// first `batch` sequences of `cache` (a flat buffer in the layout of
-  /// `type`), as a strided view [batch, heads, count, dk].
+  /// Slots [first, first + count) of the keys or the values of the first
+  /// `batch` sequences of `cache` (a flat buffer in the layout of `type`),
+  /// as a strided view [batch, heads, count, dk].
   Value cacheView(Value cache, KVCacheType type, bool values,
                   OpFoldResult batch, OpFoldResult first, OpFoldResult count) {
     std::array<int64_t, 4> strides =
         values ? type.getValueStrides() : type.getKeyStrides();
     SmallVector<OpFoldResult> whole = {
         b.getIndexAttr(type.getMaxBatch()), b.getIndexAttr(type.getHeads()),
-        b.getIndexAttr(type.getMaxSeq()), b.getIndexAttr(type.getHeadDim())};
+        b.getIndexAttr(type.getSlots()), b.getIndexAttr(type.getHeadDim())};
     SmallVector<OpFoldResult> wholeStrides;
     for (int64_t s : strides)
       wholeStrides.push_back(b.getIndexAttr(s));
     Value all = memref::ReinterpretCastOp::create(
         b, loc,
         cast<MemRefType>(MemRefType::get(
-            {type.getMaxBatch(), type.getHeads(), type.getMaxSeq(),
+            {type.getMaxBatch(), type.getHeads(), type.getSlots(),
              type.getHeadDim()},
             f32(),
             StridedLayoutAttr::get(
@@ -1519,23 +1519,35 @@ public:
     return memref::SubViewOp::create(b, loc, all, offsets, sz, ones);
   }
 
-  /// Writes `t` ([b, heads, s, dk]) as the keys (or values) of positions
-  /// pos... of `cache`.
+  /// Writes `t` ([b, heads, s, dk]) as the keys (or values) of slots
+  /// slot... of `cache`.
   void writeCache(Value cache, KVCacheType type, bool values, Value t,
-                  Value pos) {
+                  OpFoldResult slot) {
     SmallVector<OpFoldResult> ts = sizes(t);
-    Value dest = cacheView(cache, type, values, ts[0], pos, ts[2]);
+    Value dest = cacheView(cache, type, values, ts[0], slot, ts[2]);
     auto write = bufferization::MaterializeInDestinationOp::create(
         b, loc, TypeRange{}, t, dest);
     write.setWritable(true);
   }
 
-  /// The keys (or values) of positions [0, count) of the first `batch`
-  /// sequences of `cache`, as [batch, heads, count, dk].
+  /// Rows [first, first + count) of t ([b, heads, s, dk]).
+  Value headRows(Value t, OpFoldResult first, OpFoldResult count) {
+    SmallVector<OpFoldResult> offsets(4, b.getIndexAttr(0));
+    SmallVector<OpFoldResult> sz = sizes(t);
+    SmallVector<OpFoldResult> ones(4, b.getIndexAttr(1));
+    offsets[2] = first;
+    sz[2] = count;
+    return tensor::ExtractSliceOp::create(b, loc, t, offsets, sz, ones);
+  }
+
+  /// The keys (or values) of slots [first, first + count) of the first
+  /// `batch` sequences of `cache`, as [batch, heads, count, dk].
   Value readCache(Value cache, KVCacheType type, bool values,
-                  OpFoldResult batch, OpFoldResult count) {
-    Value view =
-        cacheView(cache, type, values, batch, b.getIndexAttr(0), count);
+                  OpFoldResult batch, OpFoldResult count,
+                  OpFoldResult first = OpFoldResult()) {
+    if (!first)
+      first = b.getIndexAttr(0);
+    Value view = cacheView(cache, type, values, batch, first, count);
     auto viewType = cast<MemRefType>(view.getType());
     auto tensorType = RankedTensorType::get(viewType.getShape(), f32());
     auto read = bufferization::ToTensorOp::create(b, loc, tensorType, view);

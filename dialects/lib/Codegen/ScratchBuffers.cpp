@@ -35,7 +35,7 @@ uint64_t maxKeys(Value keys, const FrameBounds &bounds) {
 
 /// The folded or projected queries and keys of bilinear and additive
 /// scores; the keys transposed for dot-product scores, unless a cache
-/// holds them so.
+/// holds them so (or tfm.cache_window gathered them so).
 struct AttentionScratch
     : ScratchBuffersOpInterface::ExternalModel<AttentionScratch, AttentionOp> {
   SmallVector<ScratchBuffer>
@@ -63,7 +63,8 @@ struct AttentionScratch
     // queries.
     uint64_t keyHeads = bounds.dim(attention.getKey().getType(), 1);
     if (score != ScoreKind::Additive &&
-        !attention.getKey().getDefiningOp<CacheReadOp>())
+        !attention.getKey().getDefiningOp<CacheReadOp>() &&
+        !attention.getKey().getDefiningOp<CacheWindowOp>())
       buffers.push_back({FrameBuffer::KeysTransposed,
                          product({maxBatch, keyHeads, dk, maxSk})});
     return buffers;

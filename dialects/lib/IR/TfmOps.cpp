@@ -236,7 +236,9 @@ LogicalResult WeightOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
                                   int64_t maxBatch, int64_t heads,
                                   int64_t maxSeq, int64_t headDim,
-                                  int64_t features) {
+                                  int64_t features,
+                                  std::optional<int64_t> window,
+                                  int64_t globals) {
   if (maxBatch <= 0 || heads <= 0 || maxSeq <= 0 || headDim <= 0)
     return emitError() << "kv_cache sizes must be positive, got maxBatch = "
                        << maxBatch << ", heads = " << heads
@@ -245,6 +247,23 @@ LogicalResult KVCacheType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kv_cache features must be positive (or left out "
                           "for a cache of positions), got "
                        << features;
+  if (!window) {
+    if (globals != 0)
+      return emitError() << "kv_cache globals = " << globals
+                         << " without a window";
+    return success();
+  }
+  if (features > 0)
+    return emitError() << "a kv_cache of feature sums keeps no window";
+  if (*window < 0 || globals < 0)
+    return emitError() << "kv_cache window and globals must not be negative, "
+                          "got window = "
+                       << *window << ", globals = " << globals;
+  if (*window + globals == 0 || *window + globals >= maxSeq)
+    return emitError() << "a windowed kv_cache keeps between 1 and maxSeq - 1 "
+                          "positions, got window + globals = "
+                       << *window + globals << " of maxSeq = " << maxSeq
+                       << " (leave the window out to keep every position)";
   return success();
 }
 
@@ -814,7 +833,8 @@ LogicalResult expectCacheRows(Diag &diag, StringRef what, RankedTensorType type,
 
 } // namespace
 
-/// The rule of tfm.cache_append and tfm.cache_read: a cache of positions.
+/// The rule of tfm.cache_append, tfm.cache_read and tfm.cache_window: a
+/// cache of positions.
 LogicalResult expectPositions(Operation *op, KVCacheType cache) {
   if (!cache.holdsFeatureSums())
     return success();
@@ -837,23 +857,57 @@ void CacheAppendOp::getEffects(
   effects.emplace_back(MemoryEffects::Write::get(), &getCacheMutable());
 }
 
+/// What tfm.cache_read and tfm.cache_window give: keys or values
+/// [batch, heads, positions, headDim] of the cache's heads.
+static Type cacheRows(KVCacheType cache) {
+  return RankedTensorType::get({ShapedType::kDynamic, cache.getHeads(),
+                                ShapedType::kDynamic, cache.getHeadDim()},
+                               Float32Type::get(cache.getContext()));
+}
+
 LogicalResult
 CacheReadOp::inferReturnTypes(MLIRContext *context, std::optional<Location>,
                               Adaptor adaptor,
                               SmallVectorImpl<Type> &inferredReturnTypes) {
-  auto cache = cast<KVCacheType>(adaptor.getCache().getType());
-  Type rows = RankedTensorType::get({ShapedType::kDynamic, cache.getHeads(),
-                                     ShapedType::kDynamic, cache.getHeadDim()},
-                                    Float32Type::get(context));
+  Type rows = cacheRows(cast<KVCacheType>(adaptor.getCache().getType()));
   inferredReturnTypes.assign({rows, rows});
   return success();
 }
 
 LogicalResult CacheReadOp::verify() {
-  return expectPositions(*this, getCache().getType());
+  KVCacheType cache = getCache().getType();
+  if (cache.isWindowed())
+    return emitOpError("reads every position up to `length`; ")
+           << cache << " keeps only a window of them (tfm.cache_window)";
+  return expectPositions(*this, cache);
 }
 
 void CacheReadOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  effects.emplace_back(MemoryEffects::Read::get(), &getCacheMutable());
+}
+
+LogicalResult
+CacheWindowOp::inferReturnTypes(MLIRContext *context, std::optional<Location>,
+                                Adaptor adaptor,
+                                SmallVectorImpl<Type> &inferredReturnTypes) {
+  Type rows = cacheRows(cast<KVCacheType>(adaptor.getCache().getType()));
+  inferredReturnTypes.assign({rows, rows, IndexType::get(context)});
+  return success();
+}
+
+LogicalResult CacheWindowOp::verify() {
+  Diag diag(*this);
+  KVCacheType cache = getCache().getType();
+  if (!cache.isWindowed())
+    return emitOpError("reads a windowed cache; ")
+           << cache << " keeps every position (tfm.cache_read)";
+  // Values have the keys' type (AllTypesMatch).
+  return expectCacheRows(diag, "keys", getKeys().getType(), cache);
+}
+
+void CacheWindowOp::getEffects(
     SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
         &effects) {
   effects.emplace_back(MemoryEffects::Read::get(), &getCacheMutable());
@@ -1006,6 +1060,17 @@ LogicalResult MultiHeadAttentionOp::verify() {
                type.getHeadDim() != dk) {
       return emitOpError("cache ")
              << type << " does not hold " << kvHeads << " heads of " << dk;
+    }
+    if (type.isWindowed()) {
+      // The ring keeps what this mask's rows can attend, no more.
+      MaskAttr mask = getMaskAttr();
+      if (!isSelfAttention() || !mask || mask.getBlock() ||
+          mask.getWindow() != type.getWindow() ||
+          mask.getGlobalTokens().value_or(0) != type.getGlobals())
+        return emitOpError("windowed cache ")
+               << type << " needs self-attention with a sliding window of "
+               << *type.getWindow() << " and " << type.getGlobals()
+               << " global tokens";
     }
   }
   return success();

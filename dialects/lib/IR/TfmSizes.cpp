@@ -83,6 +83,18 @@ SizeSum CacheReadOp::getResultSize(unsigned, int64_t dim) {
   return {{dim == 0 ? getBatch() : getLength(), -1}};
 }
 
+SizeSum CacheWindowOp::getResultSize(unsigned result, int64_t dim) {
+  // In positions: the keys [0, position + n), the rows at `position`. The
+  // window's rules count the same (query, key) pairs over them as over the
+  // gathered keys, whose indices past the globals are the positions
+  // shifted by one constant; the sequences are the keys'.
+  if (result == 2)
+    return {{getPosition(), -1}};
+  if (dim == 0)
+    return {{getKeys(), 0}};
+  return {{getPosition(), -1}, {getKeys(), 2}};
+}
+
 FlopCount LinearOp::getMatmulFlops() {
   // 2 x rows x out_features x in_features.
   SmallVector<SizeAtom> sizes;

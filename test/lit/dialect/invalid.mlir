@@ -2019,6 +2019,94 @@ func.func @cache_append_feature_sums(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, 
 
 // -----
 
+// A windowed !tfm.kv_cache keeps between 1 and maxSeq - 1 positions of a
+// cache of positions; globals need a window.
+// expected-error @+1 {{a windowed kv_cache keeps between 1 and maxSeq - 1 positions, got window + globals = 16 of maxSeq = 16 (leave the window out to keep every position)}}
+tfm.kv_cache @c : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 14, globals = 2>
+
+// -----
+
+// expected-error @+1 {{a windowed kv_cache keeps between 1 and maxSeq - 1 positions, got window + globals = 0 of maxSeq = 16 (leave the window out to keep every position)}}
+tfm.kv_cache @c : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 0>
+
+// -----
+
+// expected-error @+1 {{kv_cache window and globals must not be negative, got window = 4, globals = -1}}
+tfm.kv_cache @c : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4, globals = -1>
+
+// -----
+
+// expected-error @+1 {{kv_cache globals = 2 without a window}}
+tfm.kv_cache @c : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, globals = 2>
+
+// -----
+
+// expected-error @+1 {{a kv_cache of feature sums keeps no window}}
+tfm.kv_cache @c : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 4, window = 4>
+
+// -----
+
+// A windowed cache no longer holds every position up to `length`.
+func.func @cache_read_windowed(%c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4>, %b: index, %n: index) -> tensor<?x4x?x8xf32> {
+  // expected-error @+1 {{'tfm.cache_read' op reads every position up to `length`; '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4>' keeps only a window of them (tfm.cache_window)}}
+  %k, %v = tfm.cache_read %c[%b, %n] : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4>
+  return %k : tensor<?x4x?x8xf32>
+}
+
+// -----
+
+// tfm.cache_window gathers from a windowed cache, rows of its heads.
+func.func @cache_window_not_windowed(%c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, %k: tensor<?x4x?x8xf32>, %p: index) -> index {
+  // expected-error @+1 {{'tfm.cache_window' op reads a windowed cache; '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>' keeps every position (tfm.cache_read)}}
+  %wk, %wv, %o = tfm.cache_window %c, %k, %k at %p : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8>, tensor<?x4x?x8xf32>
+  return %o : index
+}
+
+// -----
+
+func.func @cache_window_heads(%c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4>, %k: tensor<?x2x?x8xf32>, %p: index) -> index {
+  // expected-error @+1 {{'tfm.cache_window' op keys must be [?, 4, ?, 8], got 'tensor<?x2x?x8xf32>'}}
+  %wk, %wv, %o = tfm.cache_window %c, %k, %k at %p : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4>, tensor<?x2x?x8xf32>
+  return %o : index
+}
+
+// -----
+
+func.func @cache_window_feature_sums(%c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 4>, %k: tensor<?x4x?x8xf32>, %p: index) -> index {
+  // expected-error @+1 {{'tfm.cache_window' op reads a windowed cache; '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 4>' keeps every position (tfm.cache_read)}}
+  %wk, %wv, %o = tfm.cache_window %c, %k, %k at %p : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, features = 4>, tensor<?x4x?x8xf32>
+  return %o : index
+}
+
+// -----
+
+// A windowed cache in multi-head attention: self-attention with the
+// window and the global tokens it keeps.
+func.func @mha_windowed_cache_window(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4>, %p: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op windowed cache '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4>' needs self-attention with a sliding window of 4 and 0 global tokens}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c at %p) in_proj(%wi, %bi) out_proj(%wo, %bo) causal window 3 : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+func.func @mha_windowed_cache_globals(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4, globals = 1>, %p: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op windowed cache '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4, globals = 1>' needs self-attention with a sliding window of 4 and 1 global tokens}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c at %p) in_proj(%wi, %bi) out_proj(%wo, %bo) causal window 4 : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4, globals = 1>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
+// Cross-attention over a read-only cache keeps every position of the memory.
+func.func @mha_windowed_cache_read_only(%x: tensor<?x?x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<96xf32>, %wo: tensor<32x32xf32>, %bo: tensor<32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4>, %n: index) -> tensor<?x?x32xf32> {
+  // expected-error @+1 {{'tfm.multi_head_attention' op windowed cache '!tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4>' needs self-attention with a sliding window of 4 and 0 global tokens}}
+  %0 = tfm.multi_head_attention <dot> %x heads 4 cache(%c upto %n) in_proj(%wi, %bi) out_proj(%wo, %bo) : (tensor<?x?x32xf32>, tensor<96x32xf32>, tensor<96xf32>, tensor<32x32xf32>, tensor<32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 16, headDim = 8, window = 4>, index) -> tensor<?x?x32xf32>
+  return %0 : tensor<?x?x32xf32>
+}
+
+// -----
+
 // tfm.cache_read: its results are [?, heads, ?, headDim] of the cache, the
 // batch and the length left open even where the cache bounds them.
 func.func @cache_read_result_type(%c: !tfm.kv_cache<maxBatch = 2, heads = 4, maxSeq = 16, headDim = 8>, %b: index, %n: index) -> tensor<2x4x?x8xf32> {

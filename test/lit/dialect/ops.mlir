@@ -728,6 +728,32 @@ func.func @cache_ops(%k: tensor<?x4x?x8xf32>, %v: tensor<?x4x?x8xf32>, %pos: ind
 
 // -----
 
+// A windowed cache (a sliding window of 4 with 1 global token) keeps 5 of
+// its 64 positions: tfm.cache_window gathers what the new rows attend (the
+// globals, the window, their own keys) with their offset among them, then
+// tfm.cache_append stores them in the ring.
+// A window of 0 keeps the globals only.
+// CHECK: tfm.kv_cache @decoder.ring : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 64, headDim = 8, window = 4, globals = 1>
+// CHECK-NEXT: tfm.kv_cache @decoder.globals : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 64, headDim = 8, window = 0, globals = 3>
+// CHECK-LABEL: func.func @cache_window(
+// CHECK-NEXT: %0 = tfm.cache @decoder.ring : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 64, headDim = 8, window = 4, globals = 1>
+// CHECK-NEXT: %windowKeys, %windowValues, %offset = tfm.cache_window %0, %arg0, %arg1 at %arg2 : <maxBatch = 1, heads = 2, maxSeq = 64, headDim = 8, window = 4, globals = 1>, tensor<?x2x?x8xf32>
+// CHECK-NEXT: %1 = tfm.cache_append %0, %arg0, %arg1 at %arg2 : <maxBatch = 1, heads = 2, maxSeq = 64, headDim = 8, window = 4, globals = 1>, tensor<?x2x?x8xf32>
+// CHECK-NEXT: %2 = tfm.attention <scaled_dot> %arg0, %windowKeys, %windowValues causal window 4 global 1 offset %offset
+// GENERIC-LABEL: sym_name = "cache_window"
+// GENERIC: %1:3 = "tfm.cache_window"(%0, %arg0, %arg1, %arg2) : (!tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 64, headDim = 8, window = 4, globals = 1>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, index) -> (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, index)
+tfm.kv_cache @"decoder.ring" : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 64, headDim = 8, window = 4, globals = 1>
+tfm.kv_cache @"decoder.globals" : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 64, headDim = 8, window = 0, globals = 3>
+func.func @cache_window(%k: tensor<?x2x?x8xf32>, %v: tensor<?x2x?x8xf32>, %pos: index) -> tensor<?x2x?x8xf32> {
+  %c = tfm.cache @"decoder.ring" : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 64, headDim = 8, window = 4, globals = 1>
+  %wk, %wv, %offset = tfm.cache_window %c, %k, %v at %pos : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 64, headDim = 8, window = 4, globals = 1>, tensor<?x2x?x8xf32>
+  %len = tfm.cache_append %c, %k, %v at %pos : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 64, headDim = 8, window = 4, globals = 1>, tensor<?x2x?x8xf32>
+  %o = tfm.attention <scaled_dot> %k, %wk, %wv causal window 4 global 1 offset %offset : (tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, tensor<?x2x?x8xf32>, index) -> tensor<?x2x?x8xf32>
+  return %o : tensor<?x2x?x8xf32>
+}
+
+// -----
+
 // The residual add and layer norm in one op (from --tfm-fuse-residual-norm);
 // eps elided at its default.
 // CHECK-LABEL: func.func @add_layer_norm(

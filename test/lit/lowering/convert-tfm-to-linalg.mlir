@@ -940,3 +940,37 @@ func.func @selective_scan_state(%u: tensor<?x1x80xf32>, %dt: tensor<?x1x80xf32>,
   %0 = tfm.selective_scan %u, %dt, %a, %bm, %cm, %d, %z offset %p state(%s) : (tensor<?x1x80xf32>, tensor<?x1x80xf32>, tensor<80x2xf32>, tensor<?x1x2xf32>, tensor<?x1x2xf32>, tensor<80xf32>, tensor<?x1x80xf32>, index, !tfm.mamba_state<maxBatch = 2, channels = 80, convWidth = 3, stateSize = 2>) -> tensor<?x1x80xf32>
   return %0 : tensor<?x1x80xf32>
 }
+
+// -----
+
+// A windowed cache (a window of 3, 1 global token: 4 slots of 16
+// positions, keys [1, 2, 4, 4] strides 32, 16, 1, 4). tfm.cache_window
+// gathers into a new tensor the globals (slots [0, min(1, pos))), the
+// window the ring keeps in two runs (from slot 1 + (first - 1) mod 3 up to
+// the ring's end, then from slot 1) and the new rows at their offset;
+// tfm.cache_append writes the new globals at their positions and the
+// others, but those the same call replaces, in two runs of slots likewise.
+// CHECK-LABEL: func.func @windowed_cache(
+// CHECK-SAME: %[[POS:[a-z0-9]+]]: index, %[[C:[a-z0-9]+]]: memref<64xf32>, %[[K:[a-z0-9]+]]: tensor<?x2x?x4xf32>
+// CHECK: %[[G:.*]] = arith.minsi %[[POS]], %c1 : index
+// CHECK: %[[OFF:.*]] = arith.addi %[[G]], %{{.*}} : index
+// CHECK: %[[RING:.*]] = arith.remsi %{{.*}}, %c3 : index
+// CHECK: %[[START:.*]] = arith.addi %[[RING]], %c1 : index
+// CHECK: %[[KA:.*]] = memref.reinterpret_cast %[[C]] to offset: [0], sizes: [1, 2, 4, 4], strides: [32, 16, 1, 4]
+// CHECK: memref.subview %[[KA]][0, 0, %c0, 0] [%{{.*}}, 2, %[[G]], 4]
+// CHECK: tensor.insert_slice
+// CHECK: memref.subview %{{.*}}[0, 0, %[[START]], 0]
+// CHECK: tensor.insert_slice %{{.*}}[0, 0, %[[G]], 0]
+// CHECK: memref.subview %{{.*}}[0, 0, %c1, 0]
+// CHECK: tensor.insert_slice
+// CHECK: %[[KEYS:.*]] = tensor.insert_slice %[[K]] into %{{.*}}[0, 0, %[[OFF]], 0]
+// CHECK: bufferization.materialize_in_destination
+// CHECK: arith.remsi %{{.*}}, %c3 : index
+// CHECK: bufferization.materialize_in_destination
+// CHECK: return %[[KEYS]], %{{.*}}, %[[OFF]]
+// CHECK-NOT: tfm.
+func.func @windowed_cache(%pos: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4, window = 3, globals = 1>, %k: tensor<?x2x?x4xf32>, %v: tensor<?x2x?x4xf32>) -> (tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, index) {
+  %wk, %wv, %off = tfm.cache_window %c, %k, %v at %pos : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4, window = 3, globals = 1>, tensor<?x2x?x4xf32>
+  %len = tfm.cache_append %c, %k, %v at %pos : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4, window = 3, globals = 1>, tensor<?x2x?x4xf32>
+  return %wk, %wv, %off : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, index
+}

@@ -131,6 +131,28 @@ func.func @prefill(%x: tensor<2x6x32xf32>, %wi: tensor<96x32xf32>, %bi: tensor<9
 
 // -----
 
+// A sliding window of 3 with 1 global token over a windowed cache (GQA: 2
+// key/value heads): the rows attend what tfm.cache_window gathers before
+// their positions go into the ring, at the offset it returns.
+// CHECK-LABEL: func.func @decode_window(
+// CHECK-SAME: %[[C:[a-z0-9]+]]: !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 8, window = 3, globals = 1>, %[[POS:[a-z0-9]+]]: index)
+// CHECK: %[[K:.+]] = tfm.split_heads %{{.+}} part 0 of 2 into 2 heads
+// CHECK-NEXT: %[[V:.+]] = tfm.split_heads %{{.+}} part 1 of 2 into 2 heads
+// CHECK-NEXT: %[[WK:[a-zA-Z0-9_]+]], %[[WV:[a-zA-Z0-9_]+]], %[[OFF:[a-zA-Z0-9_]+]] = tfm.cache_window %[[C]], %[[K]], %[[V]] at %[[POS]] :
+// CHECK-NEXT: tfm.cache_append %[[C]], %[[K]], %[[V]] at %[[POS]] :
+// CHECK-NEXT: tfm.attention <scaled_dot> %{{.+}}, %[[WK]], %[[WV]] causal window 3 global 1 offset %[[OFF]] :
+// CHECK-NOT: tfm.cache_read
+// PIPELINE-LABEL: func.func @decode_window(
+// PIPELINE: tfm.cache_window
+// PIPELINE-NEXT: tfm.cache_append
+func.func @decode_window(%x: tensor<?x1x32xf32>, %wi: tensor<64x32xf32>, %wo: tensor<32x32xf32>, %c: !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 8, window = 3, globals = 1>, %pos: index) -> tensor<?x1x32xf32> {
+  // expected-remark @+1 {{in @decode_window: decomposed into a Q GEMM over in_proj's query rows and one K/V GEMM over its key and value rows (grouped-query: 2 key/value heads for 4 query heads, each read by 2), the global tokens' and the window's keys and values the cache keeps gathered with the new ones (tfm.cache_window), then the new ones stored in its ring, one tfm.attention (scores, scale, causal mask, sliding window of 3 with 1 global tokens, softmax, product with V; the score matrix never stored) and the out_proj GEMM}}
+  %0 = tfm.multi_head_attention <scaled_dot> %x heads 4 kv_heads 2 cache(%c at %pos) in_proj(%wi) out_proj(%wo) causal window 3 global 1 : (tensor<?x1x32xf32>, tensor<64x32xf32>, tensor<32x32xf32>, !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 8, window = 3, globals = 1>, index) -> tensor<?x1x32xf32>
+  return %0 : tensor<?x1x32xf32>
+}
+
+// -----
+
 // Cross-attention over a memory: Q projects the query with in_proj's first
 // 32 rows (weight and bias), K and V project the memory with one GEMM over
 // the other 64, the first half of its rows the keys, the second the

@@ -81,6 +81,14 @@ struct LayerKinds {
   bool fullAttention() const {
     return !mamba && !window && !linformerK && !performerFeatures && !block;
   }
+  /// Whether a decoder's self-attention cache of this kind keeps only the
+  /// positions its sliding window can attend later (the global tokens and
+  /// the last `window`: a ring), as it does where those are fewer than the
+  /// `maxSeqLen` positions it would keep otherwise (and at least one).
+  bool cachesWindowOnly(int64_t maxSeqLen) const {
+    return window && !block && *window + globalTokens > 0 &&
+           *window + globalTokens < maxSeqLen;
+  }
   bool operator==(const LayerKinds &o) const;
   bool operator!=(const LayerKinds &o) const { return !(*this == o); }
 };

@@ -29,10 +29,19 @@ def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache",
     views the positions written so far.
 
     The type defines the layout, which every backend and the runtime share:
-    one buffer of `2 x maxBatch x heads x maxSeq x headDim` floats, the keys
-    first, transposed (`[maxBatch, heads, headDim, maxSeq]`: a block of keys'
-    dot products with a query are `headDim` vector FMAs along positions),
-    then the values as rows (`[maxBatch, heads, maxSeq, headDim]`).
+    one buffer of `2 x maxBatch x heads x slots x headDim` floats (`slots`
+    = `maxSeq`, fewer with a window), the keys first, transposed
+    (`[maxBatch, heads, headDim, slots]`: a block of keys' dot products with
+    a query are `headDim` vector FMAs along positions), then the values as
+    rows (`[maxBatch, heads, slots, headDim]`).
+
+    With `window = W` (a sliding window, `globals = G` its global tokens)
+    the cache keeps only the positions a later call can attend:
+    the first G, and the last W before the call (a ring). Its `slots` are
+    G + W instead of `maxSeq`: position j < G is in slot j, a later one in
+    slot G + (j - G) mod W, the latest position written there. A window
+    that keeps every position (G + W >= maxSeq) is no window: leave it out.
+    `tfm.cache_window` reads such a cache, `tfm.cache_append` writes it.
 
     With `features = M` (performer's causal linear attention) the cache
     keeps what its attention needs of the keys and values instead of the
@@ -46,16 +55,25 @@ def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache",
     ```mlir
     !tfm.kv_cache<maxBatch = 1, heads = 12, maxSeq = 1024, headDim = 64>
     !tfm.kv_cache<maxBatch = 1, heads = 12, maxSeq = 1024, headDim = 64, features = 256>
+    !tfm.kv_cache<maxBatch = 1, heads = 12, maxSeq = 4096, headDim = 64, window = 256, globals = 2>
     ```
   }];
   let parameters = (ins "int64_t":$maxBatch, "int64_t":$heads,
                         "int64_t":$maxSeq, "int64_t":$headDim,
-                        DefaultValuedParameter<"int64_t", "0">:$features);
+                        DefaultValuedParameter<"int64_t", "0">:$features,
+                        OptionalParameter<"std::optional<int64_t>">:$window,
+                        DefaultValuedParameter<"int64_t", "0">:$globals);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Whether it holds feature sums (performer) rather than positions.
     bool holdsFeatureSums() const { return getFeatures() > 0; }
+    /// Whether it keeps only a sliding window's positions (a ring).
+    bool isWindowed() const { return getWindow().has_value(); }
+    /// Positions one sequence and head keeps: G + W in a ring, else maxSeq.
+    int64_t getSlots() const {
+      return isWindowed() ? getGlobals() + *getWindow() : getMaxSeq();
+    }
     /// Floats of one sequence and head's feature sums.
     int64_t getSumsFloats() const {
       return getFeatures() * (getHeadDim() + 1);
@@ -78,20 +96,20 @@ def Tfm_KVCacheType : TypeDef<Tfm_Dialect, "KVCache",
     int64_t getFloats() const {
       if (holdsFeatureSums())
         return getMaxBatch() * getHeads() * getSumsFloats();
-      return 2 * getMaxBatch() * getHeads() * getMaxSeq() * getHeadDim();
+      return 2 * getMaxBatch() * getHeads() * getSlots() * getHeadDim();
     }
     /// Where the values start, in floats from the buffer's start (the keys
     /// start at 0).
     int64_t getValuesOffset() const { return getFloats() / 2; }
-    /// Strides, in floats, of key element (sequence, head, position,
-    /// feature) and of value element (the same).
+    /// Strides, in floats, of key element (sequence, head, slot, feature)
+    /// and of value element (the same).
     std::array<int64_t, 4> getKeyStrides() const {
-      return {getHeads() * getHeadDim() * getMaxSeq(),
-              getHeadDim() * getMaxSeq(), 1, getMaxSeq()};
+      return {getHeads() * getHeadDim() * getSlots(),
+              getHeadDim() * getSlots(), 1, getSlots()};
     }
     std::array<int64_t, 4> getValueStrides() const {
-      return {getHeads() * getMaxSeq() * getHeadDim(),
-              getMaxSeq() * getHeadDim(), getHeadDim(), 1};
+      return {getHeads() * getSlots() * getHeadDim(),
+              getSlots() * getHeadDim(), getHeadDim(), 1};
     }
   }];
 }
@@ -669,8 +687,10 @@ def Tfm_CacheAppendOp : Tfm_Op<"cache_append",
   let description = [{
     Writes `keys` and `values` (`[batch, heads, n, headDim]`) into the
     cache at positions `position, ..., position + n - 1` of each of the
-    first `batch` sequences, in the layout `!tfm.kv_cache` defines. The
-    result is `position + n`: the positions the cache holds now, what a
+    first `batch` sequences, in the layout `!tfm.kv_cache` defines (a
+    windowed cache: each into its slot, where it replaces the position W
+    before it; positions the same call replaces are not written). The
+    result is `position + n`: the positions the cache has seen now, what a
     `tfm.cache_read` after it reads.
 
     ```mlir
@@ -694,8 +714,8 @@ def Tfm_CacheReadOp : Tfm_Op<"cache_read",
   let summary = "the keys and values of a cache's first positions";
   let description = [{
     The keys and values (`[batch, heads, length, headDim]` each) of
-    positions `0, ..., length - 1` of the first `batch` sequences of the
-    cache, as earlier `tfm.cache_append`s (in this call or an earlier one)
+    positions `0, ..., length - 1` of the first `batch` sequences of a
+    cache that keeps every position (not windowed), as earlier `tfm.cache_append`s (in this call or an earlier one)
     wrote them. The backends read them where they are, in the layout
     `!tfm.kv_cache` defines.
 
@@ -708,6 +728,40 @@ def Tfm_CacheReadOp : Tfm_Op<"cache_read",
   let results = (outs Tfm_Tensor:$keys, Tfm_Tensor:$values);
   let assemblyFormat = [{
     $cache `[` $batch `,` $length `]` attr-dict `:` type($cache)
+  }];
+  let hasVerifier = 1;
+}
+
+def Tfm_CacheWindowOp : Tfm_Op<"cache_window",
+    [DeclareOpInterfaceMethods<Tfm_SizedResultsOpInterface, ["getResultSize"]>,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>, InferTypeOpAdaptor,
+     AllTypesMatch<["keys", "values"]>]> {
+  let summary = "the keys and values a sliding window of new rows attends";
+  let description = [{
+    For the call's rows at positions `position, ..., position + n - 1`
+    (`keys` and `values`, `[batch, heads, n, headDim]`, theirs), the keys
+    and values a sliding window over a windowed cache (`window = W`,
+    `globals = G`) reads, along dimension 2 in the order of their positions:
+    the global positions `[0, min(G, position))` and the window
+    `[max(G, position - W), position)` the cache keeps, then the call's
+    own. `offset` is the index of `position` among them: tfm.attention's
+    query offset. Every key after the globals is `position - offset`
+    positions later than its index, so the window's rules select the same
+    keys by index as by position. It reads the cache as the earlier calls
+    left it: a tfm.cache_append after it stores the call's positions.
+
+    ```mlir
+    %k, %v, %offset = tfm.cache_window %c, %new_k, %new_v at %pos
+        : !tfm.kv_cache<maxBatch = 1, heads = 4, maxSeq = 64, headDim = 8, window = 4, globals = 1>, tensor<?x4x?x8xf32>
+    ```
+  }];
+  let arguments = (ins Tfm_KVCacheType:$cache, Tfm_Tensor:$keys,
+                       Tfm_Tensor:$values, Index:$position);
+  let results = (outs Tfm_Tensor:$windowKeys, Tfm_Tensor:$windowValues,
+                      Index:$offset);
+  let assemblyFormat = [{
+    $cache `,` $keys `,` $values `at` $position attr-dict `:` type($cache) `,`
+    type($keys)
   }];
   let hasVerifier = 1;
 }
