@@ -354,9 +354,9 @@ def main(argv=None):
         "mean k/v cache bytes a step's attention reads (keys and values of every layer, fp32); *prefill*, the "
         "prompt of P tokens (information only: it is not what the goal is about); *ratio med*, the step's median "
         "at the position / its median at position %d (*ratio min*: the same of the mins). The sliding window's "
-        "cache is still indexed by position (it holds max_seq_len = %d positions, like full attention's), but a "
-        "decode step reads only the keys of its window (the last %d positions) and the %d global ones, so its cost "
-        "should not grow with the position: issue 22's goal is step(4000) / step(300) <= %.1f. Full attention reads "
+        "cache keeps only its window and global tokens (a ring of W + G slots, not max_seq_len = %d positions "
+        "like full attention's), and a decode step gathers and reads only the keys of its window (the last %d "
+        "positions) and the %d global ones, so its cost should not grow with the position: issue 22's goal is step(4000) / step(300) <= %.1f. Full attention reads "
         "every cached key, so its step grows with the cache (about %.1f KB a position on top of the weights); it is "
         "here for contrast and has no goal."
         % (first, MAX_SEQ, WINDOW["window"] + 1, WINDOW["global_tokens"], GOAL, per_key * 1e-3))
