@@ -207,6 +207,99 @@ template <size_t kCols> void checkBf16Inputs(size_t depth, size_t cols) {
     }
 }
 
+/// With bf16 inputs and a bf16 panel (as --compute=bf16 packs its
+/// weights), a tile's products: AVX512-BF16 dot products where it takes
+/// them (GemmTakesBf16Dot: two k's an instruction, in another order), else
+/// f32 FMAs over the rounded rows; and, on any CPU that has the dot
+/// products (512-bit targets, whole 32-column panels), their loop itself
+/// (Bf16DotTile), whichever the tiles take. Each C element is the sum of
+/// the exact products of the rounded values (a float64 reference) within
+/// f32 rounding of a sum of `depth` terms: (depth + 1) x 2^-24 x the sum of
+/// their magnitudes. Says which paths it checked.
+template <size_t kCols> void checkBf16Panel(size_t depth, size_t cols) {
+  const bool dot = k::GemmTakesBf16Dot<kCols>();
+  bool dotLoop = false;
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  dotLoop = kCols % 32 == 0 && k::CpuHasBf16Dot();
+#endif
+  SCOPED_TRACE(
+      "target " + targetName() + " panel width " + std::to_string(kCols) +
+      " k " + std::to_string(depth) + " cols " + std::to_string(cols) +
+      (dot ? " (tiles on AVX512-BF16 dot products)" : " (tiles on f32 FMAs)"));
+  static bool reported[2][2];
+  if (!reported[dot][dotLoop]) {
+    reported[dot][dotLoop] = true;
+    std::printf("[   hwy    ] bf16 inputs, panel width %zu: tiles on %s%s\n",
+                kCols,
+                dot ? "AVX512-BF16 dot products (VDPBF16PS)"
+                    : "f32 FMAs over the rounded rows",
+                dotLoop ? "; the dot-product loop checked too" : "");
+  }
+  std::mt19937 rng(3000 + depth * 41 + cols + kCols);
+  constexpr size_t maxRows = 16;
+  const size_t lda = depth + 5;
+  std::vector<float> a(maxRows * lda, kNaN);
+  for (size_t r = 0; r < maxRows; ++r)
+    fillUniform(rng, a.data() + r * lda, depth);
+  // The panel, then a row of NaNs: an odd k's last pair must not read it.
+  auto panel = hwy::AllocateAligned<hwy::bfloat16_t>((depth + 1) * kCols);
+  ASSERT_TRUE(panel);
+  std::vector<float> values(depth * kCols);
+  for (size_t i = 0; i < (depth + 1) * kCols; ++i) {
+    float v =
+        i < depth * kCols
+            ? nearestBFloat16(std::uniform_real_distribution<float>(-1, 1)(rng))
+            : kNaN;
+    uint32_t bits;
+    std::memcpy(&bits, &v, 4);
+    uint16_t half = uint16_t(bits >> 16);
+    std::memcpy(&panel[i], &half, 2);
+    if (i < depth * kCols)
+      values[i] = v;
+  }
+  // got: `rows` rows of `cols` columns, ldc apart.
+  auto expectSums = [&](const float *got, size_t rows, size_t ldc) {
+    for (size_t r = 0; r < rows; ++r)
+      for (size_t j = 0; j < cols; ++j) {
+        double want = 0, magnitude = 0;
+        for (size_t kk = 0; kk < depth; ++kk) {
+          double term = double(nearestBFloat16(a[r * lda + kk])) *
+                        double(values[kk * kCols + j]);
+          want += term;
+          magnitude += std::fabs(term);
+        }
+        double bound = double(depth + 1) * std::ldexp(1.0, -24) * magnitude;
+        ASSERT_LE(std::fabs(double(got[r * ldc + j]) - want), bound)
+            << "C[" << r << "][" << j << "] " << got[r * ldc + j]
+            << " != " << want;
+      }
+  };
+  for (size_t rows = 1; rows <= maxRows; ++rows) {
+    SCOPED_TRACE("rows " + std::to_string(rows));
+    std::vector<float> got(rows * cols, kSentinel);
+    k::GemmTileRows<maxRows, kCols, true>(rows, a.data(), lda, panel.get(),
+                                          depth, nullptr, got.data(), cols,
+                                          cols);
+    expectSums(got.data(), rows, cols);
+  }
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (kCols % 32 == 0) {
+    if (dotLoop) {
+      SCOPED_TRACE("the dot-product loop");
+      auto out = hwy::AllocateAligned<float>(maxRows * kCols);
+      k::Bf16DotTile<maxRows, kCols>(
+          a.data(), lda, reinterpret_cast<const uint16_t *>(panel.get()), depth,
+          out.get());
+      expectSums(out.get(), maxRows, kCols);
+      k::Bf16DotTile<3, kCols>(a.data(), lda,
+                               reinterpret_cast<const uint16_t *>(panel.get()),
+                               depth, out.get());
+      expectSums(out.get(), 3, kCols);
+    }
+  }
+#endif
+}
+
 /// C from the narrow panel (16-bit or int8 values) at `narrow`, followed
 /// by the panel a prefetching tile is told comes next at `next` (`lines`
 /// 64-byte lines of it for an L2 prefetch), equals bit for bit C from the
@@ -366,6 +459,15 @@ TEST_P(GemmTileRowsTest, Bf16InputsRoundTheRowsTheyRead) {
     checkBf16Inputs<2 * kLanes>(depth, cols);
   else
     checkBf16Inputs<4 * kLanes>(depth, cols);
+}
+
+TEST_P(GemmTileRowsTest, Bf16InputsOnBf16Panels) {
+  const size_t depth = GetParam().k, cols = GetParam().cols;
+  constexpr size_t kLanes = hn::MaxLanes(hn::ScalableTag<float>());
+  if (cols <= 2 * kLanes)
+    checkBf16Panel<2 * kLanes>(depth, cols);
+  else
+    checkBf16Panel<4 * kLanes>(depth, cols);
 }
 
 std::vector<GemmShape> gemmShapes() {

@@ -21,6 +21,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "tfm/runtime/Model.h"
+#include "tfm/runtime/kernels/gemm-bf16-inl.h"
 #include "tfm/runtime/kernels/vector-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -138,6 +139,41 @@ HWY_INLINE void StepBarrier() {
 #if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
   asm volatile("" ::: "memory");
 #endif
+}
+
+/// Whether a tile of kCols columns with bf16 inputs and a bf16 panel takes
+/// the AVX512-BF16 dot products (gemm-bf16-inl.h): on a 512-bit x86
+/// target, with whole 32-column pieces, where the CPU has them and they
+/// are the faster (PreferBf16Dot).
+template <size_t kCols> HWY_INLINE bool GemmTakesBf16Dot() {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (kCols % 32 == 0)
+    return PreferBf16Dot();
+#endif
+  return false;
+}
+
+/// A tile's sums (+ bias) into its `cols` (<= kCols) columns of C.
+template <size_t kRows, size_t kCols, class D, class V, size_t kVecs>
+HWY_INLINE void StoreTile(D d, const V (&acc)[kRows][kVecs],
+                          const float *HWY_RESTRICT bias, float *HWY_RESTRICT c,
+                          size_t ldc, size_t cols) {
+  constexpr size_t kLanes = hn::MaxLanes(d);
+  HWY_ALIGN float tmp[kCols];
+  for (size_t r = 0; r < kRows; ++r) {
+    for (size_t v = 0; v < kVecs; ++v) {
+      V out = acc[r][v];
+      if (bias != nullptr && cols == kCols)
+        out = hn::Add(out, hn::LoadU(d, bias + v * kLanes));
+      if (cols == kCols)
+        hn::StoreU(out, d, c + r * ldc + v * kLanes);
+      else
+        hn::Store(out, d, tmp + v * kLanes);
+    }
+    if (cols != kCols)
+      for (size_t j = 0; j < cols; ++j)
+        c[r * ldc + j] = tmp[j] + (bias != nullptr ? bias[j] : 0.0f);
+  }
 }
 
 /// A tile of at most this many rows streams its panel: it does few FMAs a
@@ -276,6 +312,21 @@ GemmTile(const float *HWY_RESTRICT a, size_t lda,
         GemmStepInt8(d, acc, rows, panel, scale, kk);
     }
   } else if constexpr (kBf16Inputs) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+    // AVX512-BF16 dot products where the CPU has them (gemm-bf16-inl.h);
+    // the same rounding on f32 FMAs below otherwise.
+    if constexpr (std::is_same_v<PanelT, hwy::bfloat16_t>) {
+      if (GemmTakesBf16Dot<kCols>()) {
+        HWY_ALIGN float dots[kRows * kCols];
+        Bf16DotTile<kRows, kCols>(
+            a, lda, reinterpret_cast<const uint16_t *>(panel), k, dots);
+        for (size_t r = 0; r < kRows; ++r)
+          for (size_t v = 0; v < kVecs; ++v)
+            acc[r][v] = hn::Load(d, dots + r * kCols + v * kLanes);
+        return StoreTile<kRows, kCols>(d, acc, bias, c, ldc, cols);
+      }
+    }
+#endif
     constexpr size_t kChunk = 256;
     HWY_ALIGN float rounded[kRows * kChunk];
     for (size_t r = 0; r < kRows; ++r)
@@ -334,21 +385,7 @@ GemmTile(const float *HWY_RESTRICT a, size_t lda,
       GemmSteps<(kRows <= kStreamRows)>(d, acc, rows, panel, 0, k);
     }
   }
-  HWY_ALIGN float tmp[kCols];
-  for (size_t r = 0; r < kRows; ++r) {
-    for (size_t v = 0; v < kVecs; ++v) {
-      V out = acc[r][v];
-      if (bias != nullptr && cols == kCols)
-        out = hn::Add(out, hn::LoadU(d, bias + v * kLanes));
-      if (cols == kCols)
-        hn::StoreU(out, d, c + r * ldc + v * kLanes);
-      else
-        hn::Store(out, d, tmp + v * kLanes);
-    }
-    if (cols != kCols)
-      for (size_t j = 0; j < cols; ++j)
-        c[r * ldc + j] = tmp[j] + (bias != nullptr ? bias[j] : 0.0f);
-  }
+  StoreTile<kRows, kCols>(d, acc, bias, c, ldc, cols);
 }
 
 /// GemmTile for `rows` (1..kRows) rows, chosen at run time.
