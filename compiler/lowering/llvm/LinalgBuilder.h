@@ -776,12 +776,16 @@ public:
   }
 
   /// Linformer's E_n x: `x` [L..., n, d] projected by the first n columns
-  /// of `e` [K, S] to [L..., K, d], the sequence j innermost (reduced).
+  /// of `e` [K, S] to [L..., K, d], reduced over the sequence j.
   Value sequenceProjection(Value x, Value e) {
     auto type = cast<RankedTensorType>(x.getType());
     unsigned rank = type.getRank();
-    unsigned loops = rank + 1; // L..., k, d, j
-    unsigned kDim = rank - 2, dDim = rank - 1, jDim = rank;
+    // L..., k, j, d: the sequence (reduced) outside the contiguous
+    // features, so the innermost loop is an axpy of x's row j into out's
+    // row k, which LLVM vectorises (with j innermost, a strided scalar
+    // reduction: seq 4096, K 256, 12 heads took 2.4 s a layer).
+    unsigned loops = rank + 1;
+    unsigned kDim = rank - 2, jDim = rank - 1, dDim = rank;
     SmallVector<OpFoldResult> xSizes = sizes(x);
     Value eN = sliceDim(e, 1, b.getIndexAttr(0), xSizes[rank - 2]);
     SmallVector<unsigned> lead = range(0, rank - 2);
@@ -791,8 +795,8 @@ public:
     SmallVector<OpFoldResult> outSizes = xSizes;
     outSizes[rank - 2] =
         b.getIndexAttr(cast<RankedTensorType>(e.getType()).getDimSize(0));
-    SmallVector<IteratorType> iterators = parallel(rank);
-    iterators.push_back(IteratorType::reduction);
+    SmallVector<IteratorType> iterators = parallel(loops);
+    iterators[jDim] = IteratorType::reduction;
     return generic(
         {eN, x}, filled(outSizes, 0.0),
         {map(loops, {kDim, jDim}), map(loops, xDims), map(loops, outDims)},

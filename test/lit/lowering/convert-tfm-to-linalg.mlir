@@ -410,11 +410,16 @@ func.func @block_sparse(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: te
 // -----
 
 // Linformer's projection: E's first n columns (n the rows of the input),
-// contracted with the input along the sequence, the sequence innermost.
+// contracted with the input along the sequence, the sequence (reduced)
+// outside the contiguous features: loops (b, h, k, j, d), E [k, j], the
+// input [b, h, j, d], the result [b, h, k, d].
+// CHECK-DAG: #[[E:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d3)>
+// CHECK-DAG: #[[X:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
 // CHECK-LABEL: func.func @sequence_projection(
 // CHECK: %[[N:.*]] = tensor.dim %arg0, %c2
 // CHECK: %[[EN:.*]] = tensor.extract_slice %arg1[0, 0] [6, %[[N]]] [1, 1]
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[EN]], %arg0 : tensor<6x?xf32>, tensor<1x2x?x8xf32>) outs(%{{.*}} : tensor<1x2x6x8xf32>)
+// CHECK: linalg.generic {indexing_maps = [#[[E]], #[[X]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[EN]], %arg0 : tensor<6x?xf32>, tensor<1x2x?x8xf32>) outs(%{{.*}} : tensor<1x2x6x8xf32>)
 func.func @sequence_projection(%k: tensor<1x2x?x8xf32>, %e: tensor<6x16xf32>) -> tensor<1x2x6x8xf32> {
   %0 = tfm.sequence_projection %k by %e : tensor<1x2x?x8xf32>, tensor<6x16xf32>
   return %0 : tensor<1x2x6x8xf32>
