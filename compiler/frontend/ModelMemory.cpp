@@ -131,8 +131,10 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
     };
     // Performer's self-attention keeps feature sums, not positions.
     double selfCaches = 0;
+    bool gathers = false;
     for (int64_t i = 0; i < c.numDecoderLayers; ++i) {
       const LayerKinds &k = c.layerKinds(true, i);
+      gathers |= !k.mamba && k.cachesWindowOnly(limits.maxSeqLen);
       if (k.mamba) // the conv window and the scan state
         selfCaches += double(limits.maxBatch) * double(c.mambaChannels()) *
                       double(c.mamba->convWidth - 1 + c.mamba->stateSize);
@@ -146,6 +148,10 @@ MemoryEstimate estimateModelMemory(const ModelConfig &c,
     m.cacheBytes =
         (selfCaches + (encDec ? double(c.numDecoderLayers) * positions : 0.0)) *
         kFloat;
+    // A windowed cache's call gathers the keys and values it attends (one
+    // layer at a time): up to every position's.
+    if (gathers)
+      m.activationBytes += positions * kFloat;
   }
   return m;
 }

@@ -349,8 +349,9 @@ LogicalResult FunctionEmitter::emitCacheWindow(CacheWindowOp op) {
   std::array<int64_t, 4> ks = type.getKeyStrides(), vs = type.getValueStrides();
   int64_t count = k.heads, dk = k.dk, globals = type.getGlobals(),
           window = *type.getWindow(), slots = type.getSlots();
-  // At most every position up to the last new one: the sequences' bound.
-  int64_t maxKeys = k.seq.max;
+  // At most G + W + n, and every position up to the last new one.
+  int64_t maxKeys =
+      std::min<int64_t>(type.getMaxSeq(), globals + window + k.seq.max);
   std::string offset = fresh("offset");
   Dim length{"(" + offset + " + " + k.seq.expr + ")", maxKeys, false};
   // The keys transposed, as a cache holds them (the attention core reads

@@ -404,11 +404,16 @@ struct LowerCacheAppend : OpRewritePattern<CacheAppendOp> {
       RingIndex ring(rewriter, op.getLoc(), type);
       Value end = ring.add(position, added);
       Value zero = ring.c(0);
-      Value globalEnd = ring.min(ring.c(ring.globals), end);
-      write(zero, ring.max(zero, ring.sub(globalEnd, position)), position);
+      // (Empty runs start in bounds too: at slot min(position, G), at row
+      // at most n.)
+      Value globals = ring.c(ring.globals);
+      Value globalEnd = ring.min(globals, end);
+      write(zero, ring.max(zero, ring.sub(globalEnd, position)),
+            ring.min(position, globals));
       if (ring.window > 0) {
-        Value first = ring.max(ring.max(position, ring.c(ring.globals)),
-                               ring.sub(end, ring.c(ring.window)));
+        Value first =
+            ring.min(end, ring.max(ring.max(position, globals),
+                                   ring.sub(end, ring.c(ring.window))));
         Value count = ring.max(zero, ring.sub(end, first));
         Value row = ring.sub(first, position);
         ring.runs(first, count, [&](Value slot, Value offset, Value length) {
@@ -464,7 +469,9 @@ struct LowerCacheWindow : OpRewritePattern<CacheWindowOp> {
       for (auto [slot, at, length] : pieces)
         insert(tb.readCache(buffer, type, values, sizes[0], length, slot), at);
       insert(values ? op.getValues() : op.getKeys(), offset);
-      gathered.push_back(out);
+      // The result's type: a static batch of the new keys is left open.
+      gathered.push_back(tensor::CastOp::create(
+          rewriter, op.getLoc(), op.getWindowKeys().getType(), out));
     }
     rewriter.replaceOp(op, {gathered[0], gathered[1], offset});
     return success();

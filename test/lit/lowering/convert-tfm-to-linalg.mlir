@@ -979,3 +979,16 @@ func.func @windowed_cache(%pos: index, %c: !tfm.kv_cache<maxBatch = 1, heads = 2
   %len = tfm.cache_append %c, %k, %v at %pos : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4, window = 3, globals = 1>, tensor<?x2x?x4xf32>
   return %wk, %wv, %off : tensor<?x2x?x4xf32>, tensor<?x2x?x4xf32>, index
 }
+
+// -----
+
+// New keys of a static batch: the gathered keys keep the op's type (the
+// batch left open), as the attention that reads them expects.
+// CHECK-LABEL: func.func @windowed_cache_static_batch(
+// CHECK: %[[G:.*]] = tensor.insert_slice %arg1 into %{{.*}} : tensor<1x2x1x4xf32> into tensor<1x2x?x4xf32>
+// CHECK: %[[KEYS:.*]] = tensor.cast %[[G]] : tensor<1x2x?x4xf32> to tensor<?x2x?x4xf32>
+// CHECK: return %[[KEYS]]
+func.func @windowed_cache_static_batch(%c: !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4, window = 2, globals = 1>, %k: tensor<1x2x1x4xf32>, %v: tensor<1x2x1x4xf32>, %pos: index) -> (tensor<?x2x?x4xf32>, index) {
+  %wk, %wv, %off = tfm.cache_window %c, %k, %v at %pos : !tfm.kv_cache<maxBatch = 1, heads = 2, maxSeq = 16, headDim = 4, window = 2, globals = 1>, tensor<1x2x1x4xf32>
+  return %wk, %off : tensor<?x2x?x4xf32>, index
+}

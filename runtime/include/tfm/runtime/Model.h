@@ -144,8 +144,9 @@ struct ModelInfo {
   /// (`inputs[0]`, at positions position..) and writes their logits
   /// [batch, seq, vocab]; an encoder_decoder's also takes `memoryLength`,
   /// the source length of the prefill. Both write the new positions' keys
-  /// and values into the caches and attend over everything there.
-  /// position + seq <= maxSeqLen.
+  /// and values into the caches and attend over everything there (a
+  /// sliding window's cache: what its window keeps, so `position` must be
+  /// where the call before ended). position + seq <= maxSeqLen.
   using StepFn = void (*)(const float *const *weights, float *const *caches,
                           const InputView *inputs, int64_t position,
                           int64_t memoryLength, float *output, Arena &arena,

@@ -33,7 +33,9 @@ public:
   /// target's start), runs them from position 0 and writes the last
   /// position's logits [batch, 1, vocab]; decode runs new target `tokens`
   /// at `position`.. and writes their logits. Both extend the key/value
-  /// caches; positions must stay below maxSeqLen.
+  /// caches; positions must stay below maxSeqLen, and a decode must start
+  /// where the prefill or the decode before it ended (a sliding window's
+  /// cache keeps only its last positions, in a ring).
   /// A model that regenerates (ModelInfo::regenerates) keeps the inputs
   /// and tokens so far instead, and runs forward over all of them.
   bool canGenerate() const { return tfm::rt::canGenerate(*model); }
