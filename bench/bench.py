@@ -29,6 +29,12 @@ encoder and causal; issue 22), with a
 second table of the ratios issue 22's goals are stated in; results:
 bench/results/long-seq.md and long-seq.json.
 
+`bert_layer_s128_bf16` (in the default run) is the BERT-base layer at seq
+128 compiled with `tfm-compile --compute=bf16`, timed back to back with the
+f32 layer (bert_layer_s128's executable) in every round; a third table gives
+f32 / bf16 and issue 25's goal (>= 1.7x), judged only where the bf16 GEMMs
+run on the AVX512-BF16 dot products (bf16_gemm_path).
+
 Then "decode" (bench/decode.py): gpt2-small's decode-step latency at cache
 lengths 128 and 1024, tfm against PyTorch with a hand-kept key/value cache and
 against the memory-bandwidth bound.  Results: bench/results/decode.{md,json}.
@@ -107,9 +113,22 @@ LONG_WORKLOADS = {
                                   "GPT-2-small causal block, seq 4096, causal BigBird B 64, W 1, G 1, R 3"),
 }
 
+# Prefill with --compute=bf16 (issue 25): the BERT-base layer at seq 128
+# compiled a second time with `tfm-compile --compute=bf16` (GEMM inputs
+# rounded to bfloat16, sums in f32), on the f32 row's weights and input.
+# Its f32 partner (the same layer's f32 executable) is timed beside it in
+# its own configuration, back to back in every round (Bench.companion), so
+# that f32 / bf16 is taken on the same machine state; torch is run once,
+# for the output check (the same model as the f32 row's), and oneDNN not
+# at all (its GEMMs are the f32 row's).  name -> the f32 workload.
+BF16_WORKLOADS = {"bert_layer_s128_bf16": "bert_layer_s128"}
+GOAL_BF16_VS_F32 = 1.7   # f32 layer / bf16 layer, on the AVX512-BF16 dot products only
+
 # name -> (description, what it is)
 WORKLOADS = {
     "bert_layer_s128": (dict(_BERT, num_layers=1, max_seq_len=128), "BERT-base layer, seq 128"),
+    "bert_layer_s128_bf16": (dict(_BERT, num_layers=1, max_seq_len=128),
+                             "BERT-base layer, seq 128, --compute=bf16"),
     "bert_layer_s512": (dict(_BERT, num_layers=1, max_seq_len=512), "BERT-base layer, seq 512"),
     "bert12_s128": (dict(_BERT, num_layers=12, max_seq_len=128), "BERT-base 12 layers, seq 128"),
     "gpt2_block_s128": (dict(_GPT2, num_layers=1, max_seq_len=128), "GPT-2-small causal block, seq 128"),
@@ -154,21 +173,93 @@ def long_partner(name, kind):
 def companion(name):
     """The diag layer measured beside a long full, windowed, Linformer,
     Performer or BigBird workload (its attention core = its time - the
-    diag's), else None."""
+    diag's), the f32 layer measured beside a --compute=bf16 one
+    (BF16_WORKLOADS: f32 / bf16), else None."""
+    if name in BF16_WORKLOADS:
+        return BF16_WORKLOADS[name]
     return long_partner(name, "diag") if long_kind(name) in ("full",) + LONG_SPARSE_KINDS else None
+
+
+def compile_flags(name):
+    """tfm-compile's flags beyond the backend's for the workload."""
+    return ["--compute=bf16"] if name in BF16_WORKLOADS else []
+
+
+def weights_of(name):
+    """The workload whose weights and input `name` runs on: its f32
+    partner's for a --compute=bf16 row, else its own."""
+    return BF16_WORKLOADS.get(name, name)
+
+
+def output_tolerance(name, ref_max):
+    """max |tfm - torch| allowed: contract section 6's 1e-4 x (1 + max
+    |torch|); a --compute=bf16 row's GEMM inputs are rounded to bfloat16,
+    for which docs/reference.md (Weight precision) gives 1e-2 x (1 + max
+    |reference|)."""
+    return (1e-2 if name in BF16_WORKLOADS else 1e-4) * (1.0 + ref_max)
 
 
 def uses_onednn(name):
     """oneDNN's GEMM reference models full (or causal) attention only: a
     windowed (Linformer, Performer, block-sparse) workload gets no oneDNN
-    figure."""
-    return attention_of(WORKLOADS[name][0])[0] == "full"
+    figure; nor does a --compute=bf16 row (oneDNN's are f32 GEMMs: its f32
+    row has them)."""
+    return attention_of(WORKLOADS[name][0])[0] == "full" and name not in BF16_WORKLOADS
 
 
 def torch_timed(name):
-    """Whether torch is timed on the workload; the "diag" baselines are
+    """Whether torch is timed on the workload; the "diag" baselines and the
+    --compute=bf16 rows (the same PyTorch model as their f32 row's) are
     only output-checked against it (one pass in the calibration round)."""
-    return long_kind(name) != "diag"
+    return long_kind(name) != "diag" and name not in BF16_WORKLOADS
+
+
+def cpu_vendor_flags():
+    """(vendor_id, the set of flags) of /proc/cpuinfo's first processor."""
+    vendor, flags = "?", set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id") and vendor == "?":
+                    vendor = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    return vendor, flags
+
+
+def bf16_gemm_path(backend, simd, env=None):
+    """("dot" or "emulated", why): which loop a --compute=bf16 executable's
+    GEMM tiles run on this machine.  The executable decides at run time;
+    this mirrors its rule, PreferBf16Dot in
+    runtime/include/tfm/runtime/kernels/gemm-bf16-inl.h: the AVX512-BF16
+    dot products (VDPBF16PS) only where the CPU has them (/proc/cpuinfo's
+    avx512_bf16 flag; CpuHasBf16Dot), never with TFM_BF16_DOT=0, always
+    with TFM_BF16_DOT=1, else only on AMD (__builtin_cpu_is("amd"):
+    vendor_id AuthenticAMD); elsewhere f32 FMAs over the bf16-rounded
+    values ("emulated").  The loop exists only in the Highway backend's
+    512-bit targets: the LLVM backend, and --simd avx2 (TFM_SIMD=avx2),
+    always run the FMAs.  `env`: the executable's environment (default
+    ours, which tfm_env passes on)."""
+    env = os.environ if env is None else env
+    if backend != "hwy":
+        return "emulated", "the %s backend multiplies on f32 FMAs" % backend
+    if simd == "avx2":
+        return "emulated", "--simd avx2: the dot-product loop is in the 512-bit targets only"
+    vendor, flags = cpu_vendor_flags()
+    forced = env.get("TFM_BF16_DOT")
+    if "avx512_bf16" not in flags:
+        return "emulated", "no avx512_bf16 in /proc/cpuinfo"
+    if forced == "0":
+        return "emulated", "avx512_bf16, but TFM_BF16_DOT=0"
+    if forced == "1":
+        return "dot", "avx512_bf16, TFM_BF16_DOT=1"
+    if vendor == "AuthenticAMD":
+        return "dot", "avx512_bf16 on AuthenticAMD"
+    return "emulated", ("avx512_bf16 on %s: the dot products are taken on AMD only, "
+                        "TFM_BF16_DOT=1 forces them" % vendor)
 
 
 def is_causal(desc):
@@ -590,23 +681,29 @@ class Bench:
         os.makedirs(d, exist_ok=True)
         desc = dict(desc, name=name)
         model = os.path.join(d, name + ".json")
-        text = json.dumps(desc, indent=2, sort_keys=True) + "\n"
-        seed = zlib.crc32(name.encode())
-        weights = os.path.join(d, "weights.safetensors")
-        inp = os.path.join(d, "input.npy")
-        stamp = os.path.join(d, "stamp.json")
+        with open(model, "w") as f:
+            f.write(json.dumps(desc, indent=2, sort_keys=True) + "\n")
+        # The weights and input: its own, or (a --compute=bf16 row) its f32
+        # partner's, in that one's folder, seeded with its name.
+        src = weights_of(name)
+        wd = os.path.join(self.work, src)
+        os.makedirs(wd, exist_ok=True)
+        wdesc = dict(WORKLOADS[src][0], name=src)
+        text = json.dumps(wdesc, indent=2, sort_keys=True) + "\n"
+        seed = zlib.crc32(src.encode())
+        weights = os.path.join(wd, "weights.safetensors")
+        inp = os.path.join(wd, "input.npy")
+        stamp = os.path.join(wd, "stamp.json")
         fresh = (os.path.exists(stamp) and os.path.exists(weights) and os.path.exists(inp)
                  and open(stamp).read() == text + "seed %d\n" % seed)
-        with open(model, "w") as f:
-            f.write(text)
         if not fresh:
-            log("  writing weights and input for %s" % name)
-            w = reference.make_weights(reference.Config(desc), seed=seed)
+            log("  writing weights and input for %s" % src)
+            w = reference.make_weights(reference.Config(wdesc), seed=seed)
             # F32, but block_sparse's block_pattern (integer key-block ids): I32.
             safetensors.save_file({k: v.numpy() for k, v in w.items()}, weights,
                                   dtype={k: "F32" if v.is_floating_point() else "I32" for k, v in w.items()})
             rng = np.random.default_rng(seed)
-            x = rng.standard_normal((1, desc["max_seq_len"], desc["d_model"])).astype(np.float32)
+            x = rng.standard_normal((1, wdesc["max_seq_len"], wdesc["d_model"])).astype(np.float32)
             np.save(inp, x)
             with open(stamp, "w") as f:
                 f.write(text + "seed %d\n" % seed)
@@ -617,7 +714,7 @@ class Bench:
         for backend in self.args.backends:
             exe = os.path.join(d, "%s.%s.exe" % (name, backend))
             t0 = time.time()
-            cmd = [self.tfm_compile, model, "-o", exe, "--backend=" + backend]
+            cmd = [self.tfm_compile, model, "-o", exe, "--backend=" + backend] + compile_flags(name)
             if self.args.simd:
                 if backend != "hwy":
                     log("  %s: --simd %s measures the Highway backend only: --backend=%s left out"
@@ -637,7 +734,8 @@ class Bench:
                     self.errors.append(msg)
                     log("  " + msg)
                 continue
-            log("  compiled %s --backend=%s (%.1f s)" % (name, backend, time.time() - t0))
+            log("  compiled %s --backend=%s%s (%.1f s)"
+                % (name, backend, "".join(" " + f for f in compile_flags(name)), time.time() - t0))
             self.exes[(name, backend)] = exe
 
     # -- one measurement of each tool --------------------------------------
@@ -688,7 +786,9 @@ class Bench:
         the long workload whose diag companion `name` is)."""
         calib = rnd == 0
         est = self.estimates.get((tool, name, threads))
-        check_only = tool == "torch" and not torch_timed(name)
+        # A companion's torch run (measured in another row's configuration)
+        # is its output check too.
+        check_only = tool == "torch" and (not torch_timed(name) or (config or name) != name)
         if check_only:   # the output for the check, not a timing
             runs, warmup = 1, 0
         elif calib or est is None:
@@ -724,7 +824,7 @@ class Bench:
     def check_outputs(self, name, threads, tools):
         ref_path = os.path.join(self.files[name]["dir"], "out_torch_t%d.npy" % threads)
         ref = np.load(ref_path).astype(np.float64)
-        tol = 1e-4 * (1.0 + np.abs(ref).max())
+        tol = output_tolerance(name, np.abs(ref).max())
         for tool in tools:
             if not tool.startswith("tfm-"):
                 continue
@@ -765,8 +865,12 @@ class Bench:
         self.peak_runs = {t: [p] for t, p in self.peak.items()}
         log("  " + ", ".join("%d thread(s): %.1f GFLOP/s" % (t, p) for t, p in self.peak.items()))
         log("bench: workloads")
-        # The diag companions of the long rows (unless selected themselves).
-        self.companions = {n: companion(n) for n in a.only if companion(n) and companion(n) not in a.only}
+        # The diag companions of the long rows (unless selected themselves),
+        # and the f32 partners of the --compute=bf16 rows (always: f32 / bf16
+        # is taken from the two timed back to back in the bf16 row's
+        # configuration, even when the f32 row is measured on its own too).
+        self.companions = {n: companion(n) for n in a.only
+                           if companion(n) and (companion(n) not in a.only or n in BF16_WORKLOADS)}
         self.names = [n for n in WORKLOADS if n in a.only or n in self.companions.values()]
         for name in self.names:
             self.prepare(name)
@@ -793,10 +897,11 @@ class Bench:
                 order = configs[rnd % len(configs):] + configs[:rnd % len(configs)]
                 for name, t in order:
                     # Groups of (tool, workload): the configuration's own
-                    # tools; a long row's diag companion's tfm run goes in
-                    # one group with the row's own run of the same backend,
-                    # the two back to back (which one first alternates by
-                    # round), since the core estimate subtracts them; the
+                    # tools; a long row's diag companion's (a bf16 row's f32
+                    # partner's) tfm run goes in one group with the row's
+                    # own run of the same backend, the two back to back
+                    # (which one first alternates by round), since the core
+                    # estimate subtracts them (f32 / bf16 divides them); the
                     # companion's torch run is its output check, once.
                     diag = self.companions.get(name)
                     groups = []
@@ -874,16 +979,39 @@ class Bench:
                         core_min_ms=min(xs[r]["min_ms"] for r in rounds) - min(ds[r]["min_ms"] for r in rounds),
                         rounds=timed)
 
+        def beside_f32(tool, name, f32, t):
+            """f32 / bf16, the two measured back to back in the bf16 row's
+            configuration: the median over the timed rounds of the ratio of
+            the two medians of a round, and the ratio of the mins."""
+            def per_round(wl):
+                return {r["round"]: r for r in self.records if r["tool"] == tool and r["workload"] == wl
+                        and r["threads"] == t and r["config"] == name}
+            bs, fs = per_round(name), per_round(f32)
+            rounds = sorted(set(bs) & set(fs))
+            if not rounds:
+                return None
+            timed = [r for r in rounds if r > 0] or rounds
+            return dict(f32_workload=f32,
+                        f32_median_ms=statistics.median(fs[r]["median_ms"] for r in timed),
+                        f32_min_ms=min(fs[r]["min_ms"] for r in rounds),
+                        ratio=statistics.median(fs[r]["median_ms"] / bs[r]["median_ms"] for r in timed),
+                        ratio_min=min(fs[r]["min_ms"] for r in rounds) / min(bs[r]["min_ms"] for r in rounds),
+                        rounds=timed)
+
         for name in self.names:
             desc, what = WORKLOADS[name]
             flops = matmul_flops(desc, desc["max_seq_len"])
+            # A selected workload's figures are from its own configuration
+            # (an f32 row is also timed beside its bf16 row); a companion's
+            # from the configurations it was measured in.
+            own = name if name in a.only else None
             for t in a.threads:
-                torch_r = agg("torch", name, t)
-                onednn_r = agg("onednn", name, t)
+                torch_r = agg("torch", name, t, own)
+                onednn_r = agg("onednn", name, t, own)
                 for tool in self.tools:
                     if not tool.startswith("tfm-") or (name, tool[4:]) not in self.exes:
                         continue
-                    tr = agg(tool, name, t)
+                    tr = agg(tool, name, t, own)
                     gf = flops / (tr["median_ms"] * 1e-3) * 1e-9
                     # tfm's reported FLOPs: gflops has 1 decimal, median 2 decimals.
                     rel = [abs(x - flops) / flops for x in tr["tfm_flops"]]
@@ -902,8 +1030,11 @@ class Bench:
                                output_check=self.checks.get((name, t, tool)))
                     if self.pairs_attended.get(name) is not None:
                         row["pairs_attended"] = self.pairs_attended[name]
-                    if companion(name):
+                    if long_kind(name) and companion(name):
                         row["beside_diag"] = paired(tool, name, companion(name), t)
+                    if name in BF16_WORKLOADS:
+                        row["compute"] = "bf16"
+                        row["beside_f32"] = beside_f32(tool, name, companion(name), t)
                     if torch_r:
                         row["torch_gflops"] = flops / (torch_r["median_ms"] * 1e-3) * 1e-9
                         row["torch_pct_peak"] = 100.0 * row["torch_gflops"] / self.peak[t]
@@ -1181,6 +1312,77 @@ def long_notes(bench, entries):
     return lines
 
 
+# ---------------------------------------------------------------------------
+# The --compute=bf16 table (issue 25's goal)
+# ---------------------------------------------------------------------------
+
+def bf16_rows(rows, simd):
+    """One entry per --compute=bf16 row (workload, threads, backend): its
+    time, its f32 partner's measured beside it, f32 / bf16, the GEMM path
+    the executable ran (bf16_gemm_path) and the goal: f32 / bf16 >=
+    GOAL_BF16_VS_F32 on the medians, judged only on the dot-product path
+    (None, "emulated: no speed claim", elsewhere)."""
+    out = []
+    for r in rows:
+        if r["workload"] not in BF16_WORKLOADS:
+            continue
+        path, why = bf16_gemm_path(r["backend"], simd)
+        f = r.get("beside_f32") or {}
+        e = dict(workload=r["workload"], threads=r["threads"], backend=r["backend"],
+                 f32_workload=BF16_WORKLOADS[r["workload"]],
+                 bf16_median_ms=r["tfm"]["median_ms"], bf16_min_ms=r["tfm"]["min_ms"],
+                 f32_median_ms=f.get("f32_median_ms"), f32_min_ms=f.get("f32_min_ms"),
+                 ratio=f.get("ratio"), ratio_min=f.get("ratio_min"),
+                 gemm_path=path, gemm_path_why=why, tfm_bf16_dot=os.environ.get("TFM_BF16_DOT"),
+                 goal=">= %.1fx" % GOAL_BF16_VS_F32, output_check=r["output_check"])
+        if path != "dot":
+            e["goal_met"], e["verdict"] = None, "emulated: no speed claim"
+        elif e["ratio"] is None:
+            e["goal_met"], e["verdict"] = None, "not measured"
+        else:
+            e["goal_met"] = e["ratio"] >= GOAL_BF16_VS_F32
+            e["verdict"] = "met" if e["goal_met"] else "missed"
+        out.append(e)
+    return out
+
+
+BF16_COLUMNS = ["workload", "thr", "backend", "bf16 med ms", "bf16 min ms", "f32 med ms", "f32 min ms",
+                "f32/bf16", "bf16 GEMMs", "goal >= %.1fx" % GOAL_BF16_VS_F32, "output vs torch"]
+
+
+def bf16_table_rows(entries):
+    out = []
+    for e in entries:
+        c = e["output_check"]
+        chk = "-" if c is None else ("ok (%.0e)" % c["max_err"] if c["ok"] else "MISMATCH")
+        ratio = "-" if e["ratio"] is None else "%.2fx (%.2fx)" % (e["ratio"], e["ratio_min"])
+        out.append([e["workload"], str(e["threads"]), e["backend"],
+                    fmt_ms(e["bf16_median_ms"]), fmt_ms(e["bf16_min_ms"]),
+                    fmt_ms(e["f32_median_ms"]), fmt_ms(e["f32_min_ms"]),
+                    ratio, e["gemm_path"], e["verdict"], chk])
+    return out
+
+
+def bf16_notes(entries):
+    """What the bf16 table's columns are, and which path ran and why."""
+    lines = ["bf16 med/min ms: the layer compiled with `tfm-compile --compute=bf16` (GEMM inputs rounded "
+             "to bfloat16, sums in f32); f32 med/min ms: %s's executable (the same layer, weights and "
+             "input, f32), timed back to back with it in every round (the order alternating); f32/bf16: "
+             "the median over the timed rounds of the ratio of the two medians of a round, and in "
+             "brackets the ratio of the mins." % ", ".join(sorted({e["f32_workload"] for e in entries})),
+             "bf16 GEMMs: which loop the executable's GEMM tiles ran, by the rule of PreferBf16Dot "
+             "(runtime/include/tfm/runtime/kernels/gemm-bf16-inl.h): `dot`, the AVX512-BF16 dot products "
+             "(VDPBF16PS), where /proc/cpuinfo has avx512_bf16 and the CPU is AMD's, or with "
+             "TFM_BF16_DOT=1; `emulated`, f32 FMAs over the bf16-rounded values, elsewhere (TFM_BF16_DOT=0, "
+             "no avx512_bf16, an Intel CPU, the LLVM backend, --simd avx2).",
+             "goal >= %.1fx: f32/bf16 (medians) on the dot products only; an emulated row is timed but "
+             "makes no speed claim. The output check allows 1e-2 x (1 + max |torch|) (docs/reference.md, "
+             "Weight precision) against PyTorch's f32 layer." % GOAL_BF16_VS_F32]
+    for key in dict.fromkeys((e["backend"], e["gemm_path"], e["gemm_path_why"]) for e in entries):
+        lines.append("%s backend: %s (%s)" % key)
+    return lines
+
+
 def write_chart(rows, peak, path, work):
     """Grouped bars of GFLOP/s (the same FLOP count for every tool) per
     workload and thread count, with the measured FMA peak; gnuplot, else
@@ -1201,6 +1403,8 @@ def write_chart(rows, peak, path, work):
                  peak[k[1]]]
         data.append(("%s t%d" % k, vals))
     title = "tfm vs PyTorch vs oneDNN GEMMs: matmul GFLOP/s (higher is better), batch 1, fp32"
+    if any(r["workload"] in BF16_WORKLOADS for r in rows):
+        title += " (_bf16: tfm --compute=bf16)"
     if shutil.which("gnuplot"):
         dat = os.path.join(work, "chart.dat")
         with open(dat, "w") as f:
@@ -1310,6 +1514,7 @@ def report(bench, rows, elapsed):
             notes.append("torch on %s is %s, not %s" % (name, tm.get("model"), what))
     table = text_table(rows)
     longs = long_rows(rows)
+    bf16s = bf16_rows(rows, a.simd)
     print()
     print("\n".join(header))
     print()
@@ -1321,6 +1526,13 @@ def report(bench, rows, elapsed):
         print(render_text(LONG_COLUMNS, long_table_rows(longs), left=3))
         print()
         print("\n".join("  " + l for l in long_notes(bench, longs)))
+    if bf16s:
+        print()
+        print("Prefill with --compute=bf16 (issue 25's goal, medians):")
+        print()
+        print(render_text(BF16_COLUMNS, bf16_table_rows(bf16s), left=3))
+        print()
+        print("\n".join("  " + l for l in bf16_notes(bf16s)))
     if notes:
         print()
         print("\n".join("note: " + n for n in notes))
@@ -1349,6 +1561,10 @@ def report(bench, rows, elapsed):
         md += ["## Long sequences (seq 4096; issue 22's goals, medians)", "",
                render_md(LONG_COLUMNS, long_table_rows(longs), left=3), ""]
         md += ["- " + l for l in long_notes(bench, longs)] + [""]
+    if bf16s:
+        md += ["## Prefill with --compute=bf16 (issue 25's goal, medians)", "",
+               render_md(BF16_COLUMNS, bf16_table_rows(bf16s), left=3), ""]
+        md += ["- " + l for l in bf16_notes(bf16s)] + [""]
     if notes:
         md += ["Notes:", ""] + ["- " + n for n in notes] + [""]
     if chart:
@@ -1365,7 +1581,7 @@ def report(bench, rows, elapsed):
                        workloads={n: dict(description=WORKLOADS[n][0], what=WORKLOADS[n][1],
                                           flops=matmul_flops(WORKLOADS[n][0], WORKLOADS[n][0]["max_seq_len"]))
                                   for n in bench.names},
-                       torch_models=bench.torch_models, long_rows=longs,
+                       torch_models=bench.torch_models, long_rows=longs, bf16_rows=bf16s,
                        rows=rows, measurements=bench.records), f, indent=1)
     print()
     print("bench: wrote %s/%s.md, %s.json%s" % (a.out_dir, stem, stem, ", %s.png" % stem if chart else ""))
@@ -1419,6 +1635,7 @@ def main(argv=None):
     if a.list:
         for n, (d, what) in WORKLOADS.items():
             print("%-27s %-75s %8.3f GFLOP%s" % (n, what, matmul_flops(d, d["max_seq_len"]) * 1e-9,
+                                                "  (beside %s)" % BF16_WORKLOADS[n] if n in BF16_WORKLOADS else
                                                 "" if n not in LONG_WORKLOADS else
                                                 "  (--only long)" if n in GROUPS["long"] else
                                                 "  (--only long: beside the other rows of its layer)"))
