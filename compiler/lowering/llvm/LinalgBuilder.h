@@ -748,30 +748,42 @@ public:
   /// q [L..., sq, e] x w [h, e, f] -> [L..., sq, f] with h the dimension just
   /// before the sequence: per-head projections of score functions. With
   /// `transposedW` the weight is [h, f, e].
+  ///
+  /// The innermost loop runs along contiguous rows so that LLVM vectorises
+  /// it: [h, e, f], over f (an axpy of W's row e into the output row);
+  /// [h, f, e], over e, a dot product of two rows whose sum is marked
+  /// reassociable (a vector of partial sums, then their total: the same
+  /// order for every element and any thread count). In order, the sum is
+  /// a scalar loop: performer's feature map (seq 4096, M 256, dk 64, 12
+  /// heads) was half of its layer's time.
   Value perHeadProject(Value q, Value w, bool transposedW) {
     auto type = cast<RankedTensorType>(q.getType());
     unsigned rank = type.getRank();
     auto wType = cast<RankedTensorType>(w.getType());
     int64_t f = wType.getDimSize(transposedW ? 1 : 2);
-    unsigned loops = rank + 1; // L..., s, f, e
-    unsigned head = rank - 3, fDim = rank - 1, eDim = rank;
+    unsigned loops = rank + 1; // L..., s, then f, e or e, f
+    unsigned head = rank - 3;
+    unsigned fDim = transposedW ? rank - 1 : rank,
+             eDim = transposedW ? rank : rank - 1;
     SmallVector<unsigned> lead = range(0, rank - 1);
     SmallVector<unsigned> qDims = lead, outDims = lead;
     qDims.push_back(eDim);
     outDims.push_back(fDim);
     SmallVector<OpFoldResult> outSizes = sizes(q);
     outSizes.back() = b.getIndexAttr(f);
-    SmallVector<IteratorType> iterators = parallel(rank);
-    iterators.push_back(IteratorType::reduction);
+    SmallVector<IteratorType> iterators = parallel(loops);
+    iterators[eDim] = IteratorType::reduction;
     SmallVector<unsigned> wDims = transposedW
                                       ? SmallVector<unsigned>{head, fDim, eDim}
                                       : SmallVector<unsigned>{head, eDim, fDim};
+    auto flags = transposedW ? arith::FastMathFlags::reassoc
+                             : arith::FastMathFlags::none;
     return generic({q, w}, filled(outSizes, 0.0),
                    {map(loops, qDims), map(loops, wDims), map(loops, outDims)},
                    iterators,
-                   [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                   [flags](OpBuilder &nb, Location nl, ValueRange a) -> Value {
                      Value m = arith::MulFOp::create(nb, nl, a[0], a[1]);
-                     return arith::AddFOp::create(nb, nl, a[2], m);
+                     return arith::AddFOp::create(nb, nl, a[2], m, flags);
                    });
   }
 

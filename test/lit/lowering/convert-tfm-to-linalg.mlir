@@ -429,8 +429,9 @@ func.func @sequence_projection(%k: tensor<1x2x?x8xf32>, %e: tensor<6x16xf32>) ->
 
 // Performer's feature map, exp(x W_h^T - |x|^2 / 2) / sqrt(M) of x = input
 // / dk^(1/4) (dk = 8, M = 6): one contraction of each head's rows with its
-// W_h over dk (W indexed by the head, d1), one reduction of each row's
-// squares, then exp(dot / dk^(1/4) - (squares / (2 sqrt(dk)) + log(M) / 2))
+// W_h over dk (W indexed by the head, d1; the sum marked reassociable, so
+// LLVM vectorises the dot product), one reduction of each row's squares,
+// then exp(dot / dk^(1/4) - (squares / (2 sqrt(dk)) + log(M) / 2))
 // elementwise.
 // CHECK-DAG: #[[ROW:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
 // CHECK-DAG: #[[WH:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d1, d3, d4)>
@@ -442,7 +443,7 @@ func.func @sequence_projection(%k: tensor<1x2x?x8xf32>, %e: tensor<6x16xf32>) ->
 // CHECK: %[[DOTS:.+]] = linalg.generic {indexing_maps = [#[[ROW]], #[[WH]], #[[OUT]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : tensor<1x2x?x8xf32>, tensor<2x6x8xf32>) outs(%{{.+}} : tensor<1x2x?x6xf32>)
 // CHECK-NEXT: ^bb0(%[[A:.+]]: f32, %[[B:.+]]: f32, %[[C:.+]]: f32):
 // CHECK-NEXT: %[[P:.+]] = arith.mulf %[[A]], %[[B]] : f32
-// CHECK-NEXT: arith.addf %[[C]], %[[P]] : f32
+// CHECK-NEXT: arith.addf %[[C]], %[[P]] fastmath<reassoc> : f32
 // CHECK: %[[SQ:.+]] = linalg.generic {{{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%arg0 : tensor<1x2x?x8xf32>) outs(%{{.+}} : tensor<1x2x?xf32>)
 // CHECK-NEXT: ^bb0(%[[E:.+]]: f32, %[[ACC:.+]]: f32):
 // CHECK-NEXT: %[[E2:.+]] = arith.mulf %[[E]], %[[E]] : f32
