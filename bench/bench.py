@@ -961,18 +961,27 @@ class Bench:
                 out["threads_reported"] = sorted({r["threads_reported"] for r in rs})
             return out
 
+        def side_by_side(tool, name, other, t):
+            """The records of workloads `name` and `other` measured in the
+            same rounds in `name`'s configuration, by round: (name's,
+            other's, every shared round, the timed ones), or None."""
+            def per_round(wl):
+                return {r["round"]: r for r in self.records if r["tool"] == tool and r["workload"] == wl
+                        and r["threads"] == t and r["config"] == name}
+            xs, os_ = per_round(name), per_round(other)
+            rounds = sorted(set(xs) & set(os_))
+            if not rounds:
+                return None
+            return xs, os_, rounds, [r for r in rounds if r > 0] or rounds
+
         def paired(tool, name, diag, t):
             """X - diag, the two measured side by side in X's configuration:
             the median over the timed rounds of the differences of the two
             medians of a round, and the difference of the mins."""
-            def per_round(wl):
-                return {r["round"]: r for r in self.records if r["tool"] == tool and r["workload"] == wl
-                        and r["threads"] == t and r["config"] == name}
-            xs, ds = per_round(name), per_round(diag)
-            rounds = sorted(set(xs) & set(ds))
-            if not rounds:
+            both = side_by_side(tool, name, diag, t)
+            if both is None:
                 return None
-            timed = [r for r in rounds if r > 0] or rounds
+            xs, ds, rounds, timed = both
             return dict(diag_median_ms=statistics.median(ds[r]["median_ms"] for r in timed),
                         diag_min_ms=min(ds[r]["min_ms"] for r in rounds),
                         core_ms=statistics.median(xs[r]["median_ms"] - ds[r]["median_ms"] for r in timed),
@@ -983,14 +992,10 @@ class Bench:
             """f32 / bf16, the two measured back to back in the bf16 row's
             configuration: the median over the timed rounds of the ratio of
             the two medians of a round, and the ratio of the mins."""
-            def per_round(wl):
-                return {r["round"]: r for r in self.records if r["tool"] == tool and r["workload"] == wl
-                        and r["threads"] == t and r["config"] == name}
-            bs, fs = per_round(name), per_round(f32)
-            rounds = sorted(set(bs) & set(fs))
-            if not rounds:
+            both = side_by_side(tool, name, f32, t)
+            if both is None:
                 return None
-            timed = [r for r in rounds if r > 0] or rounds
+            bs, fs, rounds, timed = both
             return dict(f32_workload=f32,
                         f32_median_ms=statistics.median(fs[r]["median_ms"] for r in timed),
                         f32_min_ms=min(fs[r]["min_ms"] for r in rounds),
