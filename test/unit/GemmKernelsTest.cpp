@@ -462,12 +462,17 @@ TEST_P(GemmTileRowsTest, Bf16InputsRoundTheRowsTheyRead) {
 }
 
 TEST_P(GemmTileRowsTest, Bf16InputsOnBf16Panels) {
+  // Every panel width a tile may have (1 to 4 vectors), those of no whole
+  // 32-column pieces on the f32 FMAs.
   const size_t depth = GetParam().k, cols = GetParam().cols;
   constexpr size_t kLanes = hn::MaxLanes(hn::ScalableTag<float>());
+  if (cols <= kLanes)
+    checkBf16Panel<kLanes>(depth, cols);
   if (cols <= 2 * kLanes)
     checkBf16Panel<2 * kLanes>(depth, cols);
-  else
-    checkBf16Panel<4 * kLanes>(depth, cols);
+  if (cols <= 3 * kLanes)
+    checkBf16Panel<3 * kLanes>(depth, cols);
+  checkBf16Panel<4 * kLanes>(depth, cols);
 }
 
 std::vector<GemmShape> gemmShapes() {

@@ -315,7 +315,8 @@ GemmTile(const float *HWY_RESTRICT a, size_t lda,
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
     // AVX512-BF16 dot products where the CPU has them (gemm-bf16-inl.h);
     // the same rounding on f32 FMAs below otherwise.
-    if constexpr (std::is_same_v<PanelT, hwy::bfloat16_t>) {
+    // (Bf16DotTile exists for whole 32-column pieces only.)
+    if constexpr (kCols % 32 == 0 && std::is_same_v<PanelT, hwy::bfloat16_t>) {
       if (GemmTakesBf16Dot<kCols>()) {
         HWY_ALIGN float dots[kRows * kCols];
         Bf16DotTile<kRows, kCols>(
